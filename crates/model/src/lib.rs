@@ -5,7 +5,20 @@
 //! shared by the Linux backend, the simulator, the policies and the CLI.
 
 pub mod cpuset;
+pub mod observation;
+pub mod plan;
 pub mod topology;
+pub mod trace;
+pub mod view;
+pub mod workload;
+
+#[cfg(any(test, feature = "testutils"))]
+pub mod testutils;
 
 pub use cpuset::{Cpu, CpuSet};
+pub use observation::{AppSample, Observation, ThreadSample};
+pub use plan::{AppPlan, MemPolicy, Placement, Plan, SchedSettings};
 pub use topology::Topology;
+pub use trace::{Trace, TraceEvent};
+pub use view::{AppId, AppState, AppView, Tid, Trigger, View};
+pub use workload::{AppClass, AppSpec, StaticMapping, Workload};

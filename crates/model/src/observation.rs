@@ -1,0 +1,80 @@
+//! Raw samples, as a backend collects them (STYLE.md: raw samples, then pure models).
+//!
+//! Both the Linux backend and the simulator emit this one type; the trace stores it
+//! unchanged, so every rate and metric can be recomputed later. Counters are
+//! cumulative since the thread started; rates come from two samples
+//! ([`crate::rates`]).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cpuset::Cpu;
+use crate::view::{AppId, Tid};
+
+/// Which signal sources a sample came from (DESIGN.md, Signals, with fallbacks).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Signals {
+    /// Hardware counters (cycles, instructions, LLC) were read.
+    pub hw_counters: bool,
+    /// `/proc/<pid>/task/<tid>/schedstat` was read (run and wait time in ns).
+    pub schedstat: bool,
+}
+
+/// Hardware counter values, cumulative.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    pub cycles: Option<u64>,
+    pub instructions: Option<u64>,
+    pub llc_references: Option<u64>,
+    pub llc_misses: Option<u64>,
+}
+
+/// One thread's cumulative counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadSample {
+    pub pid: u32,
+    pub tid: Tid,
+    /// CPU it last ran on.
+    pub cpu: Option<Cpu>,
+    /// Time on a CPU, ns.
+    pub run_ns: u64,
+    /// Time runnable but waiting for a CPU, ns.
+    pub wait_ns: u64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+    /// Migrations between CPUs, where the kernel reports them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrations: Option<u64>,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<Counters>,
+}
+
+/// One app instance's sample: all threads of all its processes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppSample {
+    pub app: AppId,
+    /// The process coloc started.
+    pub pid: u32,
+    pub threads: Vec<ThreadSample>,
+    /// Resident memory of all its processes, bytes.
+    pub rss_bytes: u64,
+}
+
+/// A sample of every managed app at one instant.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Observation {
+    /// Time since the start of the run.
+    #[serde(with = "crate::trace::nanos")]
+    pub at: Duration,
+    pub signals: Signals,
+    pub apps: Vec<AppSample>,
+}
+
+impl Observation {
+    pub fn app(&self, id: AppId) -> Option<&AppSample> {
+        self.apps.iter().find(|a| a.app == id)
+    }
+}

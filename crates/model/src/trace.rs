@@ -1,0 +1,236 @@
+//! The run trace: JSON lines, one event a line (DESIGN.md, The loop).
+//!
+//! It keeps raw observations, not rates, so `coloc report` recomputes every metric
+//! from a trace without re-running (facebookincubator/below's replay model).
+
+use std::io::{self, BufRead, Write};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::observation::Observation;
+use crate::plan::Plan;
+use crate::topology::Topology;
+use crate::view::{AppId, Tid, Trigger};
+use crate::workload::Workload;
+
+/// Version of the trace format; readers refuse other major versions.
+pub const TRACE_VERSION: u32 = 1;
+
+/// Durations as integer nanoseconds.
+pub(crate) mod nanos {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_nanos() as u64)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_nanos(u64::deserialize(d)?))
+    }
+}
+
+/// How an app's run ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "value")]
+pub enum ExitStatus {
+    Code(i32),
+    Signal(i32),
+    /// coloc could not start it (the message says why).
+    FailedToStart(String),
+}
+
+impl ExitStatus {
+    pub fn success(&self) -> bool {
+        *self == ExitStatus::Code(0)
+    }
+}
+
+/// What happened when a plan was applied to one app.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApplyOutcome {
+    pub app: AppId,
+    /// Threads whose settings were changed.
+    pub threads_set: u32,
+    /// Threads that exited between observation and actuation (expected, not errors).
+    pub threads_vanished: u32,
+    /// Settings the backend could not apply, each with its reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<String>,
+}
+
+/// Resource use of coloc itself over the run (from /proc/self on Linux).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SelfUsage {
+    #[serde(with = "nanos")]
+    pub cpu: Duration,
+    #[serde(with = "nanos")]
+    pub wall: Duration,
+}
+
+impl SelfUsage {
+    /// CPU time per wall time, in percent of one core.
+    pub fn percent_of_core(&self) -> f64 {
+        if self.wall.is_zero() {
+            0.0
+        } else {
+            100.0 * self.cpu.as_secs_f64() / self.wall.as_secs_f64()
+        }
+    }
+}
+
+/// Static facts about the run, the first line of every trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    pub version: u32,
+    pub coloc_version: String,
+    pub policy: String,
+    /// `linux` or `sim:<platform>`.
+    pub machine: String,
+    pub workload: Workload,
+    pub topology: Topology,
+    #[serde(with = "nanos")]
+    pub epoch: Duration,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Wall-clock start, seconds since the Unix epoch (information only).
+    pub started_unix: f64,
+}
+
+/// One line of the trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "event")]
+pub enum TraceEvent {
+    Header(Box<Header>),
+    Arrive {
+        #[serde(with = "nanos")]
+        t: Duration,
+        app: AppId,
+    },
+    Start {
+        #[serde(with = "nanos")]
+        t: Duration,
+        app: AppId,
+        pid: u32,
+        threads_requested: u32,
+        argv: Vec<String>,
+    },
+    Threads {
+        #[serde(with = "nanos")]
+        t: Duration,
+        app: AppId,
+        tids: Vec<Tid>,
+    },
+    Plan {
+        #[serde(with = "nanos")]
+        t: Duration,
+        trigger: Trigger,
+        plan: Plan,
+        /// Time the policy took to decide (wall time on Linux).
+        #[serde(with = "nanos")]
+        decide: Duration,
+    },
+    Applied {
+        #[serde(with = "nanos")]
+        t: Duration,
+        outcomes: Vec<ApplyOutcome>,
+    },
+    Obs(Box<Observation>),
+    Exit {
+        #[serde(with = "nanos")]
+        t: Duration,
+        app: AppId,
+        status: ExitStatus,
+        /// The app's own metric, read from its output when the workload defines one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metric: Option<f64>,
+    },
+    End {
+        #[serde(with = "nanos")]
+        t: Duration,
+        usage: SelfUsage,
+    },
+}
+
+/// Why a trace could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("reading line {line}: {source}")]
+    Io { line: usize, source: io::Error },
+    #[error("line {line}: {source}")]
+    Json {
+        line: usize,
+        source: serde_json::Error,
+    },
+    #[error("the trace does not start with a header")]
+    NoHeader,
+    #[error("trace format version {0} is not supported (this coloc reads version {TRACE_VERSION})")]
+    Version(u32),
+}
+
+/// Writes events as JSON lines.
+#[derive(Debug)]
+pub struct TraceWriter<W: Write> {
+    out: W,
+}
+
+impl<W: Write> TraceWriter<W> {
+    pub fn new(out: W) -> Self {
+        Self { out }
+    }
+
+    pub fn write(&mut self, event: &TraceEvent) -> io::Result<()> {
+        serde_json::to_writer(&mut self.out, event)?;
+        self.out.write_all(b"\n")
+    }
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// A whole trace read back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trace {
+    pub header: Header,
+    pub events: Vec<TraceEvent>,
+}
+
+impl Trace {
+    /// Reads JSON lines; the first must be the header.
+    pub fn read(input: impl BufRead) -> Result<Trace, TraceError> {
+        let mut header = None;
+        let mut events = Vec::new();
+        for (i, line) in input.lines().enumerate() {
+            let line = line.map_err(|source| TraceError::Io { line: i + 1, source })?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let ev: TraceEvent = serde_json::from_str(&line)
+                .map_err(|source| TraceError::Json { line: i + 1, source })?;
+            match ev {
+                TraceEvent::Header(h) if header.is_none() => {
+                    if h.version != TRACE_VERSION {
+                        return Err(TraceError::Version(h.version));
+                    }
+                    header = Some(*h);
+                }
+                _ if header.is_none() => return Err(TraceError::NoHeader),
+                ev => events.push(ev),
+            }
+        }
+        Ok(Trace {
+            header: header.ok_or(TraceError::NoHeader)?,
+            events,
+        })
+    }
+
+    pub fn observations(&self) -> impl Iterator<Item = &Observation> {
+        self.events.iter().filter_map(|e| match e {
+            TraceEvent::Obs(o) => Some(o.as_ref()),
+            _ => None,
+        })
+    }
+}

@@ -1,0 +1,97 @@
+//! What a policy sees (DESIGN.md, The loop): the topology, every app that has arrived
+//! and not yet left, and the latest raw observations.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::observation::Observation;
+use crate::plan::AppPlan;
+use crate::topology::Topology;
+use crate::workload::AppSpec;
+
+/// A thread id (the kernel's TID on Linux, a simulated id in the simulator).
+pub type Tid = u32;
+
+/// One run of one app of the workload: `app` indexes `Workload::apps`, `rep` counts
+/// its repetitions from 0.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+pub struct AppId {
+    pub app: u32,
+    pub rep: u32,
+}
+
+impl fmt::Display for AppId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.app, self.rep)
+    }
+}
+
+/// Where an app instance is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AppState {
+    /// Arrived, waiting for the policy to admit it.
+    Pending,
+    Running,
+}
+
+/// One app instance as the policy sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AppView {
+    pub id: AppId,
+    pub spec: Arc<AppSpec>,
+    pub state: AppState,
+    pub arrived_at: Duration,
+    pub started_at: Option<Duration>,
+    /// Threads the app starts with on this machine (`spec.threads` resolved).
+    pub threads_requested: u32,
+    /// Its live threads (all processes), oldest first. Empty while pending.
+    pub threads: Vec<Tid>,
+    /// The plan last applied to it, if any.
+    pub current: Option<AppPlan>,
+}
+
+impl AppView {
+    pub fn is_running(&self) -> bool {
+        self.state == AppState::Running
+    }
+}
+
+/// Why the policy is being asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "app")]
+pub enum Trigger {
+    Arrival(AppId),
+    Exit(AppId),
+    ThreadsChanged(AppId),
+    Epoch,
+}
+
+/// Everything a policy may look at. Policies are pure functions of this (plus
+/// their own state), so they run the same on Linux and in the simulator.
+#[derive(Clone, Copy, Debug)]
+pub struct View<'a> {
+    pub now: Duration,
+    pub trigger: Trigger,
+    pub topology: &'a Topology,
+    /// Pending and running apps, in arrival order.
+    pub apps: &'a [AppView],
+    /// The latest observation and the one before it (rates need two samples).
+    pub last: Option<&'a Observation>,
+    pub prev: Option<&'a Observation>,
+}
+
+impl<'a> View<'a> {
+    pub fn running(&self) -> impl Iterator<Item = &'a AppView> {
+        self.apps.iter().filter(|a| a.is_running())
+    }
+
+    pub fn pending(&self) -> impl Iterator<Item = &'a AppView> {
+        self.apps.iter().filter(|a| a.state == AppState::Pending)
+    }
+}

@@ -1,0 +1,78 @@
+//! Policies (DESIGN.md, The policies): each is a pure function of a [`View`] — plus
+//! state it keeps itself — returning a [`Plan`]. No policy touches /proc, a clock or
+//! a syscall, so the same code is unit-tested with tables, runs on Linux and runs in
+//! the simulator.
+
+use std::fmt;
+
+use coloc_model::{Plan, View};
+
+pub mod baseline;
+pub mod invariants;
+
+/// A placement / parallelism / scheduling policy.
+pub trait Policy: fmt::Debug + Send {
+    /// The name users select it by (`--policy NAME`).
+    fn name(&self) -> &'static str;
+
+    /// Decides for every app in the view. Must return one [`coloc_model::AppPlan`]
+    /// per app in `view.apps`.
+    fn decide(&mut self, view: &View<'_>) -> Plan;
+}
+
+/// A policy users can select, with a one-line description for `--help`.
+#[derive(Debug, Clone, Copy)]
+pub struct PolicyInfo {
+    pub name: &'static str,
+    pub about: &'static str,
+    make: fn() -> Box<dyn Policy>,
+}
+
+impl PolicyInfo {
+    pub fn make(&self) -> Box<dyn Policy> {
+        (self.make)()
+    }
+}
+
+/// Every policy, in the order tables list them.
+pub const POLICIES: &[PolicyInfo] = &[
+    PolicyInfo {
+        name: "native",
+        about: "change nothing: Linux places every thread (the baseline)",
+        make: || Box::new(baseline::Native),
+    },
+    PolicyInfo {
+        name: "batch",
+        about: "one app at a time with all CPUs, the others queued (exclusive batch queue)",
+        make: || Box::new(baseline::Batch),
+    },
+    PolicyInfo {
+        name: "equal",
+        about: "equal exclusive CPU partitions per running app, one CPU per thread (static CPU manager)",
+        make: || Box::new(baseline::Equal),
+    },
+    PolicyInfo {
+        name: "static",
+        about: "the mapping given by each app's `cpus` in the workload file",
+        make: || Box::new(baseline::Static),
+    },
+];
+
+/// The selectable policy names, comma-separated, for error messages.
+pub fn policy_names() -> String {
+    POLICIES.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+}
+
+/// A `--policy` value that names no policy.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown policy `{0}` (expected one of: {names})", names = policy_names())]
+pub struct UnknownPolicy(pub String);
+
+/// Looks a policy up by name.
+pub fn by_name(name: &str) -> Result<Box<dyn Policy>, UnknownPolicy> {
+    POLICIES
+        .iter()
+        .find(|p| p.name == name)
+        .map(PolicyInfo::make)
+        .ok_or_else(|| UnknownPolicy(name.to_string()))
+}
