@@ -1,0 +1,3 @@
+//! `coloc`: the command-line front end.
+
+fn main() {}

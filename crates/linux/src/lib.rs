@@ -1,0 +1,6 @@
+//! The Linux backend (DESIGN.md, Components: linux): topology from sysfs, process
+//! and thread tracking from /proc, actuators (affinity, scheduling, memory policy)
+//! with a journal so that nothing coloc changes outlives it unrecorded.
+
+pub mod machine;
+pub mod topology;

@@ -1,0 +1,1 @@
+//! Topology from sysfs.
