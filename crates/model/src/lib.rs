@@ -5,8 +5,11 @@
 //! shared by the Linux backend, the simulator, the policies and the CLI.
 
 pub mod cpuset;
+pub mod metrics;
 pub mod observation;
 pub mod plan;
+pub mod profile;
+pub mod stats;
 pub mod topology;
 pub mod trace;
 pub mod view;

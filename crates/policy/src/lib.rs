@@ -9,6 +9,7 @@ use coloc_model::{Plan, View};
 
 pub mod baseline;
 pub mod invariants;
+pub mod queueing;
 
 /// A placement / parallelism / scheduling policy.
 pub trait Policy: fmt::Debug + Send {

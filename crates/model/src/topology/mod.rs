@@ -12,6 +12,7 @@
 //! the tree a tree.
 
 mod builder;
+pub mod hwloc;
 mod resources;
 mod synthetic;
 

@@ -1,0 +1,1 @@
+//! Metrics computed from traces.

@@ -1,0 +1,1 @@
+//! hwloc XML topologies.

@@ -1,0 +1,1 @@
+//! Queueing model of memory controllers (NuPoCo §3.3, §4).

@@ -1,0 +1,1 @@
+//! The OpenMP DoP channel.
