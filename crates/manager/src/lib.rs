@@ -3,5 +3,9 @@
 //! [`Machine`], and records everything in the trace.
 
 pub mod machine;
+pub mod record;
+pub mod run;
 
 pub use machine::{LaunchRequest, Launched, Machine, MachineError, MachineEvent};
+pub use record::Recorder;
+pub use run::{run, ManagerError, RunOptions, RunSummary, DEFAULT_EPOCH};

@@ -166,7 +166,9 @@ pub enum TraceError {
     },
     #[error("the trace does not start with a header")]
     NoHeader,
-    #[error("trace format version {0} is not supported (this coloc reads version {TRACE_VERSION})")]
+    #[error(
+        "trace format version {0} is not supported (this coloc reads version {TRACE_VERSION})"
+    )]
     Version(u32),
 }
 
@@ -204,12 +206,18 @@ impl Trace {
         let mut header = None;
         let mut events = Vec::new();
         for (i, line) in input.lines().enumerate() {
-            let line = line.map_err(|source| TraceError::Io { line: i + 1, source })?;
+            let line = line.map_err(|source| TraceError::Io {
+                line: i + 1,
+                source,
+            })?;
             if line.trim().is_empty() {
                 continue;
             }
-            let ev: TraceEvent = serde_json::from_str(&line)
-                .map_err(|source| TraceError::Json { line: i + 1, source })?;
+            let ev: TraceEvent =
+                serde_json::from_str(&line).map_err(|source| TraceError::Json {
+                    line: i + 1,
+                    source,
+                })?;
             match ev {
                 TraceEvent::Header(h) if header.is_none() => {
                     if h.version != TRACE_VERSION {

@@ -107,11 +107,7 @@ impl Policy for Equal {
             .collect();
         apps.extend(pending.iter().skip(room).map(|a| AppPlan::hold(a.id)));
         Plan {
-            note: format!(
-                "equal: {} apps over {} CPUs",
-                admitted.len(),
-                cpus.len()
-            ),
+            note: format!("equal: {} apps over {} CPUs", admitted.len(), cpus.len()),
             apps,
         }
     }
@@ -182,7 +178,11 @@ impl Policy for Static {
 /// The usable CPUs ordered core by core, as the topology tree lists them (so that
 /// contiguous runs stay under the same caches).
 pub(crate) fn topology_order(view: &View<'_>) -> Vec<u32> {
-    view.topology.cores().iter().flat_map(|c| c.iter()).collect()
+    view.topology
+        .cores()
+        .iter()
+        .flat_map(|c| c.iter())
+        .collect()
 }
 
 /// Cuts `cpus` into `n` contiguous slices whose sizes differ by at most one, the

@@ -61,7 +61,11 @@ pub const POLICIES: &[PolicyInfo] = &[
 
 /// The selectable policy names, comma-separated, for error messages.
 pub fn policy_names() -> String {
-    POLICIES.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+    POLICIES
+        .iter()
+        .map(|p| p.name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A `--policy` value that names no policy.

@@ -128,6 +128,7 @@ impl Topology {
             // Unique CPUs by construction, so `pu` cannot fail.
             let _ = b.pu(cpu, package, core);
         }
-        Ok(b.build(None).expect("a synthetic description always has CPUs"))
+        Ok(b.build(None)
+            .expect("a synthetic description always has CPUs"))
     }
 }

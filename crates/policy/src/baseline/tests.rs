@@ -60,7 +60,12 @@ fn batch_runs_one_app_at_a_time_in_arrival_order() {
             .filter(|p| p.admit)
             .map(|p| p.app.app)
             .collect();
-        assert_eq!(got, want, "apps {:?}", apps.iter().map(|a| a.id).collect::<Vec<_>>());
+        assert_eq!(
+            got,
+            want,
+            "apps {:?}",
+            apps.iter().map(|a| a.id).collect::<Vec<_>>()
+        );
     }
 }
 
@@ -75,12 +80,18 @@ fn equal_partitions_follow_the_topology() {
         (2, vec![vec![10, 11]], vec!["0-1"]),
         // intel-2s-smt, 32 PUs: 3 apps get 11, 11, 10 PUs; slices keep SMT pairs
         // together except where an odd size forces a split.
-        (0, vec![vec![1], vec![2], vec![3]], vec!["0-10", "11-21", "22-31"]),
+        (
+            0,
+            vec![vec![1], vec![2], vec![3]],
+            vec!["0-10", "11-21", "22-31"],
+        ),
         // amd-8node, 48 cores: 8 apps get one NUMA node (6 cores) each.
         (
             1,
             (0..8).map(|i| vec![100 + i]).collect(),
-            vec!["0-5", "6-11", "12-17", "18-23", "24-29", "30-35", "36-41", "42-47"],
+            vec![
+                "0-5", "6-11", "12-17", "18-23", "24-29", "30-35", "36-41", "42-47",
+            ],
         ),
     ];
     for (t, threads, want) in cases {
@@ -93,7 +104,11 @@ fn equal_partitions_follow_the_topology() {
         let plan = Equal.decide(&view(topo, &apps));
         check(&view(topo, &apps), &plan).unwrap();
         check_exclusive(&plan).unwrap();
-        let got: Vec<String> = plan.apps.iter().map(|p| p.placement.cpus().to_list()).collect();
+        let got: Vec<String> = plan
+            .apps
+            .iter()
+            .map(|p| p.placement.cpus().to_list())
+            .collect();
         assert_eq!(got, want, "topology {}", topo.name);
     }
 }

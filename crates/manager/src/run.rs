@@ -1,0 +1,393 @@
+//! The Manager loop (DESIGN.md, The loop).
+//!
+//! Time is the machine's: wall time on Linux, simulated time in the simulator, so
+//! this code never reads a clock except to measure how long the policy took.
+//! Events that arrive together (two exits in one poll) are decided together: the
+//! policy sees all of them in one View, and the trigger names the first.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use coloc_model::trace::{ExitStatus, Header, SelfUsage, TRACE_VERSION};
+use coloc_model::{
+    AppId, AppState, AppView, Observation, Plan, TraceEvent, Trigger, View, Workload,
+};
+use coloc_policy::{invariants, Policy};
+use regex::Regex;
+
+use crate::machine::{LaunchRequest, Machine, MachineError, MachineEvent};
+use crate::record::Recorder;
+
+/// Default policy epoch (DESIGN.md; NuPoCo and ReSense both decide at ~100 ms scale).
+pub const DEFAULT_EPOCH: Duration = Duration::from_millis(100);
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub epoch: Duration,
+    /// Seed of the run, recorded in the header (the simulator's randomness).
+    pub seed: Option<u64>,
+    /// Wall-clock start, seconds since the Unix epoch (for the header only).
+    pub started_unix: f64,
+    /// Set from a signal handler to stop early; settings are restored all the same.
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+/// Why a run ended with an error. Settings were restored in every case.
+#[derive(Debug, thiserror::Error)]
+pub enum ManagerError {
+    #[error(transparent)]
+    Machine(#[from] MachineError),
+    #[error("policy {policy} returned an invalid plan: {violations}")]
+    InvalidPlan { policy: String, violations: String },
+    #[error("writing the trace: {0}")]
+    Trace(#[from] std::io::Error),
+}
+
+/// What the run did, beyond the trace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    pub instances: usize,
+    pub failed: usize,
+    pub interrupted: bool,
+    pub usage: SelfUsage,
+}
+
+/// Runs `workload` on `machine` under `policy`, recording every event.
+pub fn run(
+    machine: &mut dyn Machine,
+    policy: &mut dyn Policy,
+    workload: &Workload,
+    opts: &RunOptions,
+    rec: &mut dyn Recorder,
+) -> Result<RunSummary, ManagerError> {
+    let mut state = Loop::new(machine, policy, workload, opts);
+    let result = state.main(rec);
+    // Restore whatever happens; a failed restore is reported after the run's own error.
+    let usage = state.machine.finish();
+    let end = TraceEvent::End {
+        t: state.machine.now(),
+        usage: usage.as_ref().copied().unwrap_or_default(),
+    };
+    let recorded = rec.record(&end);
+    let interrupted = result?;
+    recorded?;
+    Ok(RunSummary {
+        instances: state.instances,
+        failed: state.failed,
+        interrupted,
+        usage: usage?,
+    })
+}
+
+struct Loop<'a> {
+    machine: &'a mut dyn Machine,
+    policy: &'a mut dyn Policy,
+    workload: &'a Workload,
+    opts: &'a RunOptions,
+    /// Scheduled arrivals, earliest first.
+    arrivals: Vec<(Duration, AppId)>,
+    apps: Vec<AppView>,
+    last: Option<Observation>,
+    prev: Option<Observation>,
+    instances: usize,
+    failed: usize,
+}
+
+impl<'a> Loop<'a> {
+    fn new(
+        machine: &'a mut dyn Machine,
+        policy: &'a mut dyn Policy,
+        workload: &'a Workload,
+        opts: &'a RunOptions,
+    ) -> Self {
+        let mut arrivals: Vec<(Duration, AppId)> = workload
+            .apps
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                (
+                    a.arrive_at,
+                    AppId {
+                        app: i as u32,
+                        rep: 0,
+                    },
+                )
+            })
+            .collect();
+        arrivals.sort();
+        Self {
+            machine,
+            policy,
+            workload,
+            opts,
+            arrivals,
+            apps: Vec::new(),
+            last: None,
+            prev: None,
+            instances: 0,
+            failed: 0,
+        }
+    }
+
+    /// Returns whether the run was interrupted.
+    fn main(&mut self, rec: &mut dyn Recorder) -> Result<bool, ManagerError> {
+        rec.record(&TraceEvent::Header(Box::new(Header {
+            version: TRACE_VERSION,
+            coloc_version: env!("CARGO_PKG_VERSION").to_string(),
+            policy: self.policy.name().to_string(),
+            machine: self.machine.kind(),
+            workload: self.workload.clone(),
+            topology: self.machine.topology().clone(),
+            epoch: self.opts.epoch,
+            seed: self.opts.seed,
+            started_unix: self.opts.started_unix,
+        })))?;
+        let start = self.machine.now();
+        let mut next_epoch = start + self.opts.epoch;
+        let mut trigger: Option<Trigger> = None;
+        loop {
+            if self
+                .opts
+                .stop
+                .as_ref()
+                .is_some_and(|s| s.load(Ordering::Relaxed))
+            {
+                return Ok(true);
+            }
+            let now = self.machine.now();
+            while let Some(&(at, id)) = self.arrivals.first().filter(|(at, _)| *at <= now) {
+                self.arrivals.remove(0);
+                self.arrive(at, id, rec)?;
+                trigger.get_or_insert(Trigger::Arrival(id));
+            }
+            if now >= next_epoch {
+                let obs = self.machine.observe()?;
+                rec.record(&TraceEvent::Obs(Box::new(obs.clone())))?;
+                self.prev = self.last.replace(obs);
+                trigger.get_or_insert(Trigger::Epoch);
+                while next_epoch <= now {
+                    next_epoch += self.opts.epoch;
+                }
+            }
+            if let Some(t) = trigger.take() {
+                self.decide_and_apply(t, rec)?;
+            }
+            if self.apps.is_empty() && self.arrivals.is_empty() {
+                return Ok(false);
+            }
+            let deadline = self
+                .arrivals
+                .first()
+                .map_or(next_epoch, |(at, _)| (*at).min(next_epoch));
+            for event in self.machine.wait_until(deadline)? {
+                let t = self.handle(event, rec)?;
+                trigger.get_or_insert(t);
+            }
+        }
+    }
+
+    fn arrive(
+        &mut self,
+        at: Duration,
+        id: AppId,
+        rec: &mut dyn Recorder,
+    ) -> Result<(), ManagerError> {
+        let spec = &self.workload.apps[id.app as usize];
+        rec.record(&TraceEvent::Arrive { t: at, app: id })?;
+        self.apps.push(AppView {
+            id,
+            spec: std::sync::Arc::new(spec.clone()),
+            state: AppState::Pending,
+            arrived_at: at,
+            started_at: None,
+            threads_requested: spec.threads_on(self.machine.topology().cpus().len()),
+            threads: Vec::new(),
+            current: None,
+        });
+        Ok(())
+    }
+
+    fn handle(
+        &mut self,
+        event: MachineEvent,
+        rec: &mut dyn Recorder,
+    ) -> Result<Trigger, ManagerError> {
+        match event {
+            MachineEvent::Exited {
+                app,
+                at,
+                status,
+                output,
+            } => {
+                let spec = &self.workload.apps[app.app as usize];
+                let metric = spec
+                    .metric
+                    .as_ref()
+                    .zip(output.as_deref())
+                    .and_then(|(m, text)| read_metric(&m.regex, text));
+                if !status.success() {
+                    self.failed += 1;
+                }
+                rec.record(&TraceEvent::Exit {
+                    t: at,
+                    app,
+                    status,
+                    metric,
+                })?;
+                self.apps.retain(|a| a.id != app);
+                self.next_repetition(app, at);
+                Ok(Trigger::Exit(app))
+            }
+            MachineEvent::ThreadsChanged { app, tids } => {
+                rec.record(&TraceEvent::Threads {
+                    t: self.machine.now(),
+                    app,
+                    tids: tids.clone(),
+                })?;
+                if let Some(a) = self.apps.iter_mut().find(|a| a.id == app) {
+                    a.threads = tids;
+                }
+                Ok(Trigger::ThreadsChanged(app))
+            }
+        }
+    }
+
+    /// ReSense's ts(BM, k): the next run of an app arrives when the last one exits.
+    fn next_repetition(&mut self, app: AppId, at: Duration) {
+        let spec = &self.workload.apps[app.app as usize];
+        if app.rep + 1 < spec.repeat {
+            let next = AppId {
+                app: app.app,
+                rep: app.rep + 1,
+            };
+            let pos = self.arrivals.partition_point(|(t, _)| *t <= at);
+            self.arrivals.insert(pos, (at, next));
+        }
+    }
+
+    fn decide_and_apply(
+        &mut self,
+        trigger: Trigger,
+        rec: &mut dyn Recorder,
+    ) -> Result<(), ManagerError> {
+        let now = self.machine.now();
+        let view = View {
+            now,
+            trigger,
+            topology: self.machine.topology(),
+            apps: &self.apps,
+            last: self.last.as_ref(),
+            prev: self.prev.as_ref(),
+        };
+        let t0 = Instant::now();
+        let plan = self.policy.decide(&view);
+        let decide = t0.elapsed();
+        invariants::check(&view, &plan).map_err(|v| ManagerError::InvalidPlan {
+            policy: self.policy.name().to_string(),
+            violations: v
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
+        })?;
+        rec.record(&TraceEvent::Plan {
+            t: now,
+            trigger,
+            plan: plan.clone(),
+            decide,
+        })?;
+        self.launch_admitted(&plan, rec)?;
+        let running: Plan = Plan {
+            apps: plan
+                .apps
+                .iter()
+                .filter(|p| self.apps.iter().any(|a| a.id == p.app && a.is_running()))
+                .cloned()
+                .collect(),
+            note: plan.note.clone(),
+        };
+        if running.apps.is_empty() {
+            return Ok(());
+        }
+        let outcomes = self.machine.apply(&running);
+        rec.record(&TraceEvent::Applied {
+            t: self.machine.now(),
+            outcomes,
+        })?;
+        for p in running.apps {
+            if let Some(a) = self.apps.iter_mut().find(|a| a.id == p.app) {
+                a.current = Some(p);
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts every pending app the plan admits. A program that cannot start is
+    /// recorded as a failed instance; the rest of the workload goes on.
+    fn launch_admitted(&mut self, plan: &Plan, rec: &mut dyn Recorder) -> Result<(), ManagerError> {
+        let admitted: Vec<AppId> = self
+            .apps
+            .iter()
+            .filter(|a| a.state == AppState::Pending)
+            .filter(|a| plan.for_app(a.id).is_some_and(|p| p.admit))
+            .map(|a| a.id)
+            .collect();
+        for id in admitted {
+            let Some(p) = plan.for_app(id) else { continue };
+            let idx = self
+                .apps
+                .iter()
+                .position(|a| a.id == id)
+                .expect("admitted apps are in the view");
+            let req = LaunchRequest {
+                id,
+                spec: &self.apps[idx].spec,
+                threads: self.apps[idx].threads_requested,
+                plan: p,
+            };
+            self.instances += 1;
+            match self.machine.launch(req) {
+                Ok(launched) => {
+                    let t = self.machine.now();
+                    rec.record(&TraceEvent::Start {
+                        t,
+                        app: id,
+                        pid: launched.pid,
+                        threads_requested: self.apps[idx].threads_requested,
+                        argv: launched.argv,
+                    })?;
+                    let a = &mut self.apps[idx];
+                    a.state = AppState::Running;
+                    a.started_at = Some(t);
+                    a.threads = launched.tids;
+                }
+                Err(MachineError::Launch { reason, .. }) => {
+                    tracing::error!(app = %id, name = %self.apps[idx].spec.name, "{reason}");
+                    self.failed += 1;
+                    let t = self.machine.now();
+                    rec.record(&TraceEvent::Exit {
+                        t,
+                        app: id,
+                        status: ExitStatus::FailedToStart(reason),
+                        metric: None,
+                    })?;
+                    self.apps.remove(idx);
+                    self.next_repetition(id, t);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The app's own metric: the first capture group of the regex's last match.
+fn read_metric(regex: &str, text: &str) -> Option<f64> {
+    let re = Regex::new(regex).ok()?;
+    re.captures_iter(text)
+        .last()
+        .and_then(|c| c.get(1))
+        .and_then(|m| m.as_str().trim().parse().ok())
+}
