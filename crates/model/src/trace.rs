@@ -203,7 +203,6 @@ pub struct Trace {
 impl Trace {
     /// Reads JSON lines; the first must be the header.
     pub fn read(input: impl BufRead) -> Result<Trace, TraceError> {
-        let mut header = None;
         let mut events = Vec::new();
         for (i, line) in input.lines().enumerate() {
             let line = line.map_err(|source| TraceError::Io {
@@ -213,25 +212,27 @@ impl Trace {
             if line.trim().is_empty() {
                 continue;
             }
-            let ev: TraceEvent =
+            events.push(
                 serde_json::from_str(&line).map_err(|source| TraceError::Json {
                     line: i + 1,
                     source,
-                })?;
-            match ev {
-                TraceEvent::Header(h) if header.is_none() => {
-                    if h.version != TRACE_VERSION {
-                        return Err(TraceError::Version(h.version));
-                    }
-                    header = Some(*h);
-                }
-                _ if header.is_none() => return Err(TraceError::NoHeader),
-                ev => events.push(ev),
-            }
+                })?,
+            );
         }
+        Self::from_events(events)
+    }
+
+    /// A trace from events in recording order; the first must be the header.
+    pub fn from_events(events: Vec<TraceEvent>) -> Result<Trace, TraceError> {
+        let mut iter = events.into_iter();
+        let header = match iter.next() {
+            Some(TraceEvent::Header(h)) if h.version == TRACE_VERSION => *h,
+            Some(TraceEvent::Header(h)) => return Err(TraceError::Version(h.version)),
+            _ => return Err(TraceError::NoHeader),
+        };
         Ok(Trace {
-            header: header.ok_or(TraceError::NoHeader)?,
-            events,
+            header,
+            events: iter.collect(),
         })
     }
 
