@@ -13,7 +13,7 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, PoisonError};
 
 use crate::catalog::{known_names, KERNELS};
 use crate::{kernel, KernelError};
@@ -24,8 +24,12 @@ use crate::{kernel, KernelError};
 /// then `/tmp/coloc-kernels-<uid>`, and remembers the first that works for the
 /// rest of the process.
 pub fn install_dir() -> Result<PathBuf, KernelError> {
-    static INSTALLED: OnceLock<PathBuf> = OnceLock::new();
-    if let Some(dir) = INSTALLED.get() {
+    // One installer per process; threads arriving meanwhile wait and reuse its
+    // result. Otherwise one thread could hold a kernel open for writing while
+    // another forks to run it, and the exec would fail with ETXTBSY.
+    static INSTALLED: Mutex<Option<PathBuf>> = Mutex::new(None);
+    let mut installed = INSTALLED.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(dir) = installed.as_ref() {
         return Ok(dir.clone());
     }
     let roots = cache_roots(
@@ -36,7 +40,7 @@ pub fn install_dir() -> Result<PathBuf, KernelError> {
     let mut attempts = Vec::new();
     for root in roots {
         match install_in(&root) {
-            Ok(dir) => return Ok(INSTALLED.get_or_init(|| dir).clone()),
+            Ok(dir) => return Ok(installed.insert(dir).clone()),
             Err(e) => attempts.push(e),
         }
     }
