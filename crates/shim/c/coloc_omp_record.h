@@ -1,0 +1,89 @@
+/*
+ * The shared-memory record between coloc and libcoloc_omp.so (the DoP channel).
+ *
+ * coloc creates one record per malleable OpenMP app, as a file in /dev/shm, and
+ * passes its path to the app in the environment variable COLOC_OMP_RECORD. The
+ * shim, LD_PRELOAD'ed into the app, maps it and, at the start of every outermost
+ * parallel region, reads the DoP and CPU list from it and writes back what the
+ * app is doing. The Rust side (crates/shim/src/record.rs) mirrors this struct
+ * field for field; both sides assert the offsets below, and a test compares them
+ * with what the C compiler computes.
+ *
+ * Protocol
+ *  - Every field is a C11 atomic (a plain aligned 32/64-bit integer in memory on
+ *    x86-64 and aarch64), because two processes read and write it concurrently.
+ *  - coloc writes magic last at creation (release), and clears it to 0 before
+ *    unlinking the file, so a mapped but abandoned record turns the shim inert.
+ *  - dop/ncpus/cpus are guarded by a seqlock: coloc makes `generation` odd, writes
+ *    them, then makes it even again (each update adds 2). A reader that sees an
+ *    odd value, or a different value after reading, ignores what it read.
+ *  - heartbeat_ns is CLOCK_MONOTONIC in nanoseconds, refreshed by coloc every
+ *    epoch. When it is older than COLOC_OMP_STALE_NS the shim behaves as if coloc
+ *    were absent (no DoP limit, original CPU affinity) until it is refreshed:
+ *    a crashed coloc must not leave an app stuck on one core.
+ *  - dop == 0 means "no limit"; ncpus == 0 means "do not pin".
+ *  - The app side starts on its own cache line so that the app's per-region
+ *    counter updates do not bounce the line coloc writes.
+ *  - owner_pid is claimed (0 -> pid, compare-and-swap) by the first process that
+ *    runs a parallel region with the record; any other process that inherits
+ *    COLOC_OMP_RECORD (a child the app spawns) stays inert, so it cannot corrupt
+ *    the counters or be limited by a DoP meant for its parent.
+ */
+#ifndef COLOC_OMP_RECORD_H
+#define COLOC_OMP_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdatomic.h>
+
+/* "COLOCOMP" read as a little-endian u64. */
+#define COLOC_OMP_MAGIC 0x504d4f434f4c4f43ULL
+#define COLOC_OMP_VERSION 1u
+#define COLOC_OMP_MAX_CPUS 1024u
+/* A record whose heartbeat is older than this (2 s) is stale. */
+#define COLOC_OMP_STALE_NS 2000000000ULL
+#define COLOC_OMP_ENV "COLOC_OMP_RECORD"
+
+struct coloc_omp_record {
+    /* ---- header, written by coloc at creation ---- */
+    _Atomic uint64_t magic;      /* COLOC_OMP_MAGIC, 0 once coloc removed it */
+    _Atomic uint32_t version;    /* COLOC_OMP_VERSION */
+    _Atomic uint32_t size;       /* sizeof(struct coloc_omp_record) */
+
+    /* ---- coloc -> app ---- */
+    _Atomic uint64_t generation;   /* seqlock over dop/ncpus/cpus; odd = being written */
+    _Atomic uint64_t heartbeat_ns; /* CLOCK_MONOTONIC ns of coloc's last epoch */
+    _Atomic uint32_t dop;          /* threads per outermost region; 0 = no limit */
+    _Atomic uint32_t ncpus;        /* valid entries in cpus; 0 = do not pin */
+    _Atomic uint32_t cpus[COLOC_OMP_MAX_CPUS]; /* team member i runs on cpus[i % ncpus] */
+    uint8_t pad_coloc[24];
+
+    /* ---- app -> coloc (offset 4160, a cache-line boundary) ---- */
+    _Atomic uint32_t owner_pid;   /* pid of the process using the record, 0 = none yet */
+    _Atomic uint32_t in_parallel; /* outermost regions running now (0 = serial) */
+    _Atomic uint32_t team_size;   /* threads of the latest outermost region */
+    _Atomic uint32_t pin_errors;  /* sched_setaffinity failures (CPU offline, cpuset) */
+    _Atomic uint64_t generation_seen;      /* generation applied at the latest region start */
+    _Atomic uint64_t regions_started;      /* outermost regions entered */
+    _Atomic uint64_t regions_completed;    /* outermost regions finished */
+    _Atomic uint64_t regions_managed;      /* of those started, how many under a fresh record */
+    _Atomic uint64_t iterations_completed; /* loop iterations of finished GOMP_parallel_loop_* regions */
+    _Atomic uint64_t last_region_start_ns; /* CLOCK_MONOTONIC ns of the latest region start */
+    _Atomic uint64_t parallel_ns;          /* wall time summed over finished outermost regions */
+    uint8_t pad_app[56];
+};
+
+/* The same numbers are asserted on the Rust side (record.rs). */
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free to be shared");
+_Static_assert(sizeof(_Atomic uint64_t) == 8 && sizeof(_Atomic uint32_t) == 4, "atomic sizes");
+_Static_assert(offsetof(struct coloc_omp_record, generation) == 16, "layout");
+_Static_assert(offsetof(struct coloc_omp_record, heartbeat_ns) == 24, "layout");
+_Static_assert(offsetof(struct coloc_omp_record, dop) == 32, "layout");
+_Static_assert(offsetof(struct coloc_omp_record, ncpus) == 36, "layout");
+_Static_assert(offsetof(struct coloc_omp_record, cpus) == 40, "layout");
+_Static_assert(offsetof(struct coloc_omp_record, owner_pid) == 4160, "layout");
+_Static_assert(offsetof(struct coloc_omp_record, generation_seen) == 4176, "layout");
+_Static_assert(offsetof(struct coloc_omp_record, parallel_ns) == 4224, "layout");
+_Static_assert(sizeof(struct coloc_omp_record) == 4288, "layout");
+
+#endif /* COLOC_OMP_RECORD_H */

@@ -1,0 +1,36 @@
+/* Prints the C compiler's view of the record layout, one "field offset" per
+ * line, for the Rust layout test (tests/layout.rs) to compare with offset_of!. */
+#include <stdio.h>
+
+#include "coloc_omp_record.h"
+
+#define FIELD(f) printf(#f " %zu\n", offsetof(struct coloc_omp_record, f))
+
+int main(void)
+{
+    FIELD(magic);
+    FIELD(version);
+    FIELD(size);
+    FIELD(generation);
+    FIELD(heartbeat_ns);
+    FIELD(dop);
+    FIELD(ncpus);
+    FIELD(cpus);
+    FIELD(owner_pid);
+    FIELD(in_parallel);
+    FIELD(team_size);
+    FIELD(pin_errors);
+    FIELD(generation_seen);
+    FIELD(regions_started);
+    FIELD(regions_completed);
+    FIELD(regions_managed);
+    FIELD(iterations_completed);
+    FIELD(last_region_start_ns);
+    FIELD(parallel_ns);
+    printf("sizeof %zu\n", sizeof(struct coloc_omp_record));
+    printf("COLOC_OMP_MAGIC %llu\n", COLOC_OMP_MAGIC);
+    printf("COLOC_OMP_VERSION %u\n", COLOC_OMP_VERSION);
+    printf("COLOC_OMP_MAX_CPUS %u\n", COLOC_OMP_MAX_CPUS);
+    printf("COLOC_OMP_STALE_NS %llu\n", COLOC_OMP_STALE_NS);
+    return 0;
+}

@@ -1,0 +1,139 @@
+//! The shared-memory record, mirrored from `c/coloc_omp_record.h`.
+//!
+//! The C header is the reference; this struct repeats it field for field with
+//! the same atomic types, the constants below repeat its `_Static_assert`s, and
+//! `tests/layout.rs` compares every offset with what the C compiler computes.
+
+use std::mem::{offset_of, size_of};
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+/// `"COLOCOMP"` read as a little-endian u64.
+pub const MAGIC: u64 = 0x504d_4f43_4f4c_4f43;
+/// Layout version; the shim ignores records of another version.
+pub const VERSION: u32 = 1;
+/// CPUs the record can list.
+pub const MAX_CPUS: usize = 1024;
+/// A heartbeat older than this (2 s) makes the shim behave as if coloc were absent.
+pub const STALE_NS: u64 = 2_000_000_000;
+/// Environment variable through which the app finds its record.
+pub const RECORD_ENV: &str = "COLOC_OMP_RECORD";
+
+/// `struct coloc_omp_record`. Every field is atomic because coloc and the app
+/// access it concurrently from two processes.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct Record {
+    pub magic: AtomicU64,
+    pub version: AtomicU32,
+    pub size: AtomicU32,
+    // coloc -> app
+    pub generation: AtomicU64,
+    pub heartbeat_ns: AtomicU64,
+    pub dop: AtomicU32,
+    pub ncpus: AtomicU32,
+    pub cpus: [AtomicU32; MAX_CPUS],
+    pad_coloc: [u8; 24],
+    // app -> coloc, on its own cache line
+    pub owner_pid: AtomicU32,
+    pub in_parallel: AtomicU32,
+    pub team_size: AtomicU32,
+    pub pin_errors: AtomicU32,
+    pub generation_seen: AtomicU64,
+    pub regions_started: AtomicU64,
+    pub regions_completed: AtomicU64,
+    pub regions_managed: AtomicU64,
+    pub iterations_completed: AtomicU64,
+    pub last_region_start_ns: AtomicU64,
+    pub parallel_ns: AtomicU64,
+    pad_app: [u8; 56],
+}
+
+/// Size of the record in bytes, equal to the C `sizeof`.
+pub const RECORD_SIZE: usize = size_of::<Record>();
+
+// The same assertions as the C header's.
+const _: () = {
+    assert!(offset_of!(Record, generation) == 16);
+    assert!(offset_of!(Record, heartbeat_ns) == 24);
+    assert!(offset_of!(Record, dop) == 32);
+    assert!(offset_of!(Record, ncpus) == 36);
+    assert!(offset_of!(Record, cpus) == 40);
+    assert!(offset_of!(Record, owner_pid) == 4160);
+    assert!(offset_of!(Record, generation_seen) == 4176);
+    assert!(offset_of!(Record, parallel_ns) == 4224);
+    assert!(RECORD_SIZE == 4288);
+};
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+    use std::process::Command;
+
+    use super::*;
+
+    /// Offsets of every field by its C name.
+    fn rust_offsets() -> BTreeMap<&'static str, usize> {
+        BTreeMap::from([
+            ("magic", offset_of!(Record, magic)),
+            ("version", offset_of!(Record, version)),
+            ("size", offset_of!(Record, size)),
+            ("generation", offset_of!(Record, generation)),
+            ("heartbeat_ns", offset_of!(Record, heartbeat_ns)),
+            ("dop", offset_of!(Record, dop)),
+            ("ncpus", offset_of!(Record, ncpus)),
+            ("cpus", offset_of!(Record, cpus)),
+            ("owner_pid", offset_of!(Record, owner_pid)),
+            ("in_parallel", offset_of!(Record, in_parallel)),
+            ("team_size", offset_of!(Record, team_size)),
+            ("pin_errors", offset_of!(Record, pin_errors)),
+            ("generation_seen", offset_of!(Record, generation_seen)),
+            ("regions_started", offset_of!(Record, regions_started)),
+            ("regions_completed", offset_of!(Record, regions_completed)),
+            ("regions_managed", offset_of!(Record, regions_managed)),
+            (
+                "iterations_completed",
+                offset_of!(Record, iterations_completed),
+            ),
+            (
+                "last_region_start_ns",
+                offset_of!(Record, last_region_start_ns),
+            ),
+            ("parallel_ns", offset_of!(Record, parallel_ns)),
+            ("sizeof", RECORD_SIZE),
+        ])
+    }
+
+    /// The C compiler's offsets (c/offsets.c, built by build.rs) equal Rust's,
+    /// for every field, and the constants agree.
+    #[test]
+    fn layout_matches_c() {
+        let exe = Path::new(env!("OUT_DIR")).join("offsets");
+        let out = Command::new(&exe)
+            .output()
+            .expect("run the offsets program");
+        let text = String::from_utf8(out.stdout).unwrap();
+        let c: BTreeMap<&str, u64> = text
+            .lines()
+            .map(|l| {
+                let (k, v) = l.split_once(' ').unwrap();
+                (k, v.parse().unwrap())
+            })
+            .collect();
+        let rust = rust_offsets();
+        for (field, offset) in &rust {
+            assert_eq!(c.get(field), Some(&(*offset as u64)), "field {field}");
+        }
+        // Every C field is mirrored (the four constants are the only extras).
+        assert_eq!(c.len(), rust.len() + 4);
+        assert_eq!(c["COLOC_OMP_MAGIC"], MAGIC);
+        assert_eq!(c["COLOC_OMP_VERSION"], u64::from(VERSION));
+        assert_eq!(c["COLOC_OMP_MAX_CPUS"], MAX_CPUS as u64);
+        assert_eq!(c["COLOC_OMP_STALE_NS"], STALE_NS);
+    }
+
+    #[test]
+    fn magic_spells_colocomp() {
+        assert_eq!(&MAGIC.to_le_bytes(), b"COLOCOMP");
+    }
+}
