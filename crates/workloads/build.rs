@@ -27,11 +27,21 @@ fn main() {
 /// Builds one kernel executable, failing the build with the compiler's own
 /// diagnostics if it does not compile (a missing libgomp shows up here).
 fn compile(source: &Path, output: &Path) {
-    let compiler = cc::Build::new().get_compiler();
+    // Fixed flags, not the Rust profile's: the kernels measure the machine, so
+    // their code must be the same in debug and release builds of coloc. cc's
+    // debug-profile defaults (-fPIC with frame pointers) made `compute` run at
+    // half speed.
+    let compiler = cc::Build::new()
+        .opt_level(2)
+        .debug(false)
+        .pic(false)
+        .force_frame_pointer(false)
+        .warnings(true)
+        .extra_warnings(true)
+        .get_compiler();
     let mut cmd: Command = compiler.to_command();
-    // -O2 comes after cc's own flags (which follow the Rust profile) so kernels
-    // are always optimised: their speed is what they measure.
-    cmd.args(["-fopenmp", "-O2", "-Wall", "-Wextra", "-o"])
+    cmd.arg("-fopenmp")
+        .arg("-o")
         .arg(output)
         .arg(source)
         .arg("-lm");
@@ -41,9 +51,11 @@ fn compile(source: &Path, output: &Path) {
     let stderr = String::from_utf8_lossy(&result.stderr);
     if !result.status.success() {
         panic!(
-            "compiling {} failed ({}); the kernels need a C compiler with OpenMP (gcc and libgomp):\n{cmd:?}\n{stderr}",
+            "compiling {} failed ({}); the kernels need a C compiler with OpenMP (gcc and libgomp):\n{} {:?}\n{stderr}",
             source.display(),
-            result.status
+            result.status,
+            compiler.path().display(),
+            cmd.get_args().collect::<Vec<_>>(),
         );
     }
     for line in stderr.lines() {
