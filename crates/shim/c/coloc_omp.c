@@ -301,6 +301,8 @@ static unsigned region_begin(struct region *rg, region_fn fn, void *data, unsign
     if (r == NULL || !record_valid(r)) {
         /* Inert; only threads pinned while coloc was there need their affinity back. */
         rg->wrap = atomic_load_explicit(&pinned_ever, memory_order_relaxed);
+        if (rg->wrap)
+            place_self(&rg->frame, 0);
         return requested;
     }
     rg->frame.rec = r;
@@ -322,6 +324,10 @@ static unsigned region_begin(struct region *rg, region_fn fn, void *data, unsign
     atomic_fetch_add_explicit(&r->regions_started, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&r->in_parallel, 1, memory_order_relaxed);
     atomic_store_explicit(&r->last_region_start_ns, rg->start_ns, memory_order_relaxed);
+    /* The caller becomes member 0. Placing it before libgomp runs matters:
+     * threads libgomp creates for this team inherit the creator's affinity,
+     * and a new thread has no record of having been pinned to restore. */
+    place_self(&rg->frame, 0);
     return n;
 }
 
@@ -447,15 +453,14 @@ RUNTIME_LOOP_ENTRY(GOMP_parallel_loop_maybe_nonmonotonic_runtime, loop_maybe_non
 static __thread struct region t_split;
 static __thread bool t_split_active;
 
-/* After libgomp started the team the master is member 0 of it. */
+/* After libgomp started the team the master, member 0, is in it and calls fn
+ * itself, not through the trampoline. */
 static void split_started(void)
 {
     struct region *rg = &t_split;
     if (rg->frame.rec != NULL)
         atomic_store_explicit(&rg->frame.rec->team_size, (uint32_t)real.get_num_threads(),
                               memory_order_relaxed);
-    if (rg->wrap)
-        place_self(&rg->frame, 0);
 }
 
 /* Decides the split region's thread count into *n; true if this call starts the

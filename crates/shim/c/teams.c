@@ -7,7 +7,9 @@
  *   <kind>       run one parallel region of that kind, print
  *                "region <i> kind <kind> team <t> members <m> checksum <c> expected <e> ok|BAD"
  *                kinds: parallel for_static for_dynamic for_guided for_runtime
- *                       sections split split_loop combined_loop
+ *                       sections split split_loop combined_loop hold
+ *                hold: like parallel, but thread 0 prints "inside" in the region
+ *                and waits for one more input line before finishing it
  *   empty <n>    run n empty `omp parallel` regions, print "empty <n> ns <elapsed>"
  *   quit         exit (so does end of input)
  *
@@ -117,6 +119,26 @@ static void run_sections(struct acc *a)
     atomic_store(&a->sum, parts[0] + parts[1] + parts[2] + parts[3]);
 }
 
+/* Keeps the region open until the driver sends a line. */
+static void run_hold(struct acc *a)
+{
+#pragma omp parallel
+    {
+        if (omp_get_thread_num() == 0) {
+            char buf[16];
+            printf("inside\n");
+            if (fgets(buf, sizeof buf, stdin) == NULL)
+                buf[0] = '\0';
+        }
+        seen(a);
+        long t = omp_get_thread_num(), nt = omp_get_num_threads();
+        uint64_t local = 0;
+        for (long i = t; i < N; i += nt)
+            local += f(i);
+        atomic_fetch_add(&a->sum, local);
+    }
+}
+
 static void split_body(void *arg)
 {
     struct acc *a = arg;
@@ -169,7 +191,7 @@ static const struct {
     {"for_dynamic", run_for_dynamic}, {"for_guided", run_for_guided},
     {"for_runtime", run_for_runtime}, {"sections", run_sections},
     {"split", run_split},             {"split_loop", run_split_loop},
-    {"combined_loop", run_combined_loop},
+    {"combined_loop", run_combined_loop}, {"hold", run_hold},
 };
 
 static uint64_t now_ns(void)

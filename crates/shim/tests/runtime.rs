@@ -1,0 +1,73 @@
+//! `openmp_runtime_of` on real binaries: the GCC-built test program, a system
+//! tool, and, where the compilers exist, a static and an LLVM-libomp binary.
+
+use std::path::Path;
+use std::process::Command;
+
+use coloc_shim::{openmp_runtime_of, OmpRuntime};
+
+#[test]
+fn gcc_openmp_program_uses_libgomp() {
+    let teams = Path::new(env!("OUT_DIR")).join("teams");
+    let runtime = openmp_runtime_of(&teams).unwrap();
+    assert_eq!(runtime, OmpRuntime::Gomp);
+    assert!(runtime.dop_managed());
+}
+
+#[test]
+fn ls_uses_no_openmp() {
+    assert_eq!(
+        openmp_runtime_of(Path::new("/bin/ls")).unwrap(),
+        OmpRuntime::None
+    );
+}
+
+/// Compiles `main(){}`-like C with `compiler args`; None (with the reason
+/// printed) if that toolchain is not installed here.
+fn compile(compiler: &str, args: &[&str], dir: &Path) -> Option<std::path::PathBuf> {
+    let src = dir.join("p.c");
+    std::fs::write(
+        &src,
+        "#include <omp.h>\nint main(void){int n=0;\n#pragma omp parallel\n{\n#pragma omp atomic\nn++;}\nreturn n==omp_get_max_threads()?0:1;}\n",
+    )
+    .unwrap();
+    let exe = dir.join(format!("p-{compiler}"));
+    match Command::new(compiler)
+        .args(args)
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .output()
+    {
+        Ok(out) if out.status.success() => Some(exe),
+        Ok(out) => {
+            eprintln!(
+                "skipped: {compiler} {args:?} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            None
+        }
+        Err(e) => {
+            eprintln!("skipped: {compiler} not runnable: {e}");
+            None
+        }
+    }
+}
+
+#[test]
+fn static_binary_is_reported_as_static() {
+    let dir = tempfile::tempdir().unwrap();
+    if let Some(exe) = compile("cc", &["-static", "-fopenmp"], dir.path()) {
+        assert_eq!(openmp_runtime_of(&exe).unwrap(), OmpRuntime::Static);
+    }
+}
+
+#[test]
+fn clang_libomp_binary_is_llvm_and_not_managed() {
+    let dir = tempfile::tempdir().unwrap();
+    if let Some(exe) = compile("clang", &["-fopenmp=libomp"], dir.path()) {
+        let runtime = openmp_runtime_of(&exe).unwrap();
+        assert_eq!(runtime, OmpRuntime::LlvmOmp);
+        assert!(!runtime.dop_managed());
+    }
+}
