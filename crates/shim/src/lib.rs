@@ -10,7 +10,7 @@
 //! `min(requested, dop)` threads, member i pinned to `cpus[i % len]`.
 //!
 //! coloc and the shim talk through a small shared-memory record
-//! (`c/coloc_omp_record.h`, mirrored in [`record`]): coloc writes DoP, CPUs and
+//! (`c/coloc_omp_record.h`, mirrored in `src/record.rs`): coloc writes DoP, CPUs and
 //! a heartbeat; the app writes back whether it is in a parallel region, regions
 //! and loop iterations finished, and its team size, so coloc can see serial
 //! sections and progress without hardware counters.

@@ -4,8 +4,9 @@
 //! preloads the shim, so that it can say "DoP not managed" for other runtimes
 //! instead of believing a DoP it set took effect.
 
+use std::collections::{HashSet, VecDeque};
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use goblin::elf::Elf;
 
@@ -48,9 +49,12 @@ impl fmt::Display for OmpRuntime {
     }
 }
 
-/// The runtime of `executable`, from its DT_NEEDED entries. Only direct
-/// dependencies count: an app that gets libgomp through another library
-/// reports `None`.
+/// The runtime of `executable`, from its DT_NEEDED entries and, when none of
+/// them is an OpenMP runtime, theirs (an app may get libgomp through one of its
+/// libraries; the shim manages it all the same). Libraries are looked up as
+/// the dynamic linker would, approximately: the object's RUNPATH (or RPATH)
+/// with `$ORIGIN`, the executable's, /etc/ld.so.conf's directories, then the
+/// defaults; LD_LIBRARY_PATH is not known here and not used.
 pub fn openmp_runtime_of(executable: &Path) -> Result<OmpRuntime> {
     let bytes = std::fs::read(executable).map_err(|e| ShimError::io(executable, e))?;
     let Ok(elf) = Elf::parse(&bytes) else {
@@ -59,7 +63,140 @@ pub fn openmp_runtime_of(executable: &Path) -> Result<OmpRuntime> {
     if elf.dynamic.is_none() {
         return Ok(OmpRuntime::Static);
     }
-    Ok(runtime_of_needed(elf.libraries.iter().copied()))
+    let direct = runtime_of_needed(elf.libraries.iter().copied());
+    if direct != OmpRuntime::None {
+        return Ok(direct);
+    }
+    Ok(transitive_runtime(executable, &elf))
+}
+
+/// Enough for any real program's dependency graph; bounds the work on a
+/// cyclic or pathological one.
+const MAX_OBJECTS: usize = 256;
+
+/// Breadth-first over the dependencies of `exe`; the first runtime found wins.
+fn transitive_runtime(exe_path: &Path, exe: &Elf) -> OmpRuntime {
+    let system = system_dirs();
+    let exe_dirs = search_dirs(exe_path, exe);
+    let mut seen = HashSet::new();
+    let mut queue: VecDeque<(String, Vec<PathBuf>)> = exe
+        .libraries
+        .iter()
+        .map(|l| (l.to_string(), exe_dirs.clone()))
+        .collect();
+    while let Some((soname, dirs)) = queue.pop_front() {
+        if !seen.insert(soname.clone()) || seen.len() > MAX_OBJECTS {
+            continue;
+        }
+        let Some((path, bytes)) = find_library(&soname, dirs.iter().chain(&system), exe) else {
+            continue;
+        };
+        let Ok(lib) = Elf::parse(&bytes) else {
+            continue;
+        };
+        let found = runtime_of_needed(lib.libraries.iter().copied());
+        if found != OmpRuntime::None {
+            return found;
+        }
+        let mut lib_dirs = search_dirs(&path, &lib);
+        lib_dirs.extend(exe_dirs.iter().cloned());
+        queue.extend(
+            lib.libraries
+                .iter()
+                .map(|l| (l.to_string(), lib_dirs.clone())),
+        );
+    }
+    OmpRuntime::None
+}
+
+/// An object's own DT_RUNPATH, or DT_RPATH when it has no RUNPATH, with
+/// `$ORIGIN` replaced by its directory.
+fn search_dirs(path: &Path, elf: &Elf) -> Vec<PathBuf> {
+    let origin = path.parent().unwrap_or(Path::new("."));
+    let origin = origin.to_string_lossy();
+    let paths = if elf.runpaths.is_empty() {
+        &elf.rpaths
+    } else {
+        &elf.runpaths
+    };
+    paths
+        .iter()
+        .flat_map(|p| p.split(':'))
+        .filter(|d| !d.is_empty())
+        .map(|d| PathBuf::from(d.replace("${ORIGIN}", &origin).replace("$ORIGIN", &origin)))
+        .collect()
+}
+
+/// The directories of /etc/ld.so.conf (following `include` lines of the form
+/// `dir/*.suffix`), then the built-in defaults.
+fn system_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    read_ld_so_conf(Path::new("/etc/ld.so.conf"), &mut dirs, 0);
+    for d in ["/lib64", "/usr/lib64", "/lib", "/usr/lib"] {
+        dirs.push(PathBuf::from(d));
+    }
+    dirs
+}
+
+fn read_ld_so_conf(file: &Path, dirs: &mut Vec<PathBuf>, depth: u32) {
+    let Ok(text) = std::fs::read_to_string(file) else {
+        return;
+    };
+    for line in text
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+    {
+        if let Some(pattern) = line.strip_prefix("include ") {
+            if depth < 4 {
+                for conf in expand_glob(pattern.trim()) {
+                    read_ld_so_conf(&conf, dirs, depth + 1);
+                }
+            }
+        } else if line.starts_with('/') {
+            dirs.push(PathBuf::from(line));
+        }
+    }
+}
+
+/// `dir/*suffix` (the form ld.so.conf uses) or a plain path, sorted.
+fn expand_glob(pattern: &str) -> Vec<PathBuf> {
+    let path = Path::new(pattern);
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let Some(suffix) = name.strip_prefix('*') else {
+        return vec![path.to_path_buf()];
+    };
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(suffix))
+        .collect();
+    found.sort();
+    found
+}
+
+/// The first file named `soname` in `dirs` that is an ELF of the same class
+/// and machine as `exe` (a 32-bit library in a shared directory is skipped, as
+/// the dynamic linker skips it).
+fn find_library<'d>(
+    soname: &str,
+    dirs: impl Iterator<Item = &'d PathBuf>,
+    exe: &Elf,
+) -> Option<(PathBuf, Vec<u8>)> {
+    let candidates: Vec<PathBuf> = if soname.contains('/') {
+        vec![PathBuf::from(soname)]
+    } else {
+        dirs.map(|d| d.join(soname)).collect()
+    };
+    candidates.into_iter().find_map(|path| {
+        let bytes = std::fs::read(&path).ok()?;
+        let lib = Elf::parse(&bytes).ok()?;
+        let same = lib.is_64 == exe.is_64 && lib.header.e_machine == exe.header.e_machine;
+        drop(lib);
+        same.then_some((path, bytes))
+    })
 }
 
 /// Classifies DT_NEEDED sonames. If several runtimes are needed the first one
@@ -107,6 +244,31 @@ mod tests {
         assert_eq!(openmp_runtime_of(&script).unwrap(), OmpRuntime::Unknown);
         let err = openmp_runtime_of(&dir.path().join("absent")).unwrap_err();
         assert!(err.to_string().contains("absent"), "{err}");
+    }
+
+    #[test]
+    fn ld_so_conf_includes_are_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir(d.join("conf.d")).unwrap();
+        std::fs::write(
+            d.join("ld.so.conf"),
+            format!("# comment\ninclude {}/conf.d/*.conf\n/opt/a\n", d.display()),
+        )
+        .unwrap();
+        std::fs::write(d.join("conf.d/b.conf"), "/opt/b # trailing\n").unwrap();
+        std::fs::write(d.join("conf.d/a.conf"), "/opt/c\n").unwrap();
+        std::fs::write(d.join("conf.d/ignored.txt"), "/opt/x\n").unwrap();
+        let mut dirs = Vec::new();
+        read_ld_so_conf(&d.join("ld.so.conf"), &mut dirs, 0);
+        assert_eq!(
+            dirs,
+            [
+                PathBuf::from("/opt/c"),
+                PathBuf::from("/opt/b"),
+                PathBuf::from("/opt/a")
+            ]
+        );
     }
 
     #[test]

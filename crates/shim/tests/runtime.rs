@@ -71,3 +71,38 @@ fn clang_libomp_binary_is_llvm_and_not_managed() {
         assert!(!runtime.dop_managed());
     }
 }
+
+#[test]
+fn libgomp_through_a_library_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("lib.c"),
+        "int work(void){int n=0;\n#pragma omp parallel reduction(+:n)\nn++;\nreturn n;}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("main.c"),
+        "int work(void);\nint main(void){return work()>0?0:1;}\n",
+    )
+    .unwrap();
+    let lib = Command::new("cc")
+        .args(["-shared", "-fPIC", "-fopenmp", "-o"])
+        .arg(d.join("libwork.so"))
+        .arg(d.join("lib.c"))
+        .status()
+        .unwrap();
+    assert!(lib.success());
+    let exe = Command::new("cc")
+        .arg("-o")
+        .arg(d.join("app"))
+        .arg(d.join("main.c"))
+        .arg(format!("-L{}", d.display()))
+        .args(["-lwork", "-Wl,-rpath,$ORIGIN"])
+        .status()
+        .unwrap();
+    assert!(exe.success());
+    // The app itself does not need libgomp; its library does.
+    assert!(Command::new(d.join("app")).status().unwrap().success());
+    assert_eq!(openmp_runtime_of(&d.join("app")).unwrap(), OmpRuntime::Gomp);
+}
