@@ -13,8 +13,8 @@
 
 #include "common.h"
 
-#define DEFAULT_REGIONS 20000
-#define DEFAULT_WORK 20000
+#define DEFAULT_REGIONS 5000
+#define DEFAULT_WORK 80000
 
 static const char *USAGE =
     "barrier [--regions N] [--work N]\n"

@@ -68,8 +68,8 @@ pub const KERNELS: &[Kernel] = &[
         name: "barrier",
         about: "synchronization-bound: many short parallel regions, suffers when oversubscribed (regions/s)",
         usage: "barrier [--regions N] [--work N]\n  \
-                --regions N  parallel regions, run one after the other (default 20000)\n  \
-                --work N     loop iterations per region, divided among the threads (default 20000)",
+                --regions N  parallel regions, run one after the other (default 5000)\n  \
+                --work N     loop iterations per region, divided among the threads (default 80000)",
         bytes: embedded!("barrier"),
     },
     Kernel {
