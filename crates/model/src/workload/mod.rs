@@ -4,13 +4,18 @@
 //! configuration: this is the "low" stage). Resolving commands against the machine
 //! — finding executables, built-in kernels — happens in the CLI.
 
+mod error;
+mod fields;
 mod parse;
+mod write;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-pub use parse::{parse_workload, WorkloadError};
+pub use error::{Position, WorkloadError};
+pub use parse::{parse_workload, MAX_THREADS, MIN_EPOCH};
 use serde::{Deserialize, Serialize};
+pub use write::to_toml;
 
 use crate::cpuset::CpuSet;
 use crate::plan::{MemPolicy, SchedSettings};
