@@ -305,7 +305,7 @@ mod tests {
             ("threads", "threads", 0),
             ("thread", "threads", 1),
             ("treads", "threads", 1),
-            ("arrival", "arrive_at", 4),
+            ("arrival", "arrive_at", 3), // arriv+"e_"+a, l->t
             ("", "abc", 3),
             ("kitten", "sitting", 3),
         ];
