@@ -74,7 +74,7 @@ pub enum StaticMapping {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AppSpec {
     pub name: String,
-    /// argv of a real program; `kernel:NAME` as argv[0] names a built-in kernel.
+    /// argv of a real program; `kernel:NAME` as `argv[0]` names a built-in kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<Vec<String>>,
     /// Name of a simulated app model (simulator only).
