@@ -23,9 +23,12 @@ pub(crate) struct PuIds {
     pub core_id: u32,
 }
 
+/// Package, die, node and core id: everything that must match for two CPUs to be
+/// SMT siblings of one core.
+type CoreKey = (u32, Option<u32>, Option<u32>, u32);
+
 impl PuIds {
-    /// Everything that must match for two CPUs to be SMT siblings of one core.
-    fn core_key(&self) -> (u32, Option<u32>, Option<u32>, u32) {
+    fn core_key(&self) -> CoreKey {
         (self.package, self.die, self.node, self.core_id)
     }
 }
@@ -33,7 +36,7 @@ impl PuIds {
 /// Each CPU's core number for the builder, in the order of `pus`.
 pub(crate) fn core_numbers(pus: &[PuIds]) -> Vec<u32> {
     // Per package: the distinct cores, and whether core_id tells them apart.
-    let mut cores: BTreeMap<u32, BTreeSet<(u32, Option<u32>, Option<u32>, u32)>> = BTreeMap::new();
+    let mut cores: BTreeMap<u32, BTreeSet<CoreKey>> = BTreeMap::new();
     for p in pus {
         cores.entry(p.package).or_default().insert(p.core_key());
     }
@@ -46,12 +49,12 @@ pub(crate) fn core_numbers(pus: &[PuIds]) -> Vec<u32> {
         .map(|(&pkg, _)| pkg)
         .collect();
     // Renumbered cores are numbered by their first CPU.
-    let mut first_cpu: BTreeMap<(u32, Option<u32>, Option<u32>, u32), Cpu> = BTreeMap::new();
+    let mut first_cpu: BTreeMap<CoreKey, Cpu> = BTreeMap::new();
     for p in pus {
         let e = first_cpu.entry(p.core_key()).or_insert(p.cpu);
         *e = (*e).min(p.cpu);
     }
-    let mut renumbered: BTreeMap<(u32, Option<u32>, Option<u32>, u32), u32> = BTreeMap::new();
+    let mut renumbered: BTreeMap<CoreKey, u32> = BTreeMap::new();
     for &pkg in &ambiguous {
         let mut keys: Vec<_> = cores[&pkg].iter().copied().collect();
         keys.sort_by_key(|k| first_cpu[k]);
