@@ -43,7 +43,9 @@ const CASES: &[(&str, usize, Option<&str>, &str)] = &[
     ("syntax-error", 4, None, "invalid TOML: invalid basic string"),
     ("duplicate-key", 5, None, "invalid TOML: duplicate key (at `threads`)"),
     ("no-apps", 1, Some("app"), "a workload needs at least one application: add an [[app]] table"),
-    ("single-app-table", 1, Some("app"), "write `[[app]]` (double brackets) once per application, found a single `[app]` table"),
+    ("single-app-table", 1, Some("app"), "expected an array of tables, found a table: write `[[app]]` (double brackets) once per application"),
+    ("metric-before-app", 5, None, "invalid TOML: duplicate key (at `app`); `[[app]]` cannot follow an `[app]` or `[app.metric]` table"),
+    ("metric-without-app", 2, Some("app"), "sub-tables such as `[app.metric]` after the `[[app]]` they belong to"),
 ];
 
 fn parse_fixture(stem: &str) -> (String, WorkloadError) {

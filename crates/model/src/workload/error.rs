@@ -146,6 +146,13 @@ impl Source<'_> {
         if !snippet.is_empty() && snippet.len() <= 40 && !snippet.contains('\n') {
             message.push_str(&format!(" (at `{snippet}`)"));
         }
+        // The one duplicate-key error the format invites: a `[app]` or
+        // `[app.metric]` header before the first `[[app]]` makes `app` a table.
+        if err.message().starts_with("duplicate key") && snippet == "app" {
+            message.push_str(
+                "; `[[app]]` cannot follow an `[app]` or `[app.metric]` table: write `[[app]]` first and its sub-tables after it",
+            );
+        }
         self.error(&span, None, None, message)
     }
 }

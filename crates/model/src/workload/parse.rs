@@ -184,7 +184,7 @@ fn app_tables<'a, 'i>(top: &Fields<'a, 'i>) -> Result<Vec<Value<'a, 'i>>, Worklo
             return Err(top.error(
                 &v.span(),
                 "app",
-                "expected an array of tables: write `[[app]]` (double brackets) once per application, found a single `[app]` table".into(),
+                "expected an array of tables, found a table: write `[[app]]` (double brackets) once per application, and sub-tables such as `[app.metric]` after the `[[app]]` they belong to".into(),
             ))
         }
         _ => return Err(top.expected("app", v, "an array of tables, one `[[app]]` per application")),
