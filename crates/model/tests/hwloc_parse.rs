@@ -322,3 +322,14 @@ fn duplicate_pus_are_rejected() {
         Err(HwlocError::Topology(TopologyError::DuplicateCpu(1)))
     ));
 }
+
+#[test]
+fn truncated_document_is_an_error() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hwloc/host-kvm-epyc-2c.v2.xml");
+    let xml = std::fs::read_to_string(path).unwrap();
+    // Cut after a complete element, so only the missing end tags are wrong.
+    let cut = xml.find("</object>").unwrap() + "</object>".len();
+    let err = parse_hwloc_xml("cut", &xml[..cut]).unwrap_err();
+    assert!(matches!(err, HwlocError::Xml { .. }), "{err:?}");
+}

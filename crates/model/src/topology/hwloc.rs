@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub use mask::{format_cpuset_mask, parse_cpuset_mask, MaskError};
 use object::{describe, Attrs, Desc};
+use quick_xml::errors::IllFormedError;
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
 
@@ -93,6 +94,9 @@ struct RawPu {
 struct Collector {
     /// Open elements; non-object elements inherit their parent's frame.
     stack: Vec<Frame>,
+    /// Names of the open elements, to report the first one a truncated file
+    /// leaves open (quick-xml does not check at the end of input).
+    open: Vec<String>,
     seen_topology: bool,
     cpu_model: Option<String>,
     packages: Vec<Option<u32>>,
@@ -115,16 +119,24 @@ impl Collector {
                 Event::Start(e) => {
                     let frame = self.element(&e, line_of(xml, pos))?;
                     self.stack.push(frame);
+                    self.open.push(e.name().as_ref().to_string());
                 }
                 Event::Empty(e) => {
                     self.element(&e, line_of(xml, pos))?;
                 }
                 Event::End(_) => {
                     self.stack.pop();
+                    self.open.pop();
                 }
                 Event::Eof => break,
                 _ => {}
             }
+        }
+        if let Some(name) = self.open.pop() {
+            return Err(HwlocError::Xml {
+                line: line_of(xml, reader.buffer_position()),
+                source: IllFormedError::MissingEndTag(name).into(),
+            });
         }
         if !self.seen_topology {
             return Err(HwlocError::NotHwloc);
