@@ -333,3 +333,49 @@ fn truncated_document_is_an_error() {
     let err = parse_hwloc_xml("cut", &xml[..cut]).unwrap_err();
     assert!(matches!(err, HwlocError::Xml { .. }), "{err:?}");
 }
+
+#[test]
+fn packages_and_cores_without_usable_indexes() {
+    // No Package at all: one package 0. Packages without os_index, or with the
+    // same one twice, are numbered in document order.
+    let cases = [
+        (
+            "<object type=\"Core\"><object type=\"PU\" os_index=\"0\"/></object>\
+             <object type=\"PU\" os_index=\"1\"/>",
+            vec![(0, "0-1")],
+        ),
+        (
+            "<object type=\"Package\"><object type=\"PU\" os_index=\"0\"/></object>\
+             <object type=\"Package\"><object type=\"PU\" os_index=\"1\"/></object>",
+            vec![(0, "0"), (1, "1")],
+        ),
+        (
+            "<object type=\"Package\" os_index=\"3\"><object type=\"PU\" os_index=\"0\"/></object>\
+             <object type=\"Package\" os_index=\"3\"><object type=\"PU\" os_index=\"1\"/></object>",
+            vec![(0, "0"), (1, "1")],
+        ),
+    ];
+    for (body, want) in cases {
+        let xml = format!("<topology><object type=\"Machine\">{body}</object></topology>");
+        let t = parse_hwloc_xml("idx", &xml).unwrap();
+        let got: Vec<(u32, CpuSet)> = t
+            .objects_of(ObjKind::Package)
+            .map(|(_, o)| (o.os_index.unwrap(), o.cpus.clone()))
+            .collect();
+        let want: Vec<(u32, CpuSet)> = want.into_iter().map(|(i, l)| (i, cpus(l))).collect();
+        assert_eq!(got, want, "{body}");
+        assert_eq!(t.cores().len(), 2, "{body}");
+    }
+}
+
+#[test]
+fn pu_outside_a_package_is_an_error_when_others_are_inside() {
+    let xml = "<topology>\n<object type=\"Machine\">\n\
+               <object type=\"Package\" os_index=\"0\"><object type=\"PU\" os_index=\"0\"/></object>\n\
+               <object type=\"PU\" os_index=\"1\"/>\n</object>\n</topology>\n";
+    let err = parse_hwloc_xml("stray", xml).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "line 4: PU 1 is not inside a Package, but other PUs are"
+    );
+}
