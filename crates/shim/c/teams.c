@@ -10,6 +10,8 @@
  *                       sections split split_loop combined_loop hold
  *                hold: like parallel, but thread 0 prints "inside" in the region
  *                and waits for one more input line before finishing it
+ *   fork <kind>  fork; the child runs one region of that kind, prints its line
+ *                prefixed with "child " and exits; the parent waits for it
  *   empty <n>    run n empty `omp parallel` regions, print "empty <n> ns <elapsed>"
  *   quit         exit (so does end of input)
  *
@@ -31,7 +33,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #define N 100000L
 
@@ -213,6 +217,24 @@ static void empty_regions(long n)
     printf("empty %ld ns %llu\n", n, (unsigned long long)(now_ns() - t0));
 }
 
+/* Runs one region of the named kind and prints its line; false if unknown. */
+static bool run_kind(const char *name, const char *prefix, uint64_t expected, int region)
+{
+    size_t k = 0;
+    while (k < sizeof kinds / sizeof kinds[0] && strcmp(kinds[k].name, name) != 0)
+        k++;
+    if (k == sizeof kinds / sizeof kinds[0])
+        return false;
+    struct acc a = {0};
+    kinds[k].run(&a);
+    uint64_t sum = atomic_load(&a.sum);
+    printf("%sregion %d kind %s team %d members %d checksum %llu expected %llu %s\n", prefix,
+           region, kinds[k].name, atomic_load(&a.team),
+           __builtin_popcountll(atomic_load(&a.members)), (unsigned long long)sum,
+           (unsigned long long)expected, sum == expected ? "ok" : "BAD");
+    return true;
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -227,21 +249,21 @@ int main(void)
             break;
         if (strncmp(line, "empty ", 6) == 0) {
             empty_regions(atol(line + 6));
-            continue;
-        }
-        size_t k = 0;
-        while (k < sizeof kinds / sizeof kinds[0] && strcmp(kinds[k].name, line) != 0)
-            k++;
-        if (k == sizeof kinds / sizeof kinds[0]) {
+        } else if (strncmp(line, "fork ", 5) == 0) {
+            pid_t child = fork();
+            if (child == 0) {
+                if (!run_kind(line + 5, "child ", expected, 0))
+                    printf("child unknown %s\n", line + 5);
+                fflush(stdout);
+                _exit(0);
+            }
+            if (child < 0 || waitpid(child, NULL, 0) < 0)
+                printf("fork failed\n");
+        } else if (run_kind(line, "", expected, region)) {
+            region++;
+        } else {
             printf("unknown %s\n", line);
-            continue;
         }
-        struct acc a = {0};
-        kinds[k].run(&a);
-        uint64_t sum = atomic_load(&a.sum);
-        printf("region %d kind %s team %d members %d checksum %llu expected %llu %s\n", region++,
-               kinds[k].name, atomic_load(&a.team), __builtin_popcountll(atomic_load(&a.members)),
-               (unsigned long long)sum, (unsigned long long)expected, sum == expected ? "ok" : "BAD");
     }
     return 0;
 }

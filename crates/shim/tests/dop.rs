@@ -234,3 +234,41 @@ fn only_the_first_process_claims_the_record() {
     assert_eq!(s.owner_pid, Some(first.pid()));
     assert_eq!(s.regions_started, 1);
 }
+
+/// The child's "child region ..." line, parsed.
+fn forked_region(teams: &mut Teams, kind: &str) -> support::Region {
+    teams.send(&format!("fork {kind}"));
+    let line = teams.line();
+    let region = line
+        .strip_prefix("child ")
+        .unwrap_or_else(|| panic!("{line}"));
+    support::parse_region(region)
+}
+
+// libgomp itself hangs in a forked child that starts a team once the parent
+// has pool threads, so the fork tests only fork before any region or after a
+// region of one thread.
+
+#[test]
+fn a_child_forked_before_the_first_region_is_inert() {
+    let dir = tempfile::tempdir().unwrap();
+    let chan = DopChannel::create(&record_in(&dir), &[], 1).unwrap();
+    let mut teams = Teams::start(2, Some(&shim()), Some(chan.path()));
+    let child = forked_region(&mut teams, "parallel");
+    assert_eq!((child.team, child.ok), (2, true));
+    assert_eq!(chan.read().owner_pid, None, "the child did not claim it");
+    assert_eq!(teams.region("parallel").team, 1);
+    assert_eq!(chan.read().owner_pid, Some(teams.pid()));
+}
+
+#[test]
+fn a_child_forked_after_a_region_is_inert() {
+    let dir = tempfile::tempdir().unwrap();
+    let chan = DopChannel::create(&record_in(&dir), &[], 1).unwrap();
+    let mut teams = Teams::start(2, Some(&shim()), Some(chan.path()));
+    assert_eq!(teams.region("parallel").team, 1);
+    let child = forked_region(&mut teams, "for_dynamic");
+    assert_eq!((child.team, child.ok), (2, true));
+    let s = chan.read();
+    assert_eq!((s.regions_started, s.iterations_completed), (1, 0));
+}
