@@ -1,1 +1,7 @@
-//! The simulator.
+//! The simulator (DESIGN.md, The simulator; issue 3): modeled platforms, app
+//! models, a fluid event-driven contention engine and [`SimMachine`], the
+//! backend that lets the Manager and every policy run unchanged in simulated time.
+
+pub mod platform;
+
+pub use platform::{platform, platforms, Params, Platform, PlatformFile};
