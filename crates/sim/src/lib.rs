@@ -5,3 +5,5 @@
 pub mod platform;
 
 pub use platform::{platform, platforms, Params, Platform, PlatformFile};
+pub mod model;
+pub use model::{AppModel, Phase, PhaseKind};

@@ -1,0 +1,389 @@
+//! Named app models with the character of the papers' benchmarks (issue 3 §2).
+//!
+//! The numbers are plausible, not measured: each model is tuned to show the
+//! behaviour its paper reports, and the comment says which. Calibration against
+//! real runs (issue 3, later) replaces them model by model. Work amounts give
+//! solo runs of tens of seconds with 4–8 threads on the papers' machines.
+
+use super::{AppModel, Phase};
+
+/// The fields every model starts from: a light, cache-friendly OpenMP app.
+fn base(name: &str, about: &str) -> AppModel {
+    AppModel {
+        name: name.into(),
+        about: about.into(),
+        phases: vec![Phase::serial(1.0), Phase::parallel(100.0)],
+        cpi: 1.0,
+        llc_apki: 1.0,
+        reuse: 0.9,
+        private_mb: 0.5,
+        shared_mb: 0.0,
+        shared_fraction: 0.0,
+        write_sharing: 0.0,
+        mlp: 4.0,
+        barriers_per_ginstr: 0.0,
+        lock_fraction: 0.0,
+        openmp: true,
+    }
+}
+
+/// `n` iterations of a parallel section followed by a short serial step.
+fn iterations(setup: f64, parallel: f64, serial: f64, n: usize) -> Vec<Phase> {
+    let mut v = vec![Phase::serial(setup)];
+    for _ in 0..n {
+        v.push(Phase::parallel(parallel));
+        v.push(Phase::serial(serial));
+    }
+    v
+}
+
+/// Every built-in model.
+pub fn models() -> Vec<AppModel> {
+    vec![
+        // PARSEC streamcluster: the largest positive ReSense sensitivity for shared
+        // L2/L3 (Table IV: +9.9 Yorkfield L2, +14.5 Xeon L3) — threads read the same
+        // block of points, so one cache fetches it for all; memory-bound on FSBs.
+        AppModel {
+            phases: iterations(2.0, 40.0, 0.2, 5),
+            cpi: 0.9,
+            llc_apki: 15.0,
+            reuse: 0.85,
+            private_mb: 0.25,
+            shared_mb: 3.0,
+            shared_fraction: 0.85,
+            write_sharing: 0.03,
+            mlp: 3.0,
+            barriers_per_ginstr: 500.0,
+            ..base("streamcluster", "PARSEC streamcluster: read-shared points block, data sharing (ReSense SC)")
+        },
+        // PARSEC canneal: random accesses over a large shared netlist; positive L2/L3
+        // scores and negative FSB score in ReSense Table IV.
+        AppModel {
+            phases: vec![Phase::serial(10.0), Phase::parallel(150.0)],
+            cpi: 1.3,
+            llc_apki: 20.0,
+            reuse: 0.5,
+            private_mb: 0.25,
+            shared_mb: 96.0,
+            shared_fraction: 0.9,
+            write_sharing: 0.05,
+            mlp: 1.5,
+            openmp: false,
+            ..base("canneal", "PARSEC canneal: large shared netlist, random access, data sharing (ReSense CN)")
+        },
+        // NPB FT class D: Type A in NuPoCo Table 1 (high CPU, high memory, huge
+        // data); the most negative ReSense scores (Table V: -233 Opteron L3).
+        AppModel {
+            phases: iterations(8.0, 60.0, 0.5, 6),
+            cpi: 0.8,
+            llc_apki: 30.0,
+            reuse: 0.3,
+            private_mb: 256.0,
+            mlp: 5.0,
+            barriers_per_ginstr: 40.0,
+            ..base("ft", "NPB FT: all-to-all transposes over a huge array, memory-bound and contentious")
+        },
+        // NPB IS: random-access bucket sort, memory-bound (ReSense Table V: -52 Opteron L3).
+        AppModel {
+            phases: iterations(4.0, 25.0, 0.5, 10),
+            cpi: 1.0,
+            llc_apki: 35.0,
+            reuse: 0.2,
+            private_mb: 64.0,
+            mlp: 2.0,
+            barriers_per_ginstr: 40.0,
+            ..base("is", "NPB IS: random-access integer sort, memory-bound and contentious")
+        },
+        // NPB MG: streaming multigrid sweeps (ReSense Table V: -67 Opteron L3, -43 socket).
+        AppModel {
+            phases: iterations(4.0, 40.0, 0.3, 8),
+            cpi: 0.7,
+            llc_apki: 25.0,
+            reuse: 0.35,
+            private_mb: 128.0,
+            mlp: 6.0,
+            barriers_per_ginstr: 100.0,
+            ..base("mg", "NPB MG: streaming stencil sweeps, memory-bandwidth-bound")
+        },
+        // NPB BT: Type A with medium memory demand (NuPoCo Table 1).
+        AppModel {
+            phases: iterations(4.0, 80.0, 0.5, 5),
+            cpi: 0.7,
+            llc_apki: 8.0,
+            reuse: 0.6,
+            private_mb: 64.0,
+            mlp: 4.0,
+            barriers_per_ginstr: 50.0,
+            ..base("bt", "NPB BT: block-tridiagonal solver, CPU-heavy with medium memory demand (NuPoCo Type A)")
+        },
+        // NPB SP: Type A, high memory demand, huge data (NuPoCo Table 1).
+        AppModel {
+            phases: iterations(4.0, 60.0, 0.5, 6),
+            cpi: 0.8,
+            llc_apki: 18.0,
+            reuse: 0.4,
+            private_mb: 128.0,
+            mlp: 4.0,
+            barriers_per_ginstr: 60.0,
+            ..base("sp", "NPB SP: scalar-pentadiagonal solver, CPU- and memory-heavy (NuPoCo Type A)")
+        },
+        // NPB EP: Type B, almost no memory traffic, perfectly scalable.
+        AppModel {
+            phases: vec![Phase::serial(0.5), Phase::parallel(400.0)],
+            cpi: 0.6,
+            llc_apki: 0.05,
+            reuse: 1.0,
+            private_mb: 0.05,
+            ..base("ep", "NPB EP: embarrassingly parallel random numbers, compute-bound (NuPoCo Type B)")
+        },
+        // PARSEC swaptions: compute-bound, tiny working set, pthreads.
+        AppModel {
+            phases: vec![Phase::serial(0.5), Phase::parallel(300.0)],
+            cpi: 0.7,
+            llc_apki: 0.3,
+            reuse: 0.99,
+            private_mb: 0.1,
+            openmp: false,
+            ..base("swaptions", "PARSEC swaptions: Monte-Carlo pricing, compute-bound")
+        },
+        // PARSEC blackscholes: long serial input phase, one light parallel loop
+        // (NuPoCo Type C).
+        AppModel {
+            phases: vec![Phase::serial(30.0), Phase::parallel(120.0), Phase::serial(5.0)],
+            cpi: 0.8,
+            llc_apki: 2.0,
+            reuse: 0.9,
+            private_mb: 0.5,
+            ..base("blackscholes", "PARSEC blackscholes: long serial section, one light parallel loop (NuPoCo Type C)")
+        },
+        // Rodinia kmeans: long serial start, then short parallel iterations with
+        // frequent synchronization; does not scale (NuPoCo Type C).
+        AppModel {
+            phases: iterations(25.0, 2.0, 0.3, 40),
+            cpi: 1.0,
+            llc_apki: 10.0,
+            reuse: 0.7,
+            private_mb: 2.0,
+            shared_mb: 2.0,
+            shared_fraction: 0.3,
+            write_sharing: 0.1,
+            mlp: 3.0,
+            barriers_per_ginstr: 20000.0,
+            ..base("kmeans", "Rodinia kmeans: serial section then frequently synchronized iterations (NuPoCo Type C)")
+        },
+        // Tang et al.: bigtable prefers sharing LLC and FSB, solo and co-located
+        // (Table 3); highest share-state fraction of LLC references (Fig. 22).
+        AppModel {
+            phases: vec![Phase::serial(1.0), Phase::parallel(200.0)],
+            cpi: 1.1,
+            llc_apki: 20.0,
+            reuse: 0.9,
+            private_mb: 0.5,
+            shared_mb: 2.5,
+            shared_fraction: 0.7,
+            write_sharing: 0.1,
+            mlp: 2.0,
+            openmp: false,
+            ..base("bigtable", "Tang et al. bigtable: latency-sensitive storage server, data sharing")
+        },
+        // Tang et al.: contentAnalyzer has the largest LLC footprint and the least
+        // sharing (Fig. 22), 0.96 GB/s per thread on Clovertown (Fig. 21); best
+        // spread alone, best packed on one socket next to stitcher (Table 3).
+        AppModel {
+            phases: vec![Phase::serial(1.0), Phase::parallel(200.0)],
+            cpi: 1.0,
+            llc_apki: 18.0,
+            reuse: 0.9,
+            private_mb: 2.5,
+            shared_mb: 0.25,
+            shared_fraction: 0.1,
+            mlp: 2.0,
+            openmp: false,
+            ..base("content-analyzer", "Tang et al. contentAnalyzer: latency-sensitive, large LLC footprint, little sharing")
+        },
+        // Tang et al.: webSearch, medium bus demand, fairly high sharing but still
+        // hurt by cache contention (§5).
+        AppModel {
+            phases: vec![Phase::serial(1.0), Phase::parallel(200.0)],
+            cpi: 1.0,
+            llc_apki: 15.0,
+            reuse: 0.9,
+            private_mb: 1.8,
+            shared_mb: 1.0,
+            shared_fraction: 0.4,
+            write_sharing: 0.02,
+            mlp: 2.0,
+            openmp: false,
+            ..base("websearch", "Tang et al. webSearch: latency-sensitive, medium bandwidth, moderate sharing")
+        },
+        // Tang et al.: stitcher, the bus hog (1.6 GB/s per core on Clovertown, Fig. 21).
+        AppModel {
+            phases: vec![Phase::serial(1.0), Phase::parallel(200.0)],
+            cpi: 0.9,
+            llc_apki: 40.0,
+            reuse: 0.2,
+            private_mb: 16.0,
+            mlp: 4.0,
+            openmp: false,
+            ..base("stitcher", "Tang et al. image stitcher: batch, bandwidth hog with a large streaming footprint")
+        },
+        // Tang et al.: protobuf, the lightest bus demand (Fig. 21).
+        AppModel {
+            phases: vec![Phase::serial(1.0), Phase::parallel(200.0)],
+            cpi: 0.9,
+            llc_apki: 3.0,
+            reuse: 0.95,
+            private_mb: 0.5,
+            openmp: false,
+            ..base("protobuf", "Tang et al. protocol buffers: batch, light on caches and bus")
+        },
+        // The kernels of crates/workloads, so simulated and real runs of the same
+        // workload can be compared (to be calibrated against this machine).
+        AppModel {
+            phases: vec![Phase::parallel(60.0)],
+            cpi: 0.5,
+            llc_apki: 100.0,
+            reuse: 0.0,
+            private_mb: 64.0,
+            mlp: 8.0,
+            ..base("stream", "kernel:stream: STREAM-like triad, pure memory bandwidth")
+        },
+        AppModel {
+            phases: vec![Phase::parallel(100.0)],
+            cpi: 0.5,
+            llc_apki: 0.0,
+            reuse: 1.0,
+            private_mb: 0.01,
+            ..base("compute", "kernel:compute: register-only arithmetic, compute-bound")
+        },
+        AppModel {
+            phases: vec![Phase::parallel(60.0)],
+            cpi: 0.8,
+            llc_apki: 20.0,
+            reuse: 0.95,
+            private_mb: 0.1,
+            shared_mb: 1.0,
+            shared_fraction: 0.9,
+            write_sharing: 0.5,
+            mlp: 2.0,
+            ..base("share", "kernel:share: threads read and write one shared array, constructive sharing")
+        },
+        AppModel {
+            phases: vec![Phase::parallel(10.0)],
+            cpi: 1.0,
+            llc_apki: 0.5,
+            reuse: 1.0,
+            private_mb: 0.05,
+            barriers_per_ginstr: 2000.0,
+            ..base("barrier", "kernel:barrier: short regions separated by barriers")
+        },
+        AppModel {
+            phases: vec![Phase::parallel(10.0)],
+            cpi: 1.0,
+            llc_apki: 1.0,
+            reuse: 1.0,
+            private_mb: 0.05,
+            shared_mb: 0.01,
+            shared_fraction: 0.5,
+            write_sharing: 1.0,
+            lock_fraction: 0.3,
+            ..base("lock", "kernel:lock: a contended lock around a shared counter")
+        },
+    ]
+}
+
+/// The built-in model called `name`.
+pub fn model(name: &str) -> Option<AppModel> {
+    models().into_iter().find(|m| m.name == name)
+}
+
+/// The built-in model names, comma-separated, for error messages.
+pub fn model_names() -> String {
+    models()
+        .iter()
+        .map(|m| m.name.clone())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_model_is_valid_and_uniquely_named() {
+        let all = models();
+        for m in &all {
+            m.validate().unwrap();
+            assert_eq!(
+                all.iter().filter(|o| o.name == m.name).count(),
+                1,
+                "{}",
+                m.name
+            );
+        }
+        for name in [
+            "streamcluster",
+            "canneal",
+            "ft",
+            "is",
+            "mg",
+            "ep",
+            "swaptions",
+            "kmeans",
+            "bigtable",
+            "content-analyzer",
+            "stitcher",
+            "protobuf",
+        ] {
+            assert!(model(name).is_some(), "{name}");
+        }
+    }
+
+    /// Each bad field is reported by name.
+    #[test]
+    fn validation_names_the_field() {
+        let ok = model("ep").unwrap();
+        let cases: Vec<(AppModel, &str)> = vec![
+            (
+                AppModel {
+                    reuse: 1.5,
+                    ..ok.clone()
+                },
+                "reuse",
+            ),
+            (
+                AppModel {
+                    cpi: 0.0,
+                    ..ok.clone()
+                },
+                "cpi",
+            ),
+            (
+                AppModel {
+                    private_mb: -1.0,
+                    ..ok.clone()
+                },
+                "private_mb",
+            ),
+            (
+                AppModel {
+                    phases: vec![],
+                    ..ok.clone()
+                },
+                "phase",
+            ),
+            (
+                AppModel {
+                    phases: vec![Phase::serial(0.0)],
+                    ..ok
+                },
+                "phase",
+            ),
+        ];
+        for (m, field) in cases {
+            let err = m.validate().unwrap_err();
+            assert!(err.contains(field), "{err}");
+        }
+    }
+}
