@@ -34,6 +34,11 @@
 //! shim pinned get the process's original affinity back at their next region.
 //! Nested regions are left alone. LLVM's libomp and Intel's runtime are not
 //! supported.
+//!
+//! The shim pins each thread only when its setting changed; libgomp's own
+//! binding (`OMP_PROC_BIND`, `OMP_PLACES`, `GOMP_CPU_AFFINITY`) may re-bind
+//! threads behind it, so coloc should remove those variables from the
+//! environment of apps whose CPUs it manages through the record.
 
 mod channel;
 mod embed;
