@@ -7,3 +7,5 @@ pub mod platform;
 pub use platform::{platform, platforms, Params, Platform, PlatformFile};
 pub mod model;
 pub use model::{AppModel, Phase, PhaseKind};
+pub mod engine;
+pub use engine::{AppLaunch, Engine, EngineEvent};

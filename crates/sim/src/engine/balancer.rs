@@ -1,0 +1,174 @@
+//! A model of the Linux load balancer for threads coloc does not pin (DESIGN.md,
+//! The simulator): topology-blind, by load only, with seeded randomness.
+//!
+//! - **Placement** of a new or woken thread whose CPU is not allowed: the
+//!   least-loaded allowed CPU, ties broken at random — which L2/L3 or socket it
+//!   lands on is chance, the run-to-run variation Tang et al. §2.2 and ReSense §3
+//!   attribute to the OS mapping.
+//! - **Periodic balancing** every `balance_ms`: while some thread's allowed set
+//!   holds a CPU with at least two fewer runnable threads than its own, one thread
+//!   (chosen at random) moves there.
+//! - **Jitter**: each unpinned runnable thread moves with probability
+//!   `jitter_per_s × period` per period to a random allowed CPU that is no busier,
+//!   swapping with a thread there if it has one — wake-up placement noise that
+//!   keeps reshuffling which threads share a cache.
+//!
+//! Every move across last-level caches costs the mover a refill of its private
+//! working set (bounded by the cache size): lines / MLP × memory latency.
+
+use coloc_model::CpuSet;
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::RngExt;
+
+use super::layout::{CpuIdx, Layout};
+
+/// A thread the balancer may move.
+#[derive(Clone, Debug)]
+pub(crate) struct Movable {
+    /// Index in the caller's thread list.
+    pub id: usize,
+    pub cpu: CpuIdx,
+    /// Allowed CPUs (indices), at least two.
+    pub allowed: Vec<CpuIdx>,
+}
+
+/// The least-loaded CPU among `allowed`, ties broken at random.
+pub(crate) fn pick(allowed: &[CpuIdx], load: &[usize], rng: &mut Xoshiro256PlusPlus) -> CpuIdx {
+    let min = allowed.iter().map(|&c| load[c]).min().unwrap_or(0);
+    let ties: Vec<CpuIdx> = allowed
+        .iter()
+        .copied()
+        .filter(|&c| load[c] == min)
+        .collect();
+    ties[rng.random_range(0..ties.len())]
+}
+
+/// CPU indices of a set (all CPUs when `None`).
+pub(crate) fn allowed_indices(layout: &Layout, set: Option<&CpuSet>) -> Vec<CpuIdx> {
+    match set {
+        None => (0..layout.cpus.len()).collect(),
+        Some(s) => s.iter().filter_map(|c| layout.idx(c)).collect(),
+    }
+}
+
+/// One balancer period: returns the moves (thread id, new CPU) in order.
+pub(crate) fn tick(
+    movable: &[Movable],
+    load: &mut [usize],
+    jitter_p: f64,
+    rng: &mut Xoshiro256PlusPlus,
+) -> Vec<(usize, CpuIdx)> {
+    let mut cpu: Vec<CpuIdx> = movable.iter().map(|m| m.cpu).collect();
+    let mut moves = Vec::new();
+    // Imbalance: bounded by the number of threads, each move lowers the spread.
+    for _ in 0..movable.len() {
+        let candidates: Vec<(usize, CpuIdx)> = movable
+            .iter()
+            .enumerate()
+            .filter_map(|(k, m)| {
+                let target = m.allowed.iter().copied().min_by_key(|&c| load[c])?;
+                (load[target] + 2 <= load[cpu[k]]).then_some((k, target))
+            })
+            .collect();
+        if candidates.is_empty() {
+            break;
+        }
+        let busiest = candidates
+            .iter()
+            .map(|&(k, _)| load[cpu[k]])
+            .max()
+            .unwrap_or(0);
+        let top: Vec<&(usize, CpuIdx)> = candidates
+            .iter()
+            .filter(|(k, _)| load[cpu[*k]] == busiest)
+            .collect();
+        let &(k, target) = top[rng.random_range(0..top.len())];
+        load[cpu[k]] -= 1;
+        load[target] += 1;
+        cpu[k] = target;
+        moves.push((movable[k].id, target));
+    }
+    // Jitter.
+    for k in 0..movable.len() {
+        if !(rng.random::<f64>() < jitter_p) {
+            continue;
+        }
+        let here = cpu[k];
+        let options: Vec<CpuIdx> = movable[k]
+            .allowed
+            .iter()
+            .copied()
+            .filter(|&c| c != here && load[c] <= load[here])
+            .collect();
+        if options.is_empty() {
+            continue;
+        }
+        let target = options[rng.random_range(0..options.len())];
+        let partner = (0..movable.len()).find(|&o| {
+            cpu[o] == target && load[target] == load[here] && movable[o].allowed.contains(&here)
+        });
+        match partner {
+            Some(o) => {
+                cpu[o] = here;
+                moves.push((movable[o].id, here));
+            }
+            None if load[target] < load[here] => {
+                load[here] -= 1;
+                load[target] += 1;
+            }
+            // An equally busy CPU without a partner to swap with: moving would
+            // unbalance the load, which the real balancer would undo at once.
+            None => continue,
+        }
+        cpu[k] = target;
+        moves.push((movable[k].id, target));
+    }
+    moves
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+
+    use super::*;
+
+    /// Four threads stacked on CPU 0 of four: balancing moves one at a time from
+    /// the busiest CPU while the gap is two or more: loads 4,0,0,0 → 1,1,1,1 in
+    /// three moves (4−1 = 3 threads leave CPU 0), whatever the seed.
+    #[test]
+    fn balancing_spreads_by_load() {
+        for seed in 0..5 {
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+            let movable: Vec<Movable> = (0..4)
+                .map(|id| Movable {
+                    id,
+                    cpu: 0,
+                    allowed: vec![0, 1, 2, 3],
+                })
+                .collect();
+            let mut load = vec![4, 0, 0, 0];
+            let moves = tick(&movable, &mut load, 0.0, &mut rng);
+            assert_eq!(moves.len(), 3, "seed {seed}");
+            assert_eq!(load, [1, 1, 1, 1], "seed {seed}");
+        }
+    }
+
+    /// Jitter with probability 1 keeps loads balanced (moves go to no busier CPU,
+    /// swaps keep both loads) but changes which thread runs where.
+    #[test]
+    fn jitter_keeps_balance() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+        let movable: Vec<Movable> = (0..2)
+            .map(|id| Movable {
+                id,
+                cpu: id,
+                allowed: vec![0, 1, 2, 3],
+            })
+            .collect();
+        let mut load = vec![1, 1, 0, 0];
+        let moves = tick(&movable, &mut load, 1.0, &mut rng);
+        assert!(!moves.is_empty());
+        assert_eq!(load.iter().sum::<usize>(), 2);
+        assert!(load.iter().all(|&l| l <= 1));
+    }
+}

@@ -1,0 +1,300 @@
+//! The contention model (DESIGN.md, The simulator): from who runs where to how
+//! fast every thread progresses, for one interval between two events.
+//!
+//! A thread's time per instruction is its compute time (CPI / frequency), plus
+//! LLC hits, plus coherence transfers of written shared lines held by teammates
+//! under other caches, plus memory: unloaded latency divided by its memory-level
+//! parallelism, plus the queueing delay of NuPoCo's M/M/1/N/N network (§3.3, §4)
+//! at the memory controllers and the links (FSB or interconnect) its requests
+//! cross. Its progress rate is its CPU share divided by that time.
+//!
+//! - **CPU share**: runnable threads on one CPU share it in proportion to their
+//!   CFS weight (nice). Threads waiting at a barrier spin (OpenMP's active wait),
+//!   so they keep their share but issue no memory requests.
+//! - **LLC**: the footprints of the threads under one cache — each thread's
+//!   private set plus each app's shared set counted once per cache — compete; when
+//!   they exceed the capacity every footprint keeps the same fraction of itself,
+//!   and reusable accesses hit with that fraction. A shared line missed by one
+//!   thread is then found by its teammates under the same cache, so shared misses
+//!   reach memory once per cache (constructive sharing, ReSense §2.2, Tang §2.1).
+//! - **Memory**: customers are CPUs; their request rates are per unit of time not
+//!   spent queueing, weighted by share and by activity (the fraction of the time a
+//!   thread is not spinning at a barrier). Activity depends on the rates, which
+//!   depend on the queueing delays, which depend on the activity: the three are
+//!   solved to a fixed point.
+//! - **Teams**: a parallel phase proceeds at the pace of its slowest member
+//!   (bulk-synchronous), divided by lock serialization (1 + s(n − 1)), plus the
+//!   cost of each barrier: ⌈log2 n⌉ levels, doubled across packages, and half a
+//!   time slice when a member shares its CPU (the barrier waits for it to be
+//!   scheduled again).
+
+use coloc_policy::queueing::NodeLoad;
+
+use super::layout::{CpuIdx, Layout};
+use crate::model::AppModel;
+use crate::platform::Params;
+
+/// Where a thread's data lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Home {
+    Node(usize),
+    /// Pages spread round-robin over every memory node.
+    Interleave,
+}
+
+/// A runnable thread, as the model sees it.
+#[derive(Clone, Debug)]
+pub(crate) struct Runner<'a> {
+    pub team: usize,
+    pub cpu: CpuIdx,
+    pub model: &'a AppModel,
+    pub weight: f64,
+    pub private_home: Home,
+    pub shared_home: Home,
+}
+
+/// The runnable threads of one app in one phase.
+#[derive(Clone, Debug)]
+pub(crate) struct Team {
+    /// Indices into the runners.
+    pub members: Vec<usize>,
+    pub parallel: bool,
+    /// Time slice of the app's threads, seconds.
+    pub slice_s: f64,
+}
+
+/// Rates for one interval.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Solution {
+    /// Per runner: fraction of its CPU.
+    pub share: Vec<f64>,
+    /// Per runner: useful instructions per second.
+    pub useful: Vec<f64>,
+    /// Per runner: LLC references and misses per instruction.
+    pub refs_pi: Vec<f64>,
+    pub miss_pi: Vec<f64>,
+    /// Per team: instructions of the phase completed per second.
+    pub team_rate: Vec<f64>,
+}
+
+/// Per-runner quantities that do not depend on the fixed point.
+struct Static {
+    refs_pi: f64,
+    /// Memory requests per instruction to each memory node.
+    mem_pi: Vec<f64>,
+    coh_pi: f64,
+    /// Seconds per instruction outside the memory queues.
+    think: f64,
+}
+
+const MAX_ITERATIONS: usize = 200;
+const TOLERANCE: f64 = 1e-10;
+
+fn spread(home: Home, nodes: usize, node: usize) -> f64 {
+    match home {
+        Home::Node(n) => f64::from(u8::from(n == node)),
+        Home::Interleave => 1.0 / nodes as f64,
+    }
+}
+
+pub(crate) fn solve(
+    layout: &Layout,
+    params: &Params,
+    runners: &[Runner<'_>],
+    teams: &[Team],
+) -> Solution {
+    let n = runners.len();
+    let ncpu = layout.cpus.len();
+    // CPU shares.
+    let mut weight_on = vec![0.0; ncpu];
+    let mut count_on = vec![0usize; ncpu];
+    for r in runners {
+        weight_on[r.cpu] += r.weight;
+        count_on[r.cpu] += 1;
+    }
+    let share: Vec<f64> = runners
+        .iter()
+        .map(|r| r.weight / weight_on[r.cpu])
+        .collect();
+
+    // LLC occupancy: private sets plus one shared set per team present.
+    let mut demand = vec![0.0; layout.llcs()];
+    let mut team_in_llc = vec![vec![0usize; layout.llcs()]; teams.len()];
+    for r in runners {
+        let l = layout.llc[r.cpu];
+        demand[l] += r.model.private_mb * MIB;
+        if team_in_llc[r.team][l] == 0 {
+            demand[l] += r.model.shared_mb * MIB;
+        }
+        team_in_llc[r.team][l] += 1;
+    }
+    let fit: Vec<f64> = demand
+        .iter()
+        .zip(&layout.llc_bytes)
+        .map(|(d, c)| if *d <= *c { 1.0 } else { c / d })
+        .collect();
+
+    let f_hz = params.freq_ghz * 1e9;
+    let statics: Vec<Static> = runners
+        .iter()
+        .map(|r| {
+            let m = r.model;
+            let l = layout.llc[r.cpu];
+            let refs_pi = m.llc_apki / 1000.0;
+            let miss = 1.0 - m.reuse * fit[l];
+            let sharers = team_in_llc[r.team][l].max(1) as f64;
+            let priv_pi = refs_pi * (1.0 - m.shared_fraction) * miss;
+            let shared_pi = refs_pi * m.shared_fraction * miss / sharers;
+            let team = &teams[r.team];
+            let mates = team.members.len().saturating_sub(1);
+            let (far, near) =
+                team.members
+                    .iter()
+                    .map(|&j| &runners[j])
+                    .fold((0, 0), |(f, nr), o| {
+                        if layout.llc[o.cpu] == l {
+                            (f, nr)
+                        } else if layout.package[o.cpu] == layout.package[r.cpu] {
+                            (f, nr + 1)
+                        } else {
+                            (f + 1, nr)
+                        }
+                    });
+            let (coh_pi, coh_cost) = if mates == 0 || far + near == 0 {
+                (0.0, 0.0)
+            } else {
+                let pi = refs_pi * m.shared_fraction * m.write_sharing * (far + near) as f64
+                    / mates as f64;
+                let cost = (far as f64 * params.xfer_far_ns + near as f64 * params.xfer_near_ns)
+                    / (far + near) as f64;
+                (pi, cost * 1e-9)
+            };
+            let mut mem_pi = vec![0.0; layout.mem_nodes];
+            let mut latency = 0.0;
+            for (node, slot) in mem_pi.iter_mut().enumerate() {
+                *slot = priv_pi * spread(r.private_home, layout.mem_nodes, node)
+                    + shared_pi * spread(r.shared_home, layout.mem_nodes, node);
+                let remote = if node == layout.mem_node[r.cpu] {
+                    0.0
+                } else {
+                    params.remote_latency_ns
+                };
+                latency += *slot * (params.mem_latency_ns + remote) * 1e-9 / m.mlp;
+            }
+            let hits = refs_pi - priv_pi - shared_pi;
+            Static {
+                refs_pi,
+                coh_pi,
+                think: m.cpi / f_hz
+                    + hits * params.llc_hit_cycles / f_hz
+                    + coh_pi * coh_cost
+                    + latency,
+                mem_pi,
+            }
+        })
+        .collect();
+
+    let oversubscribed: Vec<bool> = teams
+        .iter()
+        .map(|t| t.members.iter().any(|&j| count_on[runners[j].cpu] > 1))
+        .collect();
+
+    let mut activity = vec![1.0; n];
+    let mut sol = Solution::default();
+    for _ in 0..MAX_ITERATIONS {
+        // Customers: per CPU, share- and activity-weighted request rates.
+        let mut per_cpu = vec![vec![0.0; layout.mem_nodes]; ncpu];
+        for (j, r) in runners.iter().enumerate() {
+            for (m, pi) in statics[j].mem_pi.iter().enumerate() {
+                per_cpu[r.cpu][m] += share[j] * activity[j] * pi / statics[j].think;
+            }
+        }
+        let loads: Vec<NodeLoad> = (0..layout.cpu_nodes())
+            .map(|i| {
+                let busy: Vec<&Vec<f64>> = (0..ncpu)
+                    .filter(|&c| layout.cpu_node[c] == i && per_cpu[c].iter().any(|&x| x > 0.0))
+                    .map(|c| &per_cpu[c])
+                    .collect();
+                let k = busy.len().max(1) as f64;
+                let mrr: Vec<f64> = (0..layout.mem_nodes)
+                    .map(|m| busy.iter().map(|v| v[m]).sum::<f64>() / k)
+                    .collect();
+                NodeLoad {
+                    cores: busy.len() as u32,
+                    llc_read: mrr.clone(),
+                    mrr,
+                }
+            })
+            .collect();
+        let mrt = layout.numa.predict(&loads).mrt;
+        let own: Vec<f64> = runners
+            .iter()
+            .enumerate()
+            .map(|(j, r)| {
+                let i = layout.cpu_node[r.cpu];
+                let queue: f64 = statics[j]
+                    .mem_pi
+                    .iter()
+                    .enumerate()
+                    .map(|(m, pi)| pi * mrt[i][m])
+                    .sum();
+                share[j] / (statics[j].think + queue)
+            })
+            .collect();
+        let mut next = vec![1.0; n];
+        let mut team_rate = Vec::with_capacity(teams.len());
+        let mut useful = vec![0.0; n];
+        for (t, team) in teams.iter().enumerate() {
+            let k = team.members.len();
+            let slowest = team
+                .members
+                .iter()
+                .map(|&j| own[j])
+                .fold(f64::INFINITY, f64::min);
+            let per_thread = if team.parallel && k > 1 {
+                let m = runners[team.members[0]].model;
+                let locked = slowest / (1.0 + m.lock_fraction * (k - 1) as f64);
+                let levels = (k as f64).log2().ceil();
+                let packages = team.members.iter().map(|&j| layout.package[runners[j].cpu]);
+                let spans = packages.clone().min() != packages.max();
+                let mut barrier = params.barrier_ns * 1e-9 * levels * if spans { 2.0 } else { 1.0 };
+                if oversubscribed[t] {
+                    barrier += team.slice_s / 2.0;
+                }
+                1.0 / (1.0 / locked + m.barriers_per_ginstr * 1e-9 * barrier)
+            } else {
+                slowest
+            };
+            for &j in &team.members {
+                useful[j] = per_thread;
+                next[j] = (per_thread / own[j]).min(1.0);
+            }
+            team_rate.push(per_thread * k as f64);
+        }
+        let delta = next
+            .iter()
+            .zip(&activity)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        // Damped update: the map can oscillate between two states otherwise.
+        for (a, b) in activity.iter_mut().zip(&next) {
+            *a = 0.5 * (*a + b);
+        }
+        sol = Solution {
+            share: share.clone(),
+            useful,
+            refs_pi: statics.iter().map(|s| s.refs_pi).collect(),
+            miss_pi: statics
+                .iter()
+                .map(|s| s.mem_pi.iter().sum::<f64>() + s.coh_pi)
+                .collect(),
+            team_rate,
+        };
+        if delta < TOLERANCE {
+            break;
+        }
+    }
+    sol
+}
+
+const MIB: f64 = 1024.0 * 1024.0;

@@ -1,0 +1,424 @@
+//! The fluid, event-driven engine (DESIGN.md, The simulator; issue 3 §3–4).
+//!
+//! Between two events every thread's progress rate is constant, so time jumps
+//! from event to event: the end of an app's current phase (or of a migration's
+//! cache refill), a balancer period, or the caller's deadline. At each event the
+//! state changes (a phase starts, a team is created, an app exits, threads move)
+//! and the rates are solved again ([`contention::solve`]). Time is kept in
+//! integer nanoseconds and phase ends are rounded up to the next nanosecond, so
+//! a run is a pure function of its inputs and the seed.
+
+mod balancer;
+mod contention;
+mod layout;
+mod state;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use coloc_model::{AppId, MemPolicy, Placement, SchedSettings, Tid};
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::SeedableRng;
+
+use self::contention::{Home, Runner, Solution, Team};
+use self::layout::Layout;
+pub use self::state::{SimApp, SimThread, ThreadStats};
+use crate::model::{AppModel, PhaseKind};
+use crate::platform::{Platform, LINE_BYTES};
+
+/// What the engine reports while time passes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EngineEvent {
+    /// The app finished its last phase.
+    Exited {
+        app: AppId,
+        at_ns: u64,
+        /// Its work per second of its run time, 10^9 instructions/s.
+        throughput: f64,
+    },
+    /// The app's threads changed (a team was created or grown).
+    ThreadsChanged { app: AppId, tids: Vec<Tid> },
+}
+
+/// How to start an app.
+#[derive(Clone, Debug)]
+pub struct AppLaunch {
+    pub id: AppId,
+    pub model: Arc<AppModel>,
+    /// Team size of its parallel phases.
+    pub threads: u32,
+    pub placement: Placement,
+    pub memory: MemPolicy,
+    pub sched: SchedSettings,
+    /// Whether its DoP may change (an OpenMP model that the workload marks malleable).
+    pub malleable: bool,
+}
+
+/// The simulated machine state.
+#[derive(Debug)]
+pub struct Engine {
+    platform: Platform,
+    layout: Layout,
+    rng: Xoshiro256PlusPlus,
+    now_ns: u64,
+    apps: Vec<SimApp>,
+    next_pid: u32,
+    next_tid: Tid,
+    next_balance_ns: Option<u64>,
+}
+
+/// First simulated pid; tids continue from the pid like Linux's (main tid = pid).
+const FIRST_PID: u32 = 1000;
+
+impl Engine {
+    pub fn new(platform: Platform, seed: u64) -> Self {
+        Self {
+            layout: Layout::new(&platform),
+            platform,
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            now_ns: 0,
+            apps: Vec::new(),
+            next_pid: FIRST_PID,
+            next_tid: FIRST_PID,
+            next_balance_ns: None,
+        }
+    }
+
+    pub fn platform(&self) -> &Platform {
+        &self.platform
+    }
+
+    pub fn now_ns(&self) -> u64 {
+        self.now_ns
+    }
+
+    pub fn apps(&self) -> &[SimApp] {
+        &self.apps
+    }
+
+    /// The CPU a thread is on.
+    pub fn cpu_of(&self, t: &SimThread) -> coloc_model::Cpu {
+        self.layout.cpus[t.cpu]
+    }
+
+    fn app_mut(&mut self, id: AppId) -> Option<&mut SimApp> {
+        self.apps.iter_mut().find(|a| a.id == id)
+    }
+
+    /// Starts an app: its main thread, placed by `placement`. Workers are created
+    /// at the first parallel phase (OpenMP creates its team there too).
+    pub fn launch(&mut self, l: AppLaunch) -> (u32, Tid) {
+        let pid = self.next_pid;
+        self.next_pid += 1;
+        let mut app = SimApp::new(l, pid, self.now_ns);
+        let tid = self.alloc_tid();
+        let cpu = self.place(&app.placement, tid, None);
+        let node = self.layout.mem_node[cpu];
+        app.home_node = node;
+        app.threads.push(SimThread::new(tid, cpu, node));
+        self.apps.push(app);
+        self.begin_phase(self.apps.len() - 1);
+        (pid, tid)
+    }
+
+    fn alloc_tid(&mut self) -> Tid {
+        // Skip numbers used as pids so that a pid is its main thread's tid.
+        if self.next_tid < self.next_pid {
+            self.next_tid = self.next_pid;
+        }
+        let t = self.next_tid;
+        self.next_tid += 1;
+        self.next_pid = self.next_pid.max(self.next_tid);
+        t
+    }
+
+    /// Runnable threads per CPU.
+    fn load(&self) -> Vec<usize> {
+        let mut load = vec![0; self.layout.cpus.len()];
+        for a in &self.apps {
+            for t in a.runnable() {
+                load[t.cpu] += 1;
+            }
+        }
+        load
+    }
+
+    /// The CPU for `tid` under `placement`: its current one if still allowed,
+    /// else the least-loaded allowed CPU (random among ties).
+    fn place(&mut self, placement: &Placement, tid: Tid, current: Option<usize>) -> usize {
+        let allowed = balancer::allowed_indices(&self.layout, placement.cpus_of(tid));
+        let allowed = if allowed.is_empty() {
+            balancer::allowed_indices(&self.layout, None)
+        } else {
+            allowed
+        };
+        match current {
+            Some(c) if allowed.contains(&c) => c,
+            _ => {
+                let load = self.load();
+                balancer::pick(&allowed, &load, &mut self.rng)
+            }
+        }
+    }
+
+    /// Changes an app's placement; returns how many threads moved.
+    pub fn set_placement(&mut self, id: AppId, placement: Placement) -> u32 {
+        let Some(i) = self.apps.iter().position(|a| a.id == id) else {
+            return 0;
+        };
+        self.apps[i].placement = placement.clone();
+        let mut moved = 0;
+        for k in 0..self.apps[i].threads.len() {
+            let (tid, cpu) = (self.apps[i].threads[k].tid, self.apps[i].threads[k].cpu);
+            let new = self.place(&placement, tid, Some(cpu));
+            if new != cpu {
+                self.migrate(i, k, new);
+                moved += 1;
+            }
+        }
+        moved
+    }
+
+    pub fn set_memory(&mut self, id: AppId, memory: MemPolicy) {
+        if let Some(a) = self.app_mut(id) {
+            a.memory = memory;
+        }
+    }
+
+    pub fn set_sched(&mut self, id: AppId, sched: SchedSettings) {
+        if let Some(a) = self.app_mut(id) {
+            a.sched = sched;
+        }
+    }
+
+    /// Sets the team size of the app's next parallel phases.
+    pub fn set_dop(&mut self, id: AppId, dop: u32) -> Result<(), String> {
+        let a = self
+            .app_mut(id)
+            .ok_or_else(|| format!("{id} is not running"))?;
+        if !a.malleable {
+            return Err(format!(
+                "dop: {} is not malleable (needs an OpenMP model and `malleable = true`)",
+                a.model.name
+            ));
+        }
+        a.dop = dop.max(1);
+        Ok(())
+    }
+
+    /// Moves a thread, charging a cache refill when it leaves its LLC.
+    fn migrate(&mut self, app: usize, k: usize, to: usize) {
+        let from = self.apps[app].threads[k].cpu;
+        let a = &mut self.apps[app];
+        a.threads[k].cpu = to;
+        a.threads[k].stats.migrations += 1;
+        if self.layout.llc[from] != self.layout.llc[to] {
+            let p = &self.platform.params;
+            let bytes = (a.model.private_mb * 1024.0 * 1024.0)
+                .min(self.layout.llc_bytes[self.layout.llc[to]]);
+            a.debt_s += bytes / LINE_BYTES / a.model.mlp * p.mem_latency_ns * 1e-9;
+        }
+    }
+
+    /// Enters the app's current phase: creates or grows the team when it is a
+    /// parallel one. Returns the new thread list if it changed.
+    fn begin_phase(&mut self, i: usize) -> Option<Vec<Tid>> {
+        let phase = self.apps[i].model.phases[self.apps[i].phase];
+        self.apps[i].remaining = phase.ginstr * 1e9;
+        if phase.kind == PhaseKind::Serial {
+            self.apps[i].team = 1;
+            return None;
+        }
+        let dop = self.apps[i].dop as usize;
+        self.apps[i].team = dop;
+        if self.apps[i].threads.len() >= dop {
+            return None;
+        }
+        while self.apps[i].threads.len() < dop {
+            let tid = self.alloc_tid();
+            let placement = self.apps[i].placement.clone();
+            let cpu = self.place(&placement, tid, None);
+            let node = self.layout.mem_node[cpu];
+            self.apps[i].threads.push(SimThread::new(tid, cpu, node));
+        }
+        Some(self.apps[i].threads.iter().map(|t| t.tid).collect())
+    }
+
+    /// The runners and teams of the current state.
+    fn solve(&self) -> (Vec<(usize, usize)>, Solution) {
+        let mut index = Vec::new();
+        let mut runners = Vec::new();
+        let mut teams = Vec::new();
+        for (i, a) in self.apps.iter().enumerate() {
+            let mut members = Vec::new();
+            let nice = a.sched.nice.unwrap_or(0);
+            // CFS weights: 1024 at nice 0, a factor 1.25 per nice level.
+            let weight = 1024.0 / 1.25f64.powi(i32::from(nice));
+            for (k, t) in a.threads.iter().enumerate().take(a.team) {
+                let (private_home, shared_home) = match a.memory {
+                    MemPolicy::Interleave => (Home::Interleave, Home::Interleave),
+                    MemPolicy::Default | MemPolicy::Local => {
+                        (Home::Node(t.first_node), Home::Node(a.home_node))
+                    }
+                };
+                members.push(runners.len());
+                index.push((i, k));
+                runners.push(Runner {
+                    team: teams.len(),
+                    cpu: t.cpu,
+                    model: &a.model,
+                    weight,
+                    private_home,
+                    shared_home,
+                });
+            }
+            teams.push(Team {
+                members,
+                parallel: a.team > 1,
+                slice_s: a.slice_s(&self.platform.params),
+            });
+        }
+        let sol = contention::solve(&self.layout, &self.platform.params, &runners, &teams);
+        (index, sol)
+    }
+
+    /// Lets simulated time pass until `deadline_ns`, returning early (at the
+    /// event's time) when an app exits or changes its threads.
+    pub fn advance_until(&mut self, deadline_ns: u64) -> Vec<EngineEvent> {
+        let mut events = Vec::new();
+        while self.now_ns < deadline_ns {
+            self.arm_balancer();
+            let (index, sol) = self.solve();
+            let mut next = deadline_ns;
+            if let Some(b) = self.next_balance_ns {
+                next = next.min(b);
+            }
+            for (i, a) in self.apps.iter().enumerate() {
+                let rate = sol.team_rate[i];
+                if rate > 0.0 {
+                    let secs = a.debt_s + a.remaining / rate;
+                    let end = self
+                        .now_ns
+                        .saturating_add((secs * 1e9).ceil().max(1.0) as u64);
+                    next = next.min(end);
+                }
+            }
+            self.integrate(next - self.now_ns, &index, &sol);
+            self.now_ns = next;
+            for i in (0..self.apps.len()).rev() {
+                let done =
+                    self.apps[i].debt_s == 0.0 && self.apps[i].remaining <= sol.team_rate[i] * 1e-9;
+                if done {
+                    events.extend(self.end_phase(i));
+                }
+            }
+            if self.next_balance_ns == Some(self.now_ns) {
+                self.balance();
+            }
+            if !events.is_empty() {
+                break;
+            }
+        }
+        events
+    }
+
+    /// Accumulates progress and per-thread counters over `dt_ns`.
+    fn integrate(&mut self, dt_ns: u64, index: &[(usize, usize)], sol: &Solution) {
+        let dt = dt_ns as f64 * 1e-9;
+        let f_hz = self.platform.params.freq_ghz * 1e9;
+        for (i, a) in self.apps.iter_mut().enumerate() {
+            let stall = a.debt_s.min(dt);
+            a.debt_s -= stall;
+            a.remaining = (a.remaining - sol.team_rate[i] * (dt - stall)).max(0.0);
+        }
+        for (j, &(i, k)) in index.iter().enumerate() {
+            let a = &mut self.apps[i];
+            let slice = a.slice_s(&self.platform.params);
+            let s = &mut a.threads[k].stats;
+            let run = sol.share[j] * dt;
+            s.run_s += run;
+            s.wait_s += dt - run;
+            if sol.share[j] < 1.0 {
+                s.involuntary += run / slice;
+            }
+            let instr = sol.useful[j] * dt;
+            s.instructions += instr;
+            s.cycles += run * f_hz;
+            s.llc_refs += instr * sol.refs_pi[j];
+            s.llc_misses += instr * sol.miss_pi[j];
+        }
+    }
+
+    /// Moves the app to its next phase, or ends it.
+    fn end_phase(&mut self, i: usize) -> Vec<EngineEvent> {
+        let was_parallel = self.apps[i].team > 1;
+        if was_parallel {
+            // Workers go to sleep until the next parallel region.
+            let team = self.apps[i].team;
+            for t in self.apps[i].threads.iter_mut().take(team).skip(1) {
+                t.stats.voluntary += 1;
+            }
+        }
+        self.apps[i].phase += 1;
+        if self.apps[i].phase == self.apps[i].model.phases.len() {
+            let a = self.apps.remove(i);
+            let elapsed = (self.now_ns - a.started_ns) as f64 * 1e-9;
+            return vec![EngineEvent::Exited {
+                app: a.id,
+                at_ns: self.now_ns,
+                throughput: a.model.total_ginstr() / elapsed.max(1e-9),
+            }];
+        }
+        match self.begin_phase(i) {
+            Some(tids) => vec![EngineEvent::ThreadsChanged {
+                app: self.apps[i].id,
+                tids,
+            }],
+            None => Vec::new(),
+        }
+    }
+
+    /// Schedules the next balancer period while some runnable thread may move.
+    fn arm_balancer(&mut self) {
+        let any = self.apps.iter().any(|a| {
+            a.runnable().any(|t| {
+                balancer::allowed_indices(&self.layout, a.placement.cpus_of(t.tid)).len() > 1
+            })
+        });
+        let period = (self.platform.params.balance_ms * 1e6).max(1.0) as u64;
+        self.next_balance_ns = match (any, self.next_balance_ns) {
+            (false, _) => None,
+            (true, Some(t)) => Some(t),
+            (true, None) => Some(self.now_ns + period),
+        };
+    }
+
+    fn balance(&mut self) {
+        let p = &self.platform.params;
+        let period_s = p.balance_ms * 1e-3;
+        let jitter = (p.jitter_per_s * period_s).min(1.0);
+        let mut ids = Vec::new();
+        let mut movable = Vec::new();
+        for (i, a) in self.apps.iter().enumerate() {
+            for (k, t) in a.threads.iter().enumerate().take(a.team) {
+                let allowed = balancer::allowed_indices(&self.layout, a.placement.cpus_of(t.tid));
+                if allowed.len() > 1 {
+                    movable.push(balancer::Movable {
+                        id: ids.len(),
+                        cpu: t.cpu,
+                        allowed,
+                    });
+                    ids.push((i, k));
+                }
+            }
+        }
+        let mut load = self.load();
+        let moves = balancer::tick(&movable, &mut load, jitter, &mut self.rng);
+        for (id, cpu) in moves {
+            let (i, k) = ids[id];
+            self.migrate(i, k, cpu);
+        }
+        self.next_balance_ns = None;
+    }
+}

@@ -1,0 +1,116 @@
+//! Simulated apps and threads, with the cumulative counters an observation reports.
+
+use std::sync::Arc;
+
+use coloc_model::{AppId, MemPolicy, Placement, SchedSettings, Tid};
+
+use super::layout::CpuIdx;
+use super::AppLaunch;
+use crate::model::AppModel;
+use crate::platform::Params;
+
+/// Cumulative per-thread counters, in the units Linux reports after conversion.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ThreadStats {
+    pub run_s: f64,
+    /// Runnable but not running (time-shared CPU).
+    pub wait_s: f64,
+    pub involuntary: f64,
+    pub voluntary: u64,
+    pub migrations: u64,
+    pub instructions: f64,
+    pub cycles: f64,
+    pub llc_refs: f64,
+    pub llc_misses: f64,
+}
+
+#[derive(Clone, Debug)]
+pub struct SimThread {
+    pub tid: Tid,
+    /// Index of its CPU in the layout ([`super::Engine::cpu_of`] names it).
+    pub(crate) cpu: CpuIdx,
+    /// Memory node of its first CPU, where its private data was first touched.
+    pub(crate) first_node: usize,
+    pub stats: ThreadStats,
+}
+
+impl SimThread {
+    pub(crate) fn new(tid: Tid, cpu: CpuIdx, first_node: usize) -> Self {
+        Self {
+            tid,
+            cpu,
+            first_node,
+            stats: ThreadStats::default(),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct SimApp {
+    pub id: AppId,
+    pub pid: u32,
+    pub model: Arc<AppModel>,
+    /// Threads in creation order; the first `team` are runnable.
+    pub threads: Vec<SimThread>,
+    pub(crate) placement: Placement,
+    pub(crate) memory: MemPolicy,
+    pub(crate) sched: SchedSettings,
+    pub(crate) malleable: bool,
+    /// Team size for the next parallel phases.
+    pub(crate) dop: u32,
+    /// Runnable threads in the current phase.
+    pub(crate) team: usize,
+    pub(crate) phase: usize,
+    /// Instructions left in the current phase.
+    pub(crate) remaining: f64,
+    /// Seconds the team still stalls refilling caches after migrations.
+    pub(crate) debt_s: f64,
+    /// Memory node of the main thread at launch, where shared data lives.
+    pub(crate) home_node: usize,
+    pub(crate) started_ns: u64,
+}
+
+impl SimApp {
+    pub(crate) fn new(l: AppLaunch, pid: u32, now_ns: u64) -> Self {
+        Self {
+            id: l.id,
+            pid,
+            model: l.model,
+            threads: Vec::new(),
+            placement: l.placement,
+            memory: l.memory,
+            sched: l.sched,
+            malleable: l.malleable,
+            dop: l.threads.max(1),
+            team: 1,
+            phase: 0,
+            remaining: 0.0,
+            debt_s: 0.0,
+            home_node: 0,
+            started_ns: now_ns,
+        }
+    }
+
+    pub(crate) fn runnable(&self) -> impl Iterator<Item = &SimThread> {
+        self.threads.iter().take(self.team)
+    }
+
+    /// The app's time slice: its plan's `slice_us`, else the platform's.
+    pub(crate) fn slice_s(&self, p: &Params) -> f64 {
+        self.sched
+            .slice_us
+            .map_or(p.slice_us * 1e-6, |us| f64::from(us) * 1e-6)
+    }
+
+    /// Bytes of memory it holds: every thread's private set plus the shared set.
+    pub fn rss_bytes(&self) -> u64 {
+        let mib = 1024.0 * 1024.0;
+        (self.model.private_mb * mib * self.threads.len() as f64 + self.model.shared_mb * mib)
+            as u64
+    }
+
+    /// Whether its threads are running a parallel phase.
+    pub fn in_parallel_phase(&self) -> bool {
+        self.team > 1
+    }
+}

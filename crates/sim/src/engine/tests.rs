@@ -1,0 +1,188 @@
+//! Engine basics with hand-computable answers: kvm-2cpu at 2.45 GHz and a
+//! compute-only model (CPI 0.5, no LLC traffic) that retires 2.45e9 / 0.5 =
+//! 4.9e9 instructions per second on a CPU of its own.
+
+use std::sync::Arc;
+
+use coloc_model::{AppId, CpuSet, MemPolicy, Placement, SchedSettings};
+
+use super::*;
+use crate::model::Phase;
+use crate::platform::platform;
+
+fn compute(phases: Vec<Phase>, barriers_per_ginstr: f64) -> Arc<AppModel> {
+    let mut m = crate::model::model("compute").unwrap();
+    m.phases = phases;
+    m.barriers_per_ginstr = barriers_per_ginstr;
+    Arc::new(m)
+}
+
+/// Launches an app whose thread i is pinned to the i-th CPU of `cpus` (the
+/// last one for the rest).
+fn launch(e: &mut Engine, app: u32, model: Arc<AppModel>, threads: u32, cpus: &str) {
+    let id = AppId { app, rep: 0 };
+    let cpus: Vec<u32> = CpuSet::parse_list(cpus).unwrap().iter().collect();
+    let last = CpuSet::single(*cpus.last().unwrap());
+    e.launch(AppLaunch {
+        id,
+        model,
+        threads,
+        placement: Placement::Shared(last.clone()),
+        memory: MemPolicy::Default,
+        sched: SchedSettings::default(),
+        malleable: false,
+    });
+    let tids: Vec<u32> = e
+        .apps()
+        .iter()
+        .find(|a| a.id == id)
+        .unwrap()
+        .threads
+        .iter()
+        .map(|t| t.tid)
+        .collect();
+    let threads = tids
+        .iter()
+        .zip(
+            cpus.iter()
+                .map(|&c| CpuSet::single(c))
+                .chain(std::iter::repeat(last.clone())),
+        )
+        .map(|(t, c)| (*t, c))
+        .collect();
+    e.set_placement(
+        id,
+        Placement::PerThread {
+            threads,
+            rest: last,
+        },
+    );
+}
+
+/// Runs to completion, returning (app, exit time in seconds) in exit order.
+fn run(e: &mut Engine) -> Vec<(u32, f64)> {
+    let mut exits = Vec::new();
+    while !e.apps().is_empty() {
+        for ev in e.advance_until(u64::MAX) {
+            if let EngineEvent::Exited { app, at_ns, .. } = ev {
+                exits.push((app.app, at_ns as f64 * 1e-9));
+            }
+        }
+    }
+    exits
+}
+
+fn assert_close(got: f64, want: f64, what: &str) {
+    assert!(
+        (got - want).abs() <= 1e-6 * want.max(1.0),
+        "{what}: got {got}, want {want}"
+    );
+}
+
+/// (case, apps as (threads, cpus, work in 1e9 instructions), expected exit times).
+/// - alone: 4.9e9 instructions at 4.9e9/s take 1 s;
+/// - two apps on one CPU share it: each progresses at 2.45e9/s, both end at 2 s;
+/// - two apps on two CPUs: 1 s each;
+/// - a 2-thread team of 9.8e9 instructions on 2 CPUs: 4.9e9 each, 1 s;
+/// - the same team on one CPU: each member at half speed, 2 s;
+/// - a team on CPUs 0-1 and a single-thread app on CPU 1: the team member on
+///   CPU 1 runs at half speed and the team follows its slowest member, so the
+///   team needs 4.9e9 / 2.45e9 = 2 s; meanwhile the single app also gets half of
+///   CPU 1 and ends at 2 s too.
+#[test]
+fn time_sharing_and_slowest_member() {
+    type App = (u32, &'static str, f64);
+    let cases: Vec<(&str, Vec<App>, Vec<f64>)> = vec![
+        ("alone", vec![(1, "0", 4.9)], vec![1.0]),
+        (
+            "one cpu",
+            vec![(1, "0", 4.9), (1, "0", 4.9)],
+            vec![2.0, 2.0],
+        ),
+        (
+            "two cpus",
+            vec![(1, "0", 4.9), (1, "1", 4.9)],
+            vec![1.0, 1.0],
+        ),
+        ("team spread", vec![(2, "0-1", 9.8)], vec![1.0]),
+        ("team on one cpu", vec![(2, "0", 9.8)], vec![2.0]),
+        (
+            "team and intruder",
+            vec![(2, "0-1", 9.8), (1, "1", 4.9)],
+            vec![2.0, 2.0],
+        ),
+    ];
+    for (name, apps, want) in cases {
+        let mut e = Engine::new(platform("kvm-2cpu").unwrap(), 1);
+        for (i, (threads, cpus, work)) in apps.iter().enumerate() {
+            let phase = if *threads > 1 {
+                Phase::parallel(*work)
+            } else {
+                Phase::serial(*work)
+            };
+            launch(&mut e, i as u32, compute(vec![phase], 0.0), *threads, cpus);
+        }
+        let mut exits = run(&mut e);
+        exits.sort_by_key(|(a, _)| *a);
+        for ((app, t), w) in exits.iter().zip(&want) {
+            assert_close(*t, *w, &format!("{name}: app {app}"));
+        }
+        assert_eq!(exits.len(), want.len(), "{name}");
+    }
+}
+
+/// Barriers cost ⌈log2 n⌉ levels of `barrier_ns` (0.5 µs), plus half a time slice
+/// (3 ms / 2) when a member shares its CPU. A 2-thread team doing 9.8e9
+/// instructions with 1000 barriers per 1e9 instructions of each thread:
+/// - spread: per thread 4.9e9 instructions, time = 4.9e9/4.9e9 + 4.9 · 1000 ·
+///   0.5e-6 = 1 + 0.00245 s;
+/// - with an intruder on CPU 1: 4.9e9/2.45e9 + 4900 · (0.5e-6 + 1.5e-3) =
+///   2 + 7.3524 s — oversubscribed barrier-heavy teams collapse.
+#[test]
+fn barriers_and_oversubscription() {
+    let cases = [(false, 1.00245), (true, 2.0 + 4900.0 * (0.5e-6 + 1.5e-3))];
+    for (intruder, want) in cases {
+        let mut e = Engine::new(platform("kvm-2cpu").unwrap(), 1);
+        launch(
+            &mut e,
+            0,
+            compute(vec![Phase::parallel(9.8)], 1000.0),
+            2,
+            "0-1",
+        );
+        if intruder {
+            launch(&mut e, 1, compute(vec![Phase::serial(100.0)], 0.0), 1, "1");
+        }
+        let exits = run(&mut e);
+        let t = exits.iter().find(|(a, _)| *a == 0).unwrap().1;
+        assert_close(t, want, &format!("intruder={intruder}"));
+    }
+}
+
+/// A serial phase then a parallel one: the team is created at the parallel
+/// phase (one ThreadsChanged event with the main thread and 1 worker, at
+/// 4.9e9/4.9e9 = 1 s), then 9.8e9 instructions over 2 CPUs take 1 s more.
+#[test]
+fn team_created_at_first_parallel_phase() {
+    let mut e = Engine::new(platform("kvm-2cpu").unwrap(), 1);
+    launch(
+        &mut e,
+        0,
+        compute(vec![Phase::serial(4.9), Phase::parallel(9.8)], 0.0),
+        2,
+        "0-1",
+    );
+    let first = e.advance_until(u64::MAX);
+    assert_eq!(e.now_ns(), 1_000_000_000);
+    match &first[..] {
+        [EngineEvent::ThreadsChanged { tids, .. }] => assert_eq!(tids.len(), 2),
+        other => panic!("{other:?}"),
+    }
+    let exits = run(&mut e);
+    assert_close(exits[0].1, 2.0, "exit");
+    // The deadline is honoured exactly when nothing happens before it.
+    let mut e = Engine::new(platform("kvm-2cpu").unwrap(), 1);
+    launch(&mut e, 0, compute(vec![Phase::serial(4.9)], 0.0), 1, "0");
+    assert!(e.advance_until(250_000_000).is_empty());
+    assert_eq!(e.now_ns(), 250_000_000);
+}
