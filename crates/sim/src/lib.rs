@@ -9,3 +9,5 @@ pub mod model;
 pub use model::{AppModel, Phase, PhaseKind};
 pub mod engine;
 pub use engine::{AppLaunch, Engine, EngineEvent};
+pub mod machine;
+pub use machine::SimMachine;

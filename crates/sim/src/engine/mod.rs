@@ -211,8 +211,18 @@ impl Engine {
     fn migrate(&mut self, app: usize, k: usize, to: usize) {
         let from = self.apps[app].threads[k].cpu;
         let a = &mut self.apps[app];
-        a.threads[k].cpu = to;
-        a.threads[k].stats.migrations += 1;
+        let t = &mut a.threads[k];
+        t.cpu = to;
+        t.stats.migrations += 1;
+        if t.stats.instructions == 0.0 {
+            // It has not run yet, so it has touched no memory: first touch will
+            // happen where it runs (a placement applied before it starts).
+            t.first_node = self.layout.mem_node[to];
+            if k == 0 {
+                a.home_node = t.first_node;
+            }
+            return;
+        }
         if self.layout.llc[from] != self.layout.llc[to] {
             let p = &self.platform.params;
             let bytes = (a.model.private_mb * 1024.0 * 1024.0)

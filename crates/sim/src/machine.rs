@@ -1,0 +1,234 @@
+//! [`SimMachine`]: the simulator behind the Manager's [`Machine`] trait
+//! (DESIGN.md, The loop), so the Manager and every policy run unchanged in
+//! simulated time.
+//!
+//! Apps come from `spec.model` (a library model, or one registered with
+//! [`SimMachine::with_models`]); they exit with status 0 and print
+//! `coloc-metric: <throughput> units` (10^9 instructions per second of their run),
+//! which a workload's metric regex can read. Observations carry the fields Linux
+//! gives (run and wait time, CPU, switches, migrations) and hardware counters
+//! from the model, flagged `hw_counters` and `schedstat`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use coloc_manager::{LaunchRequest, Launched, Machine, MachineError, MachineEvent};
+use coloc_model::observation::{Counters, Signals};
+use coloc_model::trace::{ApplyOutcome, ExitStatus, SelfUsage};
+use coloc_model::{AppSample, Observation, Plan, ThreadSample, Topology};
+
+use crate::engine::{AppLaunch, Engine, EngineEvent};
+use crate::model::{models, AppModel};
+use crate::platform::Platform;
+
+/// The simulated backend.
+#[derive(Debug)]
+pub struct SimMachine {
+    engine: Engine,
+    models: Vec<Arc<AppModel>>,
+}
+
+impl SimMachine {
+    /// A machine of `platform` whose randomness (the balancer's) comes from `seed`.
+    pub fn new(platform: Platform, seed: u64) -> Self {
+        Self {
+            engine: Engine::new(platform, seed),
+            models: models().into_iter().map(Arc::new).collect(),
+        }
+    }
+
+    /// Adds models (replacing library models of the same name).
+    pub fn with_models(mut self, extra: impl IntoIterator<Item = AppModel>) -> Self {
+        for m in extra {
+            self.models.retain(|k| k.name != m.name);
+            self.models.push(Arc::new(m));
+        }
+        self
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    fn known(&self) -> String {
+        self.models
+            .iter()
+            .map(|m| m.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl Machine for SimMachine {
+    fn kind(&self) -> String {
+        format!("sim:{}", self.engine.platform().name)
+    }
+
+    fn topology(&self) -> &Topology {
+        &self.engine.platform().topology
+    }
+
+    fn now(&self) -> Duration {
+        Duration::from_nanos(self.engine.now_ns())
+    }
+
+    fn launch(&mut self, req: LaunchRequest<'_>) -> Result<Launched, MachineError> {
+        let fail = |reason: String| MachineError::Launch {
+            app: req.id,
+            name: req.spec.name.clone(),
+            reason,
+        };
+        let name = match (&req.spec.model, &req.spec.command) {
+            (Some(m), _) => m,
+            (None, Some(argv)) => {
+                return Err(fail(format!(
+                    "the simulator runs models, not programs: `{}` has `command = {argv:?}` but no `model` (known models: {})",
+                    req.spec.name,
+                    self.known()
+                )))
+            }
+            (None, None) => return Err(fail(format!("no `model` given (known models: {})", self.known()))),
+        };
+        let model = self
+            .models
+            .iter()
+            .find(|m| &m.name == name)
+            .cloned()
+            .ok_or_else(|| {
+                fail(format!(
+                    "unknown model `{name}` (known models: {})",
+                    self.known()
+                ))
+            })?;
+        let malleable = req.spec.malleable && model.openmp;
+        let (pid, _) = self.engine.launch(AppLaunch {
+            id: req.id,
+            threads: req.plan.dop.filter(|_| malleable).unwrap_or(req.threads),
+            model,
+            placement: req.plan.placement.clone(),
+            memory: req.plan.memory,
+            sched: req.plan.sched,
+            malleable,
+        });
+        let tids = self
+            .engine
+            .apps()
+            .iter()
+            .find(|a| a.id == req.id)
+            .map(|a| a.threads.iter().map(|t| t.tid).collect())
+            .unwrap_or_default();
+        Ok(Launched {
+            pid,
+            argv: vec![format!("model:{name}")],
+            tids,
+        })
+    }
+
+    fn wait_until(&mut self, deadline: Duration) -> Result<Vec<MachineEvent>, MachineError> {
+        Ok(self
+            .engine
+            .advance_until(ns(deadline))
+            .into_iter()
+            .map(|e| match e {
+                EngineEvent::Exited {
+                    app,
+                    at_ns,
+                    throughput,
+                } => MachineEvent::Exited {
+                    app,
+                    at: Duration::from_nanos(at_ns),
+                    status: ExitStatus::Code(0),
+                    output: Some(format!("coloc-metric: {throughput:.6} units\n")),
+                },
+                EngineEvent::ThreadsChanged { app, tids } => {
+                    MachineEvent::ThreadsChanged { app, tids }
+                }
+            })
+            .collect())
+    }
+
+    fn observe(&mut self) -> Result<Observation, MachineError> {
+        let e = &self.engine;
+        let apps = e
+            .apps()
+            .iter()
+            .map(|a| AppSample {
+                app: a.id,
+                pid: a.pid,
+                rss_bytes: a.rss_bytes(),
+                threads: a
+                    .threads
+                    .iter()
+                    .map(|t| {
+                        let s = &t.stats;
+                        ThreadSample {
+                            pid: a.pid,
+                            tid: t.tid,
+                            cpu: Some(e.cpu_of(t)),
+                            run_ns: (s.run_s * 1e9) as u64,
+                            wait_ns: (s.wait_s * 1e9) as u64,
+                            voluntary_switches: s.voluntary,
+                            involuntary_switches: s.involuntary as u64,
+                            migrations: Some(s.migrations),
+                            minor_faults: 0,
+                            major_faults: 0,
+                            counters: Some(Counters {
+                                cycles: Some(s.cycles as u64),
+                                instructions: Some(s.instructions as u64),
+                                llc_references: Some(s.llc_refs as u64),
+                                llc_misses: Some(s.llc_misses as u64),
+                            }),
+                        }
+                    })
+                    .collect(),
+            })
+            .collect();
+        Ok(Observation {
+            at: self.now(),
+            signals: Signals {
+                hw_counters: true,
+                schedstat: true,
+            },
+            apps,
+        })
+    }
+
+    fn apply(&mut self, plan: &Plan) -> Vec<ApplyOutcome> {
+        let running: Vec<_> = plan
+            .apps
+            .iter()
+            .filter(|p| self.engine.apps().iter().any(|a| a.id == p.app))
+            .collect();
+        running
+            .into_iter()
+            .map(|p| {
+                let mut out = ApplyOutcome {
+                    app: p.app,
+                    threads_set: self.engine.set_placement(p.app, p.placement.clone()),
+                    ..ApplyOutcome::default()
+                };
+                self.engine.set_memory(p.app, p.memory);
+                self.engine.set_sched(p.app, p.sched);
+                if let Some(dop) = p.dop {
+                    if let Err(reason) = self.engine.set_dop(p.app, dop) {
+                        out.refused.push(reason);
+                    }
+                }
+                out
+            })
+            .collect()
+    }
+
+    /// Nothing to restore; the simulator's own CPU time is reported as zero so
+    /// that traces stay a pure function of the inputs and the seed.
+    fn finish(&mut self) -> Result<SelfUsage, MachineError> {
+        Ok(SelfUsage {
+            cpu: Duration::ZERO,
+            wall: self.now(),
+        })
+    }
+}
