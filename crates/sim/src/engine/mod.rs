@@ -63,12 +63,13 @@ pub struct Engine {
     rng: Xoshiro256PlusPlus,
     now_ns: u64,
     apps: Vec<SimApp>,
-    next_pid: u32,
-    next_tid: Tid,
+    /// Next simulated id: pids and tids come from one counter, as on Linux,
+    /// so a main thread's tid is its pid and every tid is unique.
+    next_id: u32,
     next_balance_ns: Option<u64>,
 }
 
-/// First simulated pid; tids continue from the pid like Linux's (main tid = pid).
+/// First simulated pid.
 const FIRST_PID: u32 = 1000;
 
 impl Engine {
@@ -79,8 +80,7 @@ impl Engine {
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
             now_ns: 0,
             apps: Vec::new(),
-            next_pid: FIRST_PID,
-            next_tid: FIRST_PID,
+            next_id: FIRST_PID,
             next_balance_ns: None,
         }
     }
@@ -109,10 +109,9 @@ impl Engine {
     /// Starts an app: its main thread, placed by `placement`. Workers are created
     /// at the first parallel phase (OpenMP creates its team there too).
     pub fn launch(&mut self, l: AppLaunch) -> (u32, Tid) {
-        let pid = self.next_pid;
-        self.next_pid += 1;
-        let mut app = SimApp::new(l, pid, self.now_ns);
         let tid = self.alloc_tid();
+        let pid = tid;
+        let mut app = SimApp::new(l, pid, self.now_ns);
         let cpu = self.place(&app.placement, tid, None);
         let node = self.layout.mem_node[cpu];
         app.home_node = node;
@@ -123,13 +122,8 @@ impl Engine {
     }
 
     fn alloc_tid(&mut self) -> Tid {
-        // Skip numbers used as pids so that a pid is its main thread's tid.
-        if self.next_tid < self.next_pid {
-            self.next_tid = self.next_pid;
-        }
-        let t = self.next_tid;
-        self.next_tid += 1;
-        self.next_pid = self.next_pid.max(self.next_tid);
+        let t = self.next_id;
+        self.next_id += 1;
         t
     }
 
