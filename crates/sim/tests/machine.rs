@@ -164,3 +164,41 @@ fn manager_runs_equal_and_native() {
         "pinned runs ignore the seed"
     );
 }
+
+/// Every simulated example workload parses and names library models only; the
+/// Tang pair runs to the end under `equal` on Clovertown.
+#[test]
+fn examples_parse_and_run() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sim");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 3, "{files:?}");
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let w = parse_workload(&f.display().to_string(), &text).unwrap();
+        for a in &w.apps {
+            let name = a.model.as_deref().unwrap();
+            assert!(
+                coloc_sim::model::model(name).is_some(),
+                "{}: {name}",
+                f.display()
+            );
+        }
+    }
+    let text = std::fs::read_to_string(dir.join("tang-pairs.toml")).unwrap();
+    let w = parse_workload("tang-pairs.toml", &text).unwrap();
+    let mut m = SimMachine::new(platform("clovertown").unwrap(), 1);
+    let mut p = coloc_policy::by_name("equal").unwrap();
+    let opts = RunOptions {
+        epoch: w.epoch.unwrap(),
+        seed: Some(1),
+        started_unix: 0.0,
+        stop: None,
+    };
+    let mut trace: Vec<TraceEvent> = Vec::new();
+    let summary = run(&mut m, p.as_mut(), &w, &opts, &mut trace).unwrap();
+    assert_eq!((summary.instances, summary.failed), (2, 0));
+}
