@@ -99,9 +99,18 @@ fn solo(platform_name: &str, model: &str, cpus: &[u32], ginstr: f64) -> f64 {
 /// CPU numbers: Yorkfield L2s {0,1},{2,3}; Clovertown L2s {0,1},{2,3},{4,5},{6,7}
 /// and FSBs {0-3},{4-7}; Westmere sockets {0-5},{6-11}; Opteron 48 dies of 6,
 /// sockets of 12.
+/// (platform, model, packed CPUs, spread CPUs, whether packed wins).
+type Finding = (
+    &'static str,
+    &'static str,
+    &'static [u32],
+    &'static [u32],
+    bool,
+);
+
 #[test]
 fn sharing_prefers_packed_streaming_prefers_spread() {
-    let cases: [(&str, &str, &[u32], &[u32], bool); 9] = [
+    let cases: [Finding; 9] = [
         ("yorkfield", "streamcluster", &[0, 1], &[0, 2], true),
         (
             "westmere",

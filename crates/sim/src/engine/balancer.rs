@@ -90,7 +90,7 @@ pub(crate) fn tick(
     }
     // Jitter.
     for k in 0..movable.len() {
-        if !(rng.random::<f64>() < jitter_p) {
+        if rng.random::<f64>() >= jitter_p {
             continue;
         }
         let here = cpu[k];

@@ -128,7 +128,12 @@ impl AppModel {
                 ));
             }
         }
-        if self.phases.is_empty() || self.phases.iter().any(|p| !(p.ginstr > 0.0)) {
+        if self.phases.is_empty()
+            || self
+                .phases
+                .iter()
+                .any(|p| p.ginstr.is_nan() || p.ginstr <= 0.0)
+        {
             return Err(format!(
                 "model {}: needs at least one phase, each with work > 0",
                 self.name

@@ -215,13 +215,16 @@ mod tests {
 
     use super::*;
 
+    /// (name, CPUs, cores, shared-resource kinds with their instance counts).
+    type Case = (&'static str, usize, usize, Vec<(ResourceKind, usize)>);
+
     /// The papers' figures: (name, CPUs, cores, shared-resource kinds with their
     /// instance counts, innermost first).
     #[test]
     fn builtins_match_the_papers() {
         let l = |level| ResourceKind::Cache { level };
         let fsb = ResourceKind::Group { name: "FSB".into() };
-        let cases: Vec<(&str, usize, usize, Vec<(ResourceKind, usize)>)> = vec![
+        let cases: Vec<Case> = vec![
             ("yorkfield", 4, 4, vec![(l(2), 2), (fsb.clone(), 1)]),
             ("harpertown", 8, 8, vec![(l(2), 4), (fsb.clone(), 2)]),
             ("clovertown", 8, 8, vec![(l(2), 4), (fsb, 2)]),
