@@ -19,7 +19,7 @@ pub mod workload;
 pub mod testutils;
 
 pub use cpuset::{Cpu, CpuSet};
-pub use observation::{AppSample, Observation, ThreadSample};
+pub use observation::{AppSample, Observation, OmpSample, ThreadSample};
 pub use plan::{AppPlan, MemPolicy, Placement, Plan, SchedSettings};
 pub use topology::Topology;
 pub use trace::{Trace, TraceEvent};

@@ -2,8 +2,7 @@
 //!
 //! Both the Linux backend and the simulator emit this one type; the trace stores it
 //! unchanged, so every rate and metric can be recomputed later. Counters are
-//! cumulative since the thread started; rates come from two samples
-//! ([`crate::rates`]).
+//! cumulative since the thread started; rates come from two consecutive samples.
 
 use std::time::Duration;
 
@@ -61,6 +60,30 @@ pub struct AppSample {
     pub threads: Vec<ThreadSample>,
     /// Resident memory of all its processes, bytes.
     pub rss_bytes: u64,
+    /// What the OpenMP runtime reports through the DoP channel (malleable apps run
+    /// with `libcoloc_omp.so`; the simulator reports the same for its models). This is
+    /// how coloc sees serial sections and progress without hardware counters
+    /// (NuPoCo §5.1 on machines without counters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omp: Option<OmpSample>,
+}
+
+/// The OpenMP side of an app, cumulative like the thread counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OmpSample {
+    /// Inside a parallel region right now (false = serial section).
+    pub in_parallel: bool,
+    /// Threads of the current (or last) team.
+    pub team_size: u32,
+    pub regions_completed: u64,
+    /// Worksharing-loop iterations completed, where the entry point tells them.
+    pub iterations_completed: u64,
+    /// Time spent inside parallel regions, ns.
+    pub parallel_ns: u64,
+    /// The DoP the app has acknowledged (coloc's last `set` it has seen); None when
+    /// the DoP is not managed (no channel, or a runtime the shim cannot steer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dop_seen: Option<u32>,
 }
 
 /// A sample of every managed app at one instant.

@@ -160,6 +160,7 @@ impl Machine for SimMachine {
                 app: a.id,
                 pid: a.pid,
                 rss_bytes: a.rss_bytes(),
+                omp: None,
                 threads: a
                     .threads
                     .iter()
