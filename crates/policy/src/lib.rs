@@ -11,6 +11,13 @@ pub mod baseline;
 pub mod invariants;
 pub mod queueing;
 
+/// What a policy may know beyond the View: knowledge measured before the run (the
+/// machine's calibration, apps' characterizations from the profile store). The CLI
+/// fills it from the store; tests and the simulator fill it directly. Policies stay
+/// pure: the context is plain data handed over at construction.
+#[derive(Debug, Clone, Default)]
+pub struct PolicyContext {}
+
 /// A placement / parallelism / scheduling policy.
 pub trait Policy: fmt::Debug + Send {
     /// The name users select it by (`--policy NAME`).
@@ -26,12 +33,12 @@ pub trait Policy: fmt::Debug + Send {
 pub struct PolicyInfo {
     pub name: &'static str,
     pub about: &'static str,
-    make: fn() -> Box<dyn Policy>,
+    make: fn(&PolicyContext) -> Box<dyn Policy>,
 }
 
 impl PolicyInfo {
-    pub fn make(&self) -> Box<dyn Policy> {
-        (self.make)()
+    pub fn make(&self, ctx: &PolicyContext) -> Box<dyn Policy> {
+        (self.make)(ctx)
     }
 }
 
@@ -40,22 +47,22 @@ pub const POLICIES: &[PolicyInfo] = &[
     PolicyInfo {
         name: "native",
         about: "change nothing: Linux places every thread (the baseline)",
-        make: || Box::new(baseline::Native),
+        make: |_| Box::new(baseline::Native),
     },
     PolicyInfo {
         name: "batch",
         about: "one app at a time with all CPUs, the others queued (exclusive batch queue)",
-        make: || Box::new(baseline::Batch),
+        make: |_| Box::new(baseline::Batch),
     },
     PolicyInfo {
         name: "equal",
         about: "equal exclusive CPU partitions per running app, one CPU per thread (static CPU manager)",
-        make: || Box::new(baseline::Equal),
+        make: |_| Box::new(baseline::Equal),
     },
     PolicyInfo {
         name: "static",
         about: "the mapping given by each app's `cpus` in the workload file",
-        make: || Box::new(baseline::Static),
+        make: |_| Box::new(baseline::Static),
     },
 ];
 
@@ -73,11 +80,17 @@ pub fn policy_names() -> String {
 #[error("unknown policy `{0}` (expected one of: {names})", names = policy_names())]
 pub struct UnknownPolicy(pub String);
 
-/// Looks a policy up by name.
+/// Looks a policy up by name, with an empty context (no calibration, no profiles).
 pub fn by_name(name: &str) -> Result<Box<dyn Policy>, UnknownPolicy> {
+    by_name_with(name, &PolicyContext::default())
+}
+
+/// Looks a policy up by name and builds it with what is known about the machine and
+/// the apps.
+pub fn by_name_with(name: &str, ctx: &PolicyContext) -> Result<Box<dyn Policy>, UnknownPolicy> {
     POLICIES
         .iter()
         .find(|p| p.name == name)
-        .map(PolicyInfo::make)
+        .map(|p| p.make(ctx))
         .ok_or_else(|| UnknownPolicy(name.to_string()))
 }
