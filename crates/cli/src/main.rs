@@ -1,3 +1,92 @@
-//! `coloc`: the command-line front end.
+//! `coloc`: a runtime manager for co-located multithreaded applications.
+//!
+//! The binary's edge: argument parsing (clap derive, doc comments as help),
+//! logging (`--log-level` takes a tracing EnvFilter string), and printing the
+//! error chain with `{:#}`. Each subcommand lives in `cmd/`.
 
-fn main() {}
+mod cmd;
+mod host;
+mod load;
+mod output;
+mod progress;
+mod target;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Places the threads of co-located multithreaded applications, sets their degree
+/// of parallelism and their memory and scheduling policies, and measures the result
+/// against the plain Linux scheduler.
+#[derive(Debug, Parser)]
+#[command(name = "coloc", version, about, long_about = None)]
+struct Cli {
+    /// Log filter, e.g. `info`, `debug`, `coloc_linux=trace` (tracing EnvFilter syntax).
+    #[arg(long, global = true, default_value = "warn")]
+    log_level: String,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print this machine's topology (or an hwloc XML file's) as a tree or JSON.
+    Topo(cmd::topo::TopoArgs),
+    /// Run a workload under one policy and write its trace.
+    Run(cmd::run::RunArgs),
+    /// Run a workload of app models on a simulated platform (same tables and trace).
+    Sim(cmd::sim::SimArgs),
+    /// Recompute every metric of a finished run from its trace.
+    Report(cmd::report::ReportArgs),
+    /// Run a workload under several policies, interleaved and repeated, and compare.
+    Compare(cmd::compare::CompareArgs),
+    /// Measure each app of a workload running alone (for Hmean speedup).
+    Solo(cmd::solo::SoloArgs),
+    /// Run the built-in demo: two barrier-heavy OpenMP kernels, native vs equal.
+    Demo(cmd::demo::DemoArgs),
+    /// List the policies.
+    Policies,
+    /// List the built-in workload kernels (`kernel:NAME` in workload files).
+    Kernels,
+    /// Restore settings left behind by a coloc that crashed.
+    Restore,
+    /// Benchmarks that print numbers (coloc's own overhead).
+    Bench(cmd::bench::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_new(&cli.log_level);
+    let filter = match filter {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("coloc: --log-level {:?}: {e}", cli.log_level);
+            return ExitCode::from(2);
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let result = match cli.command {
+        Command::Topo(a) => cmd::topo::main(a),
+        Command::Run(a) => cmd::run::main(a),
+        Command::Sim(a) => cmd::sim::main(a),
+        Command::Report(a) => cmd::report::main(a),
+        Command::Compare(a) => cmd::compare::main(a),
+        Command::Solo(a) => cmd::solo::main(a),
+        Command::Demo(a) => cmd::demo::main(a),
+        Command::Policies => cmd::list::policies(),
+        Command::Kernels => cmd::list::kernels(),
+        Command::Restore => cmd::list::restore(),
+        Command::Bench(a) => cmd::bench::main(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("coloc: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

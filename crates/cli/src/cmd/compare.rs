@@ -1,0 +1,163 @@
+//! `coloc compare`: several policies, repeated and interleaved (A B C A B C …) so
+//! that drift of the machine (thermal, background load) hits all alike.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use clap::Args;
+use coloc_manager::DEFAULT_EPOCH;
+use coloc_model::metrics::{Comparison, RunMetrics, SoloTimes};
+use coloc_model::{Trace, Workload};
+
+use crate::cmd::solo;
+use crate::host::stop_flag;
+use crate::output::default_out_dir;
+use crate::progress::Progress;
+use crate::target::{policy_context, MachineArgs, Target};
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Workload file (TOML).
+    pub workload: PathBuf,
+    /// Policies to compare, comma-separated; the first is the baseline unless
+    /// --baseline says otherwise.
+    #[arg(long, value_delimiter = ',', default_value = "native,equal,batch")]
+    pub policies: Vec<String>,
+    /// Runs per policy.
+    #[arg(long, default_value_t = 5)]
+    pub repeat: u32,
+    /// Policy that NTT and p-values are relative to [default: the first policy].
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// Directory for all runs' traces [default: coloc-runs/<workload>/compare-<time>].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Policy epoch, e.g. `100ms`.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub epoch: Option<Duration>,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub machine: MachineArgs,
+}
+
+/// What to compare, resolved.
+#[derive(Debug)]
+pub struct Plan<'a> {
+    pub workload: &'a Workload,
+    pub policies: &'a [String],
+    pub baseline: &'a str,
+    pub repeat: u32,
+    pub out: &'a Path,
+    pub epoch: Duration,
+    pub solo: Option<&'a SoloTimes>,
+}
+
+pub fn main(args: CompareArgs) -> Result<()> {
+    let target = Target::new(&args.machine)?;
+    let workload = target.load(&args.workload)?;
+    let baseline = args
+        .baseline
+        .clone()
+        .unwrap_or_else(|| args.policies[0].clone());
+    check_policies(&args.policies, &baseline, args.repeat)?;
+    let out = args
+        .out
+        .unwrap_or_else(|| default_out_dir(&workload.name, "compare"));
+    let solo = solo::load_saved(&workload, &target)?;
+    let cmp = run_comparison(
+        &target,
+        &Plan {
+            workload: &workload,
+            policies: &args.policies,
+            baseline: &baseline,
+            repeat: args.repeat,
+            out: &out,
+            epoch: args.epoch.or(workload.epoch).unwrap_or(DEFAULT_EPOCH),
+            solo: solo.as_ref(),
+        },
+    )?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&cmp)?);
+    } else {
+        print!("{}", cmp.render());
+        if solo.is_none() {
+            println!(
+                "(no solo times for this workload on {}: run `coloc solo {}{}` for Hmean speedup)",
+                target.describe(),
+                args.workload.display(),
+                args.machine.sim.as_ref().map_or(String::new(), |p| format!(" --sim {p}"))
+            );
+        }
+        println!("traces: {}", out.display());
+    }
+    Ok(())
+}
+
+/// Refuses unknown policies, a baseline not among them and zero repeats before
+/// anything runs.
+pub fn check_policies(policies: &[String], baseline: &str, repeat: u32) -> Result<()> {
+    for p in policies {
+        coloc_policy::by_name(p)?;
+    }
+    if !policies.iter().any(|p| p == baseline) {
+        bail!("--baseline {baseline} is not one of --policies {}", policies.join(","));
+    }
+    if repeat == 0 {
+        bail!("--repeat must be at least 1");
+    }
+    Ok(())
+}
+
+/// Runs every policy `repeat` times, interleaved, and compares.
+pub fn run_comparison(target: &Target, plan: &Plan<'_>) -> Result<Comparison> {
+    let stop = stop_flag()?;
+    let ctx = policy_context(target, plan.workload)?;
+    let total_runs = plan.policies.len() as u32 * plan.repeat;
+    let instances: u64 = plan.workload.apps.iter().map(|a| u64::from(a.repeat)).sum();
+    let mut results: Vec<(String, Vec<RunMetrics>)> = plan
+        .policies
+        .iter()
+        .map(|p| (p.clone(), Vec::new()))
+        .collect();
+    let tty = std::io::stderr().is_terminal();
+    let mut n = 0;
+    for rep in 0..plan.repeat {
+        for (policy, runs) in results.iter_mut() {
+            n += 1;
+            let label = format!("{n}/{total_runs} {policy} #{}", rep + 1);
+            let mut progress = Progress::new(&label, instances);
+            let t0 = Instant::now();
+            let out = plan.out.join(format!("{policy}-{}", rep + 1));
+            let (summary, events) = target.run(
+                plan.workload,
+                policy,
+                &ctx,
+                &out,
+                plan.epoch,
+                u64::from(rep),
+                Some(stop.clone()),
+                &mut progress,
+            )?;
+            let metrics = RunMetrics::from_trace(&Trace::from_events(events)?, plan.solo);
+            let line = format!(
+                "makespan {:.2} s, {:.1} s wall",
+                metrics.makespan_secs().unwrap_or(f64::NAN),
+                t0.elapsed().as_secs_f64()
+            );
+            progress.finish(line.clone());
+            if !tty {
+                eprintln!("run {label}: {line}");
+            }
+            if summary.interrupted || stop.load(Ordering::Relaxed) {
+                bail!("interrupted; settings were restored");
+            }
+            runs.push(metrics);
+        }
+    }
+    Ok(Comparison::new(plan.baseline, results))
+}

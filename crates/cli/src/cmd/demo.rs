@@ -1,0 +1,68 @@
+//! `coloc demo`: the built-in workload under `native` and `equal`, compared — the
+//! effect coloc exists for, on whatever machine this is.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use coloc_manager::DEFAULT_EPOCH;
+use coloc_model::workload::parse_workload;
+
+use crate::cmd::compare::{check_policies, run_comparison, Plan};
+use crate::host::Host;
+use crate::target::Target;
+use crate::output::default_out_dir;
+
+/// The demo workload, built in so that `coloc demo` needs no files.
+pub const DEMO_WORKLOAD: &str = include_str!("demo.toml");
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Runs per policy.
+    #[arg(long, default_value_t = 3)]
+    pub repeat: u32,
+    /// Policies to compare, comma-separated (first = baseline).
+    #[arg(long, value_delimiter = ',', default_value = "native,equal")]
+    pub policies: Vec<String>,
+    /// Directory for the traces [default: coloc-runs/demo/compare-<time>].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the built-in workload file and exit.
+    #[arg(long)]
+    pub show: bool,
+}
+
+pub fn main(args: DemoArgs) -> Result<()> {
+    if args.show {
+        print!("{DEMO_WORKLOAD}");
+        return Ok(());
+    }
+    check_policies(&args.policies, &args.policies[0], args.repeat)?;
+    let target = Target::Host(Host::new()?);
+    let workload = target.resolve(parse_workload("<built-in demo>", DEMO_WORKLOAD)?)?;
+    let out = args
+        .out
+        .unwrap_or_else(|| default_out_dir(&workload.name, "compare"));
+    println!(
+        "coloc demo: {} apps on {} CPUs, policies {}, {} run(s) each\n",
+        workload.apps.len(),
+        target.topology().cpus().len(),
+        args.policies.join(", "),
+        args.repeat
+    );
+    let cmp = run_comparison(
+        &target,
+        &Plan {
+            workload: &workload,
+            policies: &args.policies,
+            baseline: &args.policies[0],
+            repeat: args.repeat,
+            out: &out,
+            epoch: workload.epoch.unwrap_or(DEFAULT_EPOCH),
+            solo: None,
+        },
+    )?;
+    print!("{}", cmp.render());
+    println!("traces: {}", out.display());
+    Ok(())
+}

@@ -1,0 +1,11 @@
+//! One module per subcommand.
+
+pub mod bench;
+pub mod compare;
+pub mod demo;
+pub mod list;
+pub mod report;
+pub mod run;
+pub mod sim;
+pub mod solo;
+pub mod topo;

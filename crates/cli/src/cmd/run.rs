@@ -1,0 +1,88 @@
+//! `coloc run` (this machine, or `--sim PLATFORM`) and `coloc sim` (the same with a
+//! required platform): one workload, one policy.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Args;
+use coloc_manager::DEFAULT_EPOCH;
+use coloc_model::metrics::RunMetrics;
+use coloc_model::Trace;
+
+use crate::host::stop_flag;
+use crate::output::default_out_dir;
+use crate::progress::Progress;
+use crate::target::{policy_context, MachineArgs, Target};
+
+/// What `run` and `sim` share.
+#[derive(Debug, Args)]
+pub struct RunOpts {
+    /// Policy to run under (`coloc policies` lists them).
+    #[arg(long, short, default_value = "native")]
+    pub policy: String,
+    /// Directory for the trace (trace.jsonl) and the apps' output
+    /// [default: coloc-runs/<workload>/<policy>-<time>].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Policy epoch, e.g. `100ms` (overrides the workload file's; default 100ms).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub epoch: Option<Duration>,
+    /// Print the run's metrics as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Workload file (TOML; see examples/).
+    pub workload: PathBuf,
+    #[command(flatten)]
+    pub opts: RunOpts,
+    #[command(flatten)]
+    pub machine: MachineArgs,
+}
+
+pub fn main(args: RunArgs) -> Result<()> {
+    let target = Target::new(&args.machine)?;
+    run_one(&target, &args.workload, &args.opts)
+}
+
+/// Runs one workload file under one policy on `target` and prints its metrics.
+pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
+    let workload = target.load(path)?;
+    let ctx = policy_context(target, &workload)?;
+    let out = opts
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out_dir(&workload.name, &opts.policy));
+    let epoch = opts.epoch.or(workload.epoch).unwrap_or(DEFAULT_EPOCH);
+    let total: u64 = workload.apps.iter().map(|a| u64::from(a.repeat)).sum();
+    let mut progress = Progress::new(&opts.policy, total);
+    let (summary, events) = target.run(
+        &workload,
+        &opts.policy,
+        &ctx,
+        &out,
+        epoch,
+        0,
+        Some(stop_flag()?),
+        &mut progress,
+    )?;
+    progress.finish(if summary.interrupted {
+        "interrupted".into()
+    } else {
+        "done".into()
+    });
+    let metrics = RunMetrics::from_trace(&Trace::from_events(events)?, None);
+    if opts.json {
+        println!("{}", serde_json::to_string_pretty(&metrics)?);
+    } else {
+        print!("{}", metrics.render());
+        println!("trace: {}", out.join("trace.jsonl").display());
+    }
+    if summary.interrupted {
+        anyhow::bail!("interrupted; settings were restored");
+    }
+    Ok(())
+}

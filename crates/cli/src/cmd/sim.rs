@@ -1,0 +1,55 @@
+//! `coloc sim`: run a workload of app models on a modeled platform (issue 3) —
+//! the same Manager, policies, trace and tables as a real run, in simulated time.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::Args;
+
+use crate::cmd::run::{run_one, RunOpts};
+use crate::target::{resolve_platform, Target};
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// Workload file whose apps name a `model` (see examples/sim/).
+    #[arg(required_unless_present_any = ["list_platforms", "list_models"])]
+    pub workload: Option<PathBuf>,
+    /// Platform: a built-in name, an hwloc XML file or a TOML platform file.
+    #[arg(long, default_value = "kvm-2cpu")]
+    pub platform: String,
+    /// Seed of the simulator's randomness.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub opts: RunOpts,
+    /// List the built-in platforms and exit.
+    #[arg(long)]
+    pub list_platforms: bool,
+    /// List the app models and exit.
+    #[arg(long)]
+    pub list_models: bool,
+}
+
+pub fn main(args: SimArgs) -> Result<()> {
+    if args.list_platforms {
+        for p in coloc_sim::platforms() {
+            println!("{:<16} {:>4} CPUs  {}", p.name, p.topology.cpus().len(), p.description);
+            println!("{:<16}            source: {}", "", p.source);
+        }
+        return Ok(());
+    }
+    if args.list_models {
+        for m in coloc_sim::model::models() {
+            println!("{:<20} {}", m.name, m.about);
+        }
+        return Ok(());
+    }
+    let Some(workload) = &args.workload else {
+        bail!("a workload file is required");
+    };
+    let target = Target::Sim {
+        platform: resolve_platform(&args.platform)?,
+        seed: args.seed,
+    };
+    run_one(&target, workload, &args.opts)
+}

@@ -1,0 +1,58 @@
+//! `coloc topo`: the machine as coloc sees it.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use coloc_model::topology::hwloc::parse_hwloc_xml;
+
+#[derive(Debug, Args)]
+pub struct TopoArgs {
+    /// Print JSON instead of a tree.
+    #[arg(long)]
+    json: bool,
+    /// Read an hwloc XML file (`lstopo --of xml`) instead of this machine's sysfs.
+    #[arg(long, value_name = "FILE")]
+    xml: Option<PathBuf>,
+}
+
+pub fn main(args: TopoArgs) -> Result<()> {
+    let topo = match &args.xml {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            parse_hwloc_xml(&path.display().to_string(), &text)
+                .with_context(|| format!("parsing {}", path.display()))?
+        }
+        None => coloc_linux::topology::host_topology().context("reading the topology from sysfs")?,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&topo)?);
+    } else {
+        print!("{}", topo.render_tree());
+        println!("\nShared resources (innermost first):");
+        for r in topo.shared_resources() {
+            let also = if r.same_as.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (= {})",
+                    r.same_as
+                        .iter()
+                        .map(|k| k.label())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            let sets: Vec<String> = r.instances.iter().map(|c| c.to_list()).collect();
+            println!(
+                "  {}{also}: {} instance(s), {} core(s) each: {}",
+                r.kind.label(),
+                r.instances.len(),
+                r.cores_per_instance,
+                sets.join(" | ")
+            );
+        }
+    }
+    Ok(())
+}

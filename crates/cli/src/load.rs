@@ -1,0 +1,52 @@
+//! Loading a workload for the real machine: parse and validate the file (pure, in
+//! the model), then resolve it against this machine (ripgrep's two stages) —
+//! `kernel:NAME` commands become paths, static mappings must name CPUs coloc may
+//! use, and simulated-only apps are refused with a pointer to `coloc sim`.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use coloc_model::workload::{parse_workload, StaticMapping, WorkloadError};
+use coloc_model::{CpuSet, Topology, Workload};
+
+/// Reads and validates a workload file (no machine needed).
+pub fn read_workload(path: &Path) -> Result<Workload> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| WorkloadError::unreadable(&name, &e))?;
+    Ok(parse_workload(&name, &text)?)
+}
+
+/// Resolves a parsed workload against this machine.
+pub fn resolve_for_host(mut w: Workload, topo: &Topology) -> Result<Workload> {
+    let usable = topo.cpus();
+    for app in &mut w.apps {
+        let Some(argv) = &app.command else {
+            bail!(
+                "app \"{}\" names the simulated model {:?} and no command: run this workload with `coloc sim`",
+                app.name,
+                app.model.as_deref().unwrap_or("")
+            );
+        };
+        app.command = Some(
+            coloc_workloads::resolve_argv(argv)
+                .with_context(|| format!("app \"{}\": field `command`", app.name))?,
+        );
+        let sets: Vec<&CpuSet> = match &app.cpus {
+            None => Vec::new(),
+            Some(StaticMapping::Shared(s)) => vec![s],
+            Some(StaticMapping::PerThread(v)) => v.iter().collect(),
+        };
+        for s in sets {
+            let foreign = s.difference(usable);
+            if !foreign.is_empty() {
+                bail!(
+                    "app \"{}\": field `cpus` names CPU(s) {} that coloc may not use here (usable: {})",
+                    app.name,
+                    foreign,
+                    usable
+                );
+            }
+        }
+    }
+    Ok(w)
+}

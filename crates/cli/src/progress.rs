@@ -1,0 +1,42 @@
+//! Progress output for long runs: a bar per run counting finished app instances.
+
+use std::io;
+
+use coloc_manager::Recorder;
+use coloc_model::TraceEvent;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// Watches trace events and advances a progress bar on every exit.
+#[derive(Debug)]
+pub struct Progress {
+    bar: ProgressBar,
+}
+
+impl Progress {
+    /// A bar for `total` app instances; hidden when stderr is not a terminal.
+    pub fn new(label: &str, total: u64) -> Self {
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template("{prefix:>24} [{bar:30}] {pos}/{len} apps  {elapsed}  {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        bar.set_prefix(label.to_string());
+        Self { bar }
+    }
+
+    pub fn finish(&self, msg: String) {
+        self.bar.finish_with_message(msg);
+    }
+}
+
+impl Recorder for Progress {
+    fn record(&mut self, event: &TraceEvent) -> io::Result<()> {
+        match event {
+            TraceEvent::Exit { .. } => self.bar.inc(1),
+            TraceEvent::Start { app, .. } => self.bar.set_message(format!("started {app}")),
+            _ => {}
+        }
+        Ok(())
+    }
+}

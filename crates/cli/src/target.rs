@@ -1,0 +1,243 @@
+//! Where a workload runs: this Linux machine, or a simulated platform
+//! (DESIGN.md, Machine backends). Every command that runs workloads takes the same
+//! `--sim PLATFORM [--seed S]` options and then does the same thing on either
+//! backend, through the one Manager loop, writing the same trace format.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use coloc_manager::{run, Machine, Recorder, RunOptions, RunSummary};
+use coloc_model::topology::hwloc::parse_hwloc_xml;
+use coloc_model::trace::TraceWriter;
+use coloc_model::{Topology, TraceEvent, Workload};
+use coloc_policy::PolicyContext;
+use coloc_sim::{Platform, PlatformFile, SimMachine};
+
+use crate::host::Host;
+use crate::load::{read_workload, resolve_for_host};
+
+/// Options selecting the backend, shared by `run`, `compare`, `solo`.
+#[derive(Debug, Clone, Args)]
+pub struct MachineArgs {
+    /// Run in the simulator on this platform instead of on this machine: a built-in
+    /// name (`coloc sim --list-platforms`), an hwloc XML file (`lstopo --of xml`) or a
+    /// TOML platform file.
+    #[arg(long, value_name = "PLATFORM")]
+    pub sim: Option<String>,
+    /// Seed of the simulator's randomness (the Linux balancer model). Repeated runs
+    /// of `compare` use SEED, SEED+1, ….
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// A resolved backend.
+#[derive(Debug)]
+pub enum Target {
+    Host(Host),
+    Sim { platform: Platform, seed: u64 },
+}
+
+impl Target {
+    pub fn new(args: &MachineArgs) -> Result<Self> {
+        match &args.sim {
+            None => Ok(Target::Host(Host::new()?)),
+            Some(p) => Ok(Target::Sim {
+                platform: resolve_platform(p)?,
+                seed: args.seed,
+            }),
+        }
+    }
+
+    pub fn topology(&self) -> &Topology {
+        match self {
+            Target::Host(h) => &h.topology,
+            Target::Sim { platform, .. } => &platform.topology,
+        }
+    }
+
+    /// `this machine` or `sim:<platform>`, for headings.
+    pub fn describe(&self) -> String {
+        match self {
+            Target::Host(_) => format!("this machine ({} CPUs)", self.topology().cpus().len()),
+            Target::Sim { platform, .. } => format!(
+                "sim:{} ({} CPUs)",
+                platform.name,
+                platform.topology.cpus().len()
+            ),
+        }
+    }
+
+    /// A file-name-safe key of this machine, for results stored per machine (solo
+    /// times): the topology's shape, and the platform for the simulator (whose
+    /// figures differ between platforms of one shape).
+    pub fn key(&self) -> String {
+        let hash = self.topology().shape_hash();
+        match self {
+            Target::Host(_) => format!("host-{hash:016x}"),
+            Target::Sim { platform, .. } => format!("sim-{}-{hash:016x}", platform.name),
+        }
+    }
+
+    /// Reads a workload file and checks it can run here.
+    pub fn load(&self, path: &Path) -> Result<Workload> {
+        self.resolve(read_workload(path)?)
+    }
+
+    /// Checks a parsed workload can run here: real apps need a `command` (with
+    /// `kernel:NAME` resolved), simulated ones a `model` the library knows.
+    pub fn resolve(&self, w: Workload) -> Result<Workload> {
+        match self {
+            Target::Host(h) => resolve_for_host(w, &h.topology),
+            Target::Sim { .. } => {
+                for app in &w.apps {
+                    match &app.model {
+                        None => bail!(
+                            "app \"{}\" has a `command` and no `model`: the simulator runs models \
+                             (add `model = \"...\"`; known models: {})",
+                            app.name,
+                            coloc_sim::model::model_names()
+                        ),
+                        Some(m) if coloc_sim::model::model(m).is_none() => bail!(
+                            "app \"{}\": field `model`: unknown model \"{m}\" (known: {})",
+                            app.name,
+                            coloc_sim::model::model_names()
+                        ),
+                        Some(_) => {}
+                    }
+                }
+                Ok(w)
+            }
+        }
+    }
+
+    /// Runs `workload` under `policy`, writing `out/trace.jsonl` (and, on Linux, the
+    /// apps' output) and sending every event to `watch`. `rep` varies the
+    /// simulator's seed between repetitions so that `native`'s run-to-run variation
+    /// shows (a real machine varies on its own).
+    #[allow(clippy::too_many_arguments)]
+    pub fn run(
+        &self,
+        workload: &Workload,
+        policy: &str,
+        ctx: &PolicyContext,
+        out: &Path,
+        epoch: Duration,
+        rep: u64,
+        stop: Option<Arc<AtomicBool>>,
+        watch: &mut dyn Recorder,
+    ) -> Result<(RunSummary, Vec<TraceEvent>)> {
+        std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+        let job = Job {
+            workload,
+            policy,
+            ctx,
+            out,
+            epoch,
+            stop,
+        };
+        match self {
+            Target::Host(h) => job.run(&mut h.machine(out)?, None, watch),
+            Target::Sim { platform, seed } => {
+                let seed = seed.wrapping_add(rep);
+                job.run(&mut SimMachine::new(platform.clone(), seed), Some(seed), watch)
+            }
+        }
+    }
+}
+
+/// One run's inputs, whatever the machine.
+struct Job<'a> {
+    workload: &'a Workload,
+    policy: &'a str,
+    ctx: &'a PolicyContext,
+    out: &'a Path,
+    epoch: Duration,
+    stop: Option<Arc<AtomicBool>>,
+}
+
+impl Job<'_> {
+    fn run(
+        self,
+        machine: &mut dyn Machine,
+        seed: Option<u64>,
+        watch: &mut dyn Recorder,
+    ) -> Result<(RunSummary, Vec<TraceEvent>)> {
+        let mut policy = coloc_policy::by_name_with(self.policy, self.ctx)?;
+        let trace_path = self.out.join("trace.jsonl");
+        let file = std::fs::File::create(&trace_path)
+            .with_context(|| format!("creating {}", trace_path.display()))?;
+        let mut tee = Tee {
+            file: TraceWriter::new(std::io::BufWriter::new(file)),
+            events: Vec::new(),
+            watch,
+        };
+        let opts = RunOptions {
+            epoch: self.epoch,
+            seed,
+            started_unix: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+            stop: self.stop,
+        };
+        let summary = run(machine, policy.as_mut(), self.workload, &opts, &mut tee)
+            .with_context(|| format!("running {} under {}", self.workload.name, self.policy))?;
+        tee.file
+            .flush()
+            .with_context(|| format!("writing {}", trace_path.display()))?;
+        Ok((summary, tee.events))
+    }
+}
+
+/// Sends every event to the trace file, an in-memory copy and a watcher.
+struct Tee<'a, W: std::io::Write> {
+    file: TraceWriter<W>,
+    events: Vec<TraceEvent>,
+    watch: &'a mut dyn Recorder,
+}
+
+impl<W: std::io::Write> Recorder for Tee<'_, W> {
+    fn record(&mut self, event: &TraceEvent) -> std::io::Result<()> {
+        self.file.write(event)?;
+        self.events.push(event.clone());
+        self.watch.record(event)
+    }
+}
+
+/// A `--sim` value: a built-in platform name, an hwloc XML file or a TOML platform
+/// file (which may itself refer to a built-in `base` or an XML topology via
+/// `--sim file.toml` next to the XML: see `PlatformFile`).
+pub fn resolve_platform(arg: &str) -> Result<Platform> {
+    if let Some(p) = coloc_sim::platform(arg) {
+        return Ok(p);
+    }
+    let path = PathBuf::from(arg);
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    if !path.exists() {
+        bail!(
+            "--sim {arg}: no built-in platform of that name and no such file (built-in: {})",
+            coloc_sim::platform::platform_names()
+        );
+    }
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    match ext {
+        "xml" => {
+            let topo = parse_hwloc_xml(&path.display().to_string(), &text)?;
+            Ok(Platform::from_topology(topo))
+        }
+        "toml" => PlatformFile::parse(&text)
+            .and_then(|f| f.resolve(None))
+            .with_context(|| format!("platform file {}", path.display())),
+        _ => bail!("--sim {arg}: expected a built-in platform name, a .xml hwloc file or a .toml platform file"),
+    }
+}
+
+/// What policies may know before the run, for this target and workload: the
+/// machine's memory calibration and the apps' profiles from the profile store.
+pub fn policy_context(_target: &Target, _workload: &Workload) -> Result<PolicyContext> {
+    Ok(PolicyContext::default())
+}

@@ -1,0 +1,203 @@
+//! `coloc run --policy equal` on real kernels (issue 2, Done when): while the run
+//! goes on, every thread of every app is on the CPUs the plan put it on (read from
+//! /proc/<pid>/task/*/status), and after the run every setting coloc changed is
+//! restored, including on a process that outlives its app.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use coloc_model::trace::{Trace, TraceEvent};
+use coloc_model::{CpuSet, Placement};
+
+fn coloc() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_coloc"))
+}
+
+/// CPUs this test process may use.
+fn allowed_here() -> CpuSet {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    cpus_allowed(&status).unwrap()
+}
+
+fn cpus_allowed(status: &str) -> Option<CpuSet> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+fn status_of(pid: u32, tid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")).ok()
+}
+
+/// Direct children of `pid` (the instances coloc started).
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for t in tasks.flatten() {
+        let path = t.path().join("children");
+        if let Ok(text) = std::fs::read_to_string(path) {
+            out.extend(text.split_whitespace().filter_map(|s| s.parse::<u32>().ok()));
+        }
+    }
+    out
+}
+
+fn tids_of(pid: u32) -> Vec<u32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn write_workload(dir: &Path, apps: &[(&str, &str)]) -> std::path::PathBuf {
+    let mut text = String::from("name = \"it\"\n");
+    for (name, cmd) in apps {
+        text.push_str(&format!(
+            "[[app]]\nname = \"{name}\"\ncommand = {cmd}\nthreads = 2\n"
+        ));
+    }
+    let path = dir.join("w.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The placement in force for `tid` at time `t` (the last plan before `t`).
+fn planned(trace: &Trace, pid_of: &BTreeMap<u32, coloc_model::AppId>, pid: u32, tid: u32) -> Option<CpuSet> {
+    let app = pid_of.get(&pid)?;
+    trace.events.iter().rev().find_map(|e| match e {
+        TraceEvent::Plan { plan, .. } => plan
+            .apps
+            .iter()
+            .find(|p| p.app == *app)
+            .and_then(|p| match &p.placement {
+                Placement::Unmanaged => None,
+                pl => pl.cpus_of(tid).cloned(),
+            }),
+        _ => None,
+    })
+}
+
+#[test]
+fn equal_pins_every_thread_where_the_plan_says_and_restores_after() {
+    let here = allowed_here();
+    if here.len() < 2 {
+        eprintln!("skipped: needs 2 CPUs, this process may use {here}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    // Each app is a shell that starts a long sleep in the background (it inherits the
+    // app's placement and outlives the app) and then runs a barrier kernel.
+    let keeper = dir.path().join("keeper.pid");
+    let barrier = coloc_workloads::kernel_path("barrier").unwrap();
+    let workload = write_workload(
+        dir.path(),
+        &[
+            (
+                "a",
+                &format!(
+                    "[\"sh\", \"-c\", \"sleep 60 & echo $! > {}; exec {} --regions 4000 --work 20000\"]",
+                    keeper.display(),
+                    barrier.display()
+                ),
+            ),
+            ("b", "[\"kernel:barrier\", \"--regions\", \"4000\", \"--work\", \"20000\"]"),
+        ],
+    );
+    let mut child = coloc()
+        .args(["run", workload.to_str().unwrap(), "--policy", "equal", "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let coloc_pid = child.id();
+
+    // Sample the apps' threads while the run goes on.
+    let mut samples: Vec<(u32, u32, CpuSet)> = Vec::new();
+    let t0 = Instant::now();
+    while child.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(60) {
+        for pid in children(coloc_pid) {
+            for tid in tids_of(pid) {
+                if let Some(cpus) = status_of(pid, tid).as_deref().and_then(cpus_allowed) {
+                    samples.push((pid, tid, cpus));
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "coloc run failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    let trace = Trace::read(std::io::BufReader::new(
+        std::fs::File::open(out.join("trace.jsonl")).unwrap(),
+    ))
+    .unwrap();
+    let pid_of: BTreeMap<u32, coloc_model::AppId> = trace
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            TraceEvent::Start { app, pid, .. } => Some((*pid, *app)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(pid_of.len(), 2, "two instances started");
+
+    // While both ran, each app's threads were on one CPU of its own (equal: 2 apps on
+    // 2 CPUs, one CPU each), and the CPUs were those of the final plan for them.
+    let pinned: Vec<_> = samples
+        .iter()
+        .filter(|(pid, _, cpus)| pid_of.contains_key(pid) && cpus.len() == 1)
+        .collect();
+    assert!(!pinned.is_empty(), "no thread was ever seen pinned: {samples:?}");
+    let mut cpus_of_app: BTreeMap<u32, CpuSet> = BTreeMap::new();
+    for (pid, tid, cpus) in &pinned {
+        let plan = planned(&trace, &pid_of, *pid, *tid);
+        if let Some(plan) = plan {
+            assert!(
+                cpus.difference(&plan).is_empty(),
+                "thread {tid} of {pid} on {cpus}, plan says {plan}"
+            );
+        }
+        let e = cpus_of_app.entry(*pid).or_default();
+        *e = e.union(cpus);
+    }
+    if cpus_of_app.len() == 2 {
+        let sets: Vec<&CpuSet> = cpus_of_app.values().collect();
+        assert!(
+            sets[0].intersection(sets[1]).is_empty(),
+            "two apps shared a CPU under equal: {cpus_of_app:?}"
+        );
+    }
+    // No CPU outside this machine's usable set was ever named.
+    for (_, _, cpus) in &samples {
+        assert!(cpus.difference(&here).is_empty(), "{cpus} outside {here}");
+    }
+
+    // After the run: the background sleep outlived app `a`; coloc restored its
+    // affinity to what it had before coloc changed it (everything usable here).
+    let keeper_pid: u32 = std::fs::read_to_string(&keeper)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let status = status_of(keeper_pid, keeper_pid).expect("the background sleep is still alive");
+    let restored = cpus_allowed(&status).unwrap();
+    let _ = Command::new("kill").arg(keeper_pid.to_string()).status();
+    assert_eq!(restored, here, "affinity of a surviving process not restored");
+    // And coloc's journal is gone.
+    let journal = Path::new("/run/coloc").join(format!("{coloc_pid}.journal"));
+    assert!(!journal.exists(), "journal {} left behind", journal.display());
+}
