@@ -69,11 +69,13 @@ fn batch_runs_one_app_at_a_time_in_arrival_order() {
     }
 }
 
+/// (fixture topology index, thread ids of each app, expected CPU set of each app)
+type EqualCase = (usize, Vec<Vec<u32>>, Vec<&'static str>);
+
 #[test]
 fn equal_partitions_follow_the_topology() {
     let topos = fixture_topologies();
-    // (topology index, threads per app, expected CPU set of each app)
-    let cases: Vec<(usize, Vec<Vec<u32>>, Vec<&str>)> = vec![
+    let cases: Vec<EqualCase> = vec![
         // kvm-2cpu: two apps, one CPU each.
         (2, vec![vec![10, 11], vec![20, 21]], vec!["0", "1"]),
         // One app gets the whole machine.
