@@ -1,1 +1,31 @@
-//! Metrics computed from traces.
+//! Metrics computed from a trace alone, so `coloc report` recomputes everything
+//! without re-running (DESIGN.md, The loop; STYLE.md, raw samples then pure models).
+//!
+//! - Per instance: wall time (start to exit, ReSense §3's execution time) and
+//!   response time (arrival to exit: waiting plus execution), the app's own metric,
+//!   and how fast coloc reacted (start to first applied plan, thread change to
+//!   placement).
+//! - Per run ([`RunMetrics`]): average response time and throughput (ReSense §3),
+//!   makespan (NuPoCo §6's total turnaround time), Hmean speedup over solo runs
+//!   (NuPoCo §6, with [`SoloTimes`]), failed instances, coloc's own CPU use and
+//!   policy decision time.
+//! - Across repeated runs of several policies ([`Comparison`]): mean, spread,
+//!   confidence intervals, NTT against a baseline and Welch t-tests (ReSense §3.5).
+//!
+//! Everything here is pure: no I/O, tables rendered to strings with fixed decimals.
+
+mod app;
+mod compare;
+mod run;
+mod solo;
+mod table;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod testtrace;
+mod timeline;
+
+pub use app::{AppMetrics, Repetition};
+pub use compare::{Comparison, PolicyStats};
+pub use run::{RunFigures, RunMetrics};
+pub use solo::SoloTimes;

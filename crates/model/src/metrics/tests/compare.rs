@@ -1,0 +1,149 @@
+use super::close;
+use crate::metrics::testtrace::simple_run;
+use crate::metrics::{Comparison, RunMetrics};
+
+/// Runs of `policy` whose makespans (and ARTs: one instance each) are `makespans`.
+fn runs(policy: &str, makespans: &[f64]) -> (String, Vec<RunMetrics>) {
+    let runs = makespans
+        .iter()
+        .map(|m| RunMetrics::from_trace(&simple_run(policy, *m), None))
+        .collect();
+    (policy.to_string(), runs)
+}
+
+fn three_by_three() -> Comparison {
+    Comparison::new(
+        "native",
+        vec![
+            runs("native", &[10.0, 11.0, 12.0]),
+            runs("equal", &[8.0, 9.0, 10.0]),
+            runs("batch", &[12.0, 12.0, 12.0]),
+        ],
+    )
+}
+
+#[test]
+fn three_policies_three_runs() {
+    let c = three_by_three();
+    assert!(c.has_baseline());
+    let names: Vec<&str> = c.policies.iter().map(|p| p.policy.as_str()).collect();
+    assert_eq!(names, ["native", "equal", "batch"]);
+    let [native, equal, batch] = &c.policies[..] else {
+        panic!("three rows")
+    };
+    // NTT: mean makespan over native's 11 s.
+    assert_eq!(native.ntt, Some(1.0));
+    assert!(close(equal.ntt.unwrap(), 9.0 / 11.0));
+    assert!(close(batch.ntt.unwrap(), 12.0 / 11.0));
+    // The baseline is not tested against itself.
+    assert_eq!((native.p_makespan, native.p_art), (None, None));
+    // equal vs native: both variances 1, t = -2 / sqrt(2/3), df = 4;
+    // p = I_{4/(4+t^2)}(2, 1/2) = 0.0704840 (mpmath).
+    assert!((equal.p_makespan.unwrap() - 0.0704840).abs() < 5e-7);
+    // batch vs native: batch is constant, so df = 2 and t = 1 / sqrt(1/3) = sqrt(3);
+    // for df = 2 the tail has a closed form, p = 1 - sqrt(3/5) = 0.2254033.
+    assert!((batch.p_makespan.unwrap() - (1.0 - 0.6f64.sqrt())).abs() < 1e-9);
+    // One instance per run: ART = makespan, so the same tests come out.
+    assert_eq!(equal.p_art, equal.p_makespan);
+    let m = native.makespan.unwrap();
+    assert_eq!((m.n, m.mean, m.sd), (3, 11.0, Some(1.0)));
+    assert_eq!(batch.makespan.unwrap().cv, Some(0.0));
+    // Throughput of a run is 1 / its wall time.
+    assert!(close(
+        equal.throughput.unwrap().mean,
+        (1.0 / 8.0 + 1.0 / 9.0 + 0.1) / 3.0
+    ));
+    // No solo times: no Hmean speedup.
+    assert_eq!(native.hmean_speedup, None);
+    let shown = c.render();
+    assert!(!shown.contains("NaN"), "{shown}");
+    assert!(shown.contains("| 0.0705 |"), "{shown}");
+}
+
+#[test]
+fn single_run_shows_dashes() {
+    let c = Comparison::new(
+        "native",
+        vec![runs("native", &[10.0]), runs("equal", &[8.0])],
+    );
+    let equal = &c.policies[1];
+    assert_eq!(equal.makespan.unwrap().sd, None);
+    assert_eq!((equal.p_makespan, equal.p_art), (None, None));
+    assert_eq!(equal.ntt, Some(0.8));
+    let shown = c.render();
+    let table: Vec<&str> = shown.lines().take(4).collect();
+    assert_eq!(
+        table,
+        [
+            "| policy | runs | failed | makespan s | sd | CV % | makespan 95% CI | p makespan |  ART s | ART 95% CI | p ART | throughput /s |   NTT | Hmean speedup |",
+            "|--------|------|--------|------------|----|------|-----------------|------------|--------|------------|-------|---------------|-------|---------------|",
+            "| native |    1 |      0 |     10.000 |  - |    - |               - |            | 10.000 |          - |       |        0.1000 | 1.000 |             - |",
+            "| equal  |    1 |      0 |      8.000 |  - |    - |               - |          - |  8.000 |          - |     - |        0.1250 | 0.800 |             - |",
+        ]
+    );
+    assert!(shown
+        .lines()
+        .nth(4)
+        .unwrap()
+        .starts_with("makespan: first arrival"));
+}
+
+#[test]
+fn baseline_not_among_the_policies() {
+    let c = Comparison::new(
+        "linux",
+        vec![runs("native", &[10.0, 11.0]), runs("equal", &[8.0, 9.0])],
+    );
+    assert!(!c.has_baseline());
+    for p in &c.policies {
+        assert_eq!(
+            (p.ntt, p.p_makespan, p.p_art),
+            (None, None, None),
+            "{}",
+            p.policy
+        );
+    }
+    assert!(c
+        .render()
+        .contains("baseline linux is not among the compared policies: no NTT or p-values"));
+}
+
+#[test]
+fn failed_instances_and_empty_policies() {
+    use crate::metrics::testtrace::{trace, Ev::*};
+    let crashed = trace(
+        "equal",
+        &["a"],
+        &[
+            (0.0, Arrive(0, 0)),
+            (0.0, Start(0, 0)),
+            (3.0, Exit(0, 0, 1)),
+        ],
+    );
+    let c = Comparison::new(
+        "native",
+        vec![
+            runs("native", &[10.0, 11.0]),
+            (
+                "equal".into(),
+                vec![
+                    RunMetrics::from_trace(&crashed, None),
+                    RunMetrics::from_trace(&simple_run("equal", 9.0), None),
+                ],
+            ),
+            ("static".into(), Vec::new()),
+        ],
+    );
+    let [_, equal, empty] = &c.policies[..] else {
+        panic!("three rows")
+    };
+    // The crashed run still has a makespan (3 s) but no ART.
+    assert_eq!(equal.failed, 1);
+    assert_eq!(equal.makespan.unwrap().n, 2);
+    assert_eq!(equal.art.unwrap().n, 1);
+    assert_eq!(equal.p_art, None);
+    assert_eq!((empty.runs, empty.makespan, empty.ntt), (0, None, None));
+    let shown = c.render();
+    assert!(shown.contains("| equal  |    2 |      1 |"), "{shown}");
+    assert!(!shown.contains("NaN"), "{shown}");
+}
