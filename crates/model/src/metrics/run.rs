@@ -3,7 +3,7 @@
 use serde::Serialize;
 use statrs::statistics::Statistics;
 
-use super::app::AppMetrics;
+use super::app::{AppMetrics, Repetition};
 use super::solo::SoloTimes;
 use super::table::{finish, fixed, list, new_table, NONE};
 use super::timeline::Timeline;
@@ -118,7 +118,6 @@ impl RunMetrics {
                 .metric_unit
                 .as_deref()
                 .map_or(String::new(), |u| format!(" {u}"));
-            let metrics = a.reps.iter().map(|r| r.metric);
             apps.add_row(vec![
                 a.name.clone(),
                 a.reps.len().to_string(),
@@ -126,7 +125,7 @@ impl RunMetrics {
                 fixed(a.mean_wall_secs(), 3),
                 fixed(a.mean_response_secs(), 3),
                 if a.reps.iter().any(|r| r.metric.is_some()) {
-                    list(metrics, 3) + &unit
+                    list(a.reps.iter().map(|r| r.metric), 3) + &unit
                 } else {
                     NONE.to_string()
                 },
@@ -161,7 +160,7 @@ impl RunMetrics {
 }
 
 /// A repetition's wall time, or why there is none worth reading.
-fn wall_cell(r: &super::app::Repetition) -> String {
+fn wall_cell(r: &Repetition) -> String {
     match &r.status {
         Some(ExitStatus::Code(0)) => fixed(r.wall_secs, 3),
         Some(ExitStatus::Code(c)) => format!("{}(exit={c})", fixed(r.wall_secs, 3)),

@@ -1,6 +1,7 @@
 //! Metrics computed from small hand-built traces.
 
 mod compare;
+mod props;
 mod run;
 
 /// `a` and `b` agree to within rounding of a few operations.
