@@ -1,1 +1,0 @@
-//! Application profiles (sensitivity vectors).
