@@ -43,6 +43,7 @@ pub struct Comparison {
 struct Samples {
     makespan: Vec<f64>,
     art: Vec<f64>,
+    throughput: Vec<f64>,
 }
 
 impl Samples {
@@ -50,6 +51,7 @@ impl Samples {
         Samples {
             makespan: runs.iter().filter_map(RunMetrics::makespan_secs).collect(),
             art: runs.iter().filter_map(|r| r.figures.art_secs).collect(),
+            throughput: runs.iter().filter_map(|r| r.figures.throughput).collect(),
         }
     }
 }
@@ -76,8 +78,6 @@ impl Comparison {
                 let vs_base = base.as_ref().filter(|_| policy != baseline);
                 let hmeans: Option<Vec<f64>> =
                     runs.iter().map(|r| r.figures.hmean_speedup).collect();
-                let throughputs: Vec<f64> =
-                    runs.iter().filter_map(|r| r.figures.throughput).collect();
                 PolicyStats {
                     policy: policy.clone(),
                     runs: runs.len(),
@@ -85,7 +85,7 @@ impl Comparison {
                     ntt: makespan.zip(base_mean).map(|(m, b)| m.mean / b),
                     makespan,
                     art: Summary::of(&mine.art),
-                    throughput: Summary::of(&throughputs),
+                    throughput: Summary::of(&mine.throughput),
                     hmean_speedup: hmeans.and_then(|h| Summary::of(&h)),
                     p_makespan: vs_base.and_then(|b| welch_p_value(&mine.makespan, &b.makespan)),
                     p_art: vs_base.and_then(|b| welch_p_value(&mine.art, &b.art)),
