@@ -138,6 +138,7 @@ proptest! {
         let mut paths: Vec<_> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples"))
             .unwrap()
             .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
             .collect();
         paths.sort();
         let text = std::fs::read_to_string(&paths[which % paths.len()]).unwrap();
