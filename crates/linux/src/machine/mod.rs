@@ -1,1 +1,417 @@
-//! The LinuxMachine backend.
+//! [`LinuxMachine`]: the real backend behind the Manager's [`Machine`] trait
+//! (DESIGN.md, The loop and Safety).
+//!
+//! - **launch** (`launch.rs`): the command runs in its own process group with
+//!   stdout/stderr in `<out_dir>/<app>-<rep>.out/.err` and `OMP_NUM_THREADS` set
+//!   to the resolved thread count (always: for a program without OpenMP it is an
+//!   unused variable, and an OpenMP program coloc did not recognise still gets
+//!   the count the policy planned for). The initial placement, nice, slice and
+//!   memory policy are journaled, then applied by the child before exec.
+//! - **tracking** (`track.rs`): an instance is its main process, every
+//!   descendant and all their threads, rescanned from /proc every `poll`
+//!   (10 ms); [`MachineEvent::ThreadsChanged`] when the thread set changes.
+//! - **observing** (`sample.rs`): schedstat, stat, status and sched of each thread,
+//!   resident memory, hardware counters where the machine has them
+//!   (`counters.rs`), and what the OpenMP runtime reports (`dop.rs`).
+//! - **acting** (`actuate.rs`): affinity, nice and EEVDF slice per thread, only
+//!   what differs from what coloc put in force; DoP through the shim's record.
+//! - **safety** (`journal.rs`, `recover.rs`): every original is journaled and
+//!   fsynced before the first change; threads are restored when their instance
+//!   exits (descendants that outlive it) and at [`Machine::finish`], which also
+//!   ends instances still running; [`recover_stale_journals`] restores what a
+//!   crashed coloc left.
+//!
+//! New processes and threads are found by polling /proc (this kernel has no
+//! `task/<tid>/children`, so children are found by their parent pid); the
+//! netlink process connector is not used.
+
+mod actuate;
+mod counters;
+mod dop;
+mod instance;
+mod journal;
+mod launch;
+mod recover;
+mod sample;
+mod sys;
+mod tasks;
+mod track;
+
+use std::fs::{self, File};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use coloc_manager::{LaunchRequest, Launched, Machine, MachineError, MachineEvent};
+use coloc_model::observation::Signals;
+use coloc_model::topology::ObjKind;
+use coloc_model::trace::{ApplyOutcome, SelfUsage};
+use coloc_model::{CpuSet, Observation, Plan, Topology};
+use nix::sys::resource::{getrusage, UsageWho};
+
+pub use journal::JournalError;
+pub use recover::{recover_stale_journals, RecoveryError, RecoveryReport};
+
+use self::actuate::Wanted;
+use self::counters::{HwCounters, HARDWARE_EVENTS};
+use self::dop::{DopControl, DopLaunch};
+use self::instance::{default_cpus, terminate, Instance};
+use self::journal::Journal;
+use self::launch::{memory_policy, output_path, LaunchError, Spawn};
+use self::tasks::{ProcRoot, ProcTable};
+use self::track::Tracker;
+
+/// How long instances still running at [`Machine::finish`] get between SIGTERM
+/// and SIGKILL.
+pub const TERMINATE_GRACE: Duration = Duration::from_secs(2);
+
+/// Where the Linux backend keeps things and how often it looks.
+#[derive(Debug, Clone)]
+pub struct LinuxOptions {
+    /// Apps' standard output and error: `<out_dir>/<app>-<rep>.out` and `.err`.
+    pub out_dir: PathBuf,
+    /// Journals of changed settings, `<journal_dir>/<coloc pid>.journal`.
+    pub journal_dir: PathBuf,
+    /// The procfs mount (`/proc`).
+    pub proc_root: PathBuf,
+    /// Interval of thread-set polling while waiting.
+    pub poll: Duration,
+    /// Where DoP records are created (`/dev/shm`, shared memory).
+    pub shm_dir: PathBuf,
+}
+
+impl Default for LinuxOptions {
+    /// Output and journal under the temporary directory (the CLI chooses its
+    /// own: the run's output directory and `/run/coloc`), /proc, 10 ms,
+    /// /dev/shm.
+    fn default() -> Self {
+        let tmp = std::env::temp_dir();
+        Self {
+            out_dir: tmp.join("coloc-out"),
+            journal_dir: tmp.join("coloc-journal"),
+            proc_root: PathBuf::from("/proc"),
+            poll: Duration::from_millis(10),
+            shm_dir: PathBuf::from("/dev/shm"),
+        }
+    }
+}
+
+/// The real machine.
+#[derive(Debug)]
+pub struct LinuxMachine {
+    topology: Topology,
+    opts: LinuxOptions,
+    start: Instant,
+    proc: ProcRoot,
+    table: ProcTable,
+    journal: Journal,
+    counters: HwCounters,
+    schedstat: bool,
+    instances: Vec<Instance>,
+    finished: bool,
+}
+
+fn other(what: &str, e: impl std::fmt::Display) -> MachineError {
+    MachineError::Other(format!("{what}: {e}"))
+}
+
+impl LinuxMachine {
+    /// A backend over `topology` (the CPUs coloc may use). Probes hardware
+    /// counters once and logs which signals are available.
+    pub fn new(topology: Topology, opts: LinuxOptions) -> Result<LinuxMachine, MachineError> {
+        let proc = ProcRoot::new(&opts.proc_root);
+        let me = std::process::id();
+        let own = proc.process_stat(me).map_err(|e| {
+            other(
+                &format!("reading {}/{me}/stat", opts.proc_root.display()),
+                e,
+            )
+        })?;
+        let tid = nix::unistd::gettid().as_raw() as u32;
+        let schedstat = proc.task_schedstat(me, tid).is_ok();
+        let counters = HwCounters::probe(HARDWARE_EVENTS);
+        match &counters {
+            HwCounters::Available { .. } => tracing::info!("hardware counters available"),
+            HwCounters::Unavailable { reason } => tracing::info!(
+                "no hardware counters ({reason}); observing schedstat, switches and faults only"
+            ),
+        }
+        let mut table = ProcTable::default();
+        table
+            .refresh(&proc)
+            .map_err(|e| other(&format!("reading {}", opts.proc_root.display()), e))?;
+        Ok(LinuxMachine {
+            journal: Journal::new(&opts.journal_dir, me, own.starttime),
+            topology,
+            start: Instant::now(),
+            proc,
+            table,
+            counters,
+            schedstat,
+            instances: Vec::new(),
+            finished: false,
+            opts,
+        })
+    }
+
+    /// NUMA nodes (os indices) with a CPU in `cpus`; every node when empty.
+    fn nodes_of(&self, cpus: &CpuSet) -> Vec<u32> {
+        self.topology
+            .objects_of(ObjKind::NumaNode)
+            .filter(|(_, o)| cpus.is_empty() || !o.cpus.is_disjoint(cpus))
+            .filter_map(|(_, o)| o.os_index)
+            .collect()
+    }
+
+    /// One poll: finds new threads and processes and reaps exits.
+    fn poll(&mut self) -> Result<Vec<MachineEvent>, MachineError> {
+        for i in &self.instances {
+            i.dop.heartbeat();
+        }
+        self.table
+            .refresh(&self.proc)
+            .map_err(|e| other(&format!("reading {}", self.opts.proc_root.display()), e))?;
+        let mut events = Vec::new();
+        let mut k = 0;
+        while k < self.instances.len() {
+            let inst = &mut self.instances[k];
+            let changed = inst.rescan(&self.proc, &self.table);
+            let exited = inst
+                .try_exit()
+                .map_err(|e| other(&format!("waiting for {} (pid {})", inst.id, inst.pid()), e))?;
+            match exited {
+                Some(status) => {
+                    let mut inst = self.instances.remove(k);
+                    let refused = inst
+                        .release_all(&self.proc, &mut self.journal)
+                        .map_err(|e| other("restoring an exited instance", e))?;
+                    for r in refused {
+                        tracing::warn!(app = %inst.id, "could not restore: {r}");
+                    }
+                    let output = inst.output();
+                    inst.dop.remove();
+                    events.push(MachineEvent::Exited {
+                        app: inst.id,
+                        at: self.now(),
+                        status,
+                        output,
+                    });
+                }
+                None => {
+                    if changed {
+                        events.push(MachineEvent::ThreadsChanged {
+                            app: inst.id,
+                            tids: inst.tracker.tids(),
+                        });
+                    }
+                    k += 1;
+                }
+            }
+        }
+        Ok(events)
+    }
+
+    fn launch_instance(&mut self, req: LaunchRequest<'_>) -> Result<Launched, String> {
+        let spec = req.spec;
+        let argv = spec
+            .command
+            .clone()
+            .filter(|a| !a.is_empty())
+            .ok_or("no command to run (a simulated model cannot run on Linux)")?;
+        fs::create_dir_all(&self.opts.out_dir)
+            .map_err(|e| format!("creating {}: {e}", self.opts.out_dir.display()))?;
+        let file = |ext| {
+            let path = output_path(&self.opts.out_dir, &spec.name, req.id.rep, ext);
+            File::create(&path)
+                .map(|f| (f, path.clone()))
+                .map_err(|e| format!("creating {}: {e}", path.display()))
+        };
+        let (stdout, stdout_path) = file("out")?;
+        let (stderr, _) = file("err")?;
+        let placement = &req.plan.placement;
+        let cpus = placement.cpus();
+        let dop = dop::prepare(&DopLaunch {
+            id: req.id,
+            malleable: spec.malleable,
+            argv0: &argv[0],
+            env: &spec.env,
+            dop: req.plan.dop.unwrap_or(req.threads),
+            cpus: cpus.iter().collect(),
+            shm_dir: &self.opts.shm_dir,
+        });
+        if let DopControl::NotManaged { reason, .. } = &dop.control {
+            tracing::warn!(app = %req.id, name = %spec.name, "DoP is not managed: {reason}");
+        }
+        let mut env: Vec<_> = spec.env.iter().map(|(k, v)| (k.into(), v.into())).collect();
+        env.push(("OMP_NUM_THREADS".into(), req.threads.to_string().into()));
+        env.extend(dop.set_env);
+        let started = launch::spawn(
+            Spawn {
+                argv: &argv,
+                env,
+                remove_env: dop.remove_env,
+                stdout,
+                stderr,
+                want: Wanted {
+                    affinity: default_cpus(placement),
+                    nice: req.plan.sched.nice.map(i32::from),
+                    slice_ns: req.plan.sched.slice_us.map(|us| u64::from(us) * 1000),
+                },
+                memory: memory_policy(req.plan.memory, &self.nodes_of(&cpus)),
+            },
+            &self.proc,
+            &mut self.journal,
+        );
+        let started = match started {
+            Ok(s) => s,
+            Err(e) => {
+                dop.control.remove();
+                return Err(match e {
+                    LaunchError::Spawn(io) => format!("{}: {io}", argv[0]),
+                    e => e.to_string(),
+                });
+            }
+        };
+        for r in &started.refused {
+            tracing::warn!(app = %req.id, name = %spec.name, "at launch: {r}");
+        }
+        let main = started.main.task;
+        let inst = Instance {
+            id: req.id,
+            child: started.child,
+            tracker: Tracker::new(main),
+            settings: [(main, started.main)].into_iter().collect(),
+            dop: dop.control,
+            memory: req.plan.memory,
+            memory_refused: None,
+            pending_refused: started.refused,
+            output: match spec.metric.as_ref().and_then(|m| m.file.as_ref()) {
+                Some(f) => PathBuf::from(f),
+                None => stdout_path,
+            },
+        };
+        let launched = Launched {
+            pid: main.pid,
+            argv,
+            tids: inst.tracker.tids(),
+        };
+        self.instances.push(inst);
+        Ok(launched)
+    }
+}
+
+impl Machine for LinuxMachine {
+    fn kind(&self) -> String {
+        "linux".into()
+    }
+
+    fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    fn now(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    fn launch(&mut self, req: LaunchRequest<'_>) -> Result<Launched, MachineError> {
+        self.launch_instance(req)
+            .map_err(|reason| MachineError::Launch {
+                app: req.id,
+                name: req.spec.name.clone(),
+                reason,
+            })
+    }
+
+    fn wait_until(&mut self, deadline: Duration) -> Result<Vec<MachineEvent>, MachineError> {
+        loop {
+            let events = self.poll()?;
+            let now = self.now();
+            if !events.is_empty() || now >= deadline {
+                return Ok(events);
+            }
+            std::thread::sleep(self.opts.poll.min(deadline - now));
+        }
+    }
+
+    fn observe(&mut self) -> Result<Observation, MachineError> {
+        let at = self.now();
+        let proc = &self.proc;
+        let counters = &mut self.counters;
+        let apps = self
+            .instances
+            .iter()
+            .map(|i| {
+                i.dop.heartbeat();
+                sample::sample_app(proc, i.id, i.pid(), &i.tracker, counters, i.dop.sample())
+            })
+            .collect();
+        let instances = &self.instances;
+        self.counters
+            .retain(|t| instances.iter().any(|i| i.tracker.thread(t.tid) == Some(t)));
+        Ok(Observation {
+            at,
+            signals: Signals {
+                hw_counters: self.counters.available(),
+                schedstat: self.schedstat,
+            },
+            apps,
+        })
+    }
+
+    fn apply(&mut self, plan: &Plan) -> Vec<ApplyOutcome> {
+        let mut outcomes = Vec::new();
+        for p in &plan.apps {
+            if let Some(inst) = self.instances.iter_mut().find(|i| i.id == p.app) {
+                outcomes.push(inst.apply(p, &self.proc, &mut self.journal));
+            }
+        }
+        outcomes
+    }
+
+    fn finish(&mut self) -> Result<SelfUsage, MachineError> {
+        self.finished = true;
+        terminate(&mut self.instances, TERMINATE_GRACE);
+        let mut refused = Vec::new();
+        let table_ok = self.table.refresh(&self.proc);
+        for mut inst in std::mem::take(&mut self.instances) {
+            if table_ok.is_ok() {
+                inst.rescan(&self.proc, &self.table);
+            }
+            match inst.release_all(&self.proc, &mut self.journal) {
+                Ok(r) => refused.extend(r),
+                Err(e) => refused.push(e.to_string()),
+            }
+            inst.dop.remove();
+        }
+        if refused.is_empty() {
+            self.journal
+                .remove()
+                .map_err(|e| other("removing the journal", e))?;
+        } else {
+            return Err(MachineError::Other(format!(
+                "could not restore: {}; {} is kept for `coloc restore`",
+                refused.join("; "),
+                self.journal.path().display()
+            )));
+        }
+        let usage = getrusage(UsageWho::RUSAGE_SELF).map_err(|e| other("getrusage", e))?;
+        let tv = |t: nix::sys::time::TimeVal| {
+            Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000)
+        };
+        Ok(SelfUsage {
+            cpu: tv(usage.user_time()) + tv(usage.system_time()),
+            wall: self.now(),
+        })
+    }
+}
+
+impl Drop for LinuxMachine {
+    /// A machine dropped without `finish` (a panic in the caller) still ends its
+    /// instances and restores what it changed.
+    fn drop(&mut self) {
+        if !self.finished {
+            if let Err(e) = self.finish() {
+                tracing::error!("{e}");
+            }
+        }
+    }
+}

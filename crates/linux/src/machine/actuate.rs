@@ -1,0 +1,307 @@
+//! Per-thread settings: what coloc found (the originals, journaled before the
+//! first change) and what it put in force, so that a plan only changes what
+//! differs and a restore puts back exactly what coloc changed.
+//!
+//! Three settings are managed per thread: CPU affinity (`sched_setaffinity`),
+//! nice (`setpriority`) and the EEVDF slice request (`sched_setattr` with
+//! `sched_runtime`, Linux 6.12+). Each goes through [`settle`], the one place
+//! that journals, changes and classifies the kernel's answer: `ESRCH` or a
+//! start-time mismatch means the thread vanished (counted, never an error);
+//! anything else is a refusal with its reason.
+
+use std::fmt::Display;
+
+use coloc_model::CpuSet;
+use nix::errno::Errno;
+
+use super::journal::{Entry, Journal, JournalError, Original};
+use super::sys;
+use super::tasks::{ProcRoot, TaskId};
+
+/// What a plan asks of one thread; None leaves (or puts back) the original.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Wanted {
+    pub affinity: Option<CpuSet>,
+    pub nice: Option<i32>,
+    /// Requested slice in ns.
+    pub slice_ns: Option<u64>,
+}
+
+/// One setting of one thread.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Slot<T> {
+    /// The value before coloc first changed it (journaled); None = never changed.
+    pub original: Option<T>,
+    /// What coloc asked for last; None = the original is in force.
+    pub in_force: Option<T>,
+}
+
+impl<T> Default for Slot<T> {
+    fn default() -> Self {
+        Self {
+            original: None,
+            in_force: None,
+        }
+    }
+}
+
+/// A thread's settings as coloc knows them.
+#[derive(Clone, Debug)]
+pub(crate) struct TaskSettings {
+    pub task: TaskId,
+    pub affinity: Slot<CpuSet>,
+    pub nice: Slot<i32>,
+    pub slice_ns: Slot<u64>,
+}
+
+/// What applying to one thread did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Everything asked was already in force.
+    Unchanged,
+    /// At least one setting was written.
+    Changed,
+    /// The thread exited, or its id now names another thread.
+    Vanished,
+}
+
+/// Why one setting did not take.
+#[derive(Debug)]
+pub(crate) enum Fail {
+    Gone,
+    Refused(String),
+}
+
+impl From<Errno> for Fail {
+    fn from(e: Errno) -> Self {
+        match e {
+            Errno::ESRCH => Fail::Gone,
+            Errno::EINVAL => Fail::Refused(format!(
+                "{} (CPU offline or outside the cpuset, or a value out of range)",
+                e.desc()
+            )),
+            e => Fail::Refused(e.desc().to_string()),
+        }
+    }
+}
+
+/// The thread's nice value now.
+pub(crate) fn read_nice(proc: &ProcRoot, task: &TaskId) -> Result<i32, Fail> {
+    match proc.task_stat(task.pid, task.tid) {
+        Ok(s) if s.starttime == task.start => Ok(s.nice as i32),
+        _ => Err(Fail::Gone),
+    }
+}
+
+/// The thread's slice now (`sched_runtime` as `sched_getattr` reports it).
+pub(crate) fn read_slice(tid: u32) -> Result<u64, Fail> {
+    let attr = sys::sched_getattr(tid)?;
+    if !attr.is_fair() {
+        return Err(Fail::Refused(format!(
+            "scheduling policy {} is not SCHED_OTHER or SCHED_BATCH",
+            attr.sched_policy
+        )));
+    }
+    Ok(attr.sched_runtime)
+}
+
+/// Requests a slice of `ns` for `tid`, keeping its policy and nice, and checks
+/// that the kernel took it: kernels before 6.12 ignore `sched_runtime` for fair
+/// tasks, and 6.12+ clamp it to 0.1..100 ms.
+pub(crate) fn write_slice(tid: u32, ns: u64) -> Result<(), Fail> {
+    let attr = sys::sched_getattr(tid)?;
+    sys::sched_setattr(
+        tid,
+        &sys::SchedAttr {
+            sched_runtime: ns,
+            ..attr
+        },
+    )?;
+    check_slice(tid, ns)
+}
+
+/// Whether the kernel keeps the slice coloc asked for.
+pub(crate) fn check_slice(tid: u32, ns: u64) -> Result<(), Fail> {
+    let back = sys::sched_getattr(tid)?.sched_runtime;
+    if back != ns {
+        return Err(Fail::Refused(format!(
+            "the kernel keeps a slice of {} us (Linux 6.12+ honours 100 us..100 ms)",
+            back / 1000
+        )));
+    }
+    Ok(())
+}
+
+impl TaskSettings {
+    /// A thread coloc has not changed yet.
+    pub fn new(task: TaskId) -> Self {
+        Self {
+            task,
+            affinity: Slot::default(),
+            nice: Slot::default(),
+            slice_ns: Slot::default(),
+        }
+    }
+
+    /// Whether coloc changed anything of this thread.
+    pub fn touched(&self) -> bool {
+        self.affinity.original.is_some()
+            || self.nice.original.is_some()
+            || self.slice_ns.original.is_some()
+    }
+
+    fn in_force(&self) -> Wanted {
+        Wanted {
+            affinity: self.affinity.in_force.clone(),
+            nice: self.nice.in_force,
+            slice_ns: self.slice_ns.in_force,
+        }
+    }
+
+    /// Makes `want` the thread's settings, journaling each original before its
+    /// first change. Refusals are appended to `refused`; only a journal that
+    /// cannot be written is an error (and then nothing more is changed).
+    pub fn apply(
+        &mut self,
+        want: &Wanted,
+        proc: &ProcRoot,
+        journal: &mut Journal,
+        refused: &mut Vec<String>,
+    ) -> Result<Outcome, JournalError> {
+        if *want == self.in_force() {
+            return Ok(Outcome::Unchanged);
+        }
+        if !proc.is_alive(&self.task) {
+            return Ok(Outcome::Vanished);
+        }
+        let task = self.task;
+        let tid = task.tid;
+        let steps = [
+            settle(
+                "CPUs",
+                &want.affinity,
+                &mut self.affinity,
+                &task,
+                journal,
+                || sys::affinity(tid).map_err(Fail::from),
+                Original::Affinity,
+                |cpus| sys::set_affinity(tid, cpus).map_err(Fail::from),
+            )?,
+            settle(
+                "nice",
+                &want.nice,
+                &mut self.nice,
+                &task,
+                journal,
+                || read_nice(proc, &task),
+                Original::Nice,
+                |n| sys::set_nice(tid, *n).map_err(Fail::from),
+            )?,
+            settle(
+                "slice (ns)",
+                &want.slice_ns,
+                &mut self.slice_ns,
+                &task,
+                journal,
+                || read_slice(tid),
+                Original::SliceNs,
+                |ns| write_slice(tid, *ns),
+            )?,
+        ];
+        let mut outcome = Outcome::Unchanged;
+        for step in steps {
+            match step {
+                Step::Same => {}
+                Step::Written => outcome = Outcome::Changed,
+                Step::Gone => return Ok(Outcome::Vanished),
+                Step::Refused(why) => refused.push(why),
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// Puts back every original coloc changed.
+    pub fn restore(
+        &mut self,
+        proc: &ProcRoot,
+        journal: &mut Journal,
+        refused: &mut Vec<String>,
+    ) -> Result<Outcome, JournalError> {
+        self.apply(&Wanted::default(), proc, journal, refused)
+    }
+
+    /// Restores and, unless a setting was refused, records in the journal that
+    /// coloc let go of the thread (recovery after a crash leaves it alone).
+    pub fn release(
+        &mut self,
+        proc: &ProcRoot,
+        journal: &mut Journal,
+        refused: &mut Vec<String>,
+    ) -> Result<Outcome, JournalError> {
+        let before = refused.len();
+        let outcome = self.restore(proc, journal, refused)?;
+        if self.touched() && refused.len() == before {
+            journal.append(&Entry::released(&self.task))?;
+        }
+        Ok(outcome)
+    }
+}
+
+enum Step {
+    Same,
+    Written,
+    Gone,
+    Refused(String),
+}
+
+/// Brings one setting to `want` (None: back to the original, if coloc changed
+/// it). The original is read and journaled before the first change.
+#[allow(clippy::too_many_arguments)]
+fn settle<T: Clone + PartialEq + Display>(
+    what: &str,
+    want: &Option<T>,
+    slot: &mut Slot<T>,
+    task: &TaskId,
+    journal: &mut Journal,
+    read: impl FnOnce() -> Result<T, Fail>,
+    record: impl FnOnce(T) -> Original,
+    write: impl FnOnce(&T) -> Result<(), Fail>,
+) -> Result<Step, JournalError> {
+    if *want == slot.in_force {
+        return Ok(Step::Same);
+    }
+    let refused = |value: &T, why: String| {
+        Step::Refused(format!("thread {}: {what} {value}: {why}", task.tid))
+    };
+    let target = match want {
+        Some(v) => v.clone(),
+        None => match &slot.original {
+            Some(o) => o.clone(),
+            None => {
+                slot.in_force = None;
+                return Ok(Step::Same);
+            }
+        },
+    };
+    if slot.original.is_none() {
+        match read() {
+            Ok(original) => {
+                journal.append(&Entry::changed(task, record(original.clone())))?;
+                slot.original = Some(original);
+            }
+            Err(Fail::Gone) => return Ok(Step::Gone),
+            Err(Fail::Refused(why)) => {
+                // Asked for, not in force: not retried until the plan changes.
+                slot.in_force = want.clone();
+                return Ok(refused(&target, why));
+            }
+        }
+    }
+    let result = write(&target);
+    slot.in_force = want.clone();
+    Ok(match result {
+        Ok(()) => Step::Written,
+        Err(Fail::Gone) => Step::Gone,
+        Err(Fail::Refused(why)) => refused(&target, why),
+    })
+}

@@ -1,0 +1,254 @@
+//! The OpenMP DoP channel per instance (coloc_shim): for malleable apps built
+//! with libgomp, `libcoloc_omp.so` is preloaded and told each new DoP and CPU
+//! list through a shared-memory record; apps with another runtime, or none, run
+//! with their DoP unmanaged, and coloc says so instead of pretending.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+use coloc_model::{AppId, OmpSample};
+use coloc_shim::{
+    ld_preload_with, monotonic_ns, openmp_runtime_of, shim_path, DopChannel, OmpRuntime, RECORD_ENV,
+};
+
+/// libgomp's own binding variables: they would re-bind threads behind the
+/// shim's pinning (see the coloc_shim docs), so they are removed from the
+/// environment of apps whose DoP and CPUs coloc manages.
+const GOMP_BINDING_ENV: [&str; 3] = ["OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY"];
+
+/// How an instance's DoP is handled.
+#[derive(Debug)]
+pub(crate) enum DopControl {
+    /// Not malleable: the DoP is `OMP_NUM_THREADS`, fixed at launch.
+    Off,
+    Managed(Managed),
+    /// Malleable, but the shim cannot steer it; said once when a DoP is planned.
+    NotManaged {
+        reason: String,
+        reported: bool,
+    },
+}
+
+/// A live channel and what coloc last asked through it.
+#[derive(Debug)]
+pub(crate) struct Managed {
+    channel: DopChannel,
+    dop: u32,
+    cpus: Vec<u32>,
+    /// (generation, DoP) of recent `set`s, to tell which DoP the app has seen.
+    sets: Vec<(u64, u32)>,
+}
+
+/// What a launch needs: the control and the environment changes.
+#[derive(Debug)]
+pub(crate) struct DopSetup {
+    pub control: DopControl,
+    pub set_env: Vec<(OsString, OsString)>,
+    pub remove_env: &'static [&'static str],
+}
+
+/// Everything [`prepare`] needs to know about the instance.
+#[derive(Debug)]
+pub(crate) struct DopLaunch<'a> {
+    pub id: AppId,
+    pub malleable: bool,
+    pub argv0: &'a str,
+    /// The app's environment as configured (for PATH and LD_PRELOAD).
+    pub env: &'a std::collections::BTreeMap<String, String>,
+    pub dop: u32,
+    pub cpus: Vec<u32>,
+    pub shm_dir: &'a Path,
+}
+
+/// Sets up the channel of a malleable libgomp app; anything else gets its DoP
+/// unmanaged, with the reason (a failure of the shim is not a failure to
+/// launch: the app runs as it would without coloc's DoP).
+pub(crate) fn prepare(l: &DopLaunch<'_>) -> DopSetup {
+    let unmanaged = |reason: String| DopSetup {
+        control: DopControl::NotManaged {
+            reason,
+            reported: false,
+        },
+        set_env: Vec::new(),
+        remove_env: &[],
+    };
+    if !l.malleable {
+        return DopSetup {
+            control: DopControl::Off,
+            set_env: Vec::new(),
+            remove_env: &[],
+        };
+    }
+    let var = |k: &str| {
+        l.env
+            .get(k)
+            .map(OsString::from)
+            .or_else(|| std::env::var_os(k))
+    };
+    let Some(exe) = find_executable(l.argv0, var("PATH").as_deref()) else {
+        return unmanaged(format!("{} not found on PATH", l.argv0));
+    };
+    match openmp_runtime_of(&exe) {
+        Ok(OmpRuntime::Gomp) => {}
+        Ok(other) => return unmanaged(format!("{}: {other}", exe.display())),
+        Err(e) => return unmanaged(e.to_string()),
+    }
+    let shim = match shim_path() {
+        Ok(s) => s,
+        Err(e) => return unmanaged(format!("extracting libcoloc_omp.so: {e}")),
+    };
+    let record = l.shm_dir.join(format!(
+        "coloc-{}-{}.{}",
+        std::process::id(),
+        l.id.app,
+        l.id.rep
+    ));
+    let channel = match DopChannel::create(&record, &l.cpus, l.dop.max(1)) {
+        Ok(c) => c,
+        Err(e) => return unmanaged(format!("creating the DoP record: {e}")),
+    };
+    let set_env = vec![
+        (
+            OsString::from("LD_PRELOAD"),
+            ld_preload_with(var("LD_PRELOAD").as_deref(), &shim),
+        ),
+        (
+            OsString::from(RECORD_ENV),
+            channel.path().as_os_str().to_os_string(),
+        ),
+    ];
+    let generation = channel.generation();
+    DopSetup {
+        control: DopControl::Managed(Managed {
+            channel,
+            dop: l.dop.max(1),
+            cpus: l.cpus.clone(),
+            sets: vec![(generation, l.dop.max(1))],
+        }),
+        set_env,
+        remove_env: &GOMP_BINDING_ENV,
+    }
+}
+
+/// `argv0` as the kernel would find it: a path if it has a slash, else the
+/// first executable file of that name on `path`.
+fn find_executable(argv0: &str, path: Option<&OsStr>) -> Option<PathBuf> {
+    if argv0.contains('/') {
+        return Some(PathBuf::from(argv0));
+    }
+    std::env::split_paths(path?)
+        .map(|dir| dir.join(argv0))
+        .find(|p| p.is_file())
+}
+
+impl DopControl {
+    /// Keeps the record fresh (the shim ignores a stale one).
+    pub fn heartbeat(&self) {
+        if let DopControl::Managed(m) = self {
+            m.channel.heartbeat(monotonic_ns());
+        }
+    }
+
+    /// Asks for `dop` threads on `cpus` (None: the DoP stays as it is).
+    pub fn apply(&mut self, dop: Option<u32>, cpus: Vec<u32>, refused: &mut Vec<String>) {
+        let Some(dop) = dop else { return };
+        match self {
+            DopControl::Off => {}
+            DopControl::NotManaged { reason, reported } => {
+                if !*reported {
+                    *reported = true;
+                    tracing::warn!("DoP {dop} not applied: DoP is not managed ({reason})");
+                    refused.push(format!("DoP {dop}: DoP is not managed ({reason})"));
+                }
+            }
+            DopControl::Managed(m) => {
+                if m.dop == dop && m.cpus == cpus {
+                    return;
+                }
+                match m.channel.set(dop, &cpus) {
+                    Ok(()) => {
+                        m.dop = dop;
+                        m.cpus = cpus;
+                        let seen = m.channel.read().generation_seen;
+                        m.sets.retain(|(g, _)| *g >= seen);
+                        m.sets.push((m.channel.generation(), dop));
+                    }
+                    Err(e) => refused.push(format!("DoP {dop}: {e}")),
+                }
+            }
+        }
+    }
+
+    /// What the app reported through the record; None without a channel.
+    pub fn sample(&self) -> Option<OmpSample> {
+        let DopControl::Managed(m) = self else {
+            return None;
+        };
+        let s = m.channel.read();
+        let dop_seen = m
+            .sets
+            .iter()
+            .find(|(g, _)| *g == s.generation_seen)
+            .map(|(_, d)| *d);
+        Some(OmpSample {
+            in_parallel: s.in_parallel > 0,
+            team_size: s.team_size,
+            regions_completed: s.regions_completed,
+            iterations_completed: s.iterations_completed,
+            parallel_ns: s.parallel_ns,
+            dop_seen,
+        })
+    }
+
+    /// Removes the record; an app still mapping it turns inert.
+    pub fn remove(self) {
+        if let DopControl::Managed(m) = self {
+            if let Err(e) = m.channel.remove() {
+                tracing::warn!("removing the DoP record: {e}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_executables_on_path() {
+        assert_eq!(
+            find_executable("./x", None),
+            Some(PathBuf::from("./x")),
+            "a path is taken as it is"
+        );
+        let found = find_executable("sh", Some(OsStr::new("/nonexistent:/bin:/usr/bin")));
+        assert!(found.is_some_and(|p| p.ends_with("sh")));
+        assert_eq!(
+            find_executable("sh", Some(OsStr::new("/nonexistent"))),
+            None
+        );
+    }
+
+    #[test]
+    fn a_shell_is_not_managed_and_says_so_once() {
+        let env = Default::default();
+        let dir = tempfile::tempdir().unwrap();
+        let mut setup = prepare(&DopLaunch {
+            id: AppId::default(),
+            malleable: true,
+            argv0: "/bin/sh",
+            env: &env,
+            dop: 2,
+            cpus: vec![],
+            shm_dir: dir.path(),
+        });
+        assert!(setup.set_env.is_empty());
+        assert!(matches!(setup.control, DopControl::NotManaged { .. }));
+        let mut refused = Vec::new();
+        setup.control.apply(Some(1), vec![], &mut refused);
+        setup.control.apply(Some(2), vec![], &mut refused);
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(refused[0].contains("not managed"), "{refused:?}");
+        assert_eq!(setup.control.sample(), None);
+    }
+}

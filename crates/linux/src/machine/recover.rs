@@ -1,0 +1,222 @@
+//! Restoring settings a coloc process changed and could not put back itself,
+//! because it crashed or was killed (DESIGN.md, Safety: "at the next start
+//! after a crash").
+//!
+//! A journal belongs to a dead coloc when no process has its pid with its start
+//! time. For each task it names that is still alive (same pid, tid and start
+//! time) and that coloc did not release, every setting is set back to the first
+//! original the journal recorded; then the journal is deleted. Journals of a
+//! live coloc are left alone.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::actuate::{Outcome, Slot, TaskSettings};
+use super::journal::{journal_pid, read_entries, Entry, Journal, Original};
+use super::tasks::{ProcRoot, TaskId};
+
+/// What recovery did, for the user.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// "coloc 123: thread 456 (pid 450): CPUs 0-3, nice 0"
+    pub restored: Vec<String>,
+    /// Tasks that had exited (or whose id was reused) before recovery.
+    pub gone: Vec<String>,
+    /// Settings the kernel refused to put back, with the reason.
+    pub failed: Vec<String>,
+    /// Stale journals read and deleted.
+    pub journals_removed: Vec<PathBuf>,
+    /// pids of live coloc processes whose journals were left alone.
+    pub live: Vec<u32>,
+}
+
+impl RecoveryReport {
+    /// True when no stale journal was found (live ones do not count).
+    pub fn is_empty(&self) -> bool {
+        self.journals_removed.is_empty() && self.failed.is_empty()
+    }
+}
+
+impl fmt::Display for RecoveryReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_empty() && self.live.is_empty() {
+            return f.write_str("no settings left to restore");
+        }
+        if !self.journals_removed.is_empty() {
+            write!(
+                f,
+                "restored settings from {} stale journal(s) of coloc processes that ended without restoring",
+                self.journals_removed.len()
+            )?;
+        }
+        for (what, lines) in [
+            ("restored", &self.restored),
+            ("already gone", &self.gone),
+            ("could not restore", &self.failed),
+        ] {
+            for line in lines {
+                write!(f, "\n  {what}: {line}")?;
+            }
+        }
+        for pid in &self.live {
+            write!(f, "\n  left alone: the journal of running coloc {pid}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why recovery could not run at all (per-task problems are in the report).
+#[derive(Debug, thiserror::Error)]
+pub enum RecoveryError {
+    #[error("reading the journal directory {}: {source}", dir.display())]
+    Dir { dir: PathBuf, source: io::Error },
+    #[error("reading the journal {}: {source}", path.display())]
+    Read { path: PathBuf, source: io::Error },
+    #[error("deleting the journal {}: {source}", path.display())]
+    Remove { path: PathBuf, source: io::Error },
+}
+
+/// Restores what dead coloc processes left changed, from their journals in
+/// `dir` (a missing directory holds no journal), reading tasks under
+/// `proc_root`.
+pub fn recover_stale_journals(
+    dir: &Path,
+    proc_root: &Path,
+) -> Result<RecoveryReport, RecoveryError> {
+    let proc = ProcRoot::new(proc_root);
+    let mut report = RecoveryReport::default();
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(report),
+        Err(source) => {
+            return Err(RecoveryError::Dir {
+                dir: dir.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let mut journals: Vec<(u32, PathBuf)> = entries
+        .filter_map(|e| {
+            let path = e.ok()?.path();
+            Some((journal_pid(&path)?, path))
+        })
+        .collect();
+    journals.sort();
+    for (pid, path) in journals {
+        let (lines, _torn) = read_entries(&path).map_err(|source| RecoveryError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        if coloc_is_alive(&proc, pid, &lines) {
+            report.live.push(pid);
+            continue;
+        }
+        restore_journal(&proc, dir, pid, &lines, &mut report);
+        match fs::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                return Err(RecoveryError::Remove { path, source: e })
+            }
+            _ => report.journals_removed.push(path),
+        }
+    }
+    Ok(report)
+}
+
+/// Whether the coloc that wrote the journal still runs: its pid exists with
+/// the start time of the header (without a header, the pid alone decides).
+fn coloc_is_alive(proc: &ProcRoot, pid: u32, lines: &[Entry]) -> bool {
+    let Ok(stat) = proc.process_stat(pid) else {
+        return false;
+    };
+    lines.iter().find_map(|e| match e {
+        Entry::Coloc { pid: p, start } if *p == pid => Some(*start == stat.starttime),
+        _ => None,
+    }) != Some(false)
+}
+
+/// Puts back the first recorded original of each setting of each unreleased task.
+fn restore_journal(
+    proc: &ProcRoot,
+    dir: &Path,
+    coloc: u32,
+    lines: &[Entry],
+    report: &mut RecoveryReport,
+) {
+    let mut tasks: BTreeMap<TaskId, TaskSettings> = BTreeMap::new();
+    for line in lines {
+        match line {
+            Entry::Coloc { .. } => {}
+            Entry::Changed {
+                pid,
+                tid,
+                start,
+                original,
+            } => {
+                let task = TaskId {
+                    pid: *pid,
+                    tid: *tid,
+                    start: *start,
+                };
+                let s = tasks.entry(task).or_insert_with(|| TaskSettings::new(task));
+                match original {
+                    Original::Affinity(c) => fill(&mut s.affinity, c.clone()),
+                    Original::Nice(n) => fill(&mut s.nice, *n),
+                    Original::SliceNs(ns) => fill(&mut s.slice_ns, *ns),
+                }
+            }
+            Entry::Released { pid, tid, start } => {
+                tasks.remove(&TaskId {
+                    pid: *pid,
+                    tid: *tid,
+                    start: *start,
+                });
+            }
+        }
+    }
+    // Restoring writes nothing new: this coloc records nothing for tasks it
+    // only puts back, so the scratch journal stays unwritten.
+    let mut scratch = Journal::new(dir, std::process::id(), 0);
+    for (task, mut settings) in tasks {
+        let name = format!("coloc {coloc}: thread {} (pid {})", task.tid, task.pid);
+        let mut failed = Vec::new();
+        match settings.restore(proc, &mut scratch, &mut failed) {
+            Ok(Outcome::Vanished) => report.gone.push(name),
+            Ok(_) if failed.is_empty() => report
+                .restored
+                .push(format!("{name}: {}", describe(&settings))),
+            Ok(_) => report
+                .failed
+                .extend(failed.into_iter().map(|f| format!("{name}: {f}"))),
+            Err(e) => report.failed.push(format!("{name}: {e}")),
+        }
+    }
+}
+
+/// Records a journaled original as one coloc put in force (so that restoring
+/// writes it back); only the first, the true original, counts.
+fn fill<T>(slot: &mut Slot<T>, original: T)
+where
+    T: Clone,
+{
+    if slot.original.is_none() {
+        slot.in_force = Some(original.clone());
+        slot.original = Some(original);
+    }
+}
+
+fn describe(s: &TaskSettings) -> String {
+    let mut parts = Vec::new();
+    if let Some(c) = &s.affinity.original {
+        parts.push(format!("CPUs {c}"));
+    }
+    if let Some(n) = s.nice.original {
+        parts.push(format!("nice {n}"));
+    }
+    if let Some(ns) = s.slice_ns.original {
+        parts.push(format!("slice {} us", ns / 1000));
+    }
+    parts.join(", ")
+}

@@ -1,0 +1,194 @@
+//! Reading tasks from procfs under a configurable root (STYLE.md: readers take a
+//! root path), with the `procfs` crate's parsers.
+//!
+//! A task is named by (pid, tid, start time): the start time (field 22 of
+//! `stat`, clock ticks since boot) tells a thread from a later one that reused
+//! its id, so every action and every restore checks it first.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use procfs::process::{Schedstat, Stat, Status};
+use procfs::{FromRead, ProcResult};
+
+/// One thread, as coloc names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct TaskId {
+    pub pid: u32,
+    pub tid: u32,
+    /// Field 22 of `/proc/<pid>/task/<tid>/stat`.
+    pub start: u64,
+}
+
+/// The procfs mount coloc reads (`/proc`, or a recorded tree in tests).
+#[derive(Clone, Debug)]
+pub(crate) struct ProcRoot(PathBuf);
+
+impl ProcRoot {
+    pub fn new(root: &Path) -> Self {
+        Self(root.to_path_buf())
+    }
+
+    fn task_file(&self, pid: u32, tid: u32, file: &str) -> PathBuf {
+        self.0
+            .join(pid.to_string())
+            .join("task")
+            .join(tid.to_string())
+            .join(file)
+    }
+
+    /// `stat` of one thread.
+    pub fn task_stat(&self, pid: u32, tid: u32) -> ProcResult<Stat> {
+        Stat::from_file(self.task_file(pid, tid, "stat"))
+    }
+
+    pub fn task_status(&self, pid: u32, tid: u32) -> ProcResult<Status> {
+        Status::from_file(self.task_file(pid, tid, "status"))
+    }
+
+    pub fn task_schedstat(&self, pid: u32, tid: u32) -> ProcResult<Schedstat> {
+        Schedstat::from_file(self.task_file(pid, tid, "schedstat"))
+    }
+
+    /// `se.nr_migrations` from the task's `sched` file; None where the kernel
+    /// does not show it (no CONFIG_SCHED_DEBUG) or the thread is gone.
+    pub fn task_migrations(&self, pid: u32, tid: u32) -> Option<u64> {
+        let text = fs::read_to_string(self.task_file(pid, tid, "sched")).ok()?;
+        sched_field(&text, "se.nr_migrations")
+    }
+
+    /// `stat` of a whole process (`/proc/<pid>/stat`: rss, ppid, start time).
+    pub fn process_stat(&self, pid: u32) -> ProcResult<Stat> {
+        Stat::from_file(self.0.join(pid.to_string()).join("stat"))
+    }
+
+    /// Whether the thread still exists and is the one that started at `start`.
+    pub fn is_alive(&self, task: &TaskId) -> bool {
+        self.task_stat(task.pid, task.tid)
+            .is_ok_and(|s| s.starttime == task.start)
+    }
+
+    /// The thread ids of process `pid` (its `task` directory).
+    pub fn tids(&self, pid: u32) -> io::Result<Vec<u32>> {
+        numeric_entries(&self.0.join(pid.to_string()).join("task"))
+    }
+
+    /// Every process id in the root.
+    pub fn pids(&self) -> io::Result<Vec<u32>> {
+        numeric_entries(&self.0)
+    }
+}
+
+/// Names of a directory that are numbers (pids, tids), unordered.
+fn numeric_entries(dir: &Path) -> io::Result<Vec<u32>> {
+    Ok(fs::read_dir(dir)?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect())
+}
+
+/// A `key : value` line of a `/proc/<pid>/sched` file.
+fn sched_field(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let (k, v) = line.split_once(':')?;
+        (k.trim() == key).then(|| v.trim().parse().ok())?
+    })
+}
+
+/// Parent and start time of every process, refreshed once per poll so that new
+/// children of tracked processes are found without reading every `stat` again:
+/// only pids not seen before are read.
+///
+/// The kernel here is built without `/proc/<pid>/task/<tid>/children`
+/// (CONFIG_PROC_CHILDREN), so scanning for parents is the portable way. A child
+/// that is reparented (its parent exited) before coloc first sees it is not
+/// found; one seen before keeps the parent it had.
+#[derive(Debug, Default)]
+pub(crate) struct ProcTable {
+    /// pid -> (ppid, start time)
+    procs: BTreeMap<u32, (u32, u64)>,
+}
+
+impl ProcTable {
+    pub fn refresh(&mut self, proc: &ProcRoot) -> io::Result<()> {
+        let mut pids = proc.pids()?;
+        pids.sort_unstable();
+        let old = std::mem::take(&mut self.procs);
+        for pid in pids {
+            let entry = match old.get(&pid) {
+                Some(known) => Some(*known),
+                None => proc
+                    .process_stat(pid)
+                    .ok()
+                    .map(|s| (s.ppid.max(0) as u32, s.starttime)),
+            };
+            if let Some(e) = entry {
+                self.procs.insert(pid, e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Start time of `pid`, if it exists.
+    pub fn start_of(&self, pid: u32) -> Option<u64> {
+        self.procs.get(&pid).map(|(_, start)| *start)
+    }
+
+    /// Processes whose parent is one of `parents`, with their start times.
+    pub fn children_of<'a>(
+        &'a self,
+        parents: &'a BTreeMap<u32, u64>,
+    ) -> impl Iterator<Item = (u32, u64)> + 'a {
+        self.procs
+            .iter()
+            .filter(|(_, (ppid, _))| parents.contains_key(ppid))
+            .map(|(pid, (_, start))| (*pid, *start))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_migrations_from_a_sched_file() {
+        let text = "cat (8207, #threads: 1)\n---\nse.exec_start  :  5120489.746378\n\
+                    se.nr_migrations                             :                    7\n\
+                    nr_switches : 3\n";
+        assert_eq!(sched_field(text, "se.nr_migrations"), Some(7));
+        assert_eq!(sched_field(text, "se.nr_wakeups"), None);
+    }
+
+    #[test]
+    fn own_thread_is_alive_and_a_wrong_start_is_not() {
+        let proc = ProcRoot::new(Path::new("/proc"));
+        let pid = std::process::id();
+        let tid = nix::unistd::gettid().as_raw() as u32;
+        let start = proc.task_stat(pid, tid).unwrap().starttime;
+        assert!(proc.is_alive(&TaskId { pid, tid, start }));
+        assert!(!proc.is_alive(&TaskId {
+            pid,
+            tid,
+            start: start + 1
+        }));
+        assert!(proc.tids(pid).unwrap().contains(&tid));
+    }
+
+    #[test]
+    fn table_finds_own_children() {
+        let proc = ProcRoot::new(Path::new("/proc"));
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let mut table = ProcTable::default();
+        table.refresh(&proc).unwrap();
+        let me = std::process::id();
+        let parents = BTreeMap::from([(me, table.start_of(me).unwrap())]);
+        let kids: Vec<u32> = table.children_of(&parents).map(|(p, _)| p).collect();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(kids.contains(&child.id()), "{kids:?}");
+    }
+}
