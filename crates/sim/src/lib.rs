@@ -11,3 +11,4 @@ pub mod engine;
 pub use engine::{AppLaunch, Engine, EngineEvent};
 pub mod machine;
 pub use machine::SimMachine;
+pub mod oracle;

@@ -1,0 +1,68 @@
+//! [`OraclePolicy`]: replays one configuration found by the search as a plan,
+//! so `coloc sim --policy oracle` runs through the unchanged Manager and prints
+//! the same tables as every other policy.
+
+use coloc_model::{AppPlan, AppView, Cpu, CpuSet, Placement, Plan, View};
+use coloc_policy::Policy;
+
+use super::Config;
+
+/// A `static`-like policy for one configuration: every app is admitted at
+/// once, thread i of app k is pinned to `config.cpus[k][i]`, and malleable
+/// apps get the configuration's DoP. Apps the configuration does not cover
+/// (none, for the static workloads the oracle accepts) are left to Linux.
+#[derive(Clone, Debug)]
+pub struct OraclePolicy {
+    config: Config,
+}
+
+impl OraclePolicy {
+    pub fn new(config: Config) -> Self {
+        Self { config }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn plan_for(&self, a: &AppView) -> AppPlan {
+        let k = a.id.app as usize;
+        let Some(cpus) = self.config.cpus.get(k).filter(|c| !c.is_empty()) else {
+            return AppPlan::native(a.id);
+        };
+        AppPlan {
+            placement: placement(&a.threads, cpus),
+            dop: self.config.dop.get(k).copied().flatten(),
+            ..AppPlan::native(a.id)
+        }
+    }
+}
+
+/// Thread i on `cpus[i]`. Before the app has threads (at launch) its main
+/// thread goes to `cpus[0]`; threads created later wait on the first CPU until
+/// the decision that follows their creation pins them (they have run nothing,
+/// so moving them costs nothing).
+fn placement(threads: &[coloc_model::Tid], cpus: &[Cpu]) -> Placement {
+    let first = CpuSet::single(cpus[0]);
+    Placement::PerThread {
+        threads: threads
+            .iter()
+            .zip(cpus.iter().cycle())
+            .map(|(t, c)| (*t, CpuSet::single(*c)))
+            .collect(),
+        rest: first,
+    }
+}
+
+impl Policy for OraclePolicy {
+    fn name(&self) -> &'static str {
+        "oracle"
+    }
+
+    fn decide(&mut self, view: &View<'_>) -> Plan {
+        Plan {
+            apps: view.apps.iter().map(|a| self.plan_for(a)).collect(),
+            note: format!("oracle: {}", self.config.sharing),
+        }
+    }
+}

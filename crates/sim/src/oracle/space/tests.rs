@@ -1,0 +1,189 @@
+//! Counting, enumeration and canonical forms, checked by hand on a 4-CPU
+//! machine of two L2 pairs and by brute force over every raw placement on
+//! larger ones.
+
+use std::collections::HashMap;
+
+use coloc_model::Topology;
+
+use super::*;
+
+fn tree(desc: &str) -> SymTree {
+    SymTree::new(&Topology::synthetic("t", desc).unwrap())
+}
+
+/// Two L2s, two CPUs each: CPUs 0,1 share one L2, 2,3 the other.
+const PAIRS: &str = "package:1 l2(1M):2 core:2";
+
+/// (threads per app, configurations, raw placements), by hand on PAIRS:
+/// - a:2 b:2 — {aa}{bb} or {ab}{ab}: 2 configurations of 4!/(2!·2!) = 6 raw
+///   placements (2 of the first kind, 2·2 of the second);
+/// - a:2 — both threads under one L2 or one under each: 2 of C(4,2) = 6;
+/// - a:2 b:1 c:1 — {aa}{bc} or {ab}{ac}: 2 of 4!/2! = 12;
+/// - a:5 — more threads than CPUs, so up to 2 per CPU: L2 totals 4+1 (cores
+///   2,2 and 1,0: one way) or 3+2 (2,1 and then 2,0 or 1,1: two ways) = 3
+///   configurations of [x^5](1 + x + x²)^4 = 16 raw placements.
+#[test]
+fn counts_by_hand() {
+    let t = tree(PAIRS);
+    let cases: [(&[u16], f64, f64); 4] = [
+        (&[2, 2], 2.0, 6.0),
+        (&[2], 2.0, 6.0),
+        (&[2, 1, 1], 2.0, 12.0),
+        (&[5], 3.0, 16.0),
+    ];
+    for (target, configs, raw) in cases {
+        let mut s = Space::new(&t, target.to_vec());
+        assert_eq!(s.configurations(), Some(configs), "{target:?}");
+        assert_eq!(s.raw_placements(), Some(raw), "{target:?}");
+        assert_eq!(s.enumerate().len(), configs as usize, "{target:?}");
+    }
+}
+
+/// Every raw placement of `target` (per-leaf count vectors, at most `q`
+/// threads per leaf), by brute force.
+fn all_raw(leaves: usize, target: &[u16], q: u16) -> Vec<Vec<u16>> {
+    fn go(
+        leaf: usize,
+        leaves: usize,
+        left: &mut Vec<u16>,
+        q: u16,
+        cur: &mut Vec<u16>,
+        out: &mut Vec<Vec<u16>>,
+    ) {
+        if leaf == leaves {
+            if left.iter().all(|&x| x == 0) {
+                out.push(cur.clone());
+            }
+            return;
+        }
+        // Every vector at or below `left` with at most q threads.
+        let n = left.len();
+        let mut v = vec![0u16; n];
+        loop {
+            if v.iter().sum::<u16>() <= q {
+                for a in 0..n {
+                    left[a] -= v[a];
+                }
+                cur.extend(&v);
+                go(leaf + 1, leaves, left, q, cur, out);
+                cur.truncate(cur.len() - n);
+                for a in 0..n {
+                    left[a] += v[a];
+                }
+            }
+            let mut k = 0;
+            loop {
+                if k == n {
+                    return;
+                }
+                if v[k] < left[k] {
+                    v[k] += 1;
+                    break;
+                }
+                v[k] = 0;
+                k += 1;
+            }
+        }
+    }
+    let mut out = Vec::new();
+    go(
+        0,
+        leaves,
+        &mut target.to_vec(),
+        q,
+        &mut Vec::new(),
+        &mut out,
+    );
+    out
+}
+
+/// On asymmetric-looking but symmetric trees (sockets of L2 pairs, NUMA
+/// nodes of L3s, SMT): the configurations counted equal the distinct
+/// canonical keys of all raw placements, each key's orbit equals how many raw
+/// placements have it, and enumeration yields each key exactly once.
+#[test]
+fn counts_match_brute_force() {
+    let cases: [(&str, &[u16]); 5] = [
+        ("package:2 l2(1M):2 core:2", &[2, 2, 1]),
+        ("package:2 l2(1M):2 core:2", &[3, 3]),
+        ("package:2 numa:1 l3(4M):1 l2(256K):3 core:1", &[2, 2, 2]),
+        ("package:2 l3(4M):1 core:2 pu:2", &[3, 2]),
+        ("package:1 l2(1M):3 core:2", &[4, 5]),
+    ];
+    for (desc, target) in cases {
+        let t = tree(desc);
+        let n = target.len();
+        let mut s = Space::new(&t, target.to_vec());
+        let raw = all_raw(t.leaves.len(), target, s.per_cpu);
+        let mut keys: HashMap<Vec<u16>, (f64, f64)> = HashMap::new();
+        for p in &raw {
+            let c = t.canonical(n, p);
+            let e = keys.entry(c.key).or_insert((0.0, c.orbit));
+            e.0 += 1.0;
+            assert_eq!(e.1, c.orbit, "{desc} {target:?}: one orbit size per key");
+        }
+        for (k, (seen, orbit)) in &keys {
+            assert_eq!(seen, orbit, "{desc} {target:?}: orbit of {k:?}");
+        }
+        assert_eq!(
+            s.raw_placements(),
+            Some(raw.len() as f64),
+            "{desc} {target:?}"
+        );
+        assert_eq!(
+            s.configurations(),
+            Some(keys.len() as f64),
+            "{desc} {target:?}"
+        );
+        let forms = s.enumerate();
+        let mut enumerated: Vec<Vec<u16>> = forms.iter().map(|f| t.canonical(n, f).key).collect();
+        enumerated.sort();
+        enumerated.dedup();
+        assert_eq!(
+            enumerated.len(),
+            forms.len(),
+            "{desc} {target:?}: no duplicates"
+        );
+        assert_eq!(enumerated.len(), keys.len(), "{desc} {target:?}: every key");
+    }
+}
+
+/// The Opteron 6174 (8 six-core dies over 4 sockets) with 4 apps × 8
+/// threads: raw placements are 48! / (8!^4 · 16!), and the configurations are
+/// a tiny fraction of them.
+#[test]
+fn opteron_space_is_counted() {
+    let t = tree("package:4 numa:2 l3(5M):1 l2(512K):6 core:1");
+    let mut s = Space::new(&t, vec![8, 8, 8, 8]);
+    let ln_fact = |n: u32| (1..=n).map(|k| f64::from(k).ln()).sum::<f64>();
+    let want = (ln_fact(48) - 4.0 * ln_fact(8) - ln_fact(16)).exp();
+    let raw = s.raw_placements().unwrap();
+    assert!((raw / want - 1.0).abs() < 1e-9, "{raw} vs {want}");
+    let configs = s.configurations().unwrap();
+    assert!(configs > 1e6 && configs < raw / 1e15, "{configs}");
+}
+
+/// Canonical forms: swapping the two L2s (or the CPUs under one) changes
+/// nothing; the layout puts the larger child first; the rendering groups CPUs
+/// by cache; the scatter order alternates between the L2s.
+#[test]
+fn canonical_form_and_rendering() {
+    let t = tree(PAIRS);
+    assert_eq!(t.leaves, [0, 1, 2, 3]);
+    // a on CPU 0 and 2, b on CPU 1 and 3 — and the mirror images.
+    let p1 = [1, 0, 0, 1, 1, 0, 0, 1];
+    let p2 = [0, 1, 1, 0, 0, 1, 1, 0];
+    let p3 = [1, 0, 0, 1, 0, 1, 1, 0];
+    let c1 = t.canonical(2, &p1);
+    assert_eq!(c1, t.canonical(2, &p2));
+    assert_eq!(c1.key, t.canonical(2, &p3).key);
+    assert_eq!(c1.orbit, 4.0);
+    // a on one L2, b on the other: 2 raw placements.
+    let packed = [0, 1, 0, 1, 1, 0, 1, 0];
+    let c = t.canonical(2, &packed);
+    assert_eq!(c.orbit, 2.0);
+    assert_eq!(t.render(2, &c.layout), "[a2] [b2]");
+    assert_eq!(t.render(2, &p1), "[a1 b1] [a1 b1]");
+    assert_eq!(t.scatter_order(), [0, 2, 1, 3]);
+}
