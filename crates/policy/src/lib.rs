@@ -10,13 +10,18 @@ use coloc_model::{Plan, View};
 pub mod baseline;
 pub mod invariants;
 pub mod queueing;
+pub mod resense;
 
 /// What a policy may know beyond the View: knowledge measured before the run (the
 /// machine's calibration, apps' characterizations from the profile store). The CLI
 /// fills it from the store; tests and the simulator fill it directly. Policies stay
 /// pure: the context is plain data handed over at construction.
 #[derive(Debug, Clone, Default)]
-pub struct PolicyContext {}
+pub struct PolicyContext {
+    /// The apps' profiles measured on this platform (ReSense §2.2); `resense`
+    /// matches them to apps by what they run, then by name.
+    pub profiles: Vec<coloc_model::profile::AppProfile>,
+}
 
 /// A placement / parallelism / scheduling policy.
 pub trait Policy: fmt::Debug + Send {
@@ -63,6 +68,21 @@ pub const POLICIES: &[PolicyInfo] = &[
         name: "static",
         about: "the mapping given by each app's `cpus` in the workload file",
         make: |_| Box::new(baseline::Static),
+    },
+    PolicyInfo {
+        name: "resense",
+        about: "ReSense: per-thread mapping from each app's solo sensitivity scores (ReSensor, TACO 2013)",
+        make: |ctx| Box::new(resense::ReSense::new(ctx.profiles.clone())),
+    },
+    PolicyInfo {
+        name: "resense-positive",
+        about: "ReSensor with every score fixed positive: every app shares (TACO 2013 Table VII ablation)",
+        make: |_| Box::new(resense::ReSense::fixed_positive()),
+    },
+    PolicyInfo {
+        name: "resense-negative",
+        about: "ReSensor with every score fixed negative: every app spreads (TACO 2013 Table VII ablation)",
+        make: |_| Box::new(resense::ReSense::fixed_negative()),
     },
 ];
 

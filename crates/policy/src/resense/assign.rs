@@ -1,0 +1,190 @@
+//! All levels of Algorithm 1, outermost first, then CPUs (ReSense §2.3).
+//!
+//! The paper walks the memory hierarchy "from the bottom to the top", from the
+//! memory bus or controller up to the caches: deciding the FSB first and the L2
+//! inside it keeps the L2 decision from undoing the FSB one (its Harpertown
+//! example). Here that is a refinement: the machine is one region holding every
+//! app's threads; each level splits every region into the level's instances inside
+//! it ([`step`]) and each instance becomes a region of the next level with the
+//! thread counts just decided. After the innermost level, each thread gets a CPU of
+//! its region. Counting the apps and instances per region is the natural reading of
+//! lines 2 and 6 once an outer level has confined apps to part of the machine; for
+//! the outermost level it is the paper's count over the whole platform.
+//!
+//! Slots: while the threads fit on the cores, each core takes one thread on its
+//! first PU (one thread per L1, as in the paper's runs); with more threads than
+//! cores every PU takes one; with more threads than PUs every PU takes an equal
+//! share, rounded up, so the algorithm runs unchanged on an oversubscribed machine
+//! and "available" keeps its meaning.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use coloc_model::topology::SharedResource;
+use coloc_model::{Cpu, CpuSet, Topology};
+
+use super::step::{step, Case, Demand};
+
+/// One app to place: its thread count and its score at each level (in the order of
+/// the levels handed to [`assign`]).
+#[derive(Clone, Debug)]
+pub(crate) struct Request {
+    pub threads: usize,
+    pub scores: Vec<f64>,
+}
+
+/// Where every request's threads go, and which cases decided each level.
+#[derive(Clone, Debug)]
+pub(crate) struct Assignment {
+    /// Per request, one CPU per thread.
+    pub cpus: Vec<Vec<Cpu>>,
+    /// Per level (same order), the cases used in its regions.
+    pub cases: Vec<BTreeSet<Case>>,
+}
+
+/// A part of the machine and how many threads of which requests it holds.
+struct Region {
+    cpus: CpuSet,
+    quota: Vec<(usize, usize)>,
+}
+
+/// Places the requests level by level; `levels` go outermost first.
+pub(crate) fn assign(
+    topology: &Topology,
+    levels: &[SharedResource],
+    requests: &[Request],
+) -> Assignment {
+    let slots = Slots::new(topology, requests.iter().map(|r| r.threads).sum());
+    let mut regions = vec![Region {
+        cpus: topology.cpus().clone(),
+        quota: requests
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.threads > 0)
+            .map(|(i, r)| (i, r.threads))
+            .collect(),
+    }];
+    let mut cases = vec![BTreeSet::new(); levels.len()];
+    for (li, level) in levels.iter().enumerate() {
+        let mut next = Vec::new();
+        for region in regions {
+            let children = children(&region.cpus, &level.instances);
+            if children.len() < 2 || region.quota.is_empty() {
+                next.push(region);
+                continue;
+            }
+            let capacity: Vec<usize> = children.iter().map(|c| slots.capacity(c)).collect();
+            let demands: Vec<Demand> = region
+                .quota
+                .iter()
+                .map(|&(r, threads)| Demand {
+                    threads,
+                    score: requests[r].scores[li],
+                })
+                .collect();
+            let (x, case) = step(&demands, &capacity);
+            cases[li].insert(case);
+            for (j, cpus) in children.into_iter().enumerate() {
+                let quota: Vec<(usize, usize)> = region
+                    .quota
+                    .iter()
+                    .zip(&x)
+                    .filter(|(_, xa)| xa[j] > 0)
+                    .map(|(&(r, _), xa)| (r, xa[j]))
+                    .collect();
+                if !quota.is_empty() {
+                    next.push(Region { cpus, quota });
+                }
+            }
+        }
+        regions = next;
+    }
+    let mut cpus = vec![Vec::new(); requests.len()];
+    let mut load = Load::default();
+    for region in &regions {
+        for &(r, n) in &region.quota {
+            for _ in 0..n {
+                let cpu = slots.pick(&region.cpus, &load);
+                load.add(cpu, slots.core(cpu));
+                cpus[r].push(cpu);
+            }
+        }
+    }
+    Assignment { cpus, cases }
+}
+
+/// The instances of a level inside `region`, plus each CPU of the region that no
+/// instance covers as an instance of its own (it shares that level with nobody).
+fn children(region: &CpuSet, instances: &[CpuSet]) -> Vec<CpuSet> {
+    let mut out: Vec<CpuSet> = instances
+        .iter()
+        .map(|i| i.intersection(region))
+        .filter(|i| !i.is_empty())
+        .collect();
+    let covered = out.iter().fold(CpuSet::new(), |acc, c| acc.union(c));
+    out.extend(region.difference(&covered).iter().map(CpuSet::single));
+    out.sort_by_key(CpuSet::first);
+    out
+}
+
+/// Thread slots per CPU (see the module docs) and each CPU's core.
+struct Slots {
+    per_cpu: BTreeMap<Cpu, (usize, usize)>,
+}
+
+impl Slots {
+    fn new(topology: &Topology, threads: usize) -> Self {
+        let cores = topology.cores();
+        let pus = topology.cpus().len().max(1);
+        let mut per_cpu = BTreeMap::new();
+        for (core, set) in cores.iter().enumerate() {
+            for (k, cpu) in set.iter().enumerate() {
+                let slots = if threads <= cores.len() {
+                    usize::from(k == 0)
+                } else {
+                    threads.div_ceil(pus)
+                };
+                per_cpu.insert(cpu, (slots, core));
+            }
+        }
+        Self { per_cpu }
+    }
+
+    fn capacity(&self, cpus: &CpuSet) -> usize {
+        cpus.iter()
+            .filter_map(|c| self.per_cpu.get(&c))
+            .map(|(s, _)| s)
+            .sum()
+    }
+
+    fn core(&self, cpu: Cpu) -> usize {
+        self.per_cpu.get(&cpu).map_or(usize::MAX, |(_, core)| *core)
+    }
+
+    /// A CPU of the region with a free slot, on the least busy core, then the least
+    /// busy CPU, then the lowest number; the least busy CPU when none is free.
+    fn pick(&self, region: &CpuSet, load: &Load) -> Cpu {
+        region
+            .iter()
+            .min_by_key(|&cpu| {
+                let slots = self.per_cpu.get(&cpu).map_or(0, |(s, _)| *s);
+                let on_cpu = load.cpu.get(&cpu).copied().unwrap_or(0);
+                let on_core = load.core.get(&self.core(cpu)).copied().unwrap_or(0);
+                (on_cpu >= slots, on_core, on_cpu, cpu)
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// Threads placed so far per CPU and per core.
+#[derive(Default)]
+struct Load {
+    cpu: BTreeMap<Cpu, usize>,
+    core: BTreeMap<usize, usize>,
+}
+
+impl Load {
+    fn add(&mut self, cpu: Cpu, core: usize) {
+        *self.cpu.entry(cpu).or_default() += 1;
+        *self.core.entry(core).or_default() += 1;
+    }
+}

@@ -1,0 +1,134 @@
+//! ReSense (Dey et al., TACO 2013): thread mapping from solo sensitivity scores.
+//!
+//! Problem: co-located multithreaded apps contend for, or benefit from sharing,
+//! caches, front-side buses, memory controllers and sockets, and in a dynamic
+//! workload the set of apps changes all the time, so trying mappings online is too
+//! slow (§1). Which mapping is best depends on each app's character and on the
+//! machine.
+//!
+//! Approach: each app is characterized once per platform, alone, per shared level:
+//! its sensitivity score (§2.2, Equation 1; [`coloc_model::profile`]) is positive
+//! when its threads gain from sharing an instance of the level and negative when
+//! they suffer. On every arrival, exit, thread creation and destruction (the
+//! Manager's triggers; epochs recompute the same mapping) ReSensor (Algorithm 1,
+//! §2.3) walks the levels from the memory side up to the caches; at each level the
+//! apps, most sensitive first, share an instance (positive score) or spread over
+//! instances (negative) when there are at least as many instances as apps (case 1),
+//! and otherwise the most sensitive app shares instances with the least sensitive
+//! one, following the former's sign (case 2). Every thread is then pinned to one
+//! CPU (`Placement::PerThread`); threads born between two decisions may use any of
+//! the app's CPUs until the next decision pins them.
+//!
+//! Profiles come from [`crate::PolicyContext::profiles`], matched to apps by what
+//! they run (model, argv) and, failing that, by name
+//! ([`coloc_model::profile::find`]); the context holds this platform's profiles
+//! (the CLI takes them from the store by platform fingerprint). Apps without one
+//! score 0 everywhere, so Algorithm 1 maps them "on any core" (the least loaded
+//! instance, as Linux balances), and are named in the plan's note.
+//! `resense-positive` and `resense-negative` fix every score to +1 or −1, the
+//! ablation of Table VII.
+
+mod assign;
+mod scores;
+mod step;
+#[cfg(test)]
+mod tests;
+
+use coloc_model::profile::AppProfile;
+use coloc_model::topology::SharedResource;
+use coloc_model::{AppPlan, CpuSet, Placement, Plan, View};
+
+use self::assign::{assign, Request};
+use self::scores::{vectors, ScoreSource};
+use crate::Policy;
+
+/// The ReSense policy and its fixed-sign variants.
+#[derive(Debug, Clone)]
+pub struct ReSense {
+    source: ScoreSource,
+}
+
+impl ReSense {
+    /// ReSensor over measured profiles.
+    pub fn new(profiles: Vec<AppProfile>) -> Self {
+        Self {
+            source: ScoreSource::Profiles(profiles),
+        }
+    }
+
+    /// Every score +1: every app shares (Table VII, row `C+`).
+    pub fn fixed_positive() -> Self {
+        Self {
+            source: ScoreSource::Fixed(1.0),
+        }
+    }
+
+    /// Every score −1: every app spreads (Table VII, row `C−`).
+    pub fn fixed_negative() -> Self {
+        Self {
+            source: ScoreSource::Fixed(-1.0),
+        }
+    }
+}
+
+impl Policy for ReSense {
+    fn name(&self) -> &'static str {
+        match self.source {
+            ScoreSource::Profiles(_) => "resense",
+            ScoreSource::Fixed(s) if s > 0.0 => "resense-positive",
+            ScoreSource::Fixed(_) => "resense-negative",
+        }
+    }
+
+    fn decide(&mut self, view: &View<'_>) -> Plan {
+        // Outermost (memory side) first: the paper's "bottom to top".
+        let levels: Vec<SharedResource> =
+            view.topology.shared_resources().into_iter().rev().collect();
+        let (scores, missing) = vectors(view, &levels, &self.source);
+        let requests: Vec<Request> = view
+            .apps
+            .iter()
+            .zip(scores)
+            .map(|(app, scores)| Request {
+                threads: app.threads.len().max(app.threads_requested as usize).max(1),
+                scores,
+            })
+            .collect();
+        let placed = assign(view.topology, &levels, &requests);
+        let apps = view
+            .apps
+            .iter()
+            .zip(&placed.cpus)
+            .map(|(app, cpus)| AppPlan {
+                placement: Placement::PerThread {
+                    threads: app
+                        .threads
+                        .iter()
+                        .zip(cpus)
+                        .map(|(t, c)| (*t, CpuSet::single(*c)))
+                        .collect(),
+                    rest: cpus.iter().copied().collect(),
+                },
+                ..AppPlan::native(app.id)
+            })
+            .collect();
+        let mut note = format!("{}: {} apps", self.name(), view.apps.len());
+        for (level, cases) in levels.iter().zip(&placed.cases) {
+            if !cases.is_empty() {
+                let cases: Vec<String> = cases.iter().map(|c| (*c as u8).to_string()).collect();
+                note.push_str(&format!(
+                    "; {} case {}",
+                    level.kind.label(),
+                    cases.join("+")
+                ));
+            }
+        }
+        if !missing.is_empty() {
+            note.push_str(&format!(
+                "; no profile for {}: score 0 (any core, least loaded first)",
+                missing.join(", ")
+            ));
+        }
+        Plan { apps, note }
+    }
+}

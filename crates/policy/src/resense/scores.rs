@@ -1,0 +1,49 @@
+//! Each app's sensitivity vector for the levels ReSensor walks (ReSense §2.2–2.3).
+
+use coloc_model::profile::{self, AppProfile};
+use coloc_model::topology::SharedResource;
+use coloc_model::View;
+
+/// Where scores come from.
+#[derive(Clone, Debug)]
+pub(crate) enum ScoreSource {
+    /// Measured profiles (the `resense` policy).
+    Profiles(Vec<AppProfile>),
+    /// The same score for every app and level: the paper's ablation of Table VII,
+    /// all fixed positive (`[C+]` mappings) or all fixed negative (`[C−]`).
+    Fixed(f64),
+}
+
+/// One score per app of the view and per level, and the names of the apps that
+/// have no profile.
+///
+/// An app without a profile scores 0 at every level, and so does a level its
+/// profile could not characterize: Algorithm 1 then maps it "on any core", which
+/// here is the least loaded instance — Linux's balancing (§3.5: with all scores 0
+/// ReSense performs like the native OS). Being the least sensitive, such apps are
+/// placed last and paired with the most sensitive app in case 2.
+pub(crate) fn vectors(
+    view: &View<'_>,
+    levels: &[SharedResource],
+    source: &ScoreSource,
+) -> (Vec<Vec<f64>>, Vec<String>) {
+    let mut missing = Vec::new();
+    let vectors = view
+        .apps
+        .iter()
+        .map(|app| match source {
+            ScoreSource::Fixed(s) => vec![*s; levels.len()],
+            ScoreSource::Profiles(profiles) => match profile::find(profiles, &app.spec) {
+                Some((p, _)) => levels
+                    .iter()
+                    .map(|l| p.score(l).filter(|s| s.is_finite()).unwrap_or(0.0))
+                    .collect(),
+                None => {
+                    missing.push(format!("{} ({})", app.spec.name, app.id));
+                    vec![0.0; levels.len()]
+                }
+            },
+        })
+        .collect();
+    (vectors, missing)
+}
