@@ -132,6 +132,15 @@ pub(crate) fn check_slice(tid: u32, ns: u64) -> Result<(), Fail> {
     Ok(())
 }
 
+/// An instance's originals (its main thread's values before coloc changed
+/// them), what a thread created later would have had without coloc.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Base {
+    pub affinity: Option<CpuSet>,
+    pub nice: Option<i32>,
+    pub slice_ns: Option<u64>,
+}
+
 impl TaskSettings {
     /// A thread coloc has not changed yet.
     pub fn new(task: TaskId) -> Self {
@@ -140,6 +149,56 @@ impl TaskSettings {
             affinity: Slot::default(),
             nice: Slot::default(),
             slice_ns: Slot::default(),
+        }
+    }
+
+    /// A thread found after its instance started. It inherited its creator's
+    /// settings, coloc's where coloc changed them: each setting that differs
+    /// from the instance's original is taken as coloc's, in force, with the
+    /// instance's original journaled as its original, so a restore (or a
+    /// recovery) gives it what it would have had without coloc.
+    pub fn discovered(
+        task: TaskId,
+        base: &Base,
+        proc: &ProcRoot,
+        journal: &mut Journal,
+    ) -> Result<Self, JournalError> {
+        let mut s = Self::new(task);
+        let tid = task.tid;
+        inherit(
+            &mut s.affinity,
+            &base.affinity,
+            &task,
+            journal,
+            Original::Affinity,
+            || sys::affinity(tid).ok(),
+        )?;
+        inherit(
+            &mut s.nice,
+            &base.nice,
+            &task,
+            journal,
+            Original::Nice,
+            || read_nice(proc, &task).ok(),
+        )?;
+        inherit(
+            &mut s.slice_ns,
+            &base.slice_ns,
+            &task,
+            journal,
+            Original::SliceNs,
+            || read_slice(tid).ok(),
+        )?;
+        Ok(s)
+    }
+
+    /// The originals of this thread, as the base for threads it (or its
+    /// instance) creates.
+    pub fn base(&self) -> Base {
+        Base {
+            affinity: self.affinity.original.clone(),
+            nice: self.nice.original,
+            slice_ns: self.slice_ns.original,
         }
     }
 
@@ -247,6 +306,25 @@ impl TaskSettings {
     }
 }
 
+/// See [`TaskSettings::discovered`]: one setting of a new thread.
+fn inherit<T: Clone + PartialEq>(
+    slot: &mut Slot<T>,
+    base: &Option<T>,
+    task: &TaskId,
+    journal: &mut Journal,
+    record: impl FnOnce(T) -> Original,
+    current: impl FnOnce() -> Option<T>,
+) -> Result<(), JournalError> {
+    let Some(original) = base else { return Ok(()) };
+    let Some(now) = current() else { return Ok(()) };
+    if now != *original {
+        journal.append(&Entry::changed(task, record(original.clone())))?;
+        slot.original = Some(original.clone());
+        slot.in_force = Some(now);
+    }
+    Ok(())
+}
+
 enum Step {
     Same,
     Written,
@@ -304,4 +382,84 @@ fn settle<T: Clone + PartialEq + Display>(
         Err(Fail::Gone) => Step::Gone,
         Err(Fail::Refused(why)) => refused(&target, why),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn own_thread(proc: &ProcRoot) -> TaskId {
+        let pid = std::process::id();
+        let tid = nix::unistd::gettid().as_raw() as u32;
+        let start = proc.task_stat(pid, tid).unwrap().starttime;
+        TaskId { pid, tid, start }
+    }
+
+    /// A thread id that now names a thread started at another time is a
+    /// different thread: nothing is journaled or changed.
+    #[test]
+    fn a_start_time_mismatch_counts_as_vanished() {
+        let proc = ProcRoot::new(Path::new("/proc"));
+        let me = own_thread(&proc);
+        let before = sys::affinity(me.tid).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = Journal::new(dir.path(), 1, 1);
+        let mut s = TaskSettings::new(TaskId {
+            start: me.start + 1,
+            ..me
+        });
+        let want = Wanted {
+            affinity: Some(CpuSet::single(before.first().unwrap())),
+            ..Wanted::default()
+        };
+        let mut refused = Vec::new();
+        let out = s.apply(&want, &proc, &mut journal, &mut refused).unwrap();
+        assert_eq!(out, Outcome::Vanished);
+        assert!(refused.is_empty());
+        assert!(!journal.path().exists(), "nothing journaled");
+        assert_eq!(sys::affinity(me.tid).unwrap(), before, "nothing changed");
+    }
+
+    /// The whole cycle on this test's own thread: journal, change, no-op,
+    /// restore.
+    #[test]
+    fn changes_are_journaled_first_and_restored() {
+        let proc = ProcRoot::new(Path::new("/proc"));
+        let me = own_thread(&proc);
+        let before = sys::affinity(me.tid).unwrap();
+        let nice = read_nice(&proc, &me).ok().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = Journal::new(dir.path(), 1, 1);
+        let mut s = TaskSettings::new(me);
+        let want = Wanted {
+            affinity: Some(CpuSet::single(before.first().unwrap())),
+            nice: Some(nice + 1),
+            slice_ns: None,
+        };
+        let mut refused = Vec::new();
+        assert_eq!(
+            s.apply(&want, &proc, &mut journal, &mut refused).unwrap(),
+            Outcome::Changed
+        );
+        assert_eq!(
+            s.apply(&want, &proc, &mut journal, &mut refused).unwrap(),
+            Outcome::Unchanged
+        );
+        assert_eq!(
+            sys::affinity(me.tid).unwrap(),
+            want.affinity.clone().unwrap()
+        );
+        assert_eq!(read_nice(&proc, &me).ok(), Some(nice + 1));
+        let text = std::fs::read_to_string(journal.path()).unwrap();
+        assert_eq!(text.lines().count(), 3, "header, affinity, nice: {text}");
+        s.release(&proc, &mut journal, &mut refused).unwrap();
+        assert!(refused.is_empty(), "{refused:?}");
+        assert_eq!(sys::affinity(me.tid).unwrap(), before);
+        // Lowering nice again needs CAP_SYS_NICE; this runs as root.
+        assert_eq!(read_nice(&proc, &me).ok(), Some(nice));
+        let text = std::fs::read_to_string(journal.path()).unwrap();
+        assert!(text.lines().last().unwrap().contains("released"), "{text}");
+    }
 }

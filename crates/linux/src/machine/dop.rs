@@ -5,6 +5,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use coloc_model::{AppId, OmpSample};
 use coloc_shim::{
@@ -97,9 +98,13 @@ pub(crate) fn prepare(l: &DopLaunch<'_>) -> DopSetup {
         Ok(s) => s,
         Err(e) => return unmanaged(format!("extracting libcoloc_omp.so: {e}")),
     };
+    // Unique per coloc process and instance; the sequence number keeps two
+    // machines of one process (tests, `compare`) apart.
+    static SEQ: AtomicU64 = AtomicU64::new(0);
     let record = l.shm_dir.join(format!(
-        "coloc-{}-{}.{}",
+        "coloc-{}-{}-{}.{}",
         std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed),
         l.id.app,
         l.id.rep
     ));

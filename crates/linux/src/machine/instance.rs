@@ -12,7 +12,7 @@ use nix::errno::Errno;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
-use super::actuate::{Outcome, TaskSettings, Wanted};
+use super::actuate::{Base, Outcome, TaskSettings, Wanted};
 use super::dop::DopControl;
 use super::journal::{Journal, JournalError};
 use super::tasks::{ProcRoot, ProcTable, TaskId};
@@ -25,6 +25,8 @@ pub(crate) struct Instance {
     pub tracker: Tracker,
     /// Threads whose settings coloc manages (entries of exited threads are dropped).
     pub settings: BTreeMap<TaskId, TaskSettings>,
+    /// The instance's originals, for threads it creates later.
+    pub base: Base,
     pub dop: DopControl,
     /// The memory policy set at launch.
     pub memory: MemPolicy,
@@ -52,13 +54,25 @@ impl Instance {
         self.child.id()
     }
 
-    /// Re-reads the thread set; drops the settings of threads that exited.
-    pub fn rescan(&mut self, proc: &ProcRoot, table: &ProcTable) -> bool {
+    /// Re-reads the thread set: drops the settings of threads that exited and
+    /// takes over (journaling) coloc's settings that new threads inherited.
+    pub fn rescan(
+        &mut self,
+        proc: &ProcRoot,
+        table: &ProcTable,
+        journal: &mut Journal,
+    ) -> Result<bool, JournalError> {
         let changed = self.tracker.rescan(proc, table);
         let tracker = &self.tracker;
         self.settings
             .retain(|t, _| tracker.thread(t.tid).is_some_and(|k| k == t));
-        changed
+        for task in self.tracker.threads() {
+            if !self.settings.contains_key(task) {
+                let s = TaskSettings::discovered(*task, &self.base, proc, journal)?;
+                self.settings.insert(*task, s);
+            }
+        }
+        Ok(changed)
     }
 
     /// Applies `plan` to every thread and the DoP channel.
@@ -84,7 +98,16 @@ impl Instance {
                 .settings
                 .entry(task)
                 .or_insert_with(|| TaskSettings::new(task));
-            match settings.apply(&want, proc, journal, &mut out.refused) {
+            let result = settings.apply(&want, proc, journal, &mut out.refused);
+            if task.tid == self.tracker.main() {
+                let main = settings.base();
+                self.base = Base {
+                    affinity: self.base.affinity.take().or(main.affinity),
+                    nice: self.base.nice.or(main.nice),
+                    slice_ns: self.base.slice_ns.or(main.slice_ns),
+                };
+            }
+            match result {
                 Ok(Outcome::Unchanged) => {}
                 Ok(Outcome::Changed) => out.threads_set += 1,
                 Ok(Outcome::Vanished) => out.threads_vanished += 1,

@@ -174,7 +174,9 @@ impl LinuxMachine {
         let mut k = 0;
         while k < self.instances.len() {
             let inst = &mut self.instances[k];
-            let changed = inst.rescan(&self.proc, &self.table);
+            let changed = inst
+                .rescan(&self.proc, &self.table, &mut self.journal)
+                .map_err(|e| other("tracking new threads", e))?;
             let exited = inst
                 .try_exit()
                 .map_err(|e| other(&format!("waiting for {} (pid {})", inst.id, inst.pid()), e))?;
@@ -276,6 +278,7 @@ impl LinuxMachine {
         }
         let main = started.main.task;
         let inst = Instance {
+            base: started.main.base(),
             id: req.id,
             child: started.child,
             tracker: Tracker::new(main),
@@ -374,7 +377,9 @@ impl Machine for LinuxMachine {
         let table_ok = self.table.refresh(&self.proc);
         for mut inst in std::mem::take(&mut self.instances) {
             if table_ok.is_ok() {
-                inst.rescan(&self.proc, &self.table);
+                if let Err(e) = inst.rescan(&self.proc, &self.table, &mut self.journal) {
+                    refused.push(e.to_string());
+                }
             }
             match inst.release_all(&self.proc, &mut self.journal) {
                 Ok(r) => refused.extend(r),

@@ -64,10 +64,12 @@ impl ProcRoot {
         Stat::from_file(self.0.join(pid.to_string()).join("stat"))
     }
 
-    /// Whether the thread still exists and is the one that started at `start`.
+    /// Whether the thread still runs and is the one that started at `start`.
+    /// A zombie (exited, not yet reaped) is not alive: the kernel still accepts
+    /// settings for it, but they would change nothing.
     pub fn is_alive(&self, task: &TaskId) -> bool {
         self.task_stat(task.pid, task.tid)
-            .is_ok_and(|s| s.starttime == task.start)
+            .is_ok_and(|s| s.starttime == task.start && !matches!(s.state, 'Z' | 'X'))
     }
 
     /// The thread ids of process `pid` (its `task` directory).

@@ -11,6 +11,8 @@ use super::tasks::{ProcRoot, ProcTable, TaskId};
 /// The processes and threads of one instance, as of the last rescan.
 #[derive(Debug)]
 pub(crate) struct Tracker {
+    /// The main thread of the main process.
+    main: u32,
     /// pid -> start time.
     processes: BTreeMap<u32, u64>,
     /// tid -> the thread.
@@ -21,6 +23,7 @@ impl Tracker {
     /// Tracks the process `main` (its main thread has the same id and start).
     pub fn new(main: TaskId) -> Self {
         Self {
+            main: main.tid,
             processes: BTreeMap::from([(main.pid, main.start)]),
             threads: BTreeMap::from([(main.tid, main)]),
         }
@@ -66,6 +69,11 @@ impl Tracker {
         let mut all: Vec<&TaskId> = self.threads.values().collect();
         all.sort_by_key(|t| (t.start, t.tid));
         all.into_iter().map(|t| t.tid).collect()
+    }
+
+    /// Id of the main thread (and process).
+    pub fn main(&self) -> u32 {
+        self.main
     }
 
     pub fn threads(&self) -> impl Iterator<Item = &TaskId> {

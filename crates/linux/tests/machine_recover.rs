@@ -1,0 +1,144 @@
+//! Restoring after a crash: journals of dead coloc processes are replayed
+//! against the tasks still alive, journals of live ones are left alone.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Child, Command};
+
+use coloc_linux::machine::recover_stale_journals;
+use coloc_model::CpuSet;
+use nix::sched::{sched_setaffinity, CpuSet as NixCpuSet};
+use nix::unistd::Pid;
+use support::{cpus_of, two_cpus};
+
+/// Start time (field 22 of stat) of a process.
+fn start_of(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    after.split(' ').nth(19).unwrap().parse().unwrap()
+}
+
+/// A pid that no process has now: a child that has exited and been reaped.
+fn dead_pid() -> u32 {
+    let mut c = Command::new("true").spawn().unwrap();
+    c.wait().unwrap();
+    c.id()
+}
+
+fn pin(pid: u32, cpu: u32) {
+    let mut set = NixCpuSet::new();
+    set.set(cpu as usize).unwrap();
+    sched_setaffinity(Pid::from_raw(pid as i32), &set).unwrap();
+}
+
+fn journal_line(pid: u32, start: u64, original: &CpuSet) -> String {
+    format!(
+        r#"{{"event":"changed","pid":{pid},"tid":{pid},"start":{start},"original":{{"affinity":"{original}"}}}}"#
+    )
+}
+
+struct Killed(Child);
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_dead_colocs_journal_is_replayed_and_deleted() {
+    let Some(cpus) = two_cpus() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let sleeper = Killed(Command::new("sleep").arg("30").spawn().unwrap());
+    let pid = sleeper.0.id();
+    let last = cpus.iter().last().unwrap();
+    pin(pid, last);
+    assert_eq!(cpus_of(pid, pid), Some(CpuSet::single(last)));
+
+    let dead = dead_pid();
+    let journal = dir.path().join(format!("{dead}.journal"));
+    let gone = dead_pid();
+    std::fs::write(
+        &journal,
+        format!(
+            "{{\"event\":\"coloc\",\"pid\":{dead},\"start\":1}}\n{}\n{}\n{{\"event\":\"chan",
+            journal_line(pid, start_of(pid), &cpus),
+            journal_line(gone, 12345, &cpus),
+        ),
+    )
+    .unwrap();
+
+    let report = recover_stale_journals(dir.path(), Path::new("/proc")).unwrap();
+    assert_eq!(cpus_of(pid, pid), Some(cpus.clone()), "affinity is back");
+    assert!(!journal.exists(), "the stale journal is deleted");
+    assert!(!report.is_empty());
+    assert_eq!(report.restored.len(), 1, "{report}");
+    assert_eq!(report.gone.len(), 1, "{report}");
+    let text = report.to_string();
+    assert!(text.contains(&format!("thread {pid}")), "{text}");
+    assert!(text.contains(&format!("CPUs {cpus}")), "{text}");
+
+    // Nothing left: a second pass has nothing to say.
+    let again = recover_stale_journals(dir.path(), Path::new("/proc")).unwrap();
+    assert!(again.is_empty(), "{again}");
+}
+
+#[test]
+fn a_live_colocs_journal_is_left_alone() {
+    let Some(cpus) = two_cpus() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let sleeper = Killed(Command::new("sleep").arg("30").spawn().unwrap());
+    let pid = sleeper.0.id();
+    let last = cpus.iter().last().unwrap();
+    pin(pid, last);
+    // This test process plays the live coloc.
+    let me = std::process::id();
+    let journal = dir.path().join(format!("{me}.journal"));
+    let text = format!(
+        "{{\"event\":\"coloc\",\"pid\":{me},\"start\":{}}}\n{}\n",
+        start_of(me),
+        journal_line(pid, start_of(pid), &cpus)
+    );
+    std::fs::write(&journal, &text).unwrap();
+    let report = recover_stale_journals(dir.path(), Path::new("/proc")).unwrap();
+    assert!(report.is_empty(), "{report}");
+    assert_eq!(report.live, [me]);
+    assert_eq!(std::fs::read_to_string(&journal).unwrap(), text);
+    assert_eq!(cpus_of(pid, pid), Some(CpuSet::single(last)), "not touched");
+}
+
+#[test]
+fn a_reused_coloc_pid_does_not_keep_a_journal_alive() {
+    let Some(cpus) = two_cpus() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let sleeper = Killed(Command::new("sleep").arg("30").spawn().unwrap());
+    let pid = sleeper.0.id();
+    pin(pid, cpus.first().unwrap());
+    // The journal names this process's pid with another start time: the coloc
+    // that wrote it is dead and its pid was reused.
+    let me = std::process::id();
+    let journal = dir.path().join(format!("{me}.journal"));
+    std::fs::write(
+        &journal,
+        format!(
+            "{{\"event\":\"coloc\",\"pid\":{me},\"start\":{}}}\n{}\n",
+            start_of(me) + 1,
+            journal_line(pid, start_of(pid), &cpus)
+        ),
+    )
+    .unwrap();
+    let report = recover_stale_journals(dir.path(), Path::new("/proc")).unwrap();
+    assert!(report.live.is_empty(), "{report}");
+    assert_eq!(report.restored.len(), 1, "{report}");
+    assert_eq!(cpus_of(pid, pid), Some(cpus));
+}
+
+#[test]
+fn a_missing_directory_holds_no_journal() {
+    let report =
+        recover_stale_journals(Path::new("/nonexistent/coloc-journals"), Path::new("/proc"))
+            .unwrap();
+    assert!(report.is_empty());
+    assert_eq!(report.to_string(), "no settings left to restore");
+}
