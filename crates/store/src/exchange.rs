@@ -1,0 +1,107 @@
+//! Moving profiles between machines: a JSON export and an import that accepts only
+//! profiles of the importing machine's platform (a sensitivity score is a property
+//! of one platform, ReSense §2.2).
+
+use std::io::{Read, Write};
+
+use coloc_model::profile::{AppIdentity, AppProfile, PlatformFingerprint};
+use serde::{Deserialize, Serialize};
+
+use crate::{put_on, Store, StoreError};
+
+/// The `format` field of an export.
+pub const EXPORT_FORMAT: &str = "coloc-profiles";
+/// The `version` field of an export this code writes and the newest it reads.
+pub const EXPORT_VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct Export {
+    format: String,
+    version: u32,
+    profiles: Vec<AppProfile>,
+}
+
+/// A profile an import left out.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Refused {
+    pub identity: AppIdentity,
+    pub platform: PlatformFingerprint,
+    /// Says why, naming both platforms.
+    pub reason: String,
+}
+
+/// What an import did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ImportReport {
+    pub imported: Vec<AppIdentity>,
+    pub refused: Vec<Refused>,
+}
+
+impl Store {
+    /// Writes every stored profile as one JSON document; returns how many.
+    pub fn export_json(&self, writer: impl Write) -> Result<usize, StoreError> {
+        let profiles = self
+            .bodies(
+                "SELECT identity, body FROM profiles ORDER BY platform, app, identity",
+                &[],
+            )?
+            .iter()
+            .map(|(key, body)| self.decode(|| format!("profile {key}"), body))
+            .collect::<Result<Vec<_>, _>>()?;
+        let n = profiles.len();
+        serde_json::to_writer_pretty(
+            writer,
+            &Export {
+                format: EXPORT_FORMAT.into(),
+                version: EXPORT_VERSION,
+                profiles,
+            },
+        )
+        .map_err(StoreError::Export)?;
+        Ok(n)
+    }
+
+    /// Reads an export and stores the profiles measured on `this_platform`,
+    /// replacing stored ones of the same app; every other profile is refused with a
+    /// reason naming both platforms. All accepted profiles are written in one
+    /// transaction: on an error nothing is imported.
+    pub fn import_json(
+        &self,
+        reader: impl Read,
+        this_platform: &PlatformFingerprint,
+    ) -> Result<ImportReport, StoreError> {
+        let export: Export =
+            serde_json::from_reader(reader).map_err(|e| StoreError::Import(e.to_string()))?;
+        if export.format != EXPORT_FORMAT {
+            return Err(StoreError::Import(format!(
+                "`format` is \"{}\", expected \"{EXPORT_FORMAT}\"",
+                export.format
+            )));
+        }
+        if export.version > EXPORT_VERSION {
+            return Err(StoreError::Import(format!(
+                "export version {} is newer than this coloc reads ({EXPORT_VERSION})",
+                export.version
+            )));
+        }
+        let mut report = ImportReport::default();
+        let tx = self.conn.unchecked_transaction().map_err(|e| self.sql(e))?;
+        for p in export.profiles {
+            if p.platform == *this_platform {
+                put_on(&tx, &p).map_err(|e| self.sql(e))?;
+                report.imported.push(p.identity);
+            } else {
+                report.refused.push(Refused {
+                    reason: format!(
+                        "{} was measured on {}, not on this platform {}",
+                        p.identity, p.platform, this_platform
+                    ),
+                    identity: p.identity,
+                    platform: p.platform,
+                });
+            }
+        }
+        tx.commit().map_err(|e| self.sql(e))?;
+        Ok(report)
+    }
+}

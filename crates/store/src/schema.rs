@@ -1,0 +1,126 @@
+//! The file's schema and how an existing file is recognized.
+//!
+//! A coloc store has a `coloc_schema` table holding one version number. Opening
+//! tells apart, before changing anything in the file: a new or empty file (the
+//! schema is created), a coloc store of this version (used as is), one of a newer
+//! version (refused: an older coloc must not rewrite what it does not know), an
+//! SQLite database of another program (refused, untouched) and a file that is not
+//! SQLite at all or is damaged (refused).
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::StoreError;
+
+/// The schema this code writes and reads.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// How long a connection waits for another one's write lock before giving up;
+/// characterization runs write one profile at a time, so waits are short.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+const CREATE: &str = "
+CREATE TABLE IF NOT EXISTS coloc_schema (version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS profiles (
+    identity TEXT NOT NULL,
+    platform TEXT NOT NULL,
+    app TEXT NOT NULL,
+    updated INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (identity, platform)
+);
+CREATE INDEX IF NOT EXISTS profiles_by_platform ON profiles (platform);
+";
+
+/// Tables every version-1 store has.
+const TABLES: [&str; 2] = ["coloc_schema", "profiles"];
+
+/// Opens `path`, creating the schema in a new file and checking an existing one.
+pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
+    let mut conn = Connection::open(path).map_err(|source| StoreError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let sql = |e| StoreError::sql(path, e);
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+    let tables = user_tables(&conn).map_err(sql)?;
+    if tables.is_empty() {
+        // Another process may be creating it too: the write lock orders them and
+        // `IF NOT EXISTS` plus the version check make the second one a no-op.
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        tx.execute_batch(CREATE).map_err(sql)?;
+        let versions: i64 = tx
+            .query_row("SELECT count(*) FROM coloc_schema", [], |r| r.get(0))
+            .map_err(sql)?;
+        if versions == 0 {
+            tx.execute(
+                "INSERT INTO coloc_schema (version) VALUES (?1)",
+                [SCHEMA_VERSION],
+            )
+            .map_err(sql)?;
+        }
+        tx.commit().map_err(sql)?;
+    } else {
+        check(path, &conn, &tables)?;
+    }
+    // Readers never block the writer nor each other (the store is shared by
+    // concurrent `coloc` processes).
+    conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
+        .map_err(sql)?;
+    Ok(conn)
+}
+
+fn user_tables(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare(
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') \
+         AND name NOT LIKE 'sqlite_%' ORDER BY name",
+    )?;
+    let names = stmt.query_map([], |r| r.get(0))?;
+    names.collect()
+}
+
+fn check(path: &Path, conn: &Connection, tables: &[String]) -> Result<(), StoreError> {
+    if !tables.iter().any(|t| t == "coloc_schema") {
+        return Err(StoreError::Foreign {
+            path: path.to_path_buf(),
+            tables: tables.join(", "),
+        });
+    }
+    let damaged = |reason: String| StoreError::Damaged {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let versions: Vec<i64> = conn
+        .prepare("SELECT version FROM coloc_schema")
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        .map_err(|e| StoreError::sql(path, e))?;
+    let found = match versions[..] {
+        [v] => v,
+        _ => {
+            return Err(damaged(format!(
+                "`coloc_schema` holds {} versions, expected one",
+                versions.len()
+            )))
+        }
+    };
+    if found < 1 {
+        return Err(damaged(format!(
+            "schema version {found} was never written by coloc"
+        )));
+    }
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::Newer {
+            path: path.to_path_buf(),
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    match TABLES.iter().find(|t| !tables.iter().any(|x| x == *t)) {
+        Some(missing) => Err(damaged(format!("table `{missing}` is missing"))),
+        None => Ok(()),
+    }
+}
