@@ -1,0 +1,214 @@
+//! What LinuxMachine observes and sets beyond placement: samples from /proc,
+//! the DoP of a malleable OpenMP app through the shim, nice, slice and memory
+//! policy at launch and later.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use coloc_manager::Machine;
+use coloc_model::{AppPlan, MemPolicy, OmpSample, Plan, SchedSettings};
+use support::*;
+
+fn plan(p: AppPlan) -> Plan {
+    Plan {
+        apps: vec![p],
+        note: String::new(),
+    }
+}
+
+/// Observes until `done` accepts the app's OpenMP sample (10 s at most).
+fn omp_until(
+    m: &mut coloc_linux::machine::LinuxMachine,
+    what: &str,
+    done: impl Fn(&OmpSample) -> bool,
+) -> OmpSample {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        m.wait_until(m.now() + Duration::from_millis(20)).unwrap();
+        let obs = m.observe().unwrap();
+        let omp = obs.apps[0]
+            .omp
+            .clone()
+            .expect("a malleable libgomp app has a channel");
+        if done(&omp) {
+            return omp;
+        }
+        assert!(Instant::now() < until, "{what}: last sample {omp:?}");
+    }
+}
+
+#[test]
+fn dop_of_a_malleable_app_follows_the_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = machine(dir.path());
+    let mut app = spec(
+        "malleable",
+        2,
+        &["kernel:barrier", "--regions", "1000000", "--work", "2000"],
+    );
+    app.malleable = true;
+    // Waiting threads sleep instead of spinning, so the test does not need
+    // both CPUs to itself.
+    app.env.insert("OMP_WAIT_POLICY".into(), "passive".into());
+    let p1 = AppPlan {
+        dop: Some(1),
+        ..AppPlan::native(id(0))
+    };
+    let l = launch(&mut m, id(0), &app, &p1);
+    let environ = std::fs::read(format!("/proc/{}/environ", l.pid)).unwrap();
+    let environ = String::from_utf8_lossy(&environ);
+    assert!(environ.contains("libcoloc_omp"), "LD_PRELOAD is set");
+    assert!(environ.contains("OMP_NUM_THREADS=2"));
+    let one = omp_until(&mut m, "team of 1", |o| {
+        o.team_size == 1 && o.regions_completed > 10
+    });
+    assert_eq!(one.dop_seen, Some(1));
+    let out = m.apply(&plan(AppPlan {
+        dop: Some(2),
+        ..AppPlan::native(id(0))
+    }));
+    assert!(out[0].refused.is_empty(), "{out:?}");
+    let two = omp_until(&mut m, "team of 2", |o| o.team_size == 2);
+    assert!(two.regions_completed > one.regions_completed);
+    omp_until(&mut m, "DoP 2 acknowledged", |o| o.dop_seen == Some(2));
+    let records = || {
+        std::fs::read_dir("/dev/shm")
+            .unwrap()
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name();
+                name.to_string_lossy()
+                    .starts_with(&format!("coloc-{}-", std::process::id()))
+            })
+            .count()
+    };
+    assert!(records() >= 1);
+    m.finish().unwrap();
+    assert!(journals(dir.path()).is_empty());
+}
+
+#[test]
+fn an_app_without_libgomp_has_no_dop_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = machine(dir.path());
+    let mut app = spec("script", 1, &["sh", "-c", "sleep 5"]);
+    app.malleable = true;
+    let p = AppPlan {
+        dop: Some(1),
+        ..AppPlan::native(id(0))
+    };
+    let l = launch(&mut m, id(0), &app, &p);
+    let environ = std::fs::read(format!("/proc/{}/environ", l.pid)).unwrap();
+    assert!(!String::from_utf8_lossy(&environ).contains("libcoloc_omp"));
+    let out = m.apply(&plan(p.clone()));
+    assert_eq!(out[0].refused.len(), 1, "{out:?}");
+    assert!(out[0].refused[0].contains("DoP is not managed"), "{out:?}");
+    assert!(
+        m.apply(&plan(p)).iter().all(|o| o.refused.is_empty()),
+        "said once"
+    );
+    assert_eq!(m.observe().unwrap().apps[0].omp, None);
+    m.finish().unwrap();
+}
+
+#[test]
+fn samples_come_from_proc_and_say_which_signals() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = machine(dir.path());
+    let app = spec("busy", 2, &["kernel:compute", "--iters", "100000000"]);
+    let l = launch(&mut m, id(0), &app, &AppPlan::native(id(0)));
+    until_threads(l.pid, 2);
+    std::thread::sleep(Duration::from_millis(200));
+    // Threads are found while waiting, as in the Manager loop.
+    m.wait_until(m.now() + Duration::from_millis(20)).unwrap();
+    let obs = m.observe().unwrap();
+    assert!(obs.signals.schedstat);
+    let a = &obs.apps[0];
+    assert_eq!(a.pid, l.pid);
+    assert!(a.rss_bytes > 0);
+    assert!(a.threads.len() >= 2, "{a:?}");
+    let main = a.threads.iter().find(|t| t.tid == l.pid).unwrap();
+    assert!(main.run_ns > 0 && main.cpu.is_some(), "{main:?}");
+    assert!(main.minor_faults > 0, "{main:?}");
+    if obs.signals.hw_counters {
+        assert!(main.counters.is_some());
+    } else {
+        assert!(a.threads.iter().all(|t| t.counters.is_none()));
+    }
+    // Cumulative: a later sample has at least as much run time.
+    std::thread::sleep(Duration::from_millis(100));
+    let later = m.observe().unwrap();
+    let again = later.apps[0]
+        .threads
+        .iter()
+        .find(|t| t.tid == l.pid)
+        .unwrap();
+    assert!(again.run_ns > main.run_ns);
+    assert!(later.at > obs.at);
+    m.finish().unwrap();
+}
+
+fn stat_field(pid: u32, index: usize) -> i64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    after.split(' ').nth(index - 3).unwrap().parse().unwrap()
+}
+
+fn slice_ns(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/sched")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("se.slice"))
+        .and_then(|v| v.trim_start_matches([' ', ':']).trim().parse().ok())
+}
+
+#[test]
+fn nice_slice_and_memory_policy_at_launch_and_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = machine(dir.path());
+    let app = spec("tuned", 1, &["sleep", "30"]);
+    let p = AppPlan {
+        memory: MemPolicy::Interleave,
+        sched: SchedSettings {
+            nice: Some(5),
+            slice_us: Some(8000),
+        },
+        ..AppPlan::native(id(0))
+    };
+    let l = launch(&mut m, id(0), &app, &p);
+    let original_slice = slice_ns(std::process::id());
+    assert_eq!(stat_field(l.pid, 19), 5, "nice in force from the start");
+    let numa = std::fs::read_to_string(format!("/proc/{}/numa_maps", l.pid)).unwrap();
+    assert!(numa.contains("interleave:"), "{numa}");
+    let first = m.apply(&plan(p.clone()));
+    // The launch's refusals (a kernel without custom slices) come with the first apply.
+    let slice_refused = first[0].refused.iter().any(|r| r.contains("slice"));
+    if slice_refused {
+        eprintln!("this kernel keeps its own slice: {first:?}");
+    } else if slice_ns(l.pid).is_some() {
+        assert_eq!(slice_ns(l.pid), Some(8_000_000));
+    }
+    assert_eq!(first[0].threads_set, 0, "already in force: {first:?}");
+    let later = m.apply(&plan(AppPlan {
+        memory: MemPolicy::Local,
+        sched: SchedSettings {
+            nice: Some(2),
+            slice_us: None,
+        },
+        ..AppPlan::native(id(0))
+    }));
+    assert_eq!(later[0].threads_set, 1, "{later:?}");
+    assert!(
+        later[0]
+            .refused
+            .iter()
+            .any(|r| r.contains("memory policy applies at launch")),
+        "{later:?}"
+    );
+    assert_eq!(stat_field(l.pid, 19), 2);
+    assert_eq!(slice_ns(l.pid), original_slice, "slice back to coloc's own");
+    // Native: nice back to the original (coloc's own, 0 here).
+    m.apply(&plan(AppPlan::native(id(0))));
+    assert_eq!(stat_field(l.pid, 19), stat_field(std::process::id(), 19));
+    m.finish().unwrap();
+    assert!(journals(dir.path()).is_empty());
+}
