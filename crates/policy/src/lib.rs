@@ -9,8 +9,10 @@ use coloc_model::{Plan, View};
 
 pub mod baseline;
 pub mod invariants;
+pub mod nupoco;
 pub mod queueing;
 pub mod resense;
+pub mod scalability;
 
 /// What a policy may know beyond the View: knowledge measured before the run (the
 /// machine's calibration, apps' characterizations from the profile store). The CLI
@@ -18,6 +20,9 @@ pub mod resense;
 /// pure: the context is plain data handed over at construction.
 #[derive(Debug, Clone, Default)]
 pub struct PolicyContext {
+    /// Service rates of this machine's memory controllers and links (`coloc
+    /// calibrate`, NuPoCo §4.3); policies check its fingerprint before use.
+    pub calibration: Option<coloc_model::calibration::MemoryCalibration>,
     /// The apps' profiles measured on this platform (ReSense §2.2); `resense`
     /// matches them to apps by what they run, then by name.
     pub profiles: Vec<coloc_model::profile::AppProfile>,
@@ -83,6 +88,21 @@ pub const POLICIES: &[PolicyInfo] = &[
         name: "resense-negative",
         about: "ReSensor with every score fixed negative: every app spreads (TACO 2013 Table VII ablation)",
         make: |_| Box::new(resense::ReSense::fixed_negative()),
+    },
+    PolicyInfo {
+        name: "nupoco",
+        about: "NuPoCo: DoP per OpenMP section maximizing CPU + memory-controller utilization (queueing model), with core swaps",
+        make: |ctx| Box::new(nupoco::Nupoco::from_context(ctx, nupoco::Variant::Full)),
+    },
+    PolicyInfo {
+        name: "nupoco-greedy",
+        about: "NuPoCo's DoP computation only: no core swaps, cores in topology order",
+        make: |ctx| Box::new(nupoco::Nupoco::from_context(ctx, nupoco::Variant::Greedy)),
+    },
+    PolicyInfo {
+        name: "scalability",
+        about: "C3PO-style hill climbing: each OpenMP app's DoP follows its measured progress rate",
+        make: |_| Box::new(scalability::Scalability::default()),
     },
 ];
 

@@ -19,12 +19,10 @@
 //!
 //! Rates are per unit of *compute* time (time a core is not waiting for memory),
 //! which is what makes the finite-source model self-consistent; any time unit
-//! works as long as MRR and μ use the same one (the paper's Figure 4 uses μ = 50).
+//! works as long as MRR and μ use the same one (the paper's Figure 4 uses μ = 50;
+//! coloc's calibrations and policies use requests per second).
 
-/// Below this offered load per customer (MRR/μ) the response time is taken as its
-/// limit 1/μ: eq. 3 subtracts two numbers of size 1/ρ, which loses all precision
-/// as ρ → 0 (at ρ = 1e-9 the difference is about 1 against 1e9).
-const MIN_LOAD: f64 = 1e-9;
+use coloc_model::calibration::MemoryCalibration;
 
 /// One M/M/1/N/N queue: `customers` sources, each issuing requests at `mrr` per
 /// unit of compute time, one server with service rate `mu`.
@@ -51,38 +49,58 @@ impl FiniteSource {
         }
     }
 
-    /// P0, the probability that the server is idle: the inverse of
-    /// Σ_{k=0..N} N!/(N−k)! ρ^k (the bracket of eq. 4).
-    ///
-    /// The sum is evaluated by Horner's rule from the innermost factor,
-    /// S = 1 + Nρ(1 + (N−1)ρ(1 + … (1 + 1·ρ))), which never forms N! on its own;
-    /// when it overflows P0 is 0, the right limit for a saturated server.
-    pub fn p0(&self) -> f64 {
+    /// T_j = S_j − 1, where S_j = Σ_{k=0..j} j!/(j−k)! ρ^k is the bracket of
+    /// eq. 4 for j customers. By Horner's rule S_j = 1 + jρ·S_{j−1}, so
+    /// T_j = jρ(1 + T_{j−1}) with T_0 = 0: the sum without its leading 1, which
+    /// never forms N! on its own and never subtracts 1 from a number close to 1.
+    /// It overflows to infinity for a saturated server with many customers.
+    fn excess(&self, customers: u32) -> f64 {
         let rho = self.load();
-        if self.customers == 0 || rho == 0.0 {
-            return 1.0;
-        }
-        let mut acc = 1.0f64;
-        for j in 1..=self.customers {
-            acc = 1.0 + f64::from(j) * rho * acc;
-        }
-        1.0 / acc
+        (1..=customers).fold(0.0, |t, j| f64::from(j) * rho * (1.0 + t))
     }
 
-    /// Server (memory controller) utilization, eq. 4: MCT Util(N) = 1 − P0.
+    /// P0, the probability that the server is idle: 1/S_N (the inverse of the
+    /// bracket of eq. 4); 0 when S_N overflows, the limit for a saturated server.
+    pub fn p0(&self) -> f64 {
+        1.0 / (1.0 + self.excess(self.customers))
+    }
+
+    /// Server (memory controller) utilization, eq. 4: MCT Util(N) = 1 − P0,
+    /// computed as T_N/(1 + T_N) so that a lightly loaded server keeps its
+    /// precision.
     pub fn utilization(&self) -> f64 {
-        1.0 - self.p0()
+        let t = self.excess(self.customers);
+        if t.is_finite() {
+            t / (1.0 + t)
+        } else {
+            1.0
+        }
     }
 
     /// Mean response time of one request (queueing plus service), eq. 3:
-    /// MRT(N) = (1/μ)(N / MCT Util(N) − μ/MRR). With no traffic a request would
-    /// find the server idle, so the limit 1/μ is returned.
+    /// MRT(N) = (1/μ)(N / MCT Util(N) − μ/MRR).
+    ///
+    /// The two terms in the bracket are both about 1/ρ when the server is
+    /// lightly loaded, so eq. 3 as printed loses every digit there (at ρ = 1e-8
+    /// it returns noise of either sign). With U = T_N/(1+T_N) and
+    /// T_N = Nρ(1 + T_{N−1}) the bracket is exactly
+    /// (T_N − T_{N−1}) / (ρ(1 + T_{N−1})), which has no such cancellation. With
+    /// no traffic a request finds the server idle: 1/μ. When T_N overflows the
+    /// server is saturated (U = 1) and eq. 3 is N/μ − 1/MRR.
     pub fn response_time(&self) -> f64 {
-        if self.customers == 0 || self.load() < MIN_LOAD {
+        let rho = self.load();
+        if self.customers == 0 || rho.is_nan() || rho <= 0.0 {
             return 1.0 / self.mu;
         }
-        let u = self.utilization();
-        (1.0 / self.mu) * (f64::from(self.customers) / u - self.mu / self.mrr)
+        let before = self.excess(self.customers - 1);
+        let t = f64::from(self.customers) * rho * (1.0 + before);
+        if t == 0.0 {
+            1.0 / self.mu
+        } else if t.is_finite() {
+            (1.0 / self.mu) * (t - before) / (rho * (1.0 + before))
+        } else {
+            f64::from(self.customers) / self.mu - 1.0 / self.mrr
+        }
     }
 
     /// Requests served per unit of time, X = μ · MCT Util (Little's law on the server).
@@ -241,6 +259,256 @@ impl NumaSystem {
     }
 }
 
+/// One app's cores in one CPU node: how many, and the memory request rate of
+/// each to every memory node (per unit of compute time). All of them are taken
+/// as read misses that stall the core (§4.2 distinguishes writes and prefetches,
+/// which load the controller without stalling; coloc's signals cannot tell them
+/// apart, so it counts every request as stalling).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Demand {
+    pub cores: u32,
+    pub mrr: Vec<f64>,
+}
+
+/// The §4 prediction for apps sharing nodes: [`NumaPrediction`] for the nodes and
+/// controllers, plus each app's own CPU utilization — "the weighted average of
+/// the workloads' MRR ... is used to compute the mean memory response time ...
+/// we compute the per-application ... CPU Util using the application-specific
+/// MRR value" (§3.3).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DemandPrediction {
+    pub numa: NumaPrediction,
+    /// `cpu_util[i][d]`: CPU Util of demand d of node i (eq. 5).
+    pub cpu_util: Vec<Vec<f64>>,
+    /// System Util of each node (eq. 6): Σ_d CPU Util_d · cores_d / M_i + MCT Util_i.
+    pub system_util: Vec<f64>,
+}
+
+impl DemandPrediction {
+    /// NuUtil, eq. 7.
+    pub fn nu_util(&self) -> f64 {
+        self.system_util.iter().sum()
+    }
+
+    /// Compute done per unit of time by the cores of the demands `pick` selects:
+    /// Σ cores · CPU Util, the progress rate of a balanced data-parallel app up
+    /// to a constant (eq. 1–5: each core progresses at its CPU utilization).
+    pub fn compute_rate(&self, nodes: &[Vec<Demand>], pick: impl Fn(usize, usize) -> bool) -> f64 {
+        nodes
+            .iter()
+            .enumerate()
+            .flat_map(|(i, ds)| ds.iter().enumerate().map(move |(d, x)| (i, d, x)))
+            .filter(|(i, d, _)| pick(*i, *d))
+            .map(|(i, d, x)| f64::from(x.cores) * self.cpu_util[i][d])
+            .sum()
+    }
+}
+
+/// Relative precision at which the inverse problems below stop bisecting.
+const FIT_TOLERANCE: f64 = 1e-9;
+
+/// The MRR range the inverse problems search, relative to the fastest server:
+/// below 1e-9 μ an app is CPU-bound for every purpose, above 1e3 μ it is
+/// saturated for every purpose.
+const FIT_RANGE: (f64, f64) = (1e-9, 1e3);
+
+/// Grid points per decade of MRR walked before bisecting.
+const FIT_GRID_PER_DECADE: i32 = 10;
+
+impl NumaSystem {
+    /// The network of a calibrated machine with `cores` cores in each CPU node.
+    pub fn from_calibration(cal: &MemoryCalibration, cores: Vec<u32>) -> Self {
+        let n = cal.node_service_rate.len();
+        let link = (0..n)
+            .map(|i| {
+                (0..n)
+                    .map(|m| {
+                        cal.link_service_rate
+                            .get(i)
+                            .and_then(|row| row.get(m).copied().flatten())
+                            .unwrap_or(f64::INFINITY)
+                    })
+                    .collect()
+            })
+            .collect();
+        Self {
+            mu: cal.node_service_rate.clone(),
+            link,
+            cores,
+        }
+    }
+
+    /// Solves the network for apps sharing nodes (`nodes[i]`: the demands in CPU
+    /// node i). The queues see each node's weighted-average rate (§4.1, §4.2 via
+    /// [`NumaSystem::predict`]); every demand then gets its own CPU Util from its
+    /// own rates and the node's response times.
+    pub fn predict_demands(&self, nodes: &[Vec<Demand>]) -> DemandPrediction {
+        let mems = self.mu.len();
+        let loads: Vec<NodeLoad> = nodes
+            .iter()
+            .map(|ds| {
+                let cores: u32 = ds.iter().map(|d| d.cores).sum();
+                let avg: Vec<f64> = (0..mems)
+                    .map(|m| {
+                        let total: f64 = ds
+                            .iter()
+                            .map(|d| f64::from(d.cores) * d.mrr.get(m).copied().unwrap_or(0.0))
+                            .sum();
+                        total / f64::from(cores.max(1))
+                    })
+                    .collect();
+                NodeLoad {
+                    cores,
+                    llc_read: avg.clone(),
+                    mrr: avg,
+                }
+            })
+            .collect();
+        let numa = self.predict(&loads);
+        let cpu_util: Vec<Vec<f64>> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, ds)| {
+                ds.iter()
+                    .map(|d| {
+                        let wait: f64 = d
+                            .mrr
+                            .iter()
+                            .zip(&numa.mrt[i])
+                            .map(|(rate, mrt)| rate * mrt)
+                            .sum();
+                        1.0 / (1.0 + wait)
+                    })
+                    .collect()
+            })
+            .collect();
+        let system_util = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, ds)| {
+                let m_cores = self.cores.get(i).copied().unwrap_or(0).max(1);
+                let cpu: f64 = ds
+                    .iter()
+                    .zip(&cpu_util[i])
+                    .map(|(d, u)| u * f64::from(d.cores))
+                    .sum();
+                cpu / f64::from(m_cores) + numa.mct_util.get(i).copied().unwrap_or(0.0)
+            })
+            .collect();
+        DemandPrediction {
+            numa,
+            cpu_util,
+            system_util,
+        }
+    }
+
+    /// One app alone with `layout[i]` cores in CPU node i, each issuing `mrr`
+    /// requests per unit of compute time spread over the memory nodes by
+    /// `spread` (fractions summing to 1).
+    fn solo(
+        &self,
+        layout: &[u32],
+        mrr: f64,
+        spread: &[f64],
+    ) -> (Vec<Vec<Demand>>, DemandPrediction) {
+        let nodes: Vec<Vec<Demand>> = layout
+            .iter()
+            .map(|&cores| {
+                vec![Demand {
+                    cores,
+                    mrr: spread.iter().map(|f| f * mrr).collect(),
+                }]
+            })
+            .collect();
+        let p = self.predict_demands(&nodes);
+        (nodes, p)
+    }
+
+    /// Requests per second of CPU time that one of the app's busy cores is
+    /// predicted to issue: MRR · CPU Util, averaged over its cores. This is what
+    /// a core's LLC-miss counter shows, since a core blocked on memory still
+    /// counts as running.
+    pub fn observed_request_rate(&self, layout: &[u32], mrr: f64, spread: &[f64]) -> f64 {
+        let (nodes, p) = self.solo(layout, mrr, spread);
+        let busy: u32 = layout.iter().sum();
+        mrr * p.compute_rate(&nodes, |_, _| true) / f64::from(busy.max(1))
+    }
+
+    /// Compute per unit of time of the app's cores (∝ its progress rate).
+    pub fn progress_rate(&self, layout: &[u32], mrr: f64, spread: &[f64]) -> f64 {
+        let (nodes, p) = self.solo(layout, mrr, spread);
+        p.compute_rate(&nodes, |_, _| true)
+    }
+
+    /// The MRR at which the model predicts what a core's counters showed: the
+    /// inverse of [`NumaSystem::observed_request_rate`] (NuPoCo §5.1 reads LLC
+    /// misses per cycle; per second of CPU time is the same up to the clock).
+    /// A rate beyond what the network can serve gives the MRR that saturates it.
+    pub fn mrr_from_request_rate(&self, layout: &[u32], spread: &[f64], observed: f64) -> f64 {
+        self.fit(observed, true, |mrr| {
+            self.observed_request_rate(layout, mrr, spread)
+        })
+    }
+
+    /// The MRR at which the model's progress at layout `a` over that at layout
+    /// `b` equals the measured `ratio` — fitting the model to progress rates at
+    /// two degrees of parallelism when no counter shows memory requests. A
+    /// ratio at or beyond the CPU-bound one (Σa/Σb, linear scaling) gives 0;
+    /// one below what saturation can explain gives the MRR that saturates.
+    pub fn mrr_from_speedup(&self, a: &[u32], b: &[u32], spread: &[f64], ratio: f64) -> f64 {
+        self.fit(ratio, false, |mrr| {
+            self.progress_rate(a, mrr, spread) / self.progress_rate(b, mrr, spread)
+        })
+    }
+
+    /// The smallest MRR at which `f` reaches `target`, `f` starting at its
+    /// CPU-bound value and moving towards `target` as MRR grows (`rising`: up).
+    ///
+    /// Near saturation the §4 network counts queueing twice — in MRT_m and
+    /// again in the path queue whose service time includes MRT_m — so the
+    /// predicted throughput peaks and then falls. Only the branch before the
+    /// peak describes a real machine, so the search walks a log grid upwards to
+    /// the first crossing and bisects there. A target beyond every value the
+    /// branch reaches gives the MRR of its extreme (the app saturates the
+    /// memory system); one already passed at the CPU-bound end gives 0.
+    fn fit(&self, target: f64, rising: bool, f: impl Fn(f64) -> f64) -> f64 {
+        let scale = self
+            .mu
+            .iter()
+            .copied()
+            .fold(0.0, f64::max)
+            .max(f64::MIN_POSITIVE);
+        let reached = |v: f64| if rising { v >= target } else { v <= target };
+        let (lo, hi) = (FIT_RANGE.0 * scale, FIT_RANGE.1 * scale);
+        if !target.is_finite() || reached(f(lo)) {
+            return 0.0;
+        }
+        let steps = (hi / lo).log10().ceil() as i32 * FIT_GRID_PER_DECADE;
+        let at = |k: i32| lo * (hi / lo).powf(f64::from(k) / f64::from(steps));
+        let (mut best, mut best_x) = (f(lo), lo);
+        for k in 1..=steps {
+            let x = at(k);
+            let v = f(x);
+            if reached(v) {
+                let (mut a, mut b) = (at(k - 1), x);
+                while b / a > 1.0 + FIT_TOLERANCE {
+                    let mid = (a * b).sqrt();
+                    if reached(f(mid)) {
+                        b = mid;
+                    } else {
+                        a = mid;
+                    }
+                }
+                return (a * b).sqrt();
+            }
+            if (rising && v > best) || (!rising && v < best) {
+                (best, best_x) = (v, x);
+            }
+        }
+        best_x
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,6 +614,27 @@ mod tests {
         }
     }
 
+    /// Light loads keep their precision: at ρ = 1e-8 with N = 8, eq. 3's two
+    /// terms are 1e8 apart from nothing, yet MRT must be 1/μ · (1 + 7ρ + O(ρ²)),
+    /// a hair above 1/μ. (Eq. 3 as printed returned noise of either sign here.)
+    /// Expanding T_8 − T_7 over ρ(1 + T_7) gives MRT = (1/μ)(1 + 7ρ + O(ρ²)).
+    #[test]
+    fn light_load_keeps_precision() {
+        for rho in [1e-12, 1e-8, 1e-5] {
+            let q = FiniteSource::new(8, rho * 50.0, 50.0);
+            let want = (1.0 + 7.0 * rho) / 50.0;
+            assert!(
+                close(q.response_time(), want, 100.0 * rho * rho + 1e-14),
+                "{rho}: {}",
+                q.response_time()
+            );
+            assert!(
+                close(q.utilization(), 8.0 * rho / (1.0 + 8.0 * rho), 10.0 * rho),
+                "{rho}"
+            );
+        }
+    }
+
     /// Very many saturated customers overflow the factorial sum; P0 must go to 0
     /// (U = 1) and MRT to N/μ − 1/MRR rather than NaN: 400 customers at ρ = 1,
     /// μ = 1 give MRT = 400 − 1 = 399.
@@ -402,5 +691,145 @@ mod tests {
             p.system_util[0] + p.system_util[1],
             1e-15
         ));
+    }
+
+    fn amd8() -> NumaSystem {
+        // 8 nodes of 8 cores, 1.5e8 requests/s per controller, 1e8 per link.
+        NumaSystem {
+            mu: vec![1.5e8; 8],
+            link: (0..8)
+                .map(|i| {
+                    (0..8)
+                        .map(|m| if i == m { f64::INFINITY } else { 1e8 })
+                        .collect()
+                })
+                .collect(),
+            cores: vec![8; 8],
+        }
+    }
+
+    /// With one demand per node, the per-app prediction is the node prediction:
+    /// same response times, same CPU and system utilization.
+    #[test]
+    fn demands_match_node_loads() {
+        let sys = amd8();
+        let nodes: Vec<Vec<Demand>> = (0..8)
+            .map(|i| {
+                vec![Demand {
+                    cores: i as u32 % 5,
+                    mrr: vec![2e6 * i as f64; 8],
+                }]
+            })
+            .collect();
+        let loads: Vec<NodeLoad> = nodes
+            .iter()
+            .map(|d| NodeLoad {
+                cores: d[0].cores,
+                mrr: d[0].mrr.clone(),
+                llc_read: d[0].mrr.clone(),
+            })
+            .collect();
+        let a = sys.predict_demands(&nodes);
+        let b = sys.predict(&loads);
+        for i in 0..8 {
+            assert!(close(a.cpu_util[i][0], b.cpu_util[i], 1e-12), "{i}");
+            assert!(close(a.system_util[i], b.system_util[i], 1e-12), "{i}");
+        }
+        assert!(close(a.nu_util(), b.nu_util(), 1e-12));
+    }
+
+    /// Two apps in one SMP node (μ = 50, 16 cores): a CPU-bound one (MRR 0) and
+    /// a memory-bound one (MRR 10). The queue sees their weighted mean rate
+    /// (8·0 + 8·10)/16 = 5 per core; the CPU-bound app never waits (CPU Util 1)
+    /// and the other waits 10·MRT per unit of compute: CPU Util = 1/(1 + 10·MRT).
+    #[test]
+    fn colocated_apps_get_their_own_cpu_util() {
+        let sys = NumaSystem {
+            mu: vec![50.0],
+            link: vec![vec![f64::INFINITY]],
+            cores: vec![16],
+        };
+        let nodes = vec![vec![
+            Demand {
+                cores: 8,
+                mrr: vec![0.0],
+            },
+            Demand {
+                cores: 8,
+                mrr: vec![10.0],
+            },
+        ]];
+        let p = sys.predict_demands(&nodes);
+        let mrt = FiniteSource::new(16, 5.0, 50.0).response_time();
+        assert!(close(p.numa.mrt[0][0], mrt, 1e-12));
+        assert_eq!(p.cpu_util[0][0], 1.0);
+        assert!(close(p.cpu_util[0][1], 1.0 / (1.0 + 10.0 * mrt), 1e-12));
+        let want = (8.0 + 8.0 * p.cpu_util[0][1]) / 16.0 + p.numa.mct_util[0];
+        assert!(close(p.system_util[0], want, 1e-12));
+        assert!(close(
+            p.compute_rate(&nodes, |_, d| d == 1),
+            8.0 * p.cpu_util[0][1],
+            1e-12
+        ));
+    }
+
+    /// The counter inversion recovers the MRR it was generated with, from
+    /// CPU-bound to near saturation, on every node and on one; a rate no MRR
+    /// explains (above the peak of the predicted curve) gives the MRR of the
+    /// peak, and a rate of 0 gives 0.
+    #[test]
+    fn request_rate_inversion_round_trips() {
+        let sys = amd8();
+        let uniform = vec![1.0 / 8.0; 8];
+        let layouts: [&[u32]; 3] = [&[8; 8], &[8, 0, 0, 0, 0, 0, 0, 0], &[1; 8]];
+        for layout in layouts {
+            for mrr in [1e3, 1e5, 1e6, 5e6] {
+                let seen = sys.observed_request_rate(layout, mrr, &uniform);
+                let got = sys.mrr_from_request_rate(layout, &uniform, seen);
+                assert!(close(got, mrr, 1e-6), "{layout:?} {mrr}: {got}");
+            }
+            let peak = sys.mrr_from_request_rate(layout, &uniform, 1e12);
+            let top = sys.observed_request_rate(layout, peak, &uniform);
+            for mrr in [1e6, 1e7, 1e8, 1e9] {
+                assert!(sys.observed_request_rate(layout, mrr, &uniform) <= top * (1.0 + 1e-9));
+            }
+        }
+        assert_eq!(sys.mrr_from_request_rate(&[8; 8], &uniform, 0.0), 0.0);
+    }
+
+    /// Progress at 64 cores over progress at 32 (half of every node) pins down
+    /// the MRR: a CPU-bound app doubles (ratio 2 → MRR 0), a saturated one
+    /// barely gains, and the ratios in between invert to the MRR they came from.
+    #[test]
+    fn speedup_inversion_round_trips() {
+        let sys = amd8();
+        let uniform = vec![1.0 / 8.0; 8];
+        let (a, b) = ([8u32; 8], [4u32; 8]);
+        for mrr in [1e5, 1e6, 5e6, 2e7] {
+            let ratio = sys.progress_rate(&a, mrr, &uniform) / sys.progress_rate(&b, mrr, &uniform);
+            assert!(ratio < 2.0 && ratio > 1.0, "{mrr}: {ratio}");
+            let got = sys.mrr_from_speedup(&a, &b, &uniform, ratio);
+            assert!(close(got, mrr, 1e-5), "{mrr}: {got}");
+        }
+        assert_eq!(sys.mrr_from_speedup(&a, &b, &uniform, 2.0), 0.0);
+        assert_eq!(sys.mrr_from_speedup(&a, &b, &uniform, 2.3), 0.0);
+        let saturated = sys.mrr_from_speedup(&a, &b, &uniform, 0.5);
+        assert!(saturated > 2e7, "{saturated}");
+    }
+
+    /// A calibration's missing links (local paths, a one-node machine) become
+    /// infinitely fast links, i.e. no link term.
+    #[test]
+    fn network_from_calibration() {
+        let topo = coloc_model::Topology::synthetic("t", "package:2 numa:1 core:4").unwrap();
+        let mut cal = MemoryCalibration::assumed(&topo);
+        cal.link_service_rate[1][0] = None;
+        let sys = NumaSystem::from_calibration(&cal, vec![4, 4]);
+        assert_eq!(sys.mu, [1.875e8, 1.875e8]);
+        assert_eq!(sys.link[0], [f64::INFINITY, 1.5625e8]);
+        assert_eq!(sys.link[1], [f64::INFINITY, f64::INFINITY]);
+        let one = coloc_model::Topology::synthetic("t", "package:1 core:2").unwrap();
+        let sys = NumaSystem::from_calibration(&MemoryCalibration::assumed(&one), vec![2]);
+        assert_eq!(sys.link, [[f64::INFINITY]]);
     }
 }

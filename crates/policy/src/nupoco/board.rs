@@ -1,0 +1,117 @@
+//! Who owns which core while a decision is being built, and the reservations
+//! that NuPoCo and the Scalability baseline make the same way before they
+//! divide the rest among apps in parallel sections.
+//!
+//! Rules shared by both (NuPoCo §5.2, §7.3):
+//! - an app in a serial section gets one core ("applications in serial sections
+//!   are assigned a single core");
+//! - an app whose thread count coloc cannot change (not malleable, or malleable
+//!   but its runtime reports nothing through the DoP channel) gets placement
+//!   only: one core per thread up to an equal share of the machine, since
+//!   NuPoCo pins the threads of non-malleable sections to assigned cores
+//!   (§3.2) and cannot shrink them;
+//! - a pending app is admitted while a core is free for it after every running
+//!   app has one, and starts on one core (its first section is serial until its
+//!   OpenMP team forms); the others wait.
+
+use coloc_model::{AppId, AppView};
+
+use super::cores::{Core, CoreMap};
+
+/// What an app needs from the allocator this decision.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Need {
+    /// One core.
+    Serial,
+    /// Placement only: `threads` cores at most.
+    Fixed { threads: u32 },
+    /// A share decided by the policy.
+    Parallel,
+}
+
+/// Core ownership under construction.
+#[derive(Clone, Debug)]
+pub(crate) struct Board {
+    pub owner: Vec<Option<AppId>>,
+}
+
+impl Board {
+    pub fn new(map: &CoreMap) -> Self {
+        Self {
+            owner: vec![None; map.len()],
+        }
+    }
+
+    pub fn free(&self) -> Vec<Core> {
+        (0..self.owner.len())
+            .filter(|&c| self.owner[c].is_none())
+            .collect()
+    }
+
+    pub fn owned(&self, app: AppId) -> Vec<Core> {
+        (0..self.owner.len())
+            .filter(|&c| self.owner[c] == Some(app))
+            .collect()
+    }
+
+    /// Gives `app` up to `n` free cores: first those of `prefer` (where it runs
+    /// now, so nothing moves), then the free ones in topology order.
+    pub fn take(&mut self, app: AppId, n: usize, prefer: &[Core]) -> Vec<Core> {
+        let mut got = Vec::with_capacity(n);
+        let order = prefer.iter().copied().chain(0..self.owner.len());
+        for c in order {
+            if got.len() == n {
+                break;
+            }
+            if self.owner[c].is_none() {
+                self.owner[c] = Some(app);
+                got.push(c);
+            }
+        }
+        got
+    }
+}
+
+/// The cores an app's current plan gives it (whole cores only).
+pub(crate) fn current_cores(map: &CoreMap, app: &AppView) -> Vec<Core> {
+    let Some(p) = &app.current else {
+        return Vec::new();
+    };
+    let cpus = p.placement.cpus();
+    (0..map.len())
+        .filter(|&c| !map.cores[c].is_empty() && map.cores[c].is_subset(&cpus))
+        .collect()
+}
+
+/// Reserves cores for serial and fixed apps and admits pending ones; returns
+/// the admitted pending apps. `needs` lists every running app with its need;
+/// apps needing [`Need::Parallel`] are only counted (each is kept one core).
+pub(crate) fn reserve(
+    map: &CoreMap,
+    board: &mut Board,
+    needs: &[(&AppView, Need)],
+    pending: &[&AppView],
+) -> Vec<AppId> {
+    let running = needs.len().max(1);
+    let fair = (map.len() / running).max(1);
+    for (app, need) in needs {
+        let n = match need {
+            Need::Serial => 1,
+            Need::Fixed { threads } => (*threads as usize).clamp(1, fair),
+            Need::Parallel => continue,
+        };
+        board.take(app.id, n, &current_cores(map, app));
+    }
+    let parallel = needs.iter().filter(|(_, n)| *n == Need::Parallel).count();
+    let mut room = board.free().len().saturating_sub(parallel);
+    let mut admitted = Vec::new();
+    for app in pending {
+        if room == 0 {
+            break;
+        }
+        board.take(app.id, 1, &[]);
+        admitted.push(app.id);
+        room -= 1;
+    }
+    admitted
+}

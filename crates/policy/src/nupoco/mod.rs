@@ -1,0 +1,405 @@
+//! NuPoCo (Cho, Celis Guzman, Egger, PACT 2018): parallelism management that
+//! maximizes the utilization of both the CPU cores and the memory controllers.
+//!
+//! Problem: co-located OpenMP apps each want every core. Giving cores to the
+//! most scalable app maximizes CPU utilization but leaves the memory system idle
+//! and ends in a congested tail when only memory-bound apps remain (§3.4,
+//! Figures 5–6). NuPoCo instead picks degrees of parallelism (DoP) that maximize
+//! the *system* utilization, CPU plus memory-controller utilization summed over
+//! nodes (NuUtil, eq. 7), predicted by an M/M/1/N/N queueing network of the
+//! memory controllers and links (§4, [`crate::queueing`]).
+//!
+//! Approach, per decision (§5):
+//! 1. Online profiling (`nupoco/profile.rs`): a malleable app entering a new parallel
+//!    section gets all cores — all but one per other running app, which coloc
+//!    never stops — for a window (150 ms), and its memory request rate (MRR) is
+//!    measured from LLC-miss counters or, without counters, fitted to its
+//!    progress rates at two DoPs. Apps profiling at the same time split the
+//!    cores, each over every memory node.
+//! 2. DoP computation (`nupoco/dop.rs`, Algorithm 1): the free units go greedily to the
+//!    app that raises the predicted NuUtil most.
+//! 3. Thread placement (`nupoco/placement.rs`, Algorithm 2): every 50 ms, cores are
+//!    swapped between the busiest and the idlest LLC groups. The `nupoco-greedy`
+//!    variant skips this step and gives each app its DoP in free cores in
+//!    topology order.
+//!
+//! Serial sections get one core; every core runs at most one active thread
+//! (cores are allocated whole and threads pinned one per core); apps whose DoP
+//! coloc cannot change get placement only (`nupoco/board.rs`). The DoP set for a serial
+//! app is the one it will use when its next parallel region starts (OpenMP
+//! applies a DoP at region starts): its profiling share when the section will be
+//! profiled, else its last DoP. Because DoP changes take effect at the next
+//! region while placement changes at once, a team can briefly have more
+//! threads than cores after a decision; that lasts until its next region.
+//!
+//! Service rates come from the machine's calibration (`coloc calibrate`, §4.3)
+//! when the [`crate::PolicyContext`] has one for this machine; otherwise from
+//! [`MemoryCalibration::assumed`], and every plan note says which.
+
+mod board;
+mod cores;
+mod dop;
+mod placement;
+mod profile;
+mod sample;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use coloc_model::calibration::MemoryCalibration;
+use coloc_model::{AppId, AppPlan, AppView, Plan, View};
+
+pub(crate) use self::board::{current_cores, reserve, Board, Need};
+pub use self::cores::Level;
+pub(crate) use self::cores::{pin_team, CoreMap};
+use self::dop::Contest;
+use self::placement::{Round, Swaps};
+pub use self::profile::{Estimate, Method, Step};
+use self::profile::{Phase, Track};
+pub(crate) use self::sample::section_sample;
+pub use self::sample::SectionSample;
+use crate::queueing::NumaSystem;
+use crate::{Policy, PolicyContext};
+
+/// NuPoCo's parameters (§7.3 gives the defaults).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NupocoConfig {
+    /// Length of a profiling window (§5.1: 150 ms).
+    pub profile_window: Duration,
+    /// A profile that has not completed after this long ends unmeasured.
+    pub profile_timeout: Duration,
+    /// A section starting later than this after the app's last estimate is
+    /// profiled again (coloc cannot tell loops apart; see `nupoco/profile.rs`).
+    pub reprofile_after: Duration,
+    /// Period of Algorithm 2 (§5.3: 50 ms).
+    pub placement_period: Duration,
+    /// LLC-access ratio above which Algorithm 2 swaps (§5.3: 2).
+    pub swap_threshold: f64,
+    /// Cores exchanged per swap (§5.3: 2).
+    pub swap_cores: usize,
+    /// Use hardware counters when the observation has them; false forces the
+    /// progress-rate fallback (for comparing the two methods).
+    pub use_counters: bool,
+}
+
+impl Default for NupocoConfig {
+    fn default() -> Self {
+        Self {
+            profile_window: Duration::from_millis(150),
+            profile_timeout: Duration::from_secs(3),
+            reprofile_after: Duration::from_secs(10),
+            placement_period: Duration::from_millis(50),
+            swap_threshold: 2.0,
+            swap_cores: 2,
+            use_counters: true,
+        }
+    }
+}
+
+/// NuPoCo proper, or its Greedy variant (§7.3: DoP computation only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    Full,
+    Greedy,
+}
+
+/// What the queueing model needs during one decision.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Model<'a> {
+    pub cfg: &'a NupocoConfig,
+    pub map: &'a CoreMap,
+    pub system: &'a NumaSystem,
+}
+
+impl Model<'_> {
+    /// Where an app's requests go: evenly to every memory node, where the
+    /// all-core profiling window spread its data (§5.1).
+    pub fn spread(&self) -> Vec<f64> {
+        vec![1.0 / self.map.nodes as f64; self.map.nodes]
+    }
+}
+
+/// The NuPoCo policy.
+#[derive(Debug)]
+pub struct Nupoco {
+    cfg: NupocoConfig,
+    variant: Variant,
+    calibration: Option<MemoryCalibration>,
+    tracks: BTreeMap<AppId, Track>,
+    /// The last DoP each app had in a parallel section.
+    dops: BTreeMap<AppId, u32>,
+    swaps: Swaps,
+}
+
+impl Nupoco {
+    pub fn new(
+        cfg: NupocoConfig,
+        variant: Variant,
+        calibration: Option<MemoryCalibration>,
+    ) -> Self {
+        Self {
+            cfg,
+            variant,
+            calibration,
+            tracks: BTreeMap::new(),
+            dops: BTreeMap::new(),
+            swaps: Swaps::default(),
+        }
+    }
+
+    /// With the default parameters and the context's calibration.
+    pub fn from_context(ctx: &PolicyContext, variant: Variant) -> Self {
+        Self::new(NupocoConfig::default(), variant, ctx.calibration.clone())
+    }
+
+    /// The app's current MRR estimate and how it was obtained.
+    pub fn estimate(&self, app: AppId) -> Option<Estimate> {
+        self.tracks.get(&app).and_then(|t| t.estimate)
+    }
+
+    /// The network to predict with, and a note saying where its rates come from.
+    fn system(&self, view: &View<'_>, map: &CoreMap) -> (NumaSystem, String) {
+        let cores = map.per_node(&(0..map.len()).collect::<Vec<_>>());
+        let (cal, note) = match &self.calibration {
+            Some(c) if c.fits(view.topology) => {
+                (c.clone(), format!("rates calibrated {}", c.measured_at))
+            }
+            Some(_) => (
+                MemoryCalibration::assumed(view.topology),
+                "calibration is for another machine, rates assumed".to_string(),
+            ),
+            None => (
+                MemoryCalibration::assumed(view.topology),
+                "no calibration, rates assumed".to_string(),
+            ),
+        };
+        (NumaSystem::from_calibration(&cal, cores), note)
+    }
+
+    fn need(&self, app: &AppView) -> Need {
+        let fixed = Need::Fixed {
+            threads: app.threads.len().max(app.threads_requested as usize) as u32,
+        };
+        match self.tracks.get(&app.id) {
+            None => fixed,
+            Some(t) if !t.reported && app.threads.len() > 1 => fixed,
+            Some(t) if t.phase() == Phase::Serial => Need::Serial,
+            Some(_) => Need::Parallel,
+        }
+    }
+}
+
+/// LLC accesses per LLC group over the last observation interval, from the
+/// counters; None when the observations have none.
+fn measured_access(map: &CoreMap, view: &View<'_>) -> Option<Vec<f64>> {
+    let (prev, last) = (view.prev?, view.last?);
+    if !(prev.signals.hw_counters && last.signals.hw_counters) {
+        return None;
+    }
+    let mut access = vec![0.0; map.llcs];
+    for s in &last.apps {
+        let before = prev.app(s.app);
+        for t in &s.threads {
+            let refs = |x: &coloc_model::ThreadSample| x.counters.and_then(|c| c.llc_references);
+            let old = before
+                .and_then(|b| b.threads.iter().find(|x| x.tid == t.tid))
+                .and_then(refs)
+                .unwrap_or(0);
+            if let (Some(now), Some(core)) = (refs(t), t.cpu.and_then(|c| map.core_of(c))) {
+                access[map.llc[core]] += now.saturating_sub(old) as f64;
+            }
+        }
+    }
+    Some(access)
+}
+
+impl Policy for Nupoco {
+    fn name(&self) -> &'static str {
+        match self.variant {
+            Variant::Full => "nupoco",
+            Variant::Greedy => "nupoco-greedy",
+        }
+    }
+
+    fn decide(&mut self, view: &View<'_>) -> Plan {
+        let map = CoreMap::new(view.topology);
+        let (system, rates) = self.system(view, &map);
+        let model = Model {
+            cfg: &self.cfg,
+            map: &map,
+            system: &system,
+        };
+        self.tracks
+            .retain(|id, _| view.apps.iter().any(|a| a.id == *id));
+        self.dops
+            .retain(|id, _| view.apps.iter().any(|a| a.id == *id));
+        for a in view.running().filter(|a| a.spec.malleable) {
+            self.tracks.entry(a.id).or_default().update(&model, view, a);
+        }
+
+        let running: Vec<&AppView> = view.running().collect();
+        let needs: Vec<(&AppView, Need)> = running.iter().map(|a| (*a, self.need(a))).collect();
+        let pending: Vec<&AppView> = view.pending().collect();
+        let mut board = Board::new(&map);
+        let admitted = reserve(&map, &mut board, &needs, &pending);
+
+        let parallel: Vec<(&AppView, Phase)> = needs
+            .iter()
+            .filter(|(_, n)| *n == Need::Parallel)
+            .map(|(a, _)| (*a, self.tracks[&a.id].phase()))
+            .collect();
+        let profiling: Vec<(&AppView, Step)> = parallel
+            .iter()
+            .filter_map(|(a, p)| match p {
+                Phase::Profiling(s) => Some((*a, *s)),
+                _ => None,
+            })
+            .collect();
+        let steady: Vec<(&AppView, f64)> = parallel
+            .iter()
+            .filter_map(|(a, p)| match p {
+                Phase::Parallel(mrr) => Some((*a, *mrr)),
+                _ => None,
+            })
+            .collect();
+
+        let mut note = format!("{}: {rates}", self.name());
+        if profiling.is_empty() {
+            let free = board.free();
+            let level = map.level_for(&free, steady.len());
+            let units = map.units(&free, level);
+            let mrr: Vec<f64> = steady.iter().map(|s| s.1).collect();
+            let spread = model.spread();
+            let got = Contest {
+                system: &system,
+                map: &map,
+                mrr: &mrr,
+                spread: &spread,
+            }
+            .allocate(&units);
+            if !steady.is_empty() {
+                let _ = write!(note, "; unit {}", level.label());
+            }
+            let mut base = vec![None; map.len()];
+            for ((a, _), cores) in steady.iter().zip(&got) {
+                for &c in cores {
+                    base[c] = Some(a.id);
+                }
+            }
+            let owners = match self.variant {
+                Variant::Full => {
+                    let access = measured_access(&map, view).unwrap_or_else(|| {
+                        let mut v = vec![0.0; map.llcs];
+                        for (c, o) in base.iter().enumerate() {
+                            if let Some(id) = o {
+                                v[map.llc[c]] +=
+                                    steady.iter().find(|s| s.0.id == *id).map_or(0.0, |s| s.1);
+                            }
+                        }
+                        v
+                    });
+                    let round = Round {
+                        map: &map,
+                        access: &access,
+                        mrr: |id: AppId| steady.iter().find(|s| s.0.id == id).map_or(0.0, |s| s.1),
+                        threshold: self.cfg.swap_threshold,
+                        count: self.cfg.swap_cores,
+                    };
+                    let (owners, swapped) =
+                        self.swaps
+                            .place(base, view.now, self.cfg.placement_period, &round);
+                    if swapped > 0 {
+                        let _ = write!(note, "; swapped {swapped} core pair(s)");
+                    }
+                    owners
+                }
+                Variant::Greedy => {
+                    // Same counts, cores in topology order.
+                    let mut pool = (0..map.len()).filter(|&c| base[c].is_some());
+                    let mut owners = vec![None; map.len()];
+                    for ((a, _), cores) in steady.iter().zip(&got) {
+                        for c in pool.by_ref().take(cores.len()) {
+                            owners[c] = Some(a.id);
+                        }
+                    }
+                    owners
+                }
+            };
+            for (c, o) in owners.into_iter().enumerate() {
+                if o.is_some() {
+                    board.owner[c] = o;
+                }
+            }
+        } else {
+            for (a, _) in &steady {
+                board.take(a.id, 1, &current_cores(&map, a));
+            }
+            let free = map.interleave(&board.free());
+            let n = profiling.len();
+            for (j, (a, step)) in profiling.iter().enumerate() {
+                let share: Vec<usize> = free.iter().skip(j).step_by(n).copied().collect();
+                let keep = match step {
+                    Step::Full => share.len(),
+                    Step::Half => share.len().div_ceil(2),
+                };
+                for &c in &share[..keep.max(1).min(share.len())] {
+                    board.owner[c] = Some(a.id);
+                }
+            }
+        }
+
+        let hint = (map.len() / (running.len() + admitted.len()).max(1)).max(1) as u32;
+        let mut apps = Vec::with_capacity(view.apps.len());
+        for a in view.apps {
+            if !a.is_running() && !admitted.contains(&a.id) {
+                let _ = write!(note, "; {} held (no free core)", a.id);
+                apps.push(AppPlan::hold(a.id));
+                continue;
+            }
+            let cores = map.interleave(&board.owned(a.id));
+            let need = needs.iter().find(|(x, _)| x.id == a.id).map(|n| n.1);
+            let phase = self.tracks.get(&a.id).map(Track::phase);
+            let wants = self
+                .tracks
+                .get(&a.id)
+                .is_none_or(|t| t.wants_profile(view.now, self.cfg.reprofile_after));
+            let dop = match (a.spec.malleable, need) {
+                (false, _) | (true, Some(Need::Fixed { .. })) => None,
+                (true, Some(Need::Parallel)) => {
+                    let d = (cores.len() as u32).max(1);
+                    self.dops.insert(a.id, d);
+                    Some(d)
+                }
+                (true, _) if wants => Some(hint),
+                (true, _) => Some(self.dops.get(&a.id).copied().unwrap_or(hint)),
+            };
+            let _ = write!(note, "; {} ", a.id);
+            let _ = match (need, phase) {
+                (None, _) => write!(note, "start on 1 core"),
+                (Some(Need::Fixed { .. }), _) => {
+                    write!(note, "fixed on {} core(s)", cores.len())
+                }
+                (_, Some(Phase::Profiling(s))) => {
+                    write!(note, "profiling {s:?} on {} core(s)", cores.len())
+                }
+                (_, Some(Phase::Serial)) | (Some(Need::Serial), _) => write!(note, "serial"),
+                _ => write!(note, "dop {}", cores.len()),
+            };
+            if let Some(d) = dop.filter(|_| need != Some(Need::Parallel)) {
+                let _ = write!(note, " (next dop {d})");
+            }
+            if let Some(e) = self.estimate(a.id) {
+                let _ = write!(note, " mrr {:.3e}/s via {}", e.mrr, e.method);
+            }
+            apps.push(AppPlan {
+                placement: pin_team(&map, a, &cores),
+                dop,
+                ..AppPlan::native(a.id)
+            });
+        }
+        Plan { apps, note }
+    }
+}

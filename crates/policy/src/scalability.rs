@@ -1,0 +1,194 @@
+//! The Scalability baseline of NuPoCo's evaluation (PACT 2018 §7.3): "a CPU
+//! scalability-based approach ... the hill-climbing algorithm proposed in C3PO
+//! [Sasaki et al., PACT 2013] changes the number of assigned cores to the
+//! applications based on the measured CPU utilization".
+//!
+//! Problem: NuPoCo has to be compared with the established way of sizing
+//! co-located parallel apps, which looks at how well each app turns cores into
+//! progress and ignores the memory system (§2.1; §7.4 finds it suffers from
+//! memory contention and sometimes oscillates).
+//!
+//! Approach: each malleable app in a parallel section climbs on its own. When
+//! two consecutive observations show it running at the DoP it was last given
+//! (OpenMP applies a new DoP at its next region, so until then there is nothing
+//! to judge), its progress rate — worksharing iterations (or regions) per second
+//! — is compared with the rate at its previous DoP: if it improved, the app
+//! keeps going the same way, otherwise it turns around; then it moves one step
+//! (`step` cores). A new app starts from an equal share. When the requests add
+//! up to more than the free cores, all are scaled down in proportion. Cores are
+//! handed out linearly in topology order, as C3PO and SBMP partition (§2.1),
+//! one thread per core. Serial sections get one core, apps whose DoP coloc
+//! cannot change get placement only, exactly as under NuPoCo
+//! ([`crate::nupoco`]'s shared reservation rules), so the two differ only in
+//! how they size parallel sections.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use coloc_model::{AppId, AppPlan, AppView, Plan, View};
+
+use crate::nupoco::{current_cores, pin_team, reserve, section_sample, Board, CoreMap, Need};
+use crate::Policy;
+
+/// Parameters of the hill climb.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ScalabilityConfig {
+    /// Cores per step; None = one sixteenth of the machine's cores, at least 1
+    /// (4 on NuPoCo's 64-core machine, so a climb crosses it in a few seconds
+    /// of 50 ms epochs).
+    pub step: Option<u32>,
+}
+
+/// One app's climb.
+#[derive(Clone, Debug, PartialEq)]
+struct Climb {
+    /// The DoP it was last given.
+    dop: u32,
+    /// +1 or −1.
+    dir: i32,
+    /// The last DoP it was measured at, and its progress rate there.
+    last: Option<(u32, f64)>,
+    /// Time of the last observation used.
+    seen: Option<Duration>,
+}
+
+/// C3PO-style hill climbing on the measured progress rate.
+#[derive(Debug, Default)]
+pub struct Scalability {
+    cfg: ScalabilityConfig,
+    climbs: BTreeMap<AppId, Climb>,
+}
+
+impl Scalability {
+    pub fn new(cfg: ScalabilityConfig) -> Self {
+        Self {
+            cfg,
+            climbs: BTreeMap::new(),
+        }
+    }
+
+    /// What the app's OpenMP runtime last reported decides its need.
+    fn need(view: &View<'_>, app: &AppView) -> Need {
+        let fixed = Need::Fixed {
+            threads: app.threads.len().max(app.threads_requested as usize) as u32,
+        };
+        if !app.spec.malleable {
+            return fixed;
+        }
+        match view
+            .last
+            .and_then(|o| o.app(app.id))
+            .and_then(|s| s.omp.as_ref())
+        {
+            Some(o) if o.in_parallel => Need::Parallel,
+            Some(_) => Need::Serial,
+            None if app.threads.len() > 1 => fixed,
+            None => Need::Serial,
+        }
+    }
+
+    /// Advances the climb of `app` if the last interval measured it at its
+    /// current DoP; returns the DoP it asks for next.
+    fn climb(&mut self, map: &CoreMap, view: &View<'_>, app: AppId, start: u32, max: u32) -> u32 {
+        let step = self.cfg.step.unwrap_or((map.len() / 16) as u32).max(1);
+        let c = self.climbs.entry(app).or_insert(Climb {
+            dop: start,
+            dir: 1,
+            last: None,
+            seen: None,
+        });
+        let at = view.last.map(|o| o.at);
+        if at.is_none() || at == c.seen {
+            return c.dop;
+        }
+        c.seen = at;
+        let rate = section_sample(map, view, app)
+            .filter(|s| s.team_size == c.dop)
+            .and_then(|s| s.progress);
+        let Some(rate) = rate else { return c.dop };
+        if c.last.is_some_and(|(d, r)| d != c.dop && rate <= r) {
+            c.dir = -c.dir;
+        }
+        c.last = Some((c.dop, rate));
+        let bound = |dir: i32| {
+            (i64::from(c.dop) + i64::from(dir) * i64::from(step)).clamp(1, i64::from(max.max(1)))
+                as u32
+        };
+        if bound(c.dir) == c.dop {
+            // At an end of the range: the only way is back.
+            c.dir = -c.dir;
+        }
+        c.dop = bound(c.dir);
+        c.dop
+    }
+}
+
+impl Policy for Scalability {
+    fn name(&self) -> &'static str {
+        "scalability"
+    }
+
+    fn decide(&mut self, view: &View<'_>) -> Plan {
+        let map = CoreMap::new(view.topology);
+        self.climbs
+            .retain(|id, _| view.apps.iter().any(|a| a.id == *id));
+        let running: Vec<&AppView> = view.running().collect();
+        let needs: Vec<(&AppView, Need)> =
+            running.iter().map(|a| (*a, Self::need(view, a))).collect();
+        let pending: Vec<&AppView> = view.pending().collect();
+        let mut board = Board::new(&map);
+        let admitted = reserve(&map, &mut board, &needs, &pending);
+
+        let parallel: Vec<&AppView> = needs
+            .iter()
+            .filter(|(_, n)| *n == Need::Parallel)
+            .map(|(a, _)| *a)
+            .collect();
+        let free = board.free().len() as u32;
+        let share = (free / parallel.len().max(1) as u32).max(1);
+        let asks: Vec<u32> = parallel
+            .iter()
+            .map(|a| self.climb(&map, view, a.id, share, free))
+            .collect();
+        let total: u32 = asks.iter().sum();
+        let mut note = String::from("scalability");
+        for (a, ask) in parallel.iter().zip(&asks) {
+            let dop = if total > free {
+                ((u64::from(*ask) * u64::from(free) / u64::from(total)) as u32).max(1)
+            } else {
+                *ask
+            };
+            let got = board.take(a.id, dop as usize, &current_cores(&map, a));
+            if let Some(c) = self.climbs.get_mut(&a.id) {
+                c.dop = got.len().max(1) as u32;
+            }
+            let _ = write!(note, "; {} dop {}", a.id, got.len());
+            if let Some(Some((d, r))) = self.climbs.get(&a.id).map(|c| c.last) {
+                let _ = write!(note, " ({r:.3e}/s at {d})");
+            }
+        }
+
+        let apps = view
+            .apps
+            .iter()
+            .map(|a| {
+                if !a.is_running() && !admitted.contains(&a.id) {
+                    return AppPlan::hold(a.id);
+                }
+                let need = needs.iter().find(|(x, _)| x.id == a.id).map(|n| n.1);
+                let dop = match need {
+                    Some(Need::Fixed { .. }) => None,
+                    _ if !a.spec.malleable => None,
+                    _ => Some(self.climbs.get(&a.id).map_or(share, |c| c.dop)),
+                };
+                AppPlan {
+                    placement: pin_team(&map, a, &board.owned(a.id)),
+                    dop,
+                    ..AppPlan::native(a.id)
+                }
+            })
+            .collect();
+        Plan { apps, note }
+    }
+}
