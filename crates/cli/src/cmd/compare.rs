@@ -145,8 +145,10 @@ pub fn run_comparison(target: &Target, plan: &Plan<'_>) -> Result<Comparison> {
             )?;
             let metrics = RunMetrics::from_trace(&Trace::from_events(events)?, plan.solo);
             let line = format!(
-                "makespan {:.2} s, {:.1} s wall",
-                metrics.makespan_secs().unwrap_or(f64::NAN),
+                "makespan {}, {:.1} s wall",
+                metrics
+                    .makespan_secs()
+                    .map_or_else(|| "-".into(), |m| format!("{m:.2} s")),
                 t0.elapsed().as_secs_f64()
             );
             progress.finish(line.clone());

@@ -84,7 +84,10 @@ pub fn main(args: SoloArgs) -> Result<()> {
         for wall in metrics.wall_times_secs() {
             solo.add(&app.name, wall);
         }
-        progress.finish(format!("{:.2} s", solo.mean(&app.name).unwrap_or(f64::NAN)));
+        progress.finish(
+            solo.mean(&app.name)
+                .map_or_else(|| "no successful run".into(), |m| format!("{m:.2} s")),
+        );
     }
     let path = saved_path(&workload, &target);
     std::fs::create_dir_all(path.parent().expect("a file path has a parent"))?;
