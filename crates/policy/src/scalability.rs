@@ -177,11 +177,9 @@ impl Policy for Scalability {
                     return AppPlan::hold(a.id);
                 }
                 let need = needs.iter().find(|(x, _)| x.id == a.id).map(|n| n.1);
-                let dop = match need {
-                    Some(Need::Fixed { .. }) => None,
-                    _ if !a.spec.malleable => None,
-                    _ => Some(self.climbs.get(&a.id).map_or(share, |c| c.dop)),
-                };
+                // Serial and fixed apps keep their DoP (none is set).
+                let dop = (need == Some(Need::Parallel))
+                    .then(|| self.climbs.get(&a.id).map_or(1, |c| c.dop));
                 AppPlan {
                     placement: pin_team(&map, a, &board.owned(a.id)),
                     dop,

@@ -6,8 +6,9 @@
 //! [`SimMachine::with_models`]); they exit with status 0 and print
 //! `coloc-metric: <throughput> units` (10^9 instructions per second of their run),
 //! which a workload's metric regex can read. Observations carry the fields Linux
-//! gives (run and wait time, CPU, switches, migrations) and hardware counters
-//! from the model, flagged `hw_counters` and `schedstat`.
+//! gives (run and wait time, CPU, switches, migrations), hardware counters
+//! from the model, flagged `hw_counters` and `schedstat`, and for OpenMP models
+//! what the DoP channel reports ([`crate::engine::SimApp::omp`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -160,7 +161,7 @@ impl Machine for SimMachine {
                 app: a.id,
                 pid: a.pid,
                 rss_bytes: a.rss_bytes(),
-                omp: None,
+                omp: a.omp(),
                 threads: a
                     .threads
                     .iter()

@@ -7,7 +7,8 @@
 //!   are assigned a single core");
 //! - an app whose thread count coloc cannot change (not malleable, or malleable
 //!   but its runtime reports nothing through the DoP channel) gets placement
-//!   only: one core per thread up to an equal share of the machine, since
+//!   only: one core per thread up to an equal share of the machine among all
+//!   running and pending apps, since
 //!   NuPoCo pins the threads of non-malleable sections to assigned cores
 //!   (§3.2) and cannot shrink them;
 //! - a pending app is admitted while a core is free for it after every running
@@ -92,8 +93,8 @@ pub(crate) fn reserve(
     needs: &[(&AppView, Need)],
     pending: &[&AppView],
 ) -> Vec<AppId> {
-    let running = needs.len().max(1);
-    let fair = (map.len() / running).max(1);
+    // Pending apps count too, so that fixed apps leave room for arrivals.
+    let fair = (map.len() / (needs.len() + pending.len()).max(1)).max(1);
     for (app, need) in needs {
         let n = match need {
             Need::Serial => 1,

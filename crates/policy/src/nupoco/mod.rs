@@ -25,12 +25,12 @@
 //!
 //! Serial sections get one core; every core runs at most one active thread
 //! (cores are allocated whole and threads pinned one per core); apps whose DoP
-//! coloc cannot change get placement only (`nupoco/board.rs`). The DoP set for a serial
-//! app is the one it will use when its next parallel region starts (OpenMP
-//! applies a DoP at region starts): its profiling share when the section will be
-//! profiled, else its last DoP. Because DoP changes take effect at the next
-//! region while placement changes at once, a team can briefly have more
-//! threads than cores after a decision; that lasts until its next region.
+//! coloc cannot change get placement only (`nupoco/board.rs`). A serial app's
+//! DoP is left unchanged (the plan gives none): it keeps the DoP of its last
+//! parallel section for its next one, and no plan ever asks for more threads
+//! than the CPUs it gives. OpenMP applies a DoP when a region starts while
+//! placement changes at once, so a team can briefly have more threads than
+//! cores after a decision — until its next region or the next decision.
 //!
 //! Service rates come from the machine's calibration (`coloc calibrate`, §4.3)
 //! when the [`crate::PolicyContext`] has one for this machine; otherwise from
@@ -129,8 +129,6 @@ pub struct Nupoco {
     variant: Variant,
     calibration: Option<MemoryCalibration>,
     tracks: BTreeMap<AppId, Track>,
-    /// The last DoP each app had in a parallel section.
-    dops: BTreeMap<AppId, u32>,
     swaps: Swaps,
 }
 
@@ -145,7 +143,6 @@ impl Nupoco {
             variant,
             calibration,
             tracks: BTreeMap::new(),
-            dops: BTreeMap::new(),
             swaps: Swaps::default(),
         }
     }
@@ -233,8 +230,6 @@ impl Policy for Nupoco {
             system: &system,
         };
         self.tracks
-            .retain(|id, _| view.apps.iter().any(|a| a.id == *id));
-        self.dops
             .retain(|id, _| view.apps.iter().any(|a| a.id == *id));
         for a in view.running().filter(|a| a.spec.malleable) {
             self.tracks.entry(a.id).or_default().update(&model, view, a);
@@ -351,7 +346,6 @@ impl Policy for Nupoco {
             }
         }
 
-        let hint = (map.len() / (running.len() + admitted.len()).max(1)).max(1) as u32;
         let mut apps = Vec::with_capacity(view.apps.len());
         for a in view.apps {
             if !a.is_running() && !admitted.contains(&a.id) {
@@ -362,20 +356,7 @@ impl Policy for Nupoco {
             let cores = map.interleave(&board.owned(a.id));
             let need = needs.iter().find(|(x, _)| x.id == a.id).map(|n| n.1);
             let phase = self.tracks.get(&a.id).map(Track::phase);
-            let wants = self
-                .tracks
-                .get(&a.id)
-                .is_none_or(|t| t.wants_profile(view.now, self.cfg.reprofile_after));
-            let dop = match (a.spec.malleable, need) {
-                (false, _) | (true, Some(Need::Fixed { .. })) => None,
-                (true, Some(Need::Parallel)) => {
-                    let d = (cores.len() as u32).max(1);
-                    self.dops.insert(a.id, d);
-                    Some(d)
-                }
-                (true, _) if wants => Some(hint),
-                (true, _) => Some(self.dops.get(&a.id).copied().unwrap_or(hint)),
-            };
+            let dop = (need == Some(Need::Parallel)).then_some(cores.len().max(1) as u32);
             let _ = write!(note, "; {} ", a.id);
             let _ = match (need, phase) {
                 (None, _) => write!(note, "start on 1 core"),
@@ -383,14 +364,11 @@ impl Policy for Nupoco {
                     write!(note, "fixed on {} core(s)", cores.len())
                 }
                 (_, Some(Phase::Profiling(s))) => {
-                    write!(note, "profiling {s:?} on {} core(s)", cores.len())
+                    write!(note, "profiling ({}) on {} core(s)", s.label(), cores.len())
                 }
                 (_, Some(Phase::Serial)) | (Some(Need::Serial), _) => write!(note, "serial"),
                 _ => write!(note, "dop {}", cores.len()),
             };
-            if let Some(d) = dop.filter(|_| need != Some(Need::Parallel)) {
-                let _ = write!(note, " (next dop {d})");
-            }
             if let Some(e) = self.estimate(a.id) {
                 let _ = write!(note, " mrr {:.3e}/s via {}", e.mrr, e.method);
             }

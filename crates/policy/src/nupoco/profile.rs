@@ -81,6 +81,15 @@ pub enum Step {
     Half,
 }
 
+impl Step {
+    pub fn label(self) -> &'static str {
+        match self {
+            Step::Full => "full share",
+            Step::Half => "half share",
+        }
+    }
+}
+
 /// A progress rate at a layout (busy cores per node).
 #[derive(Clone, Debug, PartialEq)]
 struct Point {
@@ -131,12 +140,11 @@ impl Track {
         }
     }
 
-    /// Whether the next section will be profiled.
-    pub fn wants_profile(&self, now: Duration, reprofile_after: Duration) -> bool {
-        self.window.is_some()
-            || self
-                .estimate
-                .is_none_or(|e| now.saturating_sub(e.at) >= reprofile_after)
+    /// Whether a section starting now is profiled: the app has no estimate, or
+    /// an old one.
+    fn stale(&self, now: Duration, reprofile_after: Duration) -> bool {
+        self.estimate
+            .is_none_or(|e| now.saturating_sub(e.at) >= reprofile_after)
     }
 
     /// Consumes what is new in `view` for `app`.
@@ -163,7 +171,7 @@ impl Track {
         let entered = self.parallel && !was;
         let now = view.now;
         if entered {
-            let wants = self.wants_profile(now, cfg.reprofile_after);
+            let wants = self.stale(now, cfg.reprofile_after);
             match &mut self.window {
                 Some(w) => w.since = now,
                 None if wants => {

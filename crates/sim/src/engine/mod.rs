@@ -332,6 +332,9 @@ impl Engine {
         let dt = dt_ns as f64 * 1e-9;
         let f_hz = self.platform.params.freq_ghz * 1e9;
         for (i, a) in self.apps.iter_mut().enumerate() {
+            if a.model.phases[a.phase].kind == PhaseKind::Parallel {
+                a.parallel_ns += dt_ns;
+            }
             let stall = a.debt_s.min(dt);
             a.debt_s -= stall;
             a.remaining = (a.remaining - sol.team_rate[i] * (dt - stall)).max(0.0);

@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use coloc_model::{AppId, MemPolicy, Placement, SchedSettings, Tid};
+use coloc_model::{AppId, MemPolicy, OmpSample, Placement, SchedSettings, Tid};
 
 use super::layout::CpuIdx;
 use super::AppLaunch;
-use crate::model::AppModel;
+use crate::model::{AppModel, PhaseKind};
 use crate::platform::Params;
 
 /// Cumulative per-thread counters, in the units Linux reports after conversion.
@@ -68,6 +68,8 @@ pub struct SimApp {
     /// Memory node of the main thread at launch, where shared data lives.
     pub(crate) home_node: usize,
     pub(crate) started_ns: u64,
+    /// Time spent in parallel phases, ns (what an OpenMP runtime reports).
+    pub(crate) parallel_ns: u64,
 }
 
 impl SimApp {
@@ -88,6 +90,7 @@ impl SimApp {
             debt_s: 0.0,
             home_node: 0,
             started_ns: now_ns,
+            parallel_ns: 0,
         }
     }
 
@@ -112,5 +115,35 @@ impl SimApp {
     /// Whether its threads are running a parallel phase.
     pub fn in_parallel_phase(&self) -> bool {
         self.team > 1
+    }
+
+    /// What its OpenMP runtime would report through the DoP channel: whether it
+    /// is in a parallel region (the current phase's kind), the team size,
+    /// regions (parallel phases) completed, progress in worksharing iterations
+    /// — one iteration per 10^6 instructions of parallel work, since models
+    /// count work in instructions — and time in parallel regions. None for
+    /// models that are not OpenMP programs.
+    pub fn omp(&self) -> Option<OmpSample> {
+        if !self.model.openmp {
+            return None;
+        }
+        let phases = &self.model.phases;
+        let current = phases.get(self.phase);
+        let in_parallel = current.is_some_and(|p| p.kind == PhaseKind::Parallel);
+        let done = phases[..self.phase.min(phases.len())]
+            .iter()
+            .filter(|p| p.kind == PhaseKind::Parallel);
+        let mut instructions: f64 = done.clone().map(|p| p.ginstr * 1e9).sum();
+        if let Some(p) = current.filter(|_| in_parallel) {
+            instructions += (p.ginstr * 1e9 - self.remaining).max(0.0);
+        }
+        Some(OmpSample {
+            in_parallel,
+            team_size: self.team as u32,
+            regions_completed: done.count() as u64,
+            iterations_completed: (instructions / 1e6) as u64,
+            parallel_ns: self.parallel_ns,
+            dop_seen: self.malleable.then_some(self.dop),
+        })
     }
 }
