@@ -11,4 +11,6 @@ pub mod engine;
 pub use engine::{AppLaunch, Engine, EngineEvent};
 pub mod machine;
 pub use machine::SimMachine;
+pub mod characterize;
+pub mod gen;
 pub mod oracle;

@@ -1,0 +1,403 @@
+//! Generated workloads of library models (DESIGN.md, Workload files: `coloc gen`),
+//! built the way ReSense built its experiments (§3).
+//!
+//! A workload `{ts_1(BM_1, k_1) … ts_n(BM_n, k_n)}`: benchmark BM_i arrives at
+//! ts_i and runs k_i times back to back (`repeat`), k drawn from 1..=10 and arrival
+//! times from [0, 400] s (§3.1). The three dynamic sizes:
+//! - **small** (§3.2): three PARSEC benchmarks; the first two start together and
+//!   the third starts when the second has finished, so one or two run at a time.
+//!   A workload file holds times, not "after X", so the third arrives at the
+//!   second's k runs' solo time on the platform, simulated (pinned one thread per
+//!   core); co-running only slows the second one down, so the third may overlap
+//!   its last moments;
+//! - **medium** (§3.3): four benchmarks from PARSEC and NPB; two start together,
+//!   the third and fourth arrive at random times; with the repetitions, four run
+//!   at once most of the time;
+//! - **large** (§3.4): eight benchmarks from PARSEC and NPB, the first at 0 and the
+//!   others at random times: one to eight run at once.
+//!
+//! Benchmarks are drawn without replacement while the pool lasts (then the pool is
+//! drawn again), so a workload repeats a model only when the pool is smaller than
+//! the workload. **Static** workloads (§3.6), for the comparison with the oracle,
+//! start all apps at 0 with the same number of repetitions, so that every sharing
+//! configuration can be enumerated. Everything is drawn from one generator seeded
+//! explicitly: the same seed gives the same workload.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use coloc_model::{AppClass, AppSpec, Cpu, Workload};
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::seq::SliceRandom;
+use rand::{RngExt, SeedableRng};
+
+use crate::characterize::solo_run;
+use crate::model::{model, models};
+use crate::platform::Platform;
+
+/// The paper's workload sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Size {
+    Small,
+    Medium,
+    Large,
+}
+
+impl Size {
+    /// Apps running at once at most (small: 2, medium: 4, large: 8).
+    pub fn concurrent(self) -> usize {
+        match self {
+            Size::Small => 2,
+            Size::Medium => 4,
+            Size::Large => 8,
+        }
+    }
+
+    /// Apps in the workload (small has a third that follows the second).
+    pub fn apps(self) -> usize {
+        match self {
+            Size::Small => 3,
+            Size::Medium => 4,
+            Size::Large => 8,
+        }
+    }
+}
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Size::Small => "small",
+            Size::Medium => "medium",
+            Size::Large => "large",
+        })
+    }
+}
+
+impl FromStr for Size {
+    type Err = GenError;
+    fn from_str(s: &str) -> Result<Self, GenError> {
+        match s {
+            "small" => Ok(Size::Small),
+            "medium" => Ok(Size::Medium),
+            "large" => Ok(Size::Large),
+            other => Err(GenError::Size(other.to_string())),
+        }
+    }
+}
+
+/// Why a workload could not be generated.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GenError {
+    #[error("unknown workload size `{0}` (expected small, medium or large)")]
+    Size(String),
+    #[error("the model pool is empty")]
+    EmptyPool,
+    #[error("unknown model `{0}` in the pool")]
+    UnknownModel(String),
+    #[error("`{field}` must be at least 1")]
+    Zero { field: &'static str },
+}
+
+/// What to generate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GenSpec {
+    pub size: Size,
+    /// Threads of every app. ReSense ran 2, 4, 8 and 6 on Yorkfield, Harpertown,
+    /// the Xeon and the Opteron (§3.1).
+    pub threads: u32,
+    /// Random arrivals fall in [0, horizon] (the paper: 400 s).
+    pub horizon: Duration,
+    /// Repetitions are drawn from 1..=max_repeat (the paper: 10).
+    pub max_repeat: u32,
+    /// Library model names to draw from.
+    pub pool: Vec<String>,
+    pub seed: u64,
+}
+
+impl GenSpec {
+    /// The paper's setup for `size`: PARSEC models for small workloads, PARSEC and
+    /// NPB for medium and large ones, arrivals in [0, 400] s, 1 to 10 repetitions.
+    pub fn resense(size: Size, threads: u32, seed: u64) -> Self {
+        let pool = match size {
+            Size::Small => suite(&["PARSEC"]),
+            Size::Medium | Size::Large => suite(&["PARSEC", "NPB"]),
+        };
+        Self {
+            size,
+            threads,
+            horizon: Duration::from_secs(400),
+            max_repeat: 10,
+            pool,
+            seed,
+        }
+    }
+}
+
+/// Library models of the given suites (their description starts with the suite's
+/// name: `PARSEC`, `NPB`, `Tang`, `kernel`), in library order.
+pub fn suite(suites: &[&str]) -> Vec<String> {
+    models()
+        .into_iter()
+        .filter(|m| suites.iter().any(|s| m.about.starts_with(s)))
+        .map(|m| m.name)
+        .collect()
+}
+
+/// A dynamic workload as `spec` says, for `platform` (whose speed times the third
+/// app of a small workload).
+pub fn dynamic(spec: &GenSpec, platform: &Platform) -> Result<Workload, GenError> {
+    check(&spec.pool, spec.threads)?;
+    if spec.max_repeat == 0 {
+        return Err(GenError::Zero {
+            field: "max_repeat",
+        });
+    }
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(spec.seed);
+    let names = draw(&spec.pool, spec.size.apps(), &mut rng);
+    let horizon_ms = spec.horizon.as_millis() as u64;
+    let mut apps: Vec<AppSpec> = names
+        .iter()
+        .map(|m| {
+            let repeat = rng.random_range(1..=spec.max_repeat);
+            app(m, spec.threads, repeat)
+        })
+        .collect();
+    // Arrivals: the first two together (the first alone for large), the rest at
+    // random times — except small's third, which follows the second.
+    let together = match spec.size {
+        Size::Small | Size::Medium => 2,
+        Size::Large => 1,
+    };
+    for a in apps.iter_mut().skip(together) {
+        a.arrive_at = Duration::from_millis(rng.random_range(0..=horizon_ms));
+    }
+    if spec.size == Size::Small {
+        let second = &apps[1];
+        let solo = solo_time(platform, second);
+        apps[2].arrive_at = solo * second.repeat;
+    }
+    name_apart(&mut apps);
+    Ok(Workload {
+        name: format!("resense-{}-{}", spec.size, spec.seed),
+        epoch: None,
+        apps,
+    })
+}
+
+/// A static workload (§3.6): `n` apps drawn from `pool`, all arriving at 0 with
+/// `repeat` runs each.
+pub fn static_mix(
+    pool: &[String],
+    n: usize,
+    threads: u32,
+    repeat: u32,
+    seed: u64,
+) -> Result<Workload, GenError> {
+    check(pool, threads)?;
+    if repeat == 0 {
+        return Err(GenError::Zero { field: "repeat" });
+    }
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut apps: Vec<AppSpec> = draw(pool, n, &mut rng)
+        .iter()
+        .map(|m| app(m, threads, repeat))
+        .collect();
+    name_apart(&mut apps);
+    Ok(Workload {
+        name: format!("static-{n}-{seed}"),
+        epoch: None,
+        apps,
+    })
+}
+
+fn check(pool: &[String], threads: u32) -> Result<(), GenError> {
+    if pool.is_empty() {
+        return Err(GenError::EmptyPool);
+    }
+    if let Some(unknown) = pool.iter().find(|m| model(m).is_none()) {
+        return Err(GenError::UnknownModel(unknown.clone()));
+    }
+    if threads == 0 {
+        return Err(GenError::Zero { field: "threads" });
+    }
+    Ok(())
+}
+
+/// `n` names from `pool`: a shuffled pass over the pool, then another, and so on.
+fn draw(pool: &[String], n: usize, rng: &mut Xoshiro256PlusPlus) -> Vec<String> {
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let mut pass = pool.to_vec();
+        pass.shuffle(rng);
+        out.extend(pass.into_iter().take(n - out.len()));
+    }
+    out
+}
+
+fn app(model_name: &str, threads: u32, repeat: u32) -> AppSpec {
+    AppSpec {
+        name: model_name.to_string(),
+        command: None,
+        model: Some(model_name.to_string()),
+        threads,
+        arrive_at: Duration::ZERO,
+        repeat,
+        class: AppClass::Batch,
+        metric: None,
+        env: Default::default(),
+        malleable: false,
+        cpus: None,
+        memory: None,
+        sched: None,
+    }
+}
+
+/// A repeated model's later apps are named `NAME#2`, `NAME#3`, ….
+fn name_apart(apps: &mut [AppSpec]) {
+    for i in 0..apps.len() {
+        let same = apps[..i]
+            .iter()
+            .filter(|a| a.model == apps[i].model)
+            .count();
+        if same > 0 {
+            apps[i].name = format!("{}#{}", apps[i].name, same + 1);
+        }
+    }
+}
+
+/// One solo run of `app` on `platform`, its threads pinned one per core in tree
+/// order (wrapping when it has more threads than the machine has cores).
+fn solo_time(platform: &Platform, app: &AppSpec) -> Duration {
+    let Some(m) = app.model.as_deref().and_then(model) else {
+        return Duration::ZERO;
+    };
+    let cores: Vec<Cpu> = platform
+        .topology
+        .cores()
+        .iter()
+        .filter_map(|c| c.first())
+        .collect();
+    let cpus: Vec<Cpu> = cores
+        .iter()
+        .cycle()
+        .take(app.threads as usize)
+        .copied()
+        .collect();
+    Duration::from_nanos(solo_run(platform, &m, &cpus, 1).elapsed_ns)
+}
+
+#[cfg(test)]
+mod tests {
+    use coloc_model::workload::{parse_workload, to_toml};
+
+    use super::*;
+    use crate::platform::platform;
+
+    fn gen(size: Size, seed: u64) -> Workload {
+        let p = platform("opteron48").unwrap();
+        dynamic(&GenSpec::resense(size, 6, seed), &p).unwrap()
+    }
+
+    #[test]
+    fn same_seed_same_workload_other_seed_other() {
+        for size in [Size::Small, Size::Medium, Size::Large] {
+            assert_eq!(gen(size, 7), gen(size, 7), "{size}");
+            assert_ne!(gen(size, 7).apps, gen(size, 8).apps, "{size}");
+        }
+        let pool = suite(&["PARSEC"]);
+        assert_eq!(
+            static_mix(&pool, 4, 6, 2, 3).unwrap(),
+            static_mix(&pool, 4, 6, 2, 3).unwrap()
+        );
+    }
+
+    /// Sizes, pools, arrivals and repetitions as §3 describes them, over seeds;
+    /// every generated workload survives a round trip through the file format.
+    #[test]
+    fn sizes_follow_the_paper() {
+        let parsec = suite(&["PARSEC"]);
+        let both = suite(&["PARSEC", "NPB"]);
+        assert!(parsec.len() >= 3 && both.len() >= 8, "{both:?}");
+        // (size, apps, pool, apps arriving at 0 by construction)
+        let cases = [
+            (Size::Small, 3, &parsec, 2),
+            (Size::Medium, 4, &both, 2),
+            (Size::Large, 8, &both, 1),
+        ];
+        for (size, n, pool, at_zero) in cases {
+            assert_eq!(size.apps(), n);
+            for seed in 0..5 {
+                let w = gen(size, seed);
+                assert_eq!(w.apps.len(), n, "{size} {seed}");
+                let mut models: Vec<&str> =
+                    w.apps.iter().map(|a| a.model.as_deref().unwrap()).collect();
+                assert!(models.iter().all(|m| pool.iter().any(|p| p == m)));
+                models.sort();
+                models.dedup();
+                assert_eq!(models.len(), n, "{size} {seed}: distinct models");
+                for (i, a) in w.apps.iter().enumerate() {
+                    assert_eq!(a.threads, 6);
+                    assert!((1..=10).contains(&a.repeat), "{a:?}");
+                    if i < at_zero {
+                        assert_eq!(a.arrive_at, Duration::ZERO);
+                    } else if size != Size::Small {
+                        assert!(a.arrive_at <= Duration::from_secs(400));
+                    }
+                }
+                let text = to_toml(&w);
+                let back = parse_workload("gen.toml", &text).unwrap();
+                assert_eq!(back.apps, w.apps);
+            }
+        }
+    }
+
+    /// Small: the third app arrives when the second's runs would end alone —
+    /// k × its solo time on the platform.
+    #[test]
+    fn small_third_follows_the_second() {
+        let p = platform("opteron48").unwrap();
+        let w = gen(Size::Small, 11);
+        let second = &w.apps[1];
+        let solo = solo_time(&p, second);
+        assert!(solo > Duration::from_secs(1), "{solo:?}");
+        assert_eq!(w.apps[2].arrive_at, solo * second.repeat);
+    }
+
+    #[test]
+    fn static_mixes_start_together() {
+        let pool = suite(&["PARSEC"]);
+        for (n, seed) in [(2, 1), (4, 2), (6, 3)] {
+            let w = static_mix(&pool, n, 4, 3, seed).unwrap();
+            assert_eq!(w.apps.len(), n);
+            assert!(w
+                .apps
+                .iter()
+                .all(|a| a.arrive_at == Duration::ZERO && a.repeat == 3 && a.threads == 4));
+            // More apps than models: the pool is drawn again, names kept apart.
+            let mut names: Vec<&str> = w.apps.iter().map(|a| a.name.as_str()).collect();
+            names.sort();
+            names.dedup();
+            assert_eq!(names.len(), n);
+        }
+    }
+
+    #[test]
+    fn bad_specs_are_errors() {
+        let p = platform("kvm-2cpu").unwrap();
+        let mut spec = GenSpec::resense(Size::Medium, 2, 1);
+        spec.pool = vec!["quake".into()];
+        assert_eq!(
+            dynamic(&spec, &p),
+            Err(GenError::UnknownModel("quake".into()))
+        );
+        spec.pool.clear();
+        assert_eq!(dynamic(&spec, &p), Err(GenError::EmptyPool));
+        assert_eq!(
+            static_mix(&suite(&["NPB"]), 2, 0, 1, 1),
+            Err(GenError::Zero { field: "threads" })
+        );
+        assert_eq!("huge".parse::<Size>(), Err(GenError::Size("huge".into())));
+        assert_eq!("large".parse::<Size>(), Ok(Size::Large));
+    }
+}
