@@ -37,8 +37,14 @@ pub enum StoreError {
         what: String,
         source: serde_json::Error,
     },
-    #[error("profile export: {0}")]
-    Export(#[source] serde_json::Error),
+    #[error("profile store {path}: the calibration was measured on a machine of shape {found:016x}, not on {platform}")]
+    CalibrationMismatch {
+        path: PathBuf,
+        platform: String,
+        found: u64,
+    },
+    #[error("writing JSON: {0}")]
+    Json(#[source] serde_json::Error),
     #[error("profile import: not a coloc profile export: {0}")]
     Import(String),
 }

@@ -57,7 +57,7 @@ impl Store {
                 profiles,
             },
         )
-        .map_err(StoreError::Export)?;
+        .map_err(StoreError::Json)?;
         Ok(n)
     }
 

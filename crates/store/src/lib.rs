@@ -1,5 +1,6 @@
 //! The profile store (DESIGN.md, Components: store): one SQLite file holding apps'
-//! profiles (ReSense §2.2: characterize once per platform, reuse in every run).
+//! profiles (ReSense §2.2: characterize once per platform, reuse in every run) and
+//! machines' memory calibrations (NuPoCo §4.3), both keyed by platform.
 //!
 //! Profiles are filed under the app's identity key and the platform's fingerprint
 //! key ([`AppIdentity::key`], [`PlatformFingerprint::key`]) and stored as JSON, so
@@ -8,6 +9,7 @@
 //! busy timeout, so several `coloc` processes may read while one writes. The CLI
 //! chooses the file's path; this crate takes it.
 
+mod calibration;
 mod error;
 mod exchange;
 mod schema;

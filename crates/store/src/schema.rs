@@ -14,8 +14,9 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::StoreError;
 
-/// The schema this code writes and reads.
-pub const SCHEMA_VERSION: i64 = 1;
+/// The schema this code writes and reads. Version 2 added machine calibrations;
+/// version-1 stores are upgraded when opened.
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// How long a connection waits for another one's write lock before giving up;
 /// characterization runs write one profile at a time, so waits are short.
@@ -32,10 +33,15 @@ CREATE TABLE IF NOT EXISTS profiles (
     PRIMARY KEY (identity, platform)
 );
 CREATE INDEX IF NOT EXISTS profiles_by_platform ON profiles (platform);
+CREATE TABLE IF NOT EXISTS calibrations (
+    platform TEXT PRIMARY KEY,
+    updated INTEGER NOT NULL,
+    body TEXT NOT NULL
+);
 ";
 
-/// Tables every version-1 store has.
-const TABLES: [&str; 2] = ["coloc_schema", "profiles"];
+/// Tables every store has after upgrade, and the version that added each.
+const TABLES: [(&str, i64); 3] = [("coloc_schema", 1), ("profiles", 1), ("calibrations", 2)];
 
 /// Opens `path`, creating the schema in a new file and checking an existing one.
 pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
@@ -64,8 +70,8 @@ pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
             .map_err(sql)?;
         }
         tx.commit().map_err(sql)?;
-    } else {
-        check(path, &conn, &tables)?;
+    } else if check(path, &conn, &tables)? < SCHEMA_VERSION {
+        upgrade(&mut conn).map_err(sql)?;
     }
     // Readers never block the writer nor each other (the store is shared by
     // concurrent `coloc` processes).
@@ -83,7 +89,17 @@ fn user_tables(conn: &Connection) -> rusqlite::Result<Vec<String>> {
     names.collect()
 }
 
-fn check(path: &Path, conn: &Connection, tables: &[String]) -> Result<(), StoreError> {
+/// Brings an older store to this version: every step so far only adds tables,
+/// which `CREATE` does with `IF NOT EXISTS`.
+fn upgrade(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute_batch(CREATE)?;
+    tx.execute("UPDATE coloc_schema SET version = ?1", [SCHEMA_VERSION])?;
+    tx.commit()
+}
+
+/// Checks an existing file and returns its schema version.
+fn check(path: &Path, conn: &Connection, tables: &[String]) -> Result<i64, StoreError> {
     if !tables.iter().any(|t| t == "coloc_schema") {
         return Err(StoreError::Foreign {
             path: path.to_path_buf(),
@@ -119,8 +135,11 @@ fn check(path: &Path, conn: &Connection, tables: &[String]) -> Result<(), StoreE
             supported: SCHEMA_VERSION,
         });
     }
-    match TABLES.iter().find(|t| !tables.iter().any(|x| x == *t)) {
-        Some(missing) => Err(damaged(format!("table `{missing}` is missing"))),
-        None => Ok(()),
+    let missing = TABLES
+        .iter()
+        .find(|(t, since)| *since <= found && !tables.iter().any(|x| x == t));
+    match missing {
+        Some((t, _)) => Err(damaged(format!("table `{t}` is missing"))),
+        None => Ok(found),
     }
 }

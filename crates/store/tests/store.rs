@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use coloc_model::calibration::MemoryCalibration;
 use coloc_model::profile::{
     AppIdentity, AppProfile, LevelProfile, LevelResult, NotCharacterizable, PlatformFingerprint,
     Sensitivity, Signal,
@@ -201,7 +202,7 @@ fn refuses_garbage_foreign_and_newer_files() {
             err,
             StoreError::Newer {
                 found: 7,
-                supported: 1,
+                supported: coloc_store::SCHEMA_VERSION,
                 ..
             }
         ),
@@ -308,4 +309,53 @@ fn concurrent_readers_and_a_writer() {
     }
     let store = Store::open(&path).unwrap();
     assert_eq!(store.for_platform(&westmere()).unwrap().len(), WRITES);
+}
+
+/// A version-1 store (profiles only) is upgraded in place when opened: its
+/// profiles stay, calibrations can be stored, the version is the current one.
+#[test]
+fn version_one_stores_are_upgraded() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.db");
+    {
+        let store = Store::open(&path).unwrap();
+        store.put(&profile(sc(), westmere(), 14.5)).unwrap();
+    }
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch("DROP TABLE calibrations; UPDATE coloc_schema SET version = 1;")
+        .unwrap();
+    drop(conn);
+    let store = Store::open(&path).unwrap();
+    assert!(store.get(&sc(), &westmere()).unwrap().is_some());
+    let topo = Topology::synthetic("p", "package:2 numa:1 l3(12M):1 core:6").unwrap();
+    store
+        .put_calibration(&westmere(), &MemoryCalibration::assumed(&topo))
+        .unwrap();
+    let version: i64 = Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT version FROM coloc_schema", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, coloc_store::SCHEMA_VERSION);
+}
+
+/// Calibrations are filed by platform, replaced on rewrite, and refused for a
+/// platform of another shape.
+#[test]
+fn calibrations_by_platform() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("c.db")).unwrap();
+    let topo = Topology::synthetic("p", "package:2 numa:1 l3(12M):1 core:6").unwrap();
+    let mut c = MemoryCalibration::assumed(&topo);
+    assert_eq!(store.calibration(&westmere()).unwrap(), None);
+    store.put_calibration(&westmere(), &c).unwrap();
+    assert_eq!(store.calibration(&westmere()).unwrap().as_ref(), Some(&c));
+    c.node_service_rate[0] *= 2.0;
+    store.put_calibration(&westmere(), &c).unwrap();
+    assert_eq!(store.calibration(&westmere()).unwrap().as_ref(), Some(&c));
+    assert_eq!(store.calibration(&yorkfield()).unwrap(), None);
+    let err = store.put_calibration(&yorkfield(), &c).unwrap_err();
+    assert!(
+        matches!(err, StoreError::CalibrationMismatch { .. }) && err.to_string().contains("c.db"),
+        "{err}"
+    );
 }
