@@ -50,16 +50,32 @@ fn launch_errors_are_clear() {
     }
 }
 
-/// A 2-thread `compute` model (one parallel phase of 100e9 instructions at
+/// A 2-thread compute-only model (one parallel phase of 100e9 instructions at
 /// CPI 0.5 on 2.45 GHz: 4.9e9/s per CPU) on kvm-2cpu: threads exist at launch,
 /// the observation after 1 s shows 1 s of run time and 4.9e9 instructions per
 /// thread, and the app exits at 100e9 / 9.8e9 = 10.204 s with its throughput
 /// (100 / 10.204 = 9.8 units) in its output.
 #[test]
 fn trait_calls() {
-    let mut m = SimMachine::new(platform("kvm-2cpu").unwrap(), 1);
+    let unit = coloc_sim::AppModel {
+        name: "unit-compute".into(),
+        about: "CPI 0.5, no memory traffic".into(),
+        phases: vec![coloc_sim::Phase::parallel(100.0)],
+        cpi: 0.5,
+        llc_apki: 0.0,
+        reuse: 1.0,
+        private_mb: 0.01,
+        shared_mb: 0.0,
+        shared_fraction: 0.0,
+        write_sharing: 0.0,
+        mlp: 4.0,
+        barriers_per_ginstr: 0.0,
+        lock_fraction: 0.0,
+        openmp: true,
+    };
+    let mut m = SimMachine::new(platform("kvm-2cpu").unwrap(), 1).with_models([unit]);
     let id = AppId { app: 0, rep: 0 };
-    let s = spec(Some("compute"), false);
+    let s = spec(Some("unit-compute"), false);
     let plan = AppPlan::native(id);
     let l = m
         .launch(LaunchRequest {

@@ -4,7 +4,7 @@
 //! from event to event: the end of an app's current phase (or of a migration's
 //! cache refill), a balancer period, or the caller's deadline. At each event the
 //! state changes (a phase starts, a team is created, an app exits, threads move)
-//! and the rates are solved again ([`contention::solve`]). Time is kept in
+//! and the rates are solved again (`contention::solve`). Time is kept in
 //! integer nanoseconds and phase ends are rounded up to the next nanosecond, so
 //! a run is a pure function of its inputs and the seed.
 

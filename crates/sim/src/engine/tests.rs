@@ -10,11 +10,24 @@ use super::*;
 use crate::model::Phase;
 use crate::platform::platform;
 
+/// A compute-only model: CPI 0.5, no LLC traffic, nothing shared.
 fn compute(phases: Vec<Phase>, barriers_per_ginstr: f64) -> Arc<AppModel> {
-    let mut m = crate::model::model("compute").unwrap();
-    m.phases = phases;
-    m.barriers_per_ginstr = barriers_per_ginstr;
-    Arc::new(m)
+    Arc::new(AppModel {
+        name: "unit-compute".into(),
+        about: "engine tests: CPI 0.5, no memory traffic".into(),
+        phases,
+        cpi: 0.5,
+        llc_apki: 0.0,
+        reuse: 1.0,
+        private_mb: 0.01,
+        shared_mb: 0.0,
+        shared_fraction: 0.0,
+        write_sharing: 0.0,
+        mlp: 4.0,
+        barriers_per_ginstr,
+        lock_fraction: 0.0,
+        openmp: true,
+    })
 }
 
 /// Launches an app whose thread i is pinned to the i-th CPU of `cpus` (the

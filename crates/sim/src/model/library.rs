@@ -237,57 +237,89 @@ pub fn models() -> Vec<AppModel> {
             openmp: false,
             ..base("protobuf", "Tang et al. protocol buffers: batch, light on caches and bus")
         },
-        // The kernels of crates/workloads, so simulated and real runs of the same
-        // workload can be compared (to be calibrated against this machine).
+        // The C/OpenMP kernels of crates/workloads at their default arguments, so
+        // that simulated and real runs of one workload compare (issue 3,
+        // Validation: against reality; coloc_sim::calibrate). Instruction counts
+        // come from the loops as compiled (gcc -O2, x86-64); CPIs from their
+        // instruction mix on a Zen core; the machine's own figures (clock,
+        // memory, LLC hit, barrier and slice costs) are fitted on kvm-2cpu.
+        //
+        // stream: 3 × 128 MiB arrays, 40 triad sweeps a[i] = b[i] + s·c[i],
+        // scalar (7 instructions per element: 2 loads, mul, add, store, loop),
+        // plus first touch and verification: 16.8 M elements × (40 × 7 + 15)
+        // = 4.93e9 instructions. Memory: 32 B per element and sweep (24 read
+        // and written, 8 write-allocate), 1.1 lines per element for first
+        // touch (page zeroing included): 3.57e8 lines = 72 per 1000
+        // instructions, none reused; prefetched streams overlap misses.
         AppModel {
-            phases: vec![Phase::parallel(60.0)],
-            cpi: 0.5,
-            llc_apki: 100.0,
+            phases: vec![Phase::parallel(4.93)],
+            cpi: 0.3,
+            llc_apki: 72.0,
             reuse: 0.0,
-            private_mb: 64.0,
+            private_mb: 192.0,
             mlp: 8.0,
-            ..base("stream", "kernel:stream: STREAM-like triad, pure memory bandwidth")
+            ..base("kernel-stream", "kernel:stream: STREAM triad over 3 x 128 MiB, memory-bandwidth-bound")
         },
+        // compute: 20 M sweeps over a private 4 KiB array of x = x·m + k,
+        // vectorized 2 doubles at a time: 7 instructions per 2 elements, 256
+        // iterations per sweep: 1796 × 20e6 = 3.6e10 instructions, all in L1;
+        // 512 independent chains keep the FP units busy (about one iteration,
+        // 7 instructions, per 1.4 cycles).
         AppModel {
-            phases: vec![Phase::parallel(100.0)],
+            phases: vec![Phase::parallel(36.0)],
+            cpi: 0.2,
+            llc_apki: 0.0,
+            reuse: 1.0,
+            private_mb: 0.004,
+            ..base("kernel-compute", "kernel:compute: 20 M sweeps of multiply-add over 4 KiB per thread, compute-bound")
+        },
+        // share: 60 000 sweeps of a 2 MiB common array (262 144 u64), split
+        // among the threads; 2 instructions per element (two SSE2 adds of 2
+        // elements, 2 loads, loop): 3.15e10 instructions. The array overflows
+        // the 512 KiB L2 but fits the L3, so every line (8 elements, 16
+        // instructions) is an L3 access that hits: 62.5 per 1000 instructions,
+        // all to the shared set, never written.
+        AppModel {
+            phases: vec![Phase::parallel(31.5)],
+            cpi: 0.25,
+            llc_apki: 62.5,
+            reuse: 1.0,
+            private_mb: 0.0,
+            shared_mb: 2.0,
+            shared_fraction: 1.0,
+            write_sharing: 0.0,
+            mlp: 8.0,
+            ..base("kernel-share", "kernel:share: every thread sweeps one common 2 MiB array, constructive LLC sharing")
+        },
+        // barrier: 5000 parallel regions of 80 000 iterations of 4 dependent
+        // multiply-xorshift rounds (34 instructions per iteration): 1.36e10
+        // instructions. Each region ends in a barrier: 5000 per thread, which
+        // with the default 2 threads is 5000 per 6.8e9 instructions = 735 per
+        // 10^9 (the model counts barriers per instruction of each thread).
+        // Iterations are independent: about 3 instructions per cycle.
+        AppModel {
+            phases: vec![Phase::parallel(13.6)],
+            cpi: 0.32,
+            llc_apki: 0.0,
+            reuse: 1.0,
+            private_mb: 0.0,
+            barriers_per_ginstr: 735.0,
+            ..base("kernel-barrier", "kernel:barrier: 5000 short parallel regions, each ending in a barrier")
+        },
+        // lock: 60 M critical sections of 20 read-modify-writes of one shared
+        // cache line (6 instructions each) between pthread_mutex_lock and
+        // unlock, about 160 instructions per operation: 9.6e9 instructions,
+        // 90 % of them inside the lock; the lock word and the state are
+        // written by every thread.
+        AppModel {
+            phases: vec![Phase::parallel(9.6)],
             cpi: 0.5,
             llc_apki: 0.0,
             reuse: 1.0,
-            private_mb: 0.01,
-            ..base("compute", "kernel:compute: register-only arithmetic, compute-bound")
-        },
-        AppModel {
-            phases: vec![Phase::parallel(60.0)],
-            cpi: 0.8,
-            llc_apki: 20.0,
-            reuse: 0.95,
-            private_mb: 0.1,
-            shared_mb: 1.0,
-            shared_fraction: 0.9,
-            write_sharing: 0.5,
-            mlp: 2.0,
-            ..base("share", "kernel:share: threads read and write one shared array, constructive sharing")
-        },
-        AppModel {
-            phases: vec![Phase::parallel(10.0)],
-            cpi: 1.0,
-            llc_apki: 0.5,
-            reuse: 1.0,
-            private_mb: 0.05,
-            barriers_per_ginstr: 2000.0,
-            ..base("barrier", "kernel:barrier: short regions separated by barriers")
-        },
-        AppModel {
-            phases: vec![Phase::parallel(10.0)],
-            cpi: 1.0,
-            llc_apki: 1.0,
-            reuse: 1.0,
-            private_mb: 0.05,
-            shared_mb: 0.01,
-            shared_fraction: 0.5,
-            write_sharing: 1.0,
-            lock_fraction: 0.3,
-            ..base("lock", "kernel:lock: a contended lock around a shared counter")
+            private_mb: 0.0,
+            shared_mb: 0.0,
+            lock_fraction: 0.9,
+            ..base("kernel-lock", "kernel:lock: 60 M critical sections around one mutex, lock-bound")
         },
     ]
 }

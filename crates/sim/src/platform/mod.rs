@@ -101,6 +101,26 @@ impl Params {
         ]
     }
 
+    /// The figure called `field` (the names of [`Params::fields`]), to change it
+    /// by name as calibration does.
+    pub fn field_mut(&mut self, field: &str) -> Option<&mut f64> {
+        Some(match field {
+            "freq_ghz" => &mut self.freq_ghz,
+            "llc_hit_cycles" => &mut self.llc_hit_cycles,
+            "mem_latency_ns" => &mut self.mem_latency_ns,
+            "remote_latency_ns" => &mut self.remote_latency_ns,
+            "mc_bandwidth_gbs" => &mut self.mc_bandwidth_gbs,
+            "link_bandwidth_gbs" => &mut self.link_bandwidth_gbs,
+            "xfer_near_ns" => &mut self.xfer_near_ns,
+            "xfer_far_ns" => &mut self.xfer_far_ns,
+            "barrier_ns" => &mut self.barrier_ns,
+            "slice_us" => &mut self.slice_us,
+            "balance_ms" => &mut self.balance_ms,
+            "jitter_per_s" => &mut self.jitter_per_s,
+            _ => return None,
+        })
+    }
+
     /// Checks that every figure is finite; rates and latencies must be positive,
     /// `remote_latency_ns` and `jitter_per_s` may be zero.
     pub fn validate(&self) -> Result<(), PlatformError> {

@@ -1,0 +1,128 @@
+//! Calibration support (issue 3, Validation: against reality): the case
+//! list, the simulated side, the measurements file and the fit.
+
+use coloc_model::workload::{parse_workload, to_toml};
+use coloc_sim::calibrate::{
+    cases, compare, fit, parse_measured, simulate_cases, CalibrateError, Side, FITTED, KERNELS,
+    KVM_2CPU_MEASURED,
+};
+use coloc_sim::platform;
+
+/// 10 solo cases (5 kernels × 1 and 2 threads) and 15 pairs × 2 policies;
+/// both sides of each are valid workload files naming a real kernel or a
+/// library model, with the same app names and threads.
+#[test]
+fn the_case_list() {
+    let all = cases();
+    assert_eq!(all.len(), 10 + 15 * 2);
+    for c in &all {
+        assert_eq!(
+            all.iter().filter(|o| o.name == c.name).count(),
+            1,
+            "{}",
+            c.name
+        );
+        assert!(coloc_policy::by_name(c.policy).is_ok(), "{}", c.name);
+        let real = c.workload(Side::Real);
+        let sim = c.workload(Side::Sim);
+        // Through the file format and back: the parser's rules hold.
+        let real = parse_workload("real.toml", &to_toml(&real)).unwrap();
+        let sim = parse_workload("sim.toml", &to_toml(&sim)).unwrap();
+        for ((r, s), a) in real.apps.iter().zip(&sim.apps).zip(&c.apps) {
+            assert_eq!(r.name, s.name);
+            assert_eq!((r.threads, s.threads), (a.threads, a.threads));
+            assert_eq!(r.command, Some(vec![format!("kernel:{}", a.kernel)]));
+            let model = s.model.as_deref().unwrap();
+            assert!(coloc_sim::model::model(model).is_some(), "{model}");
+        }
+    }
+    let twins = all.iter().find(|c| c.name == "equal-lock+lock").unwrap();
+    let names: Vec<String> = twins
+        .workload(Side::Sim)
+        .apps
+        .into_iter()
+        .map(|a| a.name)
+        .collect();
+    assert_eq!(names, ["lock", "lock-2"]);
+    assert_eq!(KERNELS.len(), 5);
+}
+
+/// The recorded measurements cover every case, app by app.
+#[test]
+fn measurements_cover_every_case() {
+    let measured = parse_measured(KVM_2CPU_MEASURED).unwrap();
+    for c in cases() {
+        let m = measured
+            .iter()
+            .find(|m| m.case == c.name)
+            .unwrap_or_else(|| panic!("{}", c.name));
+        assert_eq!(m.wall_s.len(), c.apps.len(), "{}", c.name);
+    }
+    let bad = [
+        ("case\tapp\n\nx\t0\tstream\t1\tfast\t0\n", 3, "wall time"),
+        ("h\nx\t1\tstream\t1\t2.0\t0\n", 2, "out of order"),
+        ("h\nx\t0\tstream\n", 2, "3 columns"),
+    ];
+    for (text, line, want) in bad {
+        let err = parse_measured(text).unwrap_err();
+        let CalibrateError::Parse { line: l, reason } = &err else {
+            panic!("{err}")
+        };
+        assert_eq!(*l, line, "{err}");
+        assert!(reason.contains(want), "{err}");
+    }
+}
+
+/// kernel-compute alone: 36e9 instructions at the platform's CPI·f; with
+/// freq_ghz f and CPI c, 1 thread takes 36·c/f s and 2 threads half of it.
+#[test]
+fn simulated_side_of_the_compute_cases() {
+    let p = platform("kvm-2cpu").unwrap();
+    let m = coloc_sim::model::model("kernel-compute").unwrap();
+    let solo: Vec<_> = cases()
+        .into_iter()
+        .filter(|c| c.name.starts_with("solo-compute"))
+        .collect();
+    let got = simulate_cases(&p, &solo).unwrap();
+    let one = 36.0 * m.cpi / p.params.freq_ghz;
+    for (r, want) in got.iter().zip([one, one / 2.0]) {
+        assert!(
+            (r.wall_s[0] - want).abs() < 1e-6,
+            "{}: {} vs {want}",
+            r.case,
+            r.wall_s[0]
+        );
+    }
+}
+
+/// Measurements made by simulating with a 20% faster clock are fitted back
+/// to that clock (the compute cases depend on nothing else), with an error
+/// near zero.
+#[test]
+fn fit_recovers_a_known_clock() {
+    let p = platform("kvm-2cpu").unwrap();
+    let solo: Vec<_> = cases()
+        .into_iter()
+        .filter(|c| c.name.starts_with("solo-compute"))
+        .collect();
+    let mut fast = p.clone();
+    fast.params.freq_ghz *= 1.2;
+    let measured: Vec<_> = simulate_cases(&fast, &solo)
+        .unwrap()
+        .into_iter()
+        .map(|r| coloc_sim::calibrate::Measured {
+            case: r.case,
+            wall_s: r.wall_s,
+        })
+        .collect();
+    let before = compare(&measured, &simulate_cases(&p, &solo).unwrap()).unwrap();
+    assert!(before.iter().all(|r| r.error() > 0.15));
+    let f = fit(&p, &solo, &measured).unwrap();
+    assert!(f.max_error < 0.01, "{f}");
+    assert!(
+        (f.params.freq_ghz / fast.params.freq_ghz - 1.0).abs() < 0.01,
+        "{f}"
+    );
+    assert!(f.to_string().contains("freq_ghz"));
+    assert!(FITTED.contains(&"freq_ghz"));
+}
