@@ -169,6 +169,11 @@ impl Policy for Scalability {
             }
         }
 
+        for (a, need) in &needs {
+            if *need == Need::Serial {
+                board.keep_idle(&map, a);
+            }
+        }
         let apps = view
             .apps
             .iter()

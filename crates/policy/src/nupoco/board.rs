@@ -13,7 +13,12 @@
 //!   (§3.2) and cannot shrink them;
 //! - a pending app is admitted while a core is free for it after every running
 //!   app has one, and starts on one core (its first section is serial until its
-//!   OpenMP team forms); the others wait.
+//!   OpenMP team forms); the others wait;
+//! - cores that no app takes in a decision stay with the serial app that had
+//!   them ([`Board::keep_idle`]): its team sleeps there and resumes in place
+//!   when its next region starts, instead of starting piled on one core and
+//!   migrating out with cold caches. They are the first to go to any app that
+//!   needs them.
 
 use coloc_model::{AppId, AppView};
 
@@ -70,6 +75,17 @@ impl Board {
             }
         }
         got
+    }
+}
+
+impl Board {
+    /// Gives `app` back the cores of its current plan that nobody took.
+    pub fn keep_idle(&mut self, map: &CoreMap, app: &AppView) {
+        for c in current_cores(map, app) {
+            if self.owner[c].is_none() {
+                self.owner[c] = Some(app.id);
+            }
+        }
     }
 }
 

@@ -23,7 +23,8 @@
 //!    variant skips this step and gives each app its DoP in free cores in
 //!    topology order.
 //!
-//! Serial sections get one core; every core runs at most one active thread
+//! Serial sections get one core (and keep their idle ones while no other app
+//! wants them); every core runs at most one active thread
 //! (cores are allocated whole and threads pinned one per core); apps whose DoP
 //! coloc cannot change get placement only (`nupoco/board.rs`). A serial app's
 //! DoP is left unchanged (the plan gives none): it keeps the DoP of its last
@@ -346,6 +347,11 @@ impl Policy for Nupoco {
             }
         }
 
+        for (a, need) in &needs {
+            if *need == Need::Serial {
+                board.keep_idle(&map, a);
+            }
+        }
         let mut apps = Vec::with_capacity(view.apps.len());
         for a in view.apps {
             if !a.is_running() && !admitted.contains(&a.id) {

@@ -653,6 +653,45 @@ fn serial_and_fixed_apps() {
     }
 }
 
+/// An app alone on amd-8node leaves a parallel section: it counts as serial
+/// (one core, no DoP) but its sleeping team keeps the other 47 idle cores, so
+/// its next region starts in place. When another app enters a parallel section
+/// it takes them: the serial app is down to its one core.
+#[test]
+fn serial_team_keeps_idle_cores_until_needed() {
+    let topo = &fixture_topologies()[1];
+    let map = CoreMap::new(topo);
+    let mut actors = vec![Actor {
+        app: app(0, 48, true),
+        in_parallel: true,
+        team: 48,
+        rates: model_rates(topo, 1e6),
+    }];
+    let mut p = Nupoco::new(NupocoConfig::default(), Variant::Full, None);
+    let times: Vec<u64> = (0..6).map(|k| 1000 + 50 * k).collect();
+    let plans = drive(&mut p, topo, &mut actors, &times, true, follow_dop);
+    assert_eq!(plans[5].for_app(id(0)).unwrap().dop, Some(48));
+    actors[0].in_parallel = false;
+    let plans = drive(&mut p, topo, &mut actors, &[1400], true, follow_dop);
+    let a0 = plans[0].for_app(id(0)).unwrap();
+    assert_eq!(
+        (cores_of(&map, a0), a0.dop),
+        (48, None),
+        "{}",
+        plans[0].note
+    );
+    assert!(plans[0].note.contains("0.0 serial"));
+    actors.push(Actor {
+        app: app(1, 48, true),
+        in_parallel: true,
+        team: 48,
+        rates: model_rates(topo, 1e6),
+    });
+    let plans = drive(&mut p, topo, &mut actors, &[1450], true, follow_dop);
+    assert_eq!(cores_of(&map, plans[0].for_app(id(0)).unwrap()), 1);
+    assert_eq!(cores_of(&map, plans[0].for_app(id(1)).unwrap()), 47);
+}
+
 /// kvm-2cpu with two running apps: a pending third waits (no core of its
 /// own for it), and starts on one core once one leaves.
 #[test]
