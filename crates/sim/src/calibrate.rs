@@ -21,6 +21,8 @@
 //! platform's figures were fitted.
 
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use coloc_manager::{run, Recorder, RunOptions, DEFAULT_EPOCH};
@@ -195,12 +197,31 @@ impl Recorder for Times {
 }
 
 /// Simulates each case's `Side::Sim` workload on `platform` under its policy
-/// (seed 1, the Manager's default epoch).
+/// (seed 1, the Manager's default epoch), one case per available CPU at a time.
 pub fn simulate_cases(
     platform: &Platform,
     cases: &[Case],
 ) -> Result<Vec<SimResult>, CalibrateError> {
-    cases.iter().map(|c| simulate(platform, c)).collect()
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<SimResult, CalibrateError>>>> =
+        Mutex::new(vec![None; cases.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..workers.min(cases.len()) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(case) = cases.get(i) else { break };
+                let r = simulate(platform, case);
+                results.lock().expect("no worker panics holding the lock")[i] = Some(r);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .expect("no worker panicked")
+        .into_iter()
+        .map(|r| r.expect("every case was simulated"))
+        .collect()
 }
 
 fn simulate(platform: &Platform, case: &Case) -> Result<SimResult, CalibrateError> {

@@ -25,8 +25,10 @@
 //! - **Teams**: a parallel phase proceeds at the pace of its slowest member
 //!   (bulk-synchronous), divided by lock serialization (1 + s(n − 1)), plus the
 //!   cost of each barrier: ⌈log2 n⌉ levels, doubled across packages, and half a
-//!   time slice when a member shares its CPU (the barrier waits for it to be
-//!   scheduled again).
+//!   time slice when a member shares its CPU (a spinning waiter holds its CPU
+//!   until the teammate it waits for is scheduled again) unless the team waits
+//!   passively (an OpenMP runtime that started with more threads than CPUs).
+//!   Lock serialization counts the distinct CPUs of the team, not its threads.
 
 use coloc_policy::queueing::NodeLoad;
 
@@ -61,6 +63,11 @@ pub(crate) struct Team {
     pub parallel: bool,
     /// Time slice of the app's threads, seconds.
     pub slice_s: f64,
+    /// Whether its threads wait passively (sleep) at barriers: libgomp
+    /// throttles its spinning when it starts with more threads than CPUs in
+    /// its affinity mask, so a waiter gives its CPU up at once instead of
+    /// spinning until the teammate it waits for is scheduled again.
+    pub passive: bool,
 }
 
 /// Rates for one interval.
@@ -253,12 +260,18 @@ pub(crate) fn solve(
                 .fold(f64::INFINITY, f64::min);
             let per_thread = if team.parallel && k > 1 {
                 let m = runners[team.members[0]].model;
-                let locked = slowest / (1.0 + m.lock_fraction * (k - 1) as f64);
+                // Critical sections serialize across the CPUs the team runs on;
+                // teammates time-sharing one CPU are serialized by the CPU already
+                // (a waiter blocks and lets the holder run).
+                let mut cpus: Vec<CpuIdx> = team.members.iter().map(|&j| runners[j].cpu).collect();
+                cpus.sort_unstable();
+                cpus.dedup();
+                let locked = slowest / (1.0 + m.lock_fraction * (cpus.len() - 1) as f64);
                 let levels = (k as f64).log2().ceil();
                 let packages = team.members.iter().map(|&j| layout.package[runners[j].cpu]);
                 let spans = packages.clone().min() != packages.max();
                 let mut barrier = params.barrier_ns * 1e-9 * levels * if spans { 2.0 } else { 1.0 };
-                if oversubscribed[t] {
+                if oversubscribed[t] && !team.passive {
                     barrier += team.slice_s / 2.0;
                 }
                 1.0 / (1.0 / locked + m.barriers_per_ginstr * 1e-9 * barrier)

@@ -67,6 +67,9 @@ pub struct Engine {
     /// so a main thread's tid is its pid and every tid is unique.
     next_id: u32,
     next_balance_ns: Option<u64>,
+    /// Intervals solved so far (each a contention fixed point): the unit of
+    /// the simulator's speed (`coloc_sim::bench`).
+    steps: u64,
 }
 
 /// First simulated pid.
@@ -82,6 +85,7 @@ impl Engine {
             apps: Vec::new(),
             next_id: FIRST_PID,
             next_balance_ns: None,
+            steps: 0,
         }
     }
 
@@ -91,6 +95,11 @@ impl Engine {
 
     pub fn now_ns(&self) -> u64 {
         self.now_ns
+    }
+
+    /// Intervals between events solved so far.
+    pub fn steps(&self) -> u64 {
+        self.steps
     }
 
     pub fn apps(&self) -> &[SimApp] {
@@ -111,7 +120,15 @@ impl Engine {
     pub fn launch(&mut self, l: AppLaunch) -> (u32, Tid) {
         let tid = self.alloc_tid();
         let pid = tid;
+        // libgomp reads the affinity mask once, at start, and throttles its
+        // spin-waiting when the team is larger than the mask.
+        let mask = match &l.placement {
+            coloc_model::Placement::Unmanaged => self.layout.cpus.len(),
+            p => p.cpus().len(),
+        };
+        let passive = l.model.openmp && mask < l.threads as usize;
         let mut app = SimApp::new(l, pid, self.now_ns);
+        app.passive = passive;
         let cpu = self.place(&app.placement, tid, None);
         let node = self.layout.mem_node[cpu];
         app.home_node = node;
@@ -281,6 +298,7 @@ impl Engine {
                 members,
                 parallel: a.team > 1,
                 slice_s: a.slice_s(&self.platform.params),
+                passive: a.passive,
             });
         }
         let sol = contention::solve(&self.layout, &self.platform.params, &runners, &teams);
@@ -294,6 +312,7 @@ impl Engine {
         while self.now_ns < deadline_ns {
             self.arm_balancer();
             let (index, sol) = self.solve();
+            self.steps += 1;
             let mut next = deadline_ns;
             if let Some(b) = self.next_balance_ns {
                 next = next.min(b);

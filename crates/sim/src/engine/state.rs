@@ -68,6 +68,8 @@ pub struct SimApp {
     /// Memory node of the main thread at launch, where shared data lives.
     pub(crate) home_node: usize,
     pub(crate) started_ns: u64,
+    /// Waits passively at barriers (see `contention::Team::passive`).
+    pub(crate) passive: bool,
     /// Time spent in parallel phases, ns (what an OpenMP runtime reports).
     pub(crate) parallel_ns: u64,
 }
@@ -90,6 +92,7 @@ impl SimApp {
             debt_s: 0.0,
             home_node: 0,
             started_ns: now_ns,
+            passive: false,
             parallel_ns: 0,
         }
     }

@@ -38,19 +38,19 @@ impl OraclePolicy {
     }
 }
 
-/// Thread i on `cpus[i]`. Before the app has threads (at launch) its main
-/// thread goes to `cpus[0]`; threads created later wait on the first CPU until
-/// the decision that follows their creation pins them (they have run nothing,
-/// so moving them costs nothing).
+/// Thread i on `cpus[i]`; threads not known yet (all of them at launch, new
+/// workers until the decision that follows their creation pins them) may use
+/// all of the app's CPUs — so that the OpenMP runtime, which reads the
+/// affinity mask at start, sees as many CPUs as the configuration gives the
+/// app, as it would on Linux.
 fn placement(threads: &[coloc_model::Tid], cpus: &[Cpu]) -> Placement {
-    let first = CpuSet::single(cpus[0]);
     Placement::PerThread {
         threads: threads
             .iter()
             .zip(cpus.iter().cycle())
             .map(|(t, c)| (*t, CpuSet::single(*c)))
             .collect(),
-        rest: first,
+        rest: cpus.iter().copied().collect(),
     }
 }
 

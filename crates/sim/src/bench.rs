@@ -1,0 +1,230 @@
+//! How fast the simulator is (STYLE.md: performance numbers come from a
+//! command that prints them, never from timed tests): `coloc bench sim` and
+//! `cargo run --release -p coloc-sim --example sim_speed` print [`sim_speed`].
+//!
+//! - **Engine**: an 8-app dynamic workload (arrivals spread over 30 s, two
+//!   apps repeated) on the 64-core NuPoCo AMD platform, run by the Manager
+//!   under `native` (unpinned threads: the balancer model runs every 10 ms)
+//!   and `equal` (pinned: only phase ends, arrivals and epochs are events).
+//!   Speed is solved intervals (events) per second of wall time, and
+//!   simulated seconds per wall second.
+//! - **Oracle**: a bounded search of 4 apps × 8 threads on the 48-core
+//!   Opteron, in configurations evaluated per second.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use coloc_manager::{run, RunOptions, DEFAULT_EPOCH};
+use coloc_model::workload::parse_workload;
+use coloc_model::{TraceEvent, Workload};
+
+use crate::oracle::{self, OracleOptions};
+use crate::platform::platform;
+use crate::SimMachine;
+
+/// The engine benchmark's workload: NuPoCo- and ReSense-like apps, 8
+/// threads each, arriving over 30 s.
+const DYNAMIC: &str = r#"
+name = "bench-dynamic-8"
+[[app]]
+name = "sc"
+model = "streamcluster"
+threads = 8
+[[app]]
+name = "ft"
+model = "ft"
+threads = 8
+arrive_at = "2s"
+[[app]]
+name = "ep"
+model = "ep"
+threads = 8
+arrive_at = "5s"
+repeat = 2
+[[app]]
+name = "mg"
+model = "mg"
+threads = 8
+arrive_at = "9s"
+[[app]]
+name = "is"
+model = "is"
+threads = 8
+arrive_at = "14s"
+[[app]]
+name = "bt"
+model = "bt"
+threads = 8
+arrive_at = "18s"
+malleable = true
+[[app]]
+name = "canneal"
+model = "canneal"
+threads = 8
+arrive_at = "24s"
+[[app]]
+name = "kmeans"
+model = "kmeans"
+threads = 8
+arrive_at = "30s"
+repeat = 2
+"#;
+
+/// The oracle benchmark's workload: 4 apps × 8 threads, all at 0 s.
+const STATIC: &str = r#"
+name = "bench-oracle-4x8"
+[[app]]
+name = "sc"
+model = "streamcluster"
+threads = 8
+[[app]]
+name = "mg"
+model = "mg"
+threads = 8
+[[app]]
+name = "ep"
+model = "ep"
+threads = 8
+[[app]]
+name = "canneal"
+model = "canneal"
+threads = 8
+"#;
+
+/// Configurations the oracle benchmark evaluates.
+const ORACLE_CONFIGS: usize = 64;
+
+/// One engine run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EngineSpeed {
+    pub policy: &'static str,
+    /// Intervals solved (events).
+    pub steps: u64,
+    pub simulated: Duration,
+    pub wall: Duration,
+}
+
+impl EngineSpeed {
+    pub fn steps_per_s(&self) -> f64 {
+        self.steps as f64 / self.wall.as_secs_f64()
+    }
+
+    pub fn speedup(&self) -> f64 {
+        self.simulated.as_secs_f64() / self.wall.as_secs_f64()
+    }
+}
+
+/// The oracle run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OracleSpeed {
+    pub evaluated: usize,
+    pub threads: usize,
+    pub wall: Duration,
+}
+
+impl OracleSpeed {
+    pub fn configs_per_s(&self) -> f64 {
+        self.evaluated as f64 / self.wall.as_secs_f64()
+    }
+}
+
+/// Everything [`sim_speed`] measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimSpeed {
+    pub engine: Vec<EngineSpeed>,
+    pub oracle: OracleSpeed,
+}
+
+/// Why a benchmark could not run (a bug: its inputs are built in).
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("bench: {0}")]
+    Run(String),
+}
+
+/// Runs both benchmarks (about half a minute in a release build).
+pub fn sim_speed() -> Result<SimSpeed, BenchError> {
+    let fail = |e: &dyn fmt::Display| BenchError::Run(e.to_string());
+    let dynamic = parse_workload("bench-dynamic-8.toml", DYNAMIC).map_err(|e| fail(&e))?;
+    let engine = ["native", "equal"]
+        .into_iter()
+        .map(|policy| engine_run(&dynamic, policy))
+        .collect::<Result<Vec<_>, _>>()?;
+    let w = parse_workload("bench-oracle-4x8.toml", STATIC).map_err(|e| fail(&e))?;
+    let p = platform("opteron48").ok_or_else(|| fail(&"no opteron48 platform"))?;
+    let opts = OracleOptions {
+        max_configs: ORACLE_CONFIGS,
+        ..OracleOptions::default()
+    };
+    let t0 = Instant::now();
+    let report = oracle::search(&p, &w, &opts).map_err(|e| fail(&e))?;
+    Ok(SimSpeed {
+        engine,
+        oracle: OracleSpeed {
+            evaluated: report.evaluated,
+            threads: opts.threads,
+            wall: t0.elapsed(),
+        },
+    })
+}
+
+fn engine_run(w: &Workload, policy: &'static str) -> Result<EngineSpeed, BenchError> {
+    let fail = |e: &dyn fmt::Display| BenchError::Run(format!("{policy}: {e}"));
+    let p = platform("nupoco-amd64").ok_or_else(|| fail(&"no nupoco-amd64 platform"))?;
+    let mut machine = SimMachine::new(p, 1);
+    let mut pol = coloc_policy::by_name(policy).map_err(|e| fail(&e))?;
+    let opts = RunOptions {
+        epoch: DEFAULT_EPOCH,
+        seed: Some(1),
+        started_unix: 0.0,
+        stop: None,
+    };
+    let mut trace: Vec<TraceEvent> = Vec::new();
+    let t0 = Instant::now();
+    run(&mut machine, pol.as_mut(), w, &opts, &mut trace).map_err(|e| fail(&e))?;
+    let wall = t0.elapsed();
+    let simulated = match trace.last() {
+        Some(TraceEvent::End { t, .. }) => *t,
+        _ => return Err(fail(&"the trace has no end")),
+    };
+    Ok(EngineSpeed {
+        policy,
+        steps: machine.engine().steps(),
+        simulated,
+        wall,
+    })
+}
+
+impl fmt::Display for SimSpeed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "engine: 8-app dynamic workload on nupoco-amd64 (64 cores), 100 ms epochs"
+        )?;
+        writeln!(
+            f,
+            "{:<8} {:>10} {:>12} {:>10} {:>14} {:>12}",
+            "policy", "events", "simulated", "wall", "events/s", "sim/wall"
+        )?;
+        for e in &self.engine {
+            writeln!(
+                f,
+                "{:<8} {:>10} {:>11.1}s {:>9.3}s {:>14.0} {:>11.1}x",
+                e.policy,
+                e.steps,
+                e.simulated.as_secs_f64(),
+                e.wall.as_secs_f64(),
+                e.steps_per_s(),
+                e.speedup()
+            )?;
+        }
+        writeln!(
+            f,
+            "oracle: 4 apps x 8 threads on opteron48 (48 cores), bounded search: {} configurations in {:.2} s on {} threads = {:.2} configurations/s",
+            self.oracle.evaluated,
+            self.oracle.wall.as_secs_f64(),
+            self.oracle.threads,
+            self.oracle.configs_per_s()
+        )
+    }
+}
