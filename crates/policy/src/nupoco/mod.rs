@@ -51,7 +51,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use coloc_model::calibration::MemoryCalibration;
-use coloc_model::{AppId, AppPlan, AppView, Plan, View};
+use coloc_model::{AppId, AppPlan, AppView, CpuSet, Plan, Topology, View};
 
 pub(crate) use self::board::{current_cores, reserve, Board, Need};
 pub use self::cores::Level;
@@ -158,25 +158,6 @@ impl Nupoco {
         self.tracks.get(&app).and_then(|t| t.estimate)
     }
 
-    /// The network to predict with, and a note saying where its rates come from.
-    fn system(&self, view: &View<'_>, map: &CoreMap) -> (NumaSystem, String) {
-        let cores = map.per_node(&(0..map.len()).collect::<Vec<_>>());
-        let (cal, note) = match &self.calibration {
-            Some(c) if c.fits(view.topology) => {
-                (c.clone(), format!("rates calibrated {}", c.measured_at))
-            }
-            Some(_) => (
-                MemoryCalibration::assumed(view.topology),
-                "calibration is for another machine, rates assumed".to_string(),
-            ),
-            None => (
-                MemoryCalibration::assumed(view.topology),
-                "no calibration, rates assumed".to_string(),
-            ),
-        };
-        (NumaSystem::from_calibration(&cal, cores), note)
-    }
-
     fn need(&self, app: &AppView) -> Need {
         let fixed = Need::Fixed {
             threads: app.threads.len().max(app.threads_requested as usize) as u32,
@@ -188,6 +169,57 @@ impl Nupoco {
             Some(_) => Need::Parallel,
         }
     }
+}
+
+/// The network to predict with, and a note saying where its rates come from:
+/// the calibration when it was measured on this machine, else the assumed
+/// figures.
+fn network(
+    topology: &Topology,
+    map: &CoreMap,
+    calibration: Option<&MemoryCalibration>,
+) -> (NumaSystem, String) {
+    let cores = map.per_node(&(0..map.len()).collect::<Vec<_>>());
+    let (cal, note) = match calibration {
+        Some(c) if c.fits(topology) => (c.clone(), format!("rates calibrated {}", c.measured_at)),
+        Some(_) => (
+            MemoryCalibration::assumed(topology),
+            "calibration is for another machine, rates assumed".to_string(),
+        ),
+        None => (
+            MemoryCalibration::assumed(topology),
+            "no calibration, rates assumed".to_string(),
+        ),
+    };
+    (NumaSystem::from_calibration(&cal, cores), note)
+}
+
+/// Algorithm 1 on its own, on a machine whose cores are all free, for apps in
+/// steady parallel sections with the given MRRs (requests per second of
+/// compute time): the CPUs each app gets, in `mrr` order, at the unit level
+/// the rule picks. What `decide` runs for its steady apps, without the
+/// profiling and placement around it — for explaining a split and for
+/// measuring the cost of the DoP computation (§7.5 reports 1.8 ms).
+pub fn compute_dop(
+    topology: &Topology,
+    calibration: Option<&MemoryCalibration>,
+    mrr: &[f64],
+) -> Vec<CpuSet> {
+    let map = CoreMap::new(topology);
+    let (system, _) = network(topology, &map, calibration);
+    let free: Vec<usize> = (0..map.len()).collect();
+    let units = map.units(&free, map.level_for(&free, mrr.len()));
+    let spread = vec![1.0 / map.nodes as f64; map.nodes];
+    Contest {
+        system: &system,
+        map: &map,
+        mrr,
+        spread: &spread,
+    }
+    .allocate(&units)
+    .iter()
+    .map(|cores| map.cpus(cores))
+    .collect()
 }
 
 /// LLC accesses per LLC group over the last observation interval, from the
@@ -224,7 +256,7 @@ impl Policy for Nupoco {
 
     fn decide(&mut self, view: &View<'_>) -> Plan {
         let map = CoreMap::new(view.topology);
-        let (system, rates) = self.system(view, &map);
+        let (system, rates) = network(view.topology, &map, self.calibration.as_ref());
         let model = Model {
             cfg: &self.cfg,
             map: &map,

@@ -128,18 +128,17 @@ fn level_rule() {
 
 // --- Algorithm 1 ---------------------------------------------------------
 
+/// Algorithm 1 through the public entry point, as core indices.
 fn allocate(topo: &Topology, mrr: &[f64]) -> Vec<Vec<usize>> {
-    let (map, sys) = system(topo);
-    let free: Vec<usize> = (0..map.len()).collect();
-    let units = map.units(&free, map.level_for(&free, mrr.len()));
-    let spread = vec![1.0 / map.nodes as f64; map.nodes];
-    Contest {
-        system: &sys,
-        map: &map,
-        mrr,
-        spread: &spread,
-    }
-    .allocate(&units)
+    let map = CoreMap::new(topo);
+    compute_dop(topo, None, mrr)
+        .iter()
+        .map(|cpus| {
+            (0..map.len())
+                .filter(|&c| map.cores[c].is_subset(cpus))
+                .collect()
+        })
+        .collect()
 }
 
 /// On every fixture: all cores are handed out, to one app each, every app gets
