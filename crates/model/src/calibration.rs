@@ -147,6 +147,13 @@ impl MemoryCalibration {
     ///   symmetric interconnect); with no remote sample at all, no link is
     ///   modeled. Notes record both.
     ///
+    /// The numbers are what the machine sustains, as NuPoCo plugs them into its
+    /// model. They are not fitted to that model: its §4.1 queue averages a
+    /// controller's load over all CPU nodes, idle ones included, so in the
+    /// model one node streaming alone on an 8-node machine gets well below μ_m
+    /// (0.42 μ_m at best, falling towards μ_m/8 as the offered rate grows),
+    /// while on a one-node machine it reaches μ_m.
+    ///
     /// `measured_unix` is the time of the measurement (seconds since the Unix
     /// epoch); the caller reads the clock, this function stays pure.
     pub fn from_stream(
