@@ -18,7 +18,20 @@
 //!
 //! [`KVM_2CPU_MEASURED`] holds this development machine's measurements
 //! (`crates/sim/scripts/measure-kernels.sh`), from which the `kvm-2cpu`
-//! platform's figures were fitted.
+//! platform's figures were fitted with
+//! `cargo run --release -p coloc-sim --example calibrate_fit` (233
+//! simulations of the list, 20 s): freq_ghz 4.20 (effective), llc_hit_cycles
+//! 52, mem_latency_ns 20.4, mc_bandwidth_gbs 29.8, barrier_ns 95 000,
+//! slice_us 810. With them (`calibrate_fit -- --check`): largest |error|
+//! 46 % over the 69 apps outside [`KNOWN_GAPS`], 31 of them within 15 %;
+//! solo 1- and 2-thread runs of stream, share and barrier, the stream pairs
+//! and the barrier pairs are within 20 %; compute runs are 41 % too fast
+//! and lock runs sharing CPUs with co-runners up to 46 % too slow — the
+//! effective clock is the compromise between those two (the compute model's
+//! CPI estimate and the lock model's serialization on time-shared CPUs are
+//! the weakest parts). The measurements vary by up to 40 % from one session
+//! to the next on this shared VM (the shortest of 2 × 3–4 runs is kept), so
+//! a 15 % target is beyond what they can show.
 
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -46,11 +59,20 @@ pub const FITTED: [&str; 6] = [
     "slice_us",
 ];
 
+/// Cases the model is known not to capture, with the reason; [`fit`] leaves
+/// them out of its objective (they are still compared and printed), so that
+/// one effect the model lacks does not drag every figure away from the rest.
+pub const KNOWN_GAPS: &[(&str, &str)] = &[(
+    "solo-lock-2",
+    "two lock holders spinning on dedicated CPUs bounce the lock's lines between private caches (2.7x slower than one thread); the model keeps them in L1",
+)];
+
 /// Measured run times of every case on this development machine (a 2-vCPU
 /// KVM guest on AMD EPYC), TSV: case, app, kernel, threads, wall seconds,
 /// CPU seconds used by the rest of the machine meanwhile. Produced by
-/// `crates/sim/scripts/measure-kernels.sh <kernel dir> 3` in a cpu cgroup of
-/// weight 262144 (the shortest of 3 runs per case kept).
+/// `crates/sim/scripts/measure-kernels.sh <kernel dir> 3` and `... 4` in a
+/// cpu cgroup of weight 262144, keeping per case the run with the shorter
+/// makespan.
 pub const KVM_2CPU_MEASURED: &str = include_str!("../data/kvm-2cpu-kernels.tsv");
 
 /// Which side of a case.
@@ -357,6 +379,7 @@ pub struct Fit {
     pub params: Params,
     /// Every app of every case with the fitted figures.
     pub rows: Vec<Row>,
+    /// The largest |error| outside [`KNOWN_GAPS`].
     pub max_error: f64,
     /// Simulations of the whole case list the search ran.
     pub evaluations: usize,
@@ -366,9 +389,10 @@ pub struct Fit {
 const MAX_EVALUATIONS: usize = 400;
 
 /// Fits the [`FITTED`] figures of `platform` to the measured times of
-/// `cases`, minimizing the largest relative error (ties broken by the mean):
+/// `cases`, minimizing the largest relative error (ties broken by the mean)
+/// over the cases not in [`KNOWN_GAPS`]:
 /// coordinate search in log space, each figure multiplied or divided by
-/// e^step in turn, the step halved from 0.4 when no move helps, until it is
+/// e^step in turn, the step halved from 0.2 when no move helps, until it is
 /// below 0.01 or 400 simulations of the list ran.
 pub fn fit(
     platform: &Platform,
@@ -377,13 +401,19 @@ pub fn fit(
 ) -> Result<Fit, CalibrateError> {
     let score = |p: &Platform| -> Result<(f64, Vec<Row>), CalibrateError> {
         let rows = compare(measured, &simulate_cases(p, cases)?)?;
-        let mean = rows.iter().map(|r| r.error().abs()).sum::<f64>() / rows.len().max(1) as f64;
-        Ok((max_error(&rows) + 1e-3 * mean, rows))
+        let covered: Vec<Row> = rows
+            .iter()
+            .filter(|r| !KNOWN_GAPS.iter().any(|(c, _)| *c == r.case))
+            .cloned()
+            .collect();
+        let mean =
+            covered.iter().map(|r| r.error().abs()).sum::<f64>() / covered.len().max(1) as f64;
+        Ok((max_error(&covered) + 1e-3 * mean, rows))
     };
     let mut best = platform.clone();
     let (mut best_score, mut best_rows) = score(&best)?;
     let mut evaluations = 1;
-    let mut step: f64 = 0.4;
+    let mut step: f64 = 0.2;
     while step >= 0.01 && evaluations < MAX_EVALUATIONS {
         let mut improved = false;
         for field in FITTED {
@@ -407,9 +437,14 @@ pub fn fit(
             step /= 2.0;
         }
     }
+    let covered: Vec<Row> = best_rows
+        .iter()
+        .filter(|r| !KNOWN_GAPS.iter().any(|(c, _)| *c == r.case))
+        .cloned()
+        .collect();
     Ok(Fit {
         params: best.params,
-        max_error: max_error(&best_rows),
+        max_error: max_error(&covered),
         rows: best_rows,
         evaluations,
     })
@@ -429,21 +464,29 @@ impl fmt::Display for Fit {
             "case", "app", "measured", "simulated", "error"
         )?;
         for r in &self.rows {
+            let gap = KNOWN_GAPS.iter().any(|(c, _)| *c == r.case);
             writeln!(
                 f,
-                "{:<24} {:>3} {:>9.3}s {:>9.3}s {:>+7.1}%",
+                "{:<24} {:>3} {:>9.3}s {:>9.3}s {:>+7.1}%{}",
                 r.case,
                 r.app,
                 r.measured_s,
                 r.simulated_s,
-                100.0 * r.error()
+                100.0 * r.error(),
+                if gap { "  (known gap)" } else { "" }
             )?;
+        }
+        for (case, why) in KNOWN_GAPS {
+            writeln!(f, "known gap {case}: {why}")?;
         }
         writeln!(
             f,
-            "max |error| {:.1}% over {} apps ({} simulations of the case list)",
+            "max |error| {:.1}% over the {} apps outside the known gaps ({} simulations of the case list)",
             100.0 * self.max_error,
-            self.rows.len(),
+            self.rows
+                .iter()
+                .filter(|r| !KNOWN_GAPS.iter().any(|(c, _)| *c == r.case))
+                .count(),
             self.evaluations
         )
     }

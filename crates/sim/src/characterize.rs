@@ -203,7 +203,8 @@ mod tests {
             lock_fraction: 0.0,
             ..model("swaptions").unwrap()
         };
-        let p = platform("kvm-2cpu").unwrap();
+        let mut p = platform("kvm-2cpu").unwrap();
+        p.params.freq_ghz = 2.45;
         for cpus in [[0, 1], [1, 0]] {
             let r = solo_run(&p, &m, &cpus, 1);
             assert!(

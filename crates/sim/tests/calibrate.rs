@@ -126,3 +126,23 @@ fn fit_recovers_a_known_clock() {
     assert!(f.to_string().contains("freq_ghz"));
     assert!(FITTED.contains(&"freq_ghz"));
 }
+
+/// Regression guard for the fitted kvm-2cpu figures: with them, every app
+/// outside the known gaps is within the error recorded in the module doc.
+#[test]
+fn kvm_2cpu_figures_reproduce_the_recorded_error() {
+    let p = platform("kvm-2cpu").unwrap();
+    let measured = parse_measured(KVM_2CPU_MEASURED).unwrap();
+    let rows = compare(&measured, &simulate_cases(&p, &cases()).unwrap()).unwrap();
+    let covered: Vec<_> = rows
+        .into_iter()
+        .filter(|r| {
+            !coloc_sim::calibrate::KNOWN_GAPS
+                .iter()
+                .any(|(c, _)| *c == r.case)
+        })
+        .collect();
+    assert_eq!(covered.len(), 69);
+    let worst = coloc_sim::calibrate::max_error(&covered);
+    assert!(worst < 0.47, "{worst}");
+}

@@ -51,7 +51,7 @@ fn launch_errors_are_clear() {
 }
 
 /// A 2-thread compute-only model (one parallel phase of 100e9 instructions at
-/// CPI 0.5 on 2.45 GHz: 4.9e9/s per CPU) on kvm-2cpu: threads exist at launch,
+/// CPI 0.5 on 2.45 GHz: 4.9e9/s per CPU) on kvm-2cpu clocked at 2.45 GHz: threads exist at launch,
 /// the observation after 1 s shows 1 s of run time and 4.9e9 instructions per
 /// thread, and the app exits at 100e9 / 9.8e9 = 10.204 s with its throughput
 /// (100 / 10.204 = 9.8 units) in its output.
@@ -73,7 +73,9 @@ fn trait_calls() {
         lock_fraction: 0.0,
         openmp: true,
     };
-    let mut m = SimMachine::new(platform("kvm-2cpu").unwrap(), 1).with_models([unit]);
+    let mut p = platform("kvm-2cpu").unwrap();
+    p.params.freq_ghz = 2.45;
+    let mut m = SimMachine::new(p, 1).with_models([unit]);
     let id = AppId { app: 0, rep: 0 };
     let s = spec(Some("unit-compute"), false);
     let plan = AppPlan::native(id);

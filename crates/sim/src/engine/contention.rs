@@ -2,8 +2,9 @@
 //! fast every thread progresses, for one interval between two events.
 //!
 //! A thread's time per instruction is its compute time (CPI / frequency), plus
-//! LLC hits, plus coherence transfers of written shared lines held by teammates
-//! under other caches, plus memory: unloaded latency divided by its memory-level
+//! LLC hits (overlapped like misses, by its memory-level parallelism), plus
+//! coherence transfers of written shared lines held by teammates on other
+//! CPUs (through the shared cache, or across caches and packages), plus memory: unloaded latency divided by its memory-level
 //! parallelism, plus the queueing delay of NuPoCo's M/M/1/N/N network (§3.3, §4)
 //! at the memory controllers and the links (FSB or interconnect) its requests
 //! cross. Its progress rate is its CPU share divided by that time.
@@ -154,26 +155,35 @@ pub(crate) fn solve(
             let shared_pi = refs_pi * m.shared_fraction * miss / sharers;
             let team = &teams[r.team];
             let mates = team.members.len().saturating_sub(1);
-            let (far, near) =
+            // Teammates that may hold a written shared line: under another
+            // package (far), another LLC of this package (near), or another
+            // CPU under this LLC (the line moves between private caches
+            // through the shared one, at about the cost of a hit in it).
+            let (far, near, same) =
                 team.members
                     .iter()
                     .map(|&j| &runners[j])
-                    .fold((0, 0), |(f, nr), o| {
-                        if layout.llc[o.cpu] == l {
-                            (f, nr)
+                    .fold((0, 0, 0), |(f, nr, sm), o| {
+                        if o.cpu == r.cpu {
+                            (f, nr, sm)
+                        } else if layout.llc[o.cpu] == l {
+                            (f, nr, sm + 1)
                         } else if layout.package[o.cpu] == layout.package[r.cpu] {
-                            (f, nr + 1)
+                            (f, nr + 1, sm)
                         } else {
-                            (f + 1, nr)
+                            (f + 1, nr, sm)
                         }
                     });
-            let (coh_pi, coh_cost) = if mates == 0 || far + near == 0 {
+            let holders = far + near + same;
+            let (coh_pi, coh_cost) = if mates == 0 || holders == 0 {
                 (0.0, 0.0)
             } else {
-                let pi = refs_pi * m.shared_fraction * m.write_sharing * (far + near) as f64
-                    / mates as f64;
-                let cost = (far as f64 * params.xfer_far_ns + near as f64 * params.xfer_near_ns)
-                    / (far + near) as f64;
+                let pi =
+                    refs_pi * m.shared_fraction * m.write_sharing * holders as f64 / mates as f64;
+                let cost = (far as f64 * params.xfer_far_ns
+                    + near as f64 * params.xfer_near_ns
+                    + same as f64 * params.llc_hit_cycles / params.freq_ghz)
+                    / holders as f64;
                 (pi, cost * 1e-9)
             };
             let mut mem_pi = vec![0.0; layout.mem_nodes];
@@ -193,7 +203,7 @@ pub(crate) fn solve(
                 refs_pi,
                 coh_pi,
                 think: m.cpi / f_hz
-                    + hits * params.llc_hit_cycles / f_hz
+                    + hits * params.llc_hit_cycles / f_hz / m.mlp
                     + coh_pi * coh_cost
                     + latency,
                 mem_pi,

@@ -1,4 +1,5 @@
-//! Engine basics with hand-computable answers: kvm-2cpu at 2.45 GHz and a
+//! Engine basics with hand-computable answers: kvm-2cpu's topology with
+//! fixed figures (2.45 GHz, 0.5 µs barrier levels, 3 ms slices) and a
 //! compute-only model (CPI 0.5, no LLC traffic) that retires 2.45e9 / 0.5 =
 //! 4.9e9 instructions per second on a CPU of its own.
 
@@ -9,6 +10,16 @@ use coloc_model::{AppId, CpuSet, MemPolicy, Placement, SchedSettings};
 use super::*;
 use crate::model::Phase;
 use crate::platform::platform;
+
+/// kvm-2cpu's two CPUs under one L3, with the figures the comments use
+/// rather than the calibrated ones.
+fn two_cpus() -> crate::platform::Platform {
+    let mut p = platform("kvm-2cpu").unwrap();
+    p.params.freq_ghz = 2.45;
+    p.params.barrier_ns = 500.0;
+    p.params.slice_us = 3000.0;
+    p
+}
 
 /// A compute-only model: CPI 0.5, no LLC traffic, nothing shared.
 fn compute(phases: Vec<Phase>, barriers_per_ginstr: f64) -> Arc<AppModel> {
@@ -127,7 +138,7 @@ fn time_sharing_and_slowest_member() {
         ),
     ];
     for (name, apps, want) in cases {
-        let mut e = Engine::new(platform("kvm-2cpu").unwrap(), 1);
+        let mut e = Engine::new(two_cpus(), 1);
         for (i, (threads, cpus, work)) in apps.iter().enumerate() {
             let phase = if *threads > 1 {
                 Phase::parallel(*work)
@@ -163,7 +174,7 @@ fn barriers_and_oversubscription() {
         ("0", false, 2.00245),
     ];
     for (cpus, intruder, want) in cases {
-        let mut e = Engine::new(platform("kvm-2cpu").unwrap(), 1);
+        let mut e = Engine::new(two_cpus(), 1);
         launch(
             &mut e,
             0,
@@ -185,7 +196,7 @@ fn barriers_and_oversubscription() {
 /// 4.9e9/4.9e9 = 1 s), then 9.8e9 instructions over 2 CPUs take 1 s more.
 #[test]
 fn team_created_at_first_parallel_phase() {
-    let mut e = Engine::new(platform("kvm-2cpu").unwrap(), 1);
+    let mut e = Engine::new(two_cpus(), 1);
     launch(
         &mut e,
         0,
@@ -202,7 +213,7 @@ fn team_created_at_first_parallel_phase() {
     let exits = run(&mut e);
     assert_close(exits[0].1, 2.0, "exit");
     // The deadline is honoured exactly when nothing happens before it.
-    let mut e = Engine::new(platform("kvm-2cpu").unwrap(), 1);
+    let mut e = Engine::new(two_cpus(), 1);
     launch(&mut e, 0, compute(vec![Phase::serial(4.9)], 0.0), 1, "0");
     assert!(e.advance_until(250_000_000).is_empty());
     assert_eq!(e.now_ns(), 250_000_000);
