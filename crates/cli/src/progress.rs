@@ -17,9 +17,11 @@ impl Progress {
     pub fn new(label: &str, total: u64) -> Self {
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
         bar.set_style(
-            ProgressStyle::with_template("{prefix:>24} [{bar:30}] {pos}/{len} apps  {elapsed}  {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
+            ProgressStyle::with_template(
+                "{prefix:>24} [{bar:30}] {pos}/{len} apps  {elapsed}  {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
         );
         bar.set_prefix(label.to_string());
         Self { bar }

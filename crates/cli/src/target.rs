@@ -143,7 +143,11 @@ impl Target {
             Target::Host(h) => job.run(&mut h.machine(out)?, None, watch),
             Target::Sim { platform, seed } => {
                 let seed = seed.wrapping_add(rep);
-                job.run(&mut SimMachine::new(platform.clone(), seed), Some(seed), watch)
+                job.run(
+                    &mut SimMachine::new(platform.clone(), seed),
+                    Some(seed),
+                    watch,
+                )
             }
         }
     }

@@ -19,7 +19,9 @@ fn text(o: &Output) -> (String, String) {
 }
 
 fn repo(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel)
 }
 
 #[test]
@@ -27,7 +29,9 @@ fn help_lists_every_command() {
     let o = coloc(&["--help"]);
     let (out, _) = text(&o);
     assert!(o.status.success());
-    for cmd in ["topo", "run", "sim", "report", "compare", "solo", "demo", "policies", "bench"] {
+    for cmd in [
+        "topo", "run", "sim", "report", "compare", "solo", "demo", "policies", "bench",
+    ] {
         assert!(out.contains(cmd), "--help does not mention {cmd}:\n{out}");
     }
 }
@@ -51,10 +55,11 @@ fn topo_json_is_the_topology() {
 #[test]
 fn topo_reads_hwloc_xml() {
     let xml = repo("crates/model/tests/fixtures/hwloc");
-    let Some(file) = std::fs::read_dir(&xml)
-        .ok()
-        .and_then(|d| d.flatten().map(|e| e.path()).find(|p| p.extension().is_some_and(|e| e == "xml")))
-    else {
+    let Some(file) = std::fs::read_dir(&xml).ok().and_then(|d| {
+        d.flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|e| e == "xml"))
+    }) else {
         eprintln!("skipped: no hwloc fixture under {}", xml.display());
         return;
     };
@@ -73,18 +78,31 @@ fn a_bad_workload_is_refused_naming_file_line_and_field() {
         "name = \"w\"\n[[app]]\nname = \"a\"\ncommand = [\"true\"]\nthreads = -2\n",
     )
     .unwrap();
-    let o = coloc(&["run", path.to_str().unwrap(), "--out", dir.path().join("o").to_str().unwrap()]);
+    let o = coloc(&[
+        "run",
+        path.to_str().unwrap(),
+        "--out",
+        dir.path().join("o").to_str().unwrap(),
+    ]);
     let (_, err) = text(&o);
     assert!(!o.status.success());
     assert!(err.contains("bad.toml"), "{err}");
     assert!(err.contains(":5"), "no line number: {err}");
     assert!(err.contains("threads"), "field not named: {err}");
-    assert!(!dir.path().join("o").exists(), "nothing should have been started");
+    assert!(
+        !dir.path().join("o").exists(),
+        "nothing should have been started"
+    );
 }
 
 #[test]
 fn an_unknown_policy_is_refused_with_the_list() {
-    let o = coloc(&["run", repo("examples/two-barriers.toml").to_str().unwrap(), "--policy", "nope"]);
+    let o = coloc(&[
+        "run",
+        repo("examples/two-barriers.toml").to_str().unwrap(),
+        "--policy",
+        "nope",
+    ]);
     let (_, err) = text(&o);
     assert!(!o.status.success());
     assert!(err.contains("nope") && err.contains("equal"), "{err}");
@@ -92,7 +110,10 @@ fn an_unknown_policy_is_refused_with_the_list() {
 
 #[test]
 fn a_model_workload_is_refused_on_the_real_machine_with_a_pointer_to_sim() {
-    let o = coloc(&["run", repo("examples/sim/tang-pairs.toml").to_str().unwrap()]);
+    let o = coloc(&[
+        "run",
+        repo("examples/sim/tang-pairs.toml").to_str().unwrap(),
+    ]);
     let (_, err) = text(&o);
     assert!(!o.status.success());
     assert!(err.contains("coloc sim"), "{err}");
@@ -127,7 +148,12 @@ fn sim_runs_a_workload_and_report_recomputes_the_same_metrics() {
 fn sim_lists_platforms_and_refuses_an_unknown_one() {
     let (out, _) = text(&coloc(&["sim", "--list-platforms"]));
     assert!(out.contains("kvm-2cpu"), "{out}");
-    let o = coloc(&["sim", repo("examples/sim/tang-pairs.toml").to_str().unwrap(), "--platform", "nosuch"]);
+    let o = coloc(&[
+        "sim",
+        repo("examples/sim/tang-pairs.toml").to_str().unwrap(),
+        "--platform",
+        "nosuch",
+    ]);
     let (_, err) = text(&o);
     assert!(!o.status.success());
     assert!(err.contains("nosuch") && err.contains("kvm-2cpu"), "{err}");

@@ -41,7 +41,10 @@ fn children(pid: u32) -> Vec<u32> {
     for t in tasks.flatten() {
         let path = t.path().join("children");
         if let Ok(text) = std::fs::read_to_string(path) {
-            out.extend(text.split_whitespace().filter_map(|s| s.parse::<u32>().ok()));
+            out.extend(
+                text.split_whitespace()
+                    .filter_map(|s| s.parse::<u32>().ok()),
+            );
         }
     }
     out
@@ -70,17 +73,23 @@ fn write_workload(dir: &Path, apps: &[(&str, &str)]) -> std::path::PathBuf {
 }
 
 /// The placement in force for `tid` at time `t` (the last plan before `t`).
-fn planned(trace: &Trace, pid_of: &BTreeMap<u32, coloc_model::AppId>, pid: u32, tid: u32) -> Option<CpuSet> {
+fn planned(
+    trace: &Trace,
+    pid_of: &BTreeMap<u32, coloc_model::AppId>,
+    pid: u32,
+    tid: u32,
+) -> Option<CpuSet> {
     let app = pid_of.get(&pid)?;
     trace.events.iter().rev().find_map(|e| match e {
-        TraceEvent::Plan { plan, .. } => plan
-            .apps
-            .iter()
-            .find(|p| p.app == *app)
-            .and_then(|p| match &p.placement {
-                Placement::Unmanaged => None,
-                pl => pl.cpus_of(tid).cloned(),
-            }),
+        TraceEvent::Plan { plan, .. } => {
+            plan.apps
+                .iter()
+                .find(|p| p.app == *app)
+                .and_then(|p| match &p.placement {
+                    Placement::Unmanaged => None,
+                    pl => pl.cpus_of(tid).cloned(),
+                })
+        }
         _ => None,
     })
 }
@@ -113,7 +122,13 @@ fn equal_pins_every_thread_where_the_plan_says_and_restores_after() {
         ],
     );
     let mut child = coloc()
-        .args(["run", workload.to_str().unwrap(), "--policy", "equal", "--out"])
+        .args([
+            "run",
+            workload.to_str().unwrap(),
+            "--policy",
+            "equal",
+            "--out",
+        ])
         .arg(&out)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -161,7 +176,10 @@ fn equal_pins_every_thread_where_the_plan_says_and_restores_after() {
         .iter()
         .filter(|(pid, _, cpus)| pid_of.contains_key(pid) && cpus.len() == 1)
         .collect();
-    assert!(!pinned.is_empty(), "no thread was ever seen pinned: {samples:?}");
+    assert!(
+        !pinned.is_empty(),
+        "no thread was ever seen pinned: {samples:?}"
+    );
     let mut cpus_of_app: BTreeMap<u32, CpuSet> = BTreeMap::new();
     for (pid, tid, cpus) in &pinned {
         let plan = planned(&trace, &pid_of, *pid, *tid);
@@ -196,8 +214,15 @@ fn equal_pins_every_thread_where_the_plan_says_and_restores_after() {
     let status = status_of(keeper_pid, keeper_pid).expect("the background sleep is still alive");
     let restored = cpus_allowed(&status).unwrap();
     let _ = Command::new("kill").arg(keeper_pid.to_string()).status();
-    assert_eq!(restored, here, "affinity of a surviving process not restored");
+    assert_eq!(
+        restored, here,
+        "affinity of a surviving process not restored"
+    );
     // And coloc's journal is gone.
     let journal = Path::new("/run/coloc").join(format!("{coloc_pid}.journal"));
-    assert!(!journal.exists(), "journal {} left behind", journal.display());
+    assert!(
+        !journal.exists(),
+        "journal {} left behind",
+        journal.display()
+    );
 }

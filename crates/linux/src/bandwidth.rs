@@ -122,7 +122,11 @@ mod tests {
 
     #[test]
     fn one_thread_on_one_cpu_measures_a_positive_bandwidth() {
-        let cpu = crate::topology::allowed_cpus().unwrap().iter().next().unwrap();
+        let cpu = crate::topology::allowed_cpus()
+            .unwrap()
+            .iter()
+            .next()
+            .unwrap();
         let cpus: CpuSet = CpuSet::from_iter([cpu]);
         let args: Vec<String> = ["--mb", "16", "--iters", "3"].map(String::from).to_vec();
         let s = measure_stream(&cpus, 1, None, &args).unwrap();

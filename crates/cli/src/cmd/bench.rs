@@ -18,9 +18,9 @@ use coloc_model::{AppId, AppState, AppView, Topology, Trace, Trigger, View};
 
 use crate::cmd::demo::DEMO_WORKLOAD;
 use crate::host::{stop_flag, Host};
-use crate::target::{policy_context, Target};
 use crate::output::default_out_dir;
 use crate::progress::Progress;
+use crate::target::{policy_context, Target};
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -93,7 +93,11 @@ fn overhead(path: Option<PathBuf>, policy: &str, epoch: Duration) -> Result<()> 
     progress.finish(String::new());
     anyhow::ensure!(!summary.interrupted, "interrupted");
     let m = RunMetrics::from_trace(&Trace::from_events(events)?, None);
-    println!("coloc bench overhead: workload {}, policy {policy}, epoch {} ms", workload.name, epoch.as_millis());
+    println!(
+        "coloc bench overhead: workload {}, policy {policy}, epoch {} ms",
+        workload.name,
+        epoch.as_millis()
+    );
     println!(
         "  coloc CPU use: {:.3}% of one core ({:.3} s CPU over {:.2} s)   target < 1%",
         summary.usage.percent_of_core(),
@@ -110,13 +114,19 @@ fn overhead(path: Option<PathBuf>, policy: &str, epoch: Duration) -> Result<()> 
     }
     println!("  (target: within one epoch = {} ms)", epoch.as_millis());
     if epoch != DEFAULT_EPOCH {
-        println!("  note: the 1% target is stated for the default epoch of {} ms", DEFAULT_EPOCH.as_millis());
+        println!(
+            "  note: the 1% target is stated for the default epoch of {} ms",
+            DEFAULT_EPOCH.as_millis()
+        );
     }
     Ok(())
 }
 
 fn fmt_ms(d: Option<Duration>) -> String {
-    d.map_or_else(|| "n/a".into(), |d| format!("{:.2} ms", d.as_secs_f64() * 1e3))
+    d.map_or_else(
+        || "n/a".into(),
+        |d| format!("{:.2} ms", d.as_secs_f64() * 1e3),
+    )
 }
 
 fn decide(apps: u32, threads: u32, iterations: u32) -> Result<()> {
@@ -124,7 +134,10 @@ fn decide(apps: u32, threads: u32, iterations: u32) -> Result<()> {
         "amd-64core-8node",
         "package:4 numa:2 l3(8M):1 core:8",
     )?];
-    topologies.push(Topology::synthetic("kvm-2cpu", "package:1 l3(32M):1 core:2")?);
+    topologies.push(Topology::synthetic(
+        "kvm-2cpu",
+        "package:1 l3(32M):1 core:2",
+    )?);
     println!("coloc bench decide: {apps} apps x {threads} threads, {iterations} decisions each");
     println!("{:<12} {:<18} {:>12}", "policy", "topology", "us/decision");
     for topo in &topologies {

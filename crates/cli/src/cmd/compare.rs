@@ -32,7 +32,7 @@ pub struct CompareArgs {
     /// Policy that NTT and p-values are relative to [default: the first policy].
     #[arg(long)]
     pub baseline: Option<String>,
-    /// Directory for all runs' traces [default: coloc-runs/<workload>/compare-<time>].
+    /// Directory for all runs' traces [default: coloc-runs/WORKLOAD/compare-TIME].
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Policy epoch, e.g. `100ms`.
@@ -90,7 +90,10 @@ pub fn main(args: CompareArgs) -> Result<()> {
                 "(no solo times for this workload on {}: run `coloc solo {}{}` for Hmean speedup)",
                 target.describe(),
                 args.workload.display(),
-                args.machine.sim.as_ref().map_or(String::new(), |p| format!(" --sim {p}"))
+                args.machine
+                    .sim
+                    .as_ref()
+                    .map_or(String::new(), |p| format!(" --sim {p}"))
             );
         }
         println!("traces: {}", out.display());
@@ -105,7 +108,10 @@ pub fn check_policies(policies: &[String], baseline: &str, repeat: u32) -> Resul
         coloc_policy::by_name(p)?;
     }
     if !policies.iter().any(|p| p == baseline) {
-        bail!("--baseline {baseline} is not one of --policies {}", policies.join(","));
+        bail!(
+            "--baseline {baseline} is not one of --policies {}",
+            policies.join(",")
+        );
     }
     if repeat == 0 {
         bail!("--repeat must be at least 1");

@@ -10,8 +10,8 @@ use coloc_model::workload::parse_workload;
 
 use crate::cmd::compare::{check_policies, run_comparison, Plan};
 use crate::host::Host;
-use crate::target::Target;
 use crate::output::default_out_dir;
+use crate::target::Target;
 
 /// The demo workload, built in so that `coloc demo` needs no files.
 pub const DEMO_WORKLOAD: &str = include_str!("demo.toml");
@@ -24,7 +24,7 @@ pub struct DemoArgs {
     /// Policies to compare, comma-separated (first = baseline).
     #[arg(long, value_delimiter = ',', default_value = "native,equal")]
     pub policies: Vec<String>,
-    /// Directory for the traces [default: coloc-runs/demo/compare-<time>].
+    /// Directory for the traces [default: coloc-runs/demo/compare-TIME].
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Print the built-in workload file and exit.

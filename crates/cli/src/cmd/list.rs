@@ -19,8 +19,9 @@ pub fn kernels() -> Result<()> {
 }
 
 pub fn restore() -> Result<()> {
-    let report = coloc_linux::machine::recover_stale_journals(&host::journal_dir(), "/proc".as_ref())
-        .context("restoring from stale journals")?;
+    let report =
+        coloc_linux::machine::recover_stale_journals(&host::journal_dir(), "/proc".as_ref())
+            .context("restoring from stale journals")?;
     println!("{report}");
     Ok(())
 }

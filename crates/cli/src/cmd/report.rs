@@ -23,8 +23,7 @@ pub fn main(args: ReportArgs) -> Result<()> {
     } else {
         args.dir.clone()
     };
-    let file =
-        std::fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?;
+    let file = std::fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?;
     let trace =
         Trace::read(BufReader::new(file)).with_context(|| format!("reading {}", path.display()))?;
     let metrics = RunMetrics::from_trace(&trace, None);

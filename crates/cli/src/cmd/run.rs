@@ -22,7 +22,7 @@ pub struct RunOpts {
     #[arg(long, short, default_value = "native")]
     pub policy: String,
     /// Directory for the trace (trace.jsonl) and the apps' output
-    /// [default: coloc-runs/<workload>/<policy>-<time>].
+    /// [default: coloc-runs/WORKLOAD/POLICY-TIME].
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Policy epoch, e.g. `100ms` (overrides the workload file's; default 100ms).

@@ -33,7 +33,12 @@ pub struct SimArgs {
 pub fn main(args: SimArgs) -> Result<()> {
     if args.list_platforms {
         for p in coloc_sim::platforms() {
-            println!("{:<16} {:>4} CPUs  {}", p.name, p.topology.cpus().len(), p.description);
+            println!(
+                "{:<16} {:>4} CPUs  {}",
+                p.name,
+                p.topology.cpus().len(),
+                p.description
+            );
             println!("{:<16}            source: {}", "", p.source);
         }
         return Ok(());

@@ -22,7 +22,7 @@ pub struct SoloArgs {
     /// Solo runs per app.
     #[arg(long, default_value_t = 3)]
     pub repeat: u32,
-    /// Directory for the traces [default: coloc-runs/<workload>/solo-<time>].
+    /// Directory for the traces [default: coloc-runs/WORKLOAD/solo-TIME].
     #[arg(long)]
     pub out: Option<PathBuf>,
     #[command(flatten)]
@@ -40,10 +40,9 @@ fn saved_path(workload: &Workload, target: &Target) -> PathBuf {
 pub fn load_saved(workload: &Workload, target: &Target) -> Result<Option<SoloTimes>> {
     let path = saved_path(workload, target);
     match std::fs::read_to_string(&path) {
-        Ok(text) => Ok(Some(
-            serde_json::from_str(&text)
-                .with_context(|| format!("reading solo times from {}", path.display()))?,
-        )),
+        Ok(text) => Ok(Some(serde_json::from_str(&text).with_context(|| {
+            format!("reading solo times from {}", path.display())
+        })?)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
     }

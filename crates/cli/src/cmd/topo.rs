@@ -24,7 +24,9 @@ pub fn main(args: TopoArgs) -> Result<()> {
             parse_hwloc_xml(&path.display().to_string(), &text)
                 .with_context(|| format!("parsing {}", path.display()))?
         }
-        None => coloc_linux::topology::host_topology().context("reading the topology from sysfs")?,
+        None => {
+            coloc_linux::topology::host_topology().context("reading the topology from sysfs")?
+        }
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&topo)?);
