@@ -16,11 +16,13 @@ use coloc_model::metrics::RunMetrics;
 use coloc_model::workload::parse_workload;
 use coloc_model::{AppId, AppState, AppView, Topology, Trace, Trigger, View};
 
-use crate::cmd::demo::DEMO_WORKLOAD;
 use crate::host::{stop_flag, Host};
 use crate::output::default_out_dir;
 use crate::progress::Progress;
 use crate::target::{policy_context, Target};
+
+/// The default workload of `bench overhead`.
+const BENCH_WORKLOAD: &str = include_str!("bench-overhead.toml");
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -32,7 +34,8 @@ pub struct BenchArgs {
 enum Bench {
     /// coloc's CPU use and placement delays while it manages a real workload.
     Overhead {
-        /// Workload to manage [default: the built-in demo].
+        /// Workload to manage [default: a built-in one of about 10 s: two compute
+        /// kernels and a barrier kernel arriving at 3 s].
         workload: Option<PathBuf>,
         /// Policy to run under.
         #[arg(long, default_value = "equal")]
@@ -74,7 +77,7 @@ fn overhead(path: Option<PathBuf>, policy: &str, epoch: Duration) -> Result<()> 
     let target = Target::Host(Host::new()?);
     let workload = match &path {
         Some(p) => target.load(p)?,
-        None => target.resolve(parse_workload("<built-in demo>", DEMO_WORKLOAD)?)?,
+        None => target.resolve(parse_workload("<built-in bench-overhead>", BENCH_WORKLOAD)?)?,
     };
     let ctx = policy_context(&target, &workload)?;
     let out = default_out_dir(&workload.name, &format!("bench-{policy}"));
@@ -112,7 +115,14 @@ fn overhead(path: Option<PathBuf>, policy: &str, epoch: Duration) -> Result<()> 
             fmt_ms(a.max_thread_placement_delay),
         );
     }
-    println!("  (target: within one epoch = {} ms)", epoch.as_millis());
+    println!(
+        "  (target: within one epoch = {} ms; a new thread is found by the next /proc \
+         rescan, up to {} ms after its creation, before the figure above starts)",
+        epoch.as_millis(),
+        coloc_linux::machine::LinuxOptions::default()
+            .poll
+            .as_millis()
+    );
     if epoch != DEFAULT_EPOCH {
         println!(
             "  note: the 1% target is stated for the default epoch of {} ms",

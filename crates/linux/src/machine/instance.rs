@@ -22,6 +22,9 @@ use super::track::Tracker;
 pub(crate) struct Instance {
     pub id: AppId,
     pub child: Child,
+    /// Readable once the main process exits (`exit_wait.rs`); None where the
+    /// kernel has no pidfds.
+    pub exit_fd: Option<std::os::fd::OwnedFd>,
     pub tracker: Tracker,
     /// Threads whose settings coloc manages (entries of exited threads are dropped).
     pub settings: BTreeMap<TaskId, TaskSettings>,

@@ -9,7 +9,10 @@
 //!   memory policy are journaled, then applied by the child before exec.
 //! - **tracking** (`track.rs`): an instance is its main process, every
 //!   descendant and all their threads, rescanned from /proc every `poll`
-//!   (10 ms); [`MachineEvent::ThreadsChanged`] when the thread set changes.
+//!   (50 ms: new threads are placed within half the default epoch, and the
+//!   rescan is most of coloc's own CPU use); [`MachineEvent::ThreadsChanged`]
+//!   when the thread set changes. Exits wake the loop at once through a pidfd
+//!   per instance (`exit_wait.rs`), so app times do not depend on `poll`.
 //! - **observing** (`sample.rs`): schedstat, stat, status and sched of each thread,
 //!   resident memory, hardware counters where the machine has them
 //!   (`counters.rs`), and what the OpenMP runtime reports (`dop.rs`).
@@ -28,6 +31,7 @@
 mod actuate;
 mod counters;
 mod dop;
+mod exit_wait;
 mod instance;
 mod journal;
 mod launch;
@@ -89,7 +93,7 @@ impl Default for LinuxOptions {
             out_dir: tmp.join("coloc-out"),
             journal_dir: tmp.join("coloc-journal"),
             proc_root: PathBuf::from("/proc"),
-            poll: Duration::from_millis(10),
+            poll: Duration::from_millis(50),
             shm_dir: PathBuf::from("/dev/shm"),
         }
     }
@@ -280,6 +284,7 @@ impl LinuxMachine {
         let inst = Instance {
             base: started.main.base(),
             id: req.id,
+            exit_fd: exit_wait::open(started.child.id()),
             child: started.child,
             tracker: Tracker::new(main),
             settings: [(main, started.main)].into_iter().collect(),
@@ -331,7 +336,10 @@ impl Machine for LinuxMachine {
             if !events.is_empty() || now >= deadline {
                 return Ok(events);
             }
-            std::thread::sleep(self.opts.poll.min(deadline - now));
+            exit_wait::wait(
+                self.instances.iter().filter_map(|i| i.exit_fd.as_ref()),
+                self.opts.poll.min(deadline - now),
+            );
         }
     }
 
