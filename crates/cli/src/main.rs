@@ -5,6 +5,7 @@
 //! error chain with `{:#}`. Each subcommand lives in `cmd/`.
 
 mod cmd;
+mod db;
 mod host;
 mod load;
 mod output;

@@ -1,0 +1,39 @@
+//! The profile store every command shares (ReSense §2.2 profiles, NuPoCo §4.3
+//! calibrations): one SQLite file in coloc's data directory unless `--db` names
+//! another, so that `profile`, `calibrate`, `run` and `profiles` agree on where
+//! measurements live without being told.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use coloc_store::Store;
+
+use crate::host::data_dir;
+
+/// `--db PATH`, shared by every command that reads or writes the store.
+#[derive(Debug, Clone, Args)]
+pub struct DbArgs {
+    /// The profile store [default: $XDG_DATA_HOME/coloc/profiles.sqlite, else
+    /// ~/.local/share/coloc/profiles.sqlite].
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+impl DbArgs {
+    /// The store's path: `--db`, else the default in the data directory.
+    pub fn path(&self) -> PathBuf {
+        self.db
+            .clone()
+            .unwrap_or_else(|| data_dir().join("profiles.sqlite"))
+    }
+
+    /// Opens (creating it and its directory if needed) the store.
+    pub fn open(&self) -> Result<Store> {
+        let path = self.path();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        Store::open(&path).with_context(|| format!("opening the profile store {}", path.display()))
+    }
+}
