@@ -268,11 +268,36 @@ impl MemoryCalibration {
     /// of [`ASSUMED_LINK_BYTES_PER_S`], in 64-byte requests. The method says they
     /// are assumed, so plans and reports can tell.
     pub fn assumed(topology: &Topology) -> Self {
+        Self::uniform(
+            topology,
+            ASSUMED_NODE_BYTES_PER_S,
+            ASSUMED_LINK_BYTES_PER_S,
+            DEFAULT_LINE_BYTES,
+            format!(
+                "assumed, not measured: {} GB/s per memory node, {} GB/s per link",
+                ASSUMED_NODE_BYTES_PER_S / 1e9,
+                ASSUMED_LINK_BYTES_PER_S / 1e9
+            ),
+        )
+    }
+
+    /// Rates given rather than measured, the same for every memory node and every
+    /// remote path (one link each): the assumed figures, or a simulated platform's
+    /// own bandwidths, which need no measuring because the simulator serves
+    /// exactly them. `measured_at` is the Unix epoch (nothing was measured);
+    /// `method` says where the figures come from.
+    pub fn uniform(
+        topology: &Topology,
+        node_bytes_per_s: f64,
+        link_bytes_per_s: f64,
+        line_bytes: u32,
+        method: String,
+    ) -> Self {
         let nodes = memory_nodes(topology).len();
-        let line = f64::from(DEFAULT_LINE_BYTES);
-        let link = ASSUMED_LINK_BYTES_PER_S / line;
+        let line = f64::from(line_bytes);
+        let link = link_bytes_per_s / line;
         Self {
-            node_service_rate: vec![ASSUMED_NODE_BYTES_PER_S / line; nodes],
+            node_service_rate: vec![node_bytes_per_s / line; nodes],
             link_service_rate: if nodes == 1 {
                 Vec::new()
             } else {
@@ -280,12 +305,8 @@ impl MemoryCalibration {
                     .map(|i| (0..nodes).map(|m| (i != m).then_some(link)).collect())
                     .collect()
             },
-            line_bytes: DEFAULT_LINE_BYTES,
-            method: format!(
-                "assumed, not measured: {} GB/s per memory node, {} GB/s per link",
-                ASSUMED_NODE_BYTES_PER_S / 1e9,
-                ASSUMED_LINK_BYTES_PER_S / 1e9
-            ),
+            line_bytes,
+            method,
             measured_at: rfc3339(0),
             topology_hash: topology.shape_hash(),
             notes: Vec::new(),
@@ -475,6 +496,18 @@ mod tests {
         let json = serde_json::to_string(&c).unwrap();
         let back: MemoryCalibration = serde_json::from_str(&json).unwrap();
         assert_eq!(back, c);
+    }
+
+    /// Given figures in another line size: 25.6 GB/s / 128 B = 2e8 requests/s
+    /// per node, 12.8 GB/s / 128 B = 1e8 per link; the method is kept as given.
+    #[test]
+    fn uniform_figures() {
+        let t = topo("package:2 numa:1 core:4");
+        let c = MemoryCalibration::uniform(&t, 25.6e9, 12.8e9, 128, "given".into());
+        assert_eq!(c.node_service_rate, [2e8, 2e8]);
+        assert_eq!(c.link_service_rate, [[None, Some(1e8)], [Some(1e8), None]]);
+        assert_eq!((c.line_bytes, c.method.as_str()), (128, "given"));
+        assert!(c.fits(&t));
     }
 
     /// Machines without NUMA objects are one node holding every CPU.

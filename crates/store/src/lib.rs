@@ -16,7 +16,9 @@ mod schema;
 
 use std::path::{Path, PathBuf};
 
-use coloc_model::profile::{AppIdentity, AppProfile, LevelResult, PlatformFingerprint};
+use coloc_model::profile::{
+    AppIdentity, AppProfile, LevelProfile, LevelResult, PlatformFingerprint, Signal,
+};
 use rusqlite::{params, Connection, OptionalExtension};
 
 pub use self::error::StoreError;
@@ -37,6 +39,9 @@ pub struct ProfileSummary {
     pub platform: PlatformFingerprint,
     /// Per level, its label and its score (None where not characterizable).
     pub levels: Vec<(String, Option<f64>)>,
+    /// The signals the scored levels were measured with (DESIGN.md, Signals:
+    /// every profile records which), each once, in level order.
+    pub signals: Vec<Signal>,
     /// When it was last written, seconds since the Unix epoch.
     pub updated_unix: i64,
 }
@@ -122,18 +127,23 @@ impl Store {
         rows.into_iter()
             .map(|(identity, platform, updated_unix, body)| {
                 let p = self.decode(|| format!("profile {identity} on {platform}"), &body)?;
+                let scored = |l: &LevelProfile| match &l.result {
+                    LevelResult::Scored(s) => Some((s.score, s.signal)),
+                    LevelResult::NotCharacterizable { .. } => None,
+                };
+                let mut signals = Vec::new();
+                for (_, signal) in p.levels.iter().filter_map(scored) {
+                    if !signals.contains(&signal) {
+                        signals.push(signal);
+                    }
+                }
                 Ok(ProfileSummary {
                     levels: p
                         .levels
                         .iter()
-                        .map(|l| {
-                            let score = match &l.result {
-                                LevelResult::Scored(s) => Some(s.score),
-                                LevelResult::NotCharacterizable { .. } => None,
-                            };
-                            (l.level.label(), score)
-                        })
+                        .map(|l| (l.level.label(), scored(l).map(|(score, _)| score)))
                         .collect(),
+                    signals,
                     identity: p.identity,
                     platform: p.platform,
                     updated_unix,

@@ -112,6 +112,8 @@ fn round_trip_and_replace() {
     assert_eq!(solver.platform, westmere());
     assert_eq!(solver.levels[1], ("socket".to_string(), None));
     assert!((solver.levels[0].1.unwrap() + 7.2).abs() < 1e-9);
+    // The uncharacterizable socket level has no signal; L3's is listed once.
+    assert_eq!(solver.signals, [Signal::TaskClock]);
     assert!(solver.updated_unix > 1_600_000_000);
 }
 

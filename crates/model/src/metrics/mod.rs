@@ -18,7 +18,7 @@ mod app;
 mod compare;
 mod run;
 mod solo;
-mod table;
+pub mod table;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

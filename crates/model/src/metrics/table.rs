@@ -1,4 +1,6 @@
-//! Table layout and number formatting shared by the metric reports.
+//! Table layout and number formatting shared by the metric reports and the
+//! CLI's other tables (stored profiles, calibrations), so every table coloc
+//! prints looks the same.
 //!
 //! Tables are ASCII Markdown: deterministic (comfy-table is built without terminal
 //! probing), readable in a terminal and pasteable into an issue or a report.
@@ -9,10 +11,10 @@ use comfy_table::{presets, CellAlignment, Table};
 use serde::Serializer;
 
 /// What a cell shows when a figure is not available.
-pub(super) const NONE: &str = "-";
+pub const NONE: &str = "-";
 
 /// A table with `header`; every column but the first (a name) is right-aligned.
-pub(super) fn new_table(header: &[&str]) -> Table {
+pub fn new_table(header: &[&str]) -> Table {
     let mut table = Table::new();
     table
         .load_preset(presets::ASCII_MARKDOWN)
@@ -24,13 +26,13 @@ pub(super) fn new_table(header: &[&str]) -> Table {
 }
 
 /// The table's text without trailing spaces, ending with a newline.
-pub(super) fn finish(table: &Table) -> String {
+pub fn finish(table: &Table) -> String {
     format!("{}\n", table.trim_fmt())
 }
 
 /// `v` with `decimals` fixed decimals, or [`NONE`]. Non-finite values are shown
 /// as [`NONE`] too, so no table ever prints NaN or inf.
-pub(super) fn fixed(v: Option<f64>, decimals: usize) -> String {
+pub fn fixed(v: Option<f64>, decimals: usize) -> String {
     match v.filter(|x| x.is_finite()) {
         Some(x) => format!("{x:.decimals$}"),
         None => NONE.to_string(),
