@@ -17,17 +17,27 @@ pub(crate) fn sample_thread(
     if stat.starttime != task.start {
         return None;
     }
-    let status = proc.task_status(task.pid, task.tid).ok()?;
     let sched = proc.task_schedstat(task.pid, task.tid).ok()?;
+    let counts = proc.task_sched(task.pid, task.tid);
+    let (voluntary, involuntary) = match counts {
+        Some(c) => (c.voluntary_switches, c.involuntary_switches),
+        None => {
+            let status = proc.task_status(task.pid, task.tid).ok()?;
+            (
+                status.voluntary_ctxt_switches.unwrap_or(0),
+                status.nonvoluntary_ctxt_switches.unwrap_or(0),
+            )
+        }
+    };
     Some(ThreadSample {
         pid: task.pid,
         tid: task.tid,
         cpu: stat.processor.and_then(|c| u32::try_from(c).ok()),
         run_ns: sched.sum_exec_runtime,
         wait_ns: sched.run_delay,
-        voluntary_switches: status.voluntary_ctxt_switches.unwrap_or(0),
-        involuntary_switches: status.nonvoluntary_ctxt_switches.unwrap_or(0),
-        migrations: proc.task_migrations(task.pid, task.tid),
+        voluntary_switches: voluntary,
+        involuntary_switches: involuntary,
+        migrations: counts.map(|c| c.migrations),
         minor_faults: stat.minflt,
         major_faults: stat.majflt,
         counters: counters.read(task),

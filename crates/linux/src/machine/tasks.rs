@@ -52,11 +52,18 @@ impl ProcRoot {
         Schedstat::from_file(self.task_file(pid, tid, "schedstat"))
     }
 
-    /// `se.nr_migrations` from the task's `sched` file; None where the kernel
-    /// does not show it (no CONFIG_SCHED_DEBUG) or the thread is gone.
-    pub fn task_migrations(&self, pid: u32, tid: u32) -> Option<u64> {
+    /// Migrations and context switches from the task's `sched` file; None where
+    /// the kernel does not show it (no CONFIG_SCHED_DEBUG) or the thread is gone.
+    /// One small file instead of `status` too: `status` is the costliest file of
+    /// a sample to read and parse, and sampling every thread each epoch is most of
+    /// coloc's steady CPU use.
+    pub fn task_sched(&self, pid: u32, tid: u32) -> Option<SchedCounts> {
         let text = fs::read_to_string(self.task_file(pid, tid, "sched")).ok()?;
-        sched_field(&text, "se.nr_migrations")
+        Some(SchedCounts {
+            migrations: sched_field(&text, "se.nr_migrations")?,
+            voluntary_switches: sched_field(&text, "nr_voluntary_switches")?,
+            involuntary_switches: sched_field(&text, "nr_involuntary_switches")?,
+        })
     }
 
     /// `stat` of a whole process (`/proc/<pid>/stat`: rss, ppid, start time).
@@ -81,6 +88,14 @@ impl ProcRoot {
     pub fn pids(&self) -> io::Result<Vec<u32>> {
         numeric_entries(&self.0)
     }
+}
+
+/// Counters of a task's `sched` file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SchedCounts {
+    pub migrations: u64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
 }
 
 /// Names of a directory that are numbers (pids, tids), unordered.
@@ -159,6 +174,7 @@ mod tests {
                     se.nr_migrations                             :                    7\n\
                     nr_switches : 3\n";
         assert_eq!(sched_field(text, "se.nr_migrations"), Some(7));
+        assert_eq!(sched_field(text, "nr_switches"), Some(3));
         assert_eq!(sched_field(text, "se.nr_wakeups"), None);
     }
 
