@@ -44,6 +44,8 @@ enum Command {
     Compare(cmd::compare::CompareArgs),
     /// Measure each app of a workload running alone (for Hmean speedup).
     Solo(cmd::solo::SoloArgs),
+    /// Characterize apps alone, per shared resource (ReSense §2.2), and store their profiles.
+    Profile(cmd::profile::ProfileArgs),
     /// Run the built-in demo: two barrier-heavy OpenMP kernels, native vs equal.
     Demo(cmd::demo::DemoArgs),
     /// List the policies.
@@ -77,6 +79,7 @@ fn main() -> ExitCode {
         Command::Report(a) => cmd::report::main(a),
         Command::Compare(a) => cmd::compare::main(a),
         Command::Solo(a) => cmd::solo::main(a),
+        Command::Profile(a) => cmd::profile::main(a),
         Command::Demo(a) => cmd::demo::main(a),
         Command::Policies => cmd::list::policies(),
         Command::Kernels => cmd::list::kernels(),

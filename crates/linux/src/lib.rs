@@ -4,4 +4,6 @@
 
 pub mod bandwidth;
 pub mod machine;
+pub mod program;
 pub mod topology;
+pub mod usage;

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod compare;
 pub mod demo;
 pub mod list;
+pub mod profile;
 pub mod report;
 pub mod run;
 pub mod sim;

@@ -10,6 +10,7 @@
 
 mod characterization;
 mod identity;
+mod render;
 mod score;
 
 use serde::{Deserialize, Serialize};
@@ -18,6 +19,7 @@ pub use self::characterization::{
     characterization_plan, Configurations, LevelPlan, NotCharacterizable,
 };
 pub use self::identity::{AppIdentity, AppSource, Match, PlatformFingerprint};
+pub use self::render::render;
 pub use self::score::{sensitivity_score, ScoreError, Sensitivity, Signal, Spread};
 use crate::topology::{ResourceKind, SharedResource};
 use crate::workload::AppSpec;

@@ -1,0 +1,632 @@
+//! `coloc profile`: ReSense's characterization (§2.2, Table III) of each app of a
+//! workload, stored in the profile store for `resense` to use.
+//!
+//! For every shared level of the machine that has two instances or more,
+//! [`characterization_plan`] gives two solo configurations with as many threads
+//! as there are cores under one instance: *baseline*, the threads over two
+//! instances, and *contention*, all under one, everything else equal. Each is
+//! run `--repeat` times, baseline and contention alternating so that a slow
+//! drift of the machine hits both alike, and Equation 1 compares the means
+//! ([`Sensitivity::from_runs`], which also keeps every run and the spread).
+//!
+//! On this machine a run is the app alone under the `static` policy with thread
+//! i pinned to the configuration's CPU i (the same Manager and Linux backend as
+//! `coloc run`), with `OMP_NUM_THREADS` set to the configuration's thread
+//! count. Its figure is the total cycles of all its threads where the machine
+//! has hardware counters, else their total CPU time (task-clock), both over the
+//! app's whole life ([`coloc_linux::usage`]); `--signal wall` takes the elapsed
+//! time instead. In the simulator (`--sim`) the models are characterized by
+//! [`coloc_sim::characterize`], from simulated cycles.
+//!
+//! A level with a single instance (a VM's one L3) has no baseline: it is listed
+//! with the reason and never run. When no level can be characterized the
+//! command runs nothing and still stores each app's profile, every level with
+//! its reason: that is what is known of the app on this platform, and `resense`
+//! reads such a profile as score 0 everywhere, i.e. places the app as Linux
+//! would (§3.5), without reporting it as unprofiled.
+//!
+//! Profiles are keyed by app identity (a model's name; a program's argv as it
+//! runs, `kernel:NAME` resolved, with the SHA-256 of its executable:
+//! [`coloc_linux::program::program_identity`]) and platform fingerprint. Apps of
+//! one workload that run the same thing are characterized once.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use coloc_linux::usage::{cycles_available, ChildMeter};
+use coloc_manager::DEFAULT_EPOCH;
+use coloc_model::profile::{
+    characterization_plan, AppIdentity, AppProfile, Configurations, LevelPlan, LevelProfile,
+    LevelResult, NotCharacterizable, PlatformFingerprint, Sensitivity, Signal,
+};
+use coloc_model::trace::ExitStatus;
+use coloc_model::{AppSpec, Cpu, CpuSet, StaticMapping, TraceEvent, Workload};
+use coloc_policy::PolicyContext;
+use coloc_sim::characterize::{characterize, CharacterizeOptions};
+
+use crate::db::DbArgs;
+use crate::host::stop_flag;
+use crate::output::default_out_dir;
+use crate::progress::Progress;
+use crate::target::{MachineArgs, Target};
+
+#[derive(Debug, Args)]
+pub struct ProfileArgs {
+    /// Workload file (TOML) whose apps to characterize: commands on this machine,
+    /// models with --sim. Thread counts and arrival times in it are ignored.
+    pub workload: PathBuf,
+    /// Characterize only the app of this name (repeatable) [default: every app].
+    #[arg(long = "app", value_name = "NAME")]
+    pub apps: Vec<String>,
+    /// Runs of each configuration.
+    #[arg(long, default_value_t = 3)]
+    pub repeat: u32,
+    /// What a run is measured by on this machine: auto is cycles where hardware
+    /// counters exist, else task-clock (the CPU time of all the app's threads).
+    #[arg(long, value_enum, default_value_t = SignalArg::Auto)]
+    pub signal: SignalArg,
+    /// Directory for the runs' traces and the apps' output on this machine
+    /// [default: coloc-runs/WORKLOAD/profile-TIME].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub machine: MachineArgs,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `--signal`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SignalArg {
+    Auto,
+    Cycles,
+    TaskClock,
+    Wall,
+}
+
+pub fn main(args: ProfileArgs) -> Result<()> {
+    anyhow::ensure!(
+        args.repeat >= 1,
+        "--repeat {}: expected at least 1 run per configuration",
+        args.repeat
+    );
+    let target = Target::new(&args.machine)?;
+    let workload = target.load(&args.workload)?;
+    let apps = selected(&workload, &args.apps)?;
+    let plan = characterization_plan(target.topology());
+    let platform = PlatformFingerprint::of(target.topology());
+    let store = args.db.open()?;
+
+    println!(
+        "Characterizing {} app(s) on {}, platform {platform}, {} run(s) per configuration:",
+        apps.len(),
+        target.describe(),
+        args.repeat
+    );
+    print!("{}", describe_plan(&plan));
+    let runnable = plan.iter().any(|l| l.setup.is_ok());
+    if !runnable {
+        println!(
+            "No level of this platform can be characterized, so nothing is run. Each app's \
+             profile is stored with these reasons and no score: resense places such an app \
+             as Linux would (score 0 at every level)."
+        );
+    }
+
+    let profiles = match &target {
+        Target::Sim { platform, seed } => {
+            if !matches!(args.signal, SignalArg::Auto | SignalArg::Cycles) {
+                bail!(
+                    "--signal {:?}: the simulator measures cycles; --signal chooses among this machine's measurements",
+                    args.signal
+                );
+            }
+            let opts = CharacterizeOptions {
+                repetitions: args.repeat,
+                seed: *seed,
+            };
+            distinct(apps, |a| Ok(model_identity(a)))?
+                .into_iter()
+                .map(|(app, identity)| {
+                    let model = coloc_sim::model::model(app.model.as_deref().unwrap_or_default())
+                        .with_context(|| format!("app \"{}\": field `model`", app.name))?;
+                    let progress = Progress::new(&format!("profile {}", app.name), 1);
+                    let mut profile = characterize(platform, &model, opts);
+                    progress.finish("done".into());
+                    profile.identity = identity;
+                    Ok(profile)
+                })
+                .collect::<Result<Vec<_>>>()?
+        }
+        Target::Host(_) => {
+            let (signal, fallback) = host_signal(args.signal)?;
+            if runnable {
+                match fallback {
+                    Some(why) => println!("Runs are measured by {signal} ({why})."),
+                    None => println!("Runs are measured by {signal}."),
+                }
+            }
+            let runs = HostRuns {
+                target: &target,
+                workload: &workload,
+                signal,
+                repeat: args.repeat,
+                out: args
+                    .out
+                    .clone()
+                    .unwrap_or_else(|| default_out_dir(&workload.name, "profile")),
+                epoch: workload.epoch.unwrap_or(DEFAULT_EPOCH),
+                stop: stop_flag()?,
+            };
+            distinct(apps, |a| {
+                let command = a.command.as_deref().unwrap_or_default();
+                coloc_linux::program::program_identity(&a.name, command)
+                    .with_context(|| format!("app \"{}\": field `command`", a.name))
+            })?
+            .into_iter()
+            .map(|(app, identity)| runs.profile(app, identity, &plan))
+            .collect::<Result<Vec<_>>>()?
+        }
+    };
+
+    for p in &profiles {
+        store
+            .put(p)
+            .with_context(|| format!("storing the profile of {}", p.identity))?;
+        println!("\n{}", p.identity);
+        print!("{}", coloc_model::profile::render(p));
+    }
+    println!(
+        "\nstored {} profile(s) in {}",
+        profiles.len(),
+        store.path().display()
+    );
+    Ok(())
+}
+
+/// The apps `names` selects (every app when empty), in workload order.
+fn selected<'a>(workload: &'a Workload, names: &[String]) -> Result<Vec<&'a AppSpec>> {
+    if let Some(unknown) = names
+        .iter()
+        .find(|n| !workload.apps.iter().any(|a| &a.name == *n))
+    {
+        let known: Vec<&str> = workload.apps.iter().map(|a| a.name.as_str()).collect();
+        bail!(
+            "--app {unknown}: {} has no app of that name (apps: {})",
+            workload.name,
+            known.join(", ")
+        );
+    }
+    Ok(workload
+        .apps
+        .iter()
+        .filter(|a| names.is_empty() || names.contains(&a.name))
+        .collect())
+}
+
+/// Each app with its identity, keeping the first of apps that run the same
+/// thing (one profile each: the store keys it by identity, not by name).
+fn distinct(
+    apps: Vec<&AppSpec>,
+    identity: impl Fn(&AppSpec) -> Result<AppIdentity>,
+) -> Result<Vec<(&AppSpec, AppIdentity)>> {
+    let mut out: Vec<(&AppSpec, AppIdentity)> = Vec::new();
+    for app in apps {
+        let id = identity(app)?;
+        match out.iter().find(|(_, seen)| seen.key() == id.key()) {
+            Some((first, _)) => println!(
+                "{} runs what {} runs: characterized once, as {}",
+                app.name, first.name, first.name
+            ),
+            None => out.push((app, id)),
+        }
+    }
+    Ok(out)
+}
+
+fn model_identity(app: &AppSpec) -> AppIdentity {
+    AppIdentity::model(&app.name, app.model.as_deref().unwrap_or_default())
+}
+
+/// The signal for runs on this machine, and why it is not cycles when `--signal
+/// auto` had to fall back.
+fn host_signal(arg: SignalArg) -> Result<(Signal, Option<String>)> {
+    Ok(match arg {
+        SignalArg::Auto => match cycles_available() {
+            Ok(()) => (Signal::Cycles, None),
+            Err(why) => (
+                Signal::TaskClock,
+                Some(format!("no hardware counters: {why}")),
+            ),
+        },
+        SignalArg::Cycles => {
+            cycles_available().map_err(|why| {
+                anyhow::anyhow!("--signal cycles: this machine cannot count cycles ({why})")
+            })?;
+            (Signal::Cycles, None)
+        }
+        SignalArg::TaskClock => (Signal::TaskClock, None),
+        SignalArg::Wall => (Signal::Wall, None),
+    })
+}
+
+/// The levels, their configurations (thread i on the i-th CPU listed) or why
+/// they cannot be characterized, and what differs besides the level.
+fn describe_plan(plan: &[LevelPlan]) -> String {
+    let mut out = String::new();
+    for l in plan {
+        match &l.setup {
+            Ok(c) => {
+                out.push_str(&format!(
+                    "  {}: {} instances; {} threads, baseline on CPUs {}, contention on CPUs {}\n",
+                    l.label(),
+                    l.instances,
+                    c.threads,
+                    cpu_list(&c.baseline),
+                    cpu_list(&c.contention)
+                ));
+                for caveat in &c.caveats {
+                    out.push_str(&format!("    caveat: {caveat}\n"));
+                }
+            }
+            Err(why) => out.push_str(&format!("  {}: not characterizable: {why}\n", l.label())),
+        }
+    }
+    if plan.is_empty() {
+        out.push_str("  (no resource is shared by two cores or more)\n");
+    }
+    out
+}
+
+fn cpu_list(cpus: &[Cpu]) -> String {
+    cpus.iter()
+        .map(Cpu::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Characterization runs on this machine.
+struct HostRuns<'a> {
+    target: &'a Target,
+    workload: &'a Workload,
+    signal: Signal,
+    repeat: u32,
+    out: PathBuf,
+    epoch: Duration,
+    stop: Arc<AtomicBool>,
+}
+
+/// What one run consumed, over the app's whole life.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Measured {
+    /// Cycles of all its threads, where they were counted.
+    cycles: Option<u64>,
+    /// CPU time of all its threads (task-clock).
+    cpu: Duration,
+    /// From its start to its exit.
+    wall: Duration,
+}
+
+impl Measured {
+    /// The figure Equation 1 compares, in the signal's unit (cycles or ns).
+    fn value(&self, signal: Signal) -> f64 {
+        match signal {
+            Signal::Cycles => self.cycles.unwrap_or_default() as f64,
+            Signal::TaskClock => self.cpu.as_nanos() as f64,
+            Signal::Wall => self.wall.as_nanos() as f64,
+        }
+    }
+}
+
+/// Which of a level's two configurations a run is.
+#[derive(Clone, Copy, Debug)]
+enum Config {
+    Baseline,
+    Contention,
+}
+
+impl HostRuns<'_> {
+    /// `app`'s profile: every level of `plan` measured, or why not.
+    fn profile(
+        &self,
+        app: &AppSpec,
+        identity: AppIdentity,
+        plan: &[LevelPlan],
+    ) -> Result<AppProfile> {
+        let runs: u64 =
+            plan.iter().filter(|l| l.setup.is_ok()).count() as u64 * 2 * u64::from(self.repeat);
+        let mut progress = Progress::new(&format!("profile {}", app.name), runs);
+        let mut levels = Vec::new();
+        for l in plan {
+            let result = match &l.setup {
+                Err(reason) => LevelResult::NotCharacterizable {
+                    reason: reason.clone(),
+                },
+                Ok(c) => match self.level(app, l, c, &mut progress)? {
+                    Ok(s) => LevelResult::Scored(s),
+                    Err(reason) => LevelResult::NotCharacterizable {
+                        reason: NotCharacterizable::Failed { reason },
+                    },
+                },
+            };
+            levels.push(LevelProfile {
+                level: l.level.clone(),
+                result,
+            });
+        }
+        progress.finish("done".into());
+        Ok(AppProfile {
+            identity,
+            platform: PlatformFingerprint::of(self.target.topology()),
+            levels,
+        })
+    }
+
+    /// The repetitions of one level, baseline and contention alternating; the
+    /// inner error is why the app could not be measured (it failed, or a
+    /// measurement gives no score).
+    fn level(
+        &self,
+        app: &AppSpec,
+        level: &LevelPlan,
+        c: &Configurations,
+        progress: &mut Progress,
+    ) -> Result<Result<Sensitivity, String>> {
+        let (mut baseline, mut contention) = (Vec::new(), Vec::new());
+        for rep in 0..self.repeat {
+            for (config, cpus, into) in [
+                (Config::Baseline, &c.baseline, &mut baseline),
+                (Config::Contention, &c.contention, &mut contention),
+            ] {
+                let dir = self.out.join(&app.name).join(format!(
+                    "{}-{}-{rep}",
+                    level.label(),
+                    format!("{config:?}").to_lowercase()
+                ));
+                match self.run(app, cpus, &dir, progress)? {
+                    Ok(m) => into.push(m.value(self.signal)),
+                    Err(why) => return Ok(Err(format!("{config:?} run {rep}: {why}"))),
+                }
+            }
+        }
+        Ok(
+            Sensitivity::from_runs(self.signal, c.threads as u32, baseline, contention)
+                .map_err(|e| e.to_string()),
+        )
+    }
+
+    /// One solo run of `app` with thread i pinned to `cpus[i]`: what it
+    /// consumed, or why it could not be measured.
+    fn run(
+        &self,
+        app: &AppSpec,
+        cpus: &[Cpu],
+        dir: &Path,
+        progress: &mut Progress,
+    ) -> Result<Result<Measured, String>> {
+        let alone = pinned_alone(self.workload, app, cpus);
+        let meter = ChildMeter::start(self.signal == Signal::Cycles)?;
+        let (summary, events) = self.target.run(
+            &alone,
+            "static",
+            &PolicyContext::default(),
+            dir,
+            self.epoch,
+            0,
+            Some(self.stop.clone()),
+            progress,
+        )?;
+        let usage = meter.stop()?;
+        if summary.interrupted {
+            bail!("interrupted; settings were restored");
+        }
+        let start = events.iter().find_map(|e| match e {
+            TraceEvent::Start { t, .. } => Some(*t),
+            _ => None,
+        });
+        let exit = events.iter().find_map(|e| match e {
+            TraceEvent::Exit { t, status, .. } => Some((*t, status)),
+            _ => None,
+        });
+        let (start, (end, status)) = match (start, exit) {
+            (Some(s), Some(e)) => (s, e),
+            _ => return Ok(Err(format!("no start and exit in {}", dir.display()))),
+        };
+        if !status.success() {
+            return Ok(Err(format!(
+                "{}; its output is in {}",
+                describe_exit(status),
+                dir.display()
+            )));
+        }
+        Ok(Ok(Measured {
+            cycles: usage.cycles,
+            cpu: usage.cpu,
+            wall: end.saturating_sub(start),
+        }))
+    }
+}
+
+/// A workload of `app` alone, started at once, once, with one thread per CPU
+/// of `cpus` and thread i pinned to `cpus[i]` by the `static` policy. Its DoP
+/// stays fixed (not malleable), so the two configurations differ only in where
+/// the threads run.
+fn pinned_alone(workload: &Workload, app: &AppSpec, cpus: &[Cpu]) -> Workload {
+    let mut alone = app.clone();
+    alone.arrive_at = Duration::ZERO;
+    alone.repeat = 1;
+    alone.threads = cpus.len() as u32;
+    alone.malleable = false;
+    alone.cpus = Some(StaticMapping::PerThread(
+        cpus.iter().map(|&c| CpuSet::single(c)).collect(),
+    ));
+    Workload {
+        name: format!("{}-profile-{}", workload.name, app.name),
+        epoch: workload.epoch,
+        apps: vec![alone],
+    }
+}
+
+fn describe_exit(status: &ExitStatus) -> String {
+    match status {
+        ExitStatus::Code(c) => format!("exited with code {c}"),
+        ExitStatus::Signal(s) => format!("killed by signal {s}"),
+        ExitStatus::FailedToStart(why) => format!("failed to start: {why}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use coloc_model::testutils::app_spec;
+    use coloc_model::{Placement, Trace};
+
+    use super::*;
+    use crate::host::Host;
+
+    /// The solo workload pins thread i on CPU i of the configuration and keeps
+    /// everything else of the app (environment, memory and scheduling) as it is.
+    #[test]
+    fn pinned_alone_keeps_the_app_but_its_threads_and_cpus() {
+        let mut app = app_spec("a", 8);
+        app.arrive_at = Duration::from_secs(5);
+        app.repeat = 4;
+        app.malleable = true;
+        app.env.insert("K".into(), "V".into());
+        let w = Workload {
+            name: "w".into(),
+            epoch: Some(Duration::from_millis(50)),
+            apps: vec![app.clone()],
+        };
+        let alone = pinned_alone(&w, &app, &[2, 0]);
+        assert_eq!(alone.apps.len(), 1);
+        let got = &alone.apps[0];
+        assert_eq!(
+            (got.threads, got.repeat, got.arrive_at),
+            (2, 1, Duration::ZERO)
+        );
+        assert!(!got.malleable);
+        assert_eq!(
+            got.cpus,
+            Some(StaticMapping::PerThread(vec![
+                CpuSet::single(2),
+                CpuSet::single(0)
+            ]))
+        );
+        assert_eq!((&got.env, &got.command), (&app.env, &app.command));
+        assert_eq!(alone.epoch, w.epoch);
+    }
+
+    #[test]
+    fn unknown_app_names_the_known_ones() {
+        let w = Workload {
+            name: "w".into(),
+            epoch: None,
+            apps: vec![app_spec("a", 1), app_spec("b", 1)],
+        };
+        type Case<'a> = (&'a [&'a str], Result<Vec<&'a str>, &'a str>);
+        let cases: [Case; 3] = [
+            (&[], Ok(vec!["a", "b"])),
+            (&["b"], Ok(vec!["b"])),
+            (
+                &["c"],
+                Err("--app c: w has no app of that name (apps: a, b)"),
+            ),
+        ];
+        for (names, want) in cases {
+            let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+            let got = selected(&w, &names)
+                .map(|v| v.iter().map(|a| a.name.as_str()).collect::<Vec<_>>())
+                .map_err(|e| e.to_string());
+            assert_eq!(got, want.map_err(str::to_string), "{names:?}");
+        }
+    }
+
+    /// Apps that run the same model are characterized once, under the first name.
+    #[test]
+    fn same_identity_is_characterized_once() {
+        let mut a = app_spec("a", 1);
+        a.model = Some("mg".into());
+        let mut b = app_spec("b", 1);
+        b.model = Some("mg".into());
+        let mut c = app_spec("c", 1);
+        c.model = Some("ft".into());
+        let got = distinct(vec![&a, &b, &c], |x| Ok(model_identity(x))).unwrap();
+        let names: Vec<&str> = got.iter().map(|(app, _)| app.name.as_str()).collect();
+        assert_eq!(names, ["a", "c"]);
+        assert_eq!(got[0].1, AppIdentity::model("a", "mg"));
+    }
+
+    /// A run on this machine measures the app's whole life: n threads pinned on
+    /// n CPUs use CPU time, at most n CPUs' worth of the run's wall time, and
+    /// the trace shows the static plan putting thread i on CPU i. A failing
+    /// app gives a reason, not a figure.
+    #[test]
+    fn a_host_run_measures_the_pinned_app() {
+        let target = Target::Host(Host::new().unwrap());
+        let cpus: Vec<Cpu> = target.topology().cpus().iter().take(2).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let argv = ["kernel:compute", "--iters", "1000000"].map(String::from);
+        let mut app = app_spec("compute", 1);
+        app.command = Some(coloc_workloads::resolve_argv(&argv).unwrap());
+        let w = Workload {
+            name: "w".into(),
+            epoch: None,
+            apps: vec![app.clone()],
+        };
+        let runs = HostRuns {
+            target: &target,
+            workload: &w,
+            signal: Signal::TaskClock,
+            repeat: 1,
+            out: dir.path().into(),
+            epoch: DEFAULT_EPOCH,
+            stop: Arc::new(AtomicBool::new(false)),
+        };
+        for n in 1..=cpus.len() {
+            let out = dir.path().join(n.to_string());
+            let mut progress = Progress::new("test", 1);
+            let m = runs
+                .run(&app, &cpus[..n], &out, &mut progress)
+                .unwrap()
+                .unwrap();
+            assert!(m.cpu > Duration::ZERO, "{m:?}");
+            assert!(
+                m.cpu <= m.wall * n as u32 + Duration::from_millis(20),
+                "{n} thread(s) on {n} CPU(s): {m:?}"
+            );
+            assert_eq!(m.value(Signal::TaskClock), m.cpu.as_nanos() as f64);
+            assert_eq!(m.value(Signal::Wall), m.wall.as_nanos() as f64);
+            let trace = Trace::read(std::io::BufReader::new(
+                std::fs::File::open(out.join("trace.jsonl")).unwrap(),
+            ))
+            .unwrap();
+            let pinned = trace.events.iter().any(|e| match e {
+                TraceEvent::Plan { plan, .. } => plan.apps.iter().any(|p| {
+                    matches!(&p.placement, Placement::PerThread { threads, .. }
+                        if threads.len() == n
+                            && threads.iter().enumerate().all(|(i, (_, c))| *c == CpuSet::single(cpus[i])))
+                }),
+                _ => false,
+            });
+            assert!(pinned, "no plan pins thread i on CPU {cpus:?}[i]");
+        }
+        let mut failing = app.clone();
+        failing.command = Some(vec!["false".into()]);
+        let got = runs
+            .run(
+                &failing,
+                &cpus[..1],
+                &dir.path().join("f"),
+                &mut Progress::new("t", 1),
+            )
+            .unwrap();
+        assert!(
+            matches!(&got, Err(why) if why.starts_with("exited with code 1")),
+            "{got:?}"
+        );
+    }
+}

@@ -1,0 +1,124 @@
+//! A profile as a table: per level the runs' means, the score of Equation 1 and
+//! its spread over repetitions, and the signal (ReSense §2.2; DESIGN.md, Signals:
+//! every profile says what it was measured with), then why the other levels have
+//! no score.
+
+use super::{AppProfile, LevelResult, Signal};
+use crate::metrics::table::{finish, new_table, NONE};
+
+/// The table of `profile`'s levels, innermost first, followed by one line per
+/// level that could not be characterized, with the reason.
+pub fn render(profile: &AppProfile) -> String {
+    let mut table = new_table(&[
+        "level",
+        "threads",
+        "runs",
+        "baseline (mean)",
+        "contention (mean)",
+        "score",
+        "spread of runs",
+        "signal",
+    ]);
+    let mut reasons = String::new();
+    for l in &profile.levels {
+        let label = l.level.label();
+        match &l.result {
+            LevelResult::Scored(s) => {
+                table.add_row(vec![
+                    label,
+                    s.threads.to_string(),
+                    s.baseline.len().to_string(),
+                    amount(mean(&s.baseline), s.signal),
+                    amount(mean(&s.contention), s.signal),
+                    format!("{:+.2}", s.score),
+                    format!(
+                        "{:+.2} .. {:+.2}, sd {:.2}",
+                        s.spread.min, s.spread.max, s.spread.sd
+                    ),
+                    s.signal.to_string(),
+                ]);
+            }
+            LevelResult::NotCharacterizable { reason } => {
+                let mut row = vec![label.clone()];
+                row.extend(std::iter::repeat_n(NONE.to_string(), 7));
+                table.add_row(row);
+                reasons.push_str(&format!("{label}: not characterizable: {reason}\n"));
+            }
+        }
+    }
+    format!("{}{reasons}", finish(&table))
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+/// A measurement in its signal's unit: cycles in scientific notation, times
+/// (stored in ns) in seconds.
+fn amount(v: f64, signal: Signal) -> String {
+    match signal {
+        Signal::Cycles => format!("{v:.4e} cycles"),
+        Signal::TaskClock | Signal::Wall => format!("{:.4} s", v * 1e-9),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{
+        AppIdentity, LevelProfile, NotCharacterizable, PlatformFingerprint, Sensitivity,
+    };
+    use crate::topology::{ResourceKind, Topology};
+
+    /// Task-clock runs of 2.0 and 2.2 s against 1.8 and 1.8 s: means 2.1 and
+    /// 1.8 s, score (2.1 − 1.8) × 100 / 2.1 = +14.29, runs +10.00 and +18.18.
+    #[test]
+    fn renders_scores_and_reasons() {
+        let topo = Topology::synthetic("y", "package:1 l2(6M):2 core:2").unwrap();
+        let profile = AppProfile {
+            identity: AppIdentity::model("sc", "streamcluster"),
+            platform: PlatformFingerprint::of(&topo),
+            levels: vec![
+                LevelProfile {
+                    level: ResourceKind::Cache { level: 2 },
+                    result: LevelResult::Scored(
+                        Sensitivity::from_runs(
+                            Signal::TaskClock,
+                            2,
+                            vec![2.0e9, 2.2e9],
+                            vec![1.8e9, 1.8e9],
+                        )
+                        .unwrap(),
+                    ),
+                },
+                LevelProfile {
+                    level: ResourceKind::Cache { level: 3 },
+                    result: LevelResult::NotCharacterizable {
+                        reason: NotCharacterizable::SingleInstance,
+                    },
+                },
+            ],
+        };
+        let text = render(&profile);
+        let l2 = text.lines().find(|l| l.starts_with("| L2")).unwrap();
+        for cell in [
+            "2.1000 s",
+            "1.8000 s",
+            "+14.29",
+            "+10.00 .. +18.18",
+            "task-clock",
+        ] {
+            assert!(l2.contains(cell), "{cell} missing in {l2}");
+        }
+        assert!(
+            text.contains("L3: not characterizable: a single instance on this machine"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn cycles_are_shown_as_cycles() {
+        assert_eq!(amount(5.0e9, Signal::Cycles), "5.0000e9 cycles");
+        assert_eq!(amount(1.5e9, Signal::Wall), "1.5000 s");
+    }
+}
