@@ -8,6 +8,7 @@ use std::fmt;
 use coloc_model::{Plan, View};
 
 pub mod baseline;
+pub mod bench;
 pub mod invariants;
 pub mod nupoco;
 pub mod queueing;

@@ -24,14 +24,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     let fit = if check {
         let rows = calibrate::compare(&measured, &calibrate::simulate_cases(&platform, &cases)?)?;
-        let covered: Vec<_> = rows
-            .iter()
-            .filter(|r| !calibrate::KNOWN_GAPS.iter().any(|(c, _)| *c == r.case))
-            .cloned()
-            .collect();
         Fit {
             params: platform.params,
-            max_error: calibrate::max_error(&covered),
+            max_error: calibrate::max_error(&calibrate::outside_gaps(&rows)),
             rows,
             evaluations: 1,
         }

@@ -5,7 +5,8 @@
 //! - **Engine**: an 8-app dynamic workload (arrivals spread over 30 s, two
 //!   apps repeated) on the 64-core NuPoCo AMD platform, run by the Manager
 //!   under `native` (unpinned threads: the balancer model runs every 10 ms)
-//!   and `equal` (pinned: only phase ends, arrivals and epochs are events).
+//!   and `equal` (pinned: only phase ends, arrivals and epochs are events) by
+//!   default, or any policies ([`sim_speed_for`]).
 //!   Speed is solved intervals (events) per second of wall time, and
 //!   simulated seconds per wall second.
 //! - **Oracle**: a bounded search of 4 apps × 8 threads on the 48-core
@@ -17,6 +18,7 @@ use std::time::{Duration, Instant};
 use coloc_manager::{run, RunOptions, DEFAULT_EPOCH};
 use coloc_model::workload::parse_workload;
 use coloc_model::{TraceEvent, Workload};
+use coloc_policy::{PolicyContext, PolicyInfo};
 
 use crate::oracle::{self, OracleOptions};
 use crate::platform::platform;
@@ -142,13 +144,27 @@ pub enum BenchError {
     Run(String),
 }
 
-/// Runs both benchmarks (about half a minute in a release build).
+/// Runs both benchmarks, the engine under `native` and `equal` (about half a
+/// minute in a release build).
 pub fn sim_speed() -> Result<SimSpeed, BenchError> {
+    sim_speed_for(&["native", "equal"])
+}
+
+/// Runs both benchmarks, the engine under each of `policies` (names of
+/// `coloc_policy::POLICIES`; the context is empty, as for a run without a
+/// profile store).
+pub fn sim_speed_for(policies: &[&str]) -> Result<SimSpeed, BenchError> {
     let fail = |e: &dyn fmt::Display| BenchError::Run(e.to_string());
     let dynamic = parse_workload("bench-dynamic-8.toml", DYNAMIC).map_err(|e| fail(&e))?;
-    let engine = ["native", "equal"]
-        .into_iter()
-        .map(|policy| engine_run(&dynamic, policy))
+    let engine = policies
+        .iter()
+        .map(|name| {
+            let info = coloc_policy::POLICIES
+                .iter()
+                .find(|p| p.name == *name)
+                .ok_or_else(|| fail(&coloc_policy::UnknownPolicy(name.to_string())))?;
+            engine_run(&dynamic, info)
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let w = parse_workload("bench-oracle-4x8.toml", STATIC).map_err(|e| fail(&e))?;
     let p = platform("opteron48").ok_or_else(|| fail(&"no opteron48 platform"))?;
@@ -168,11 +184,12 @@ pub fn sim_speed() -> Result<SimSpeed, BenchError> {
     })
 }
 
-fn engine_run(w: &Workload, policy: &'static str) -> Result<EngineSpeed, BenchError> {
+fn engine_run(w: &Workload, info: &PolicyInfo) -> Result<EngineSpeed, BenchError> {
+    let policy = info.name;
     let fail = |e: &dyn fmt::Display| BenchError::Run(format!("{policy}: {e}"));
     let p = platform("nupoco-amd64").ok_or_else(|| fail(&"no nupoco-amd64 platform"))?;
     let mut machine = SimMachine::new(p, 1);
-    let mut pol = coloc_policy::by_name(policy).map_err(|e| fail(&e))?;
+    let mut pol = info.make(&PolicyContext::default());
     let opts = RunOptions {
         epoch: DEFAULT_EPOCH,
         seed: Some(1),
@@ -203,13 +220,13 @@ impl fmt::Display for SimSpeed {
         )?;
         writeln!(
             f,
-            "{:<8} {:>10} {:>12} {:>10} {:>14} {:>12}",
+            "{:<16} {:>10} {:>12} {:>10} {:>14} {:>12}",
             "policy", "events", "simulated", "wall", "events/s", "sim/wall"
         )?;
         for e in &self.engine {
             writeln!(
                 f,
-                "{:<8} {:>10} {:>11.1}s {:>9.3}s {:>14.0} {:>11.1}x",
+                "{:<16} {:>10} {:>11.1}s {:>9.3}s {:>14.0} {:>11.1}x",
                 e.policy,
                 e.steps,
                 e.simulated.as_secs_f64(),

@@ -67,6 +67,14 @@ pub const KNOWN_GAPS: &[(&str, &str)] = &[(
     "two lock holders spinning on dedicated CPUs bounce the lock's lines between private caches (2.7x slower than one thread); the model keeps them in L1",
 )];
 
+/// The reason `case` is one of the [`KNOWN_GAPS`], if it is.
+pub fn known_gap(case: &str) -> Option<&'static str> {
+    KNOWN_GAPS
+        .iter()
+        .find(|(c, _)| *c == case)
+        .map(|(_, why)| *why)
+}
+
 /// Measured run times of every case on this development machine (a 2-vCPU
 /// KVM guest on AMD EPYC), TSV: case, app, kernel, threads, wall seconds,
 /// CPU seconds used by the rest of the machine meanwhile. Produced by
@@ -328,6 +336,28 @@ pub fn parse_measured(tsv: &str) -> Result<Vec<Measured>, CalibrateError> {
     Ok(out)
 }
 
+/// The header line of the measurements TSV ([`parse_measured`] skips it).
+pub const MEASURED_HEADER: &str = "case\tapp\tkernel\tthreads\twall_s\tothers_s";
+
+/// One measured run of `case` as lines of the measurements TSV (no header):
+/// app by app its wall time, and `others_s`, the CPU time the rest of the
+/// machine used meanwhile (the same on every line of the case), so that
+/// measurements taken by `coloc calibrate-sim --measure --save` read back
+/// like those of `measure-kernels.sh`.
+pub fn measured_lines(case: &Case, wall_s: &[f64], others_s: f64) -> String {
+    case.apps
+        .iter()
+        .zip(wall_s)
+        .enumerate()
+        .map(|(i, (a, w))| {
+            format!(
+                "{}\t{i}\t{}\t{}\t{w:.3}\t{others_s:.2}\n",
+                case.name, a.kernel, a.threads
+            )
+        })
+        .collect()
+}
+
 /// One app of one case, measured and simulated.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
@@ -373,6 +403,15 @@ pub fn max_error(rows: &[Row]) -> f64 {
     rows.iter().map(|r| r.error().abs()).fold(0.0, f64::max)
 }
 
+/// The rows outside [`KNOWN_GAPS`]: those [`fit`] minimizes the error of and
+/// the calibration's maximum error is stated over.
+pub fn outside_gaps(rows: &[Row]) -> Vec<Row> {
+    rows.iter()
+        .filter(|r| known_gap(&r.case).is_none())
+        .cloned()
+        .collect()
+}
+
 /// The result of [`fit`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Fit {
@@ -401,11 +440,7 @@ pub fn fit(
 ) -> Result<Fit, CalibrateError> {
     let score = |p: &Platform| -> Result<(f64, Vec<Row>), CalibrateError> {
         let rows = compare(measured, &simulate_cases(p, cases)?)?;
-        let covered: Vec<Row> = rows
-            .iter()
-            .filter(|r| !KNOWN_GAPS.iter().any(|(c, _)| *c == r.case))
-            .cloned()
-            .collect();
+        let covered = outside_gaps(&rows);
         let mean =
             covered.iter().map(|r| r.error().abs()).sum::<f64>() / covered.len().max(1) as f64;
         Ok((max_error(&covered) + 1e-3 * mean, rows))
@@ -437,14 +472,9 @@ pub fn fit(
             step /= 2.0;
         }
     }
-    let covered: Vec<Row> = best_rows
-        .iter()
-        .filter(|r| !KNOWN_GAPS.iter().any(|(c, _)| *c == r.case))
-        .cloned()
-        .collect();
     Ok(Fit {
         params: best.params,
-        max_error: max_error(&covered),
+        max_error: max_error(&outside_gaps(&best_rows)),
         rows: best_rows,
         evaluations,
     })
@@ -464,7 +494,7 @@ impl fmt::Display for Fit {
             "case", "app", "measured", "simulated", "error"
         )?;
         for r in &self.rows {
-            let gap = KNOWN_GAPS.iter().any(|(c, _)| *c == r.case);
+            let gap = known_gap(&r.case).is_some();
             writeln!(
                 f,
                 "{:<24} {:>3} {:>9.3}s {:>9.3}s {:>+7.1}%{}",
@@ -483,10 +513,7 @@ impl fmt::Display for Fit {
             f,
             "max |error| {:.1}% over the {} apps outside the known gaps ({} simulations of the case list)",
             100.0 * self.max_error,
-            self.rows
-                .iter()
-                .filter(|r| !KNOWN_GAPS.iter().any(|(c, _)| *c == r.case))
-                .count(),
+            outside_gaps(&self.rows).len(),
             self.evaluations
         )
     }

@@ -3,8 +3,8 @@
 
 use coloc_model::workload::{parse_workload, to_toml};
 use coloc_sim::calibrate::{
-    cases, compare, fit, parse_measured, simulate_cases, CalibrateError, Side, FITTED, KERNELS,
-    KVM_2CPU_MEASURED,
+    cases, compare, fit, known_gap, measured_lines, outside_gaps, parse_measured, simulate_cases,
+    CalibrateError, Row, Side, FITTED, KERNELS, KNOWN_GAPS, KVM_2CPU_MEASURED, MEASURED_HEADER,
 };
 use coloc_sim::platform;
 
@@ -145,4 +145,52 @@ fn kvm_2cpu_figures_reproduce_the_recorded_error() {
     assert_eq!(covered.len(), 69);
     let worst = coloc_sim::calibrate::max_error(&covered);
     assert!(worst < 0.47, "{worst}");
+}
+
+/// What `coloc calibrate-sim --measure --save` writes reads back as the
+/// same times, case by case and app by app.
+#[test]
+fn measured_lines_read_back() {
+    let all = cases();
+    let runs: Vec<(&str, Vec<f64>)> = vec![
+        ("solo-stream-1", vec![1.75]),
+        ("native-stream+share", vec![2.3215, 3.5]),
+        ("equal-lock+lock", vec![4.0, 4.125]),
+    ];
+    let mut tsv = format!("{MEASURED_HEADER}\n");
+    for (name, walls) in &runs {
+        let case = all.iter().find(|c| c.name == *name).unwrap();
+        tsv += &measured_lines(case, walls, 0.25);
+    }
+    let back = parse_measured(&tsv).unwrap();
+    assert_eq!(back.len(), runs.len());
+    for (m, (name, walls)) in back.iter().zip(&runs) {
+        assert_eq!(m.case, *name);
+        // Written with 3 decimals (milliseconds, finer than a run varies).
+        for (got, want) in m.wall_s.iter().zip(walls) {
+            assert!((got - want).abs() <= 5e-4, "{name}: {got} vs {want}");
+        }
+    }
+    assert!(
+        tsv.contains("equal-lock+lock\t1\tlock\t2\t4.125\t0.25\n"),
+        "{tsv}"
+    );
+}
+
+/// Known gaps are named with their reason and left out of the error figure.
+#[test]
+fn known_gaps_are_left_out_of_the_max() {
+    let (gap, why) = KNOWN_GAPS[0];
+    assert_eq!(known_gap(gap), Some(why));
+    assert_eq!(known_gap("solo-stream-1"), None);
+    let row = |case: &str, simulated_s| Row {
+        case: case.into(),
+        app: 0,
+        measured_s: 1.0,
+        simulated_s,
+    };
+    let rows = [row("solo-stream-1", 1.1), row(gap, 3.0)];
+    let covered = outside_gaps(&rows);
+    assert_eq!(covered.len(), 1);
+    assert!((coloc_sim::calibrate::max_error(&covered) - 0.1).abs() < 1e-12);
 }
