@@ -36,4 +36,17 @@ impl DbArgs {
         }
         Store::open(&path).with_context(|| format!("opening the profile store {}", path.display()))
     }
+
+    /// Opens the store if its file exists: commands that only read (listing,
+    /// a run looking for profiles) treat a missing store as an empty one and do
+    /// not create it.
+    pub fn open_existing(&self) -> Result<Option<Store>> {
+        let path = self.path();
+        if !path.exists() {
+            return Ok(None);
+        }
+        Store::open(&path)
+            .map(Some)
+            .with_context(|| format!("opening the profile store {}", path.display()))
+    }
 }

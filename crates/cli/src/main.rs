@@ -56,6 +56,10 @@ enum Command {
     Restore,
     /// Benchmarks that print numbers (coloc's own overhead).
     Bench(cmd::bench::BenchArgs),
+    /// Generate a workload of app models (ReSense-style dynamic or static mixes).
+    Gen(cmd::gen::GenArgs),
+    /// Compare the simulator with measured times of the workload kernels.
+    CalibrateSim(cmd::calibrate_sim::CalibrateSimArgs),
 }
 
 fn main() -> ExitCode {
@@ -85,6 +89,8 @@ fn main() -> ExitCode {
         Command::Kernels => cmd::list::kernels(),
         Command::Restore => cmd::list::restore(),
         Command::Bench(a) => cmd::bench::main(a),
+        Command::Gen(a) => cmd::gen::main(a),
+        Command::CalibrateSim(a) => cmd::calibrate_sim::main(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

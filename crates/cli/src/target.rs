@@ -14,7 +14,7 @@ use coloc_manager::{run, Machine, Recorder, RunOptions, RunSummary};
 use coloc_model::topology::hwloc::parse_hwloc_xml;
 use coloc_model::trace::TraceWriter;
 use coloc_model::{Topology, TraceEvent, Workload};
-use coloc_policy::PolicyContext;
+use coloc_policy::{Policy, PolicyContext};
 use coloc_sim::{Platform, PlatformFile, SimMachine};
 
 use crate::host::Host;
@@ -130,11 +130,28 @@ impl Target {
         stop: Option<Arc<AtomicBool>>,
         watch: &mut dyn Recorder,
     ) -> Result<(RunSummary, Vec<TraceEvent>)> {
+        let policy = coloc_policy::by_name_with(policy, ctx)?;
+        self.run_policy(workload, policy, out, epoch, rep, stop, watch)
+    }
+
+    /// [`Target::run`] with a policy already built: one that is not in the
+    /// registry (the oracle's replay of the configuration it found), so that it
+    /// runs through the same Manager loop and writes the same trace.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_policy(
+        &self,
+        workload: &Workload,
+        policy: Box<dyn Policy>,
+        out: &Path,
+        epoch: Duration,
+        rep: u64,
+        stop: Option<Arc<AtomicBool>>,
+        watch: &mut dyn Recorder,
+    ) -> Result<(RunSummary, Vec<TraceEvent>)> {
         std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
         let job = Job {
             workload,
             policy,
-            ctx,
             out,
             epoch,
             stop,
@@ -156,8 +173,7 @@ impl Target {
 /// One run's inputs, whatever the machine.
 struct Job<'a> {
     workload: &'a Workload,
-    policy: &'a str,
-    ctx: &'a PolicyContext,
+    policy: Box<dyn Policy>,
     out: &'a Path,
     epoch: Duration,
     stop: Option<Arc<AtomicBool>>,
@@ -170,7 +186,7 @@ impl Job<'_> {
         seed: Option<u64>,
         watch: &mut dyn Recorder,
     ) -> Result<(RunSummary, Vec<TraceEvent>)> {
-        let mut policy = coloc_policy::by_name_with(self.policy, self.ctx)?;
+        let mut policy = self.policy;
         let trace_path = self.out.join("trace.jsonl");
         let file = std::fs::File::create(&trace_path)
             .with_context(|| format!("creating {}", trace_path.display()))?;
@@ -188,7 +204,7 @@ impl Job<'_> {
             stop: self.stop,
         };
         let summary = run(machine, policy.as_mut(), self.workload, &opts, &mut tee)
-            .with_context(|| format!("running {} under {}", self.workload.name, self.policy))?;
+            .with_context(|| format!("running {} under {}", self.workload.name, policy.name()))?;
         tee.file
             .flush()
             .with_context(|| format!("writing {}", trace_path.display()))?;

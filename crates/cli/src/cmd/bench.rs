@@ -5,6 +5,10 @@
 //!   an app starts (or creates threads) its plan is in force. Targets from issue 2:
 //!   under 1% of a core at the default epoch, placement within one epoch.
 //! - `decide`: how long each policy takes to decide, on fixture topologies.
+//! - `sim`: the simulator's speed (issue 3): events per second of an 8-app
+//!   dynamic workload on the 64-core platform, oracle configurations per second.
+//! - `nupoco`: the cost of NuPoCo's Algorithm 1 and of a steady decision at 64
+//!   cores / 8 nodes (NuPoCo §7.5 reports 1.8 ms).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -56,6 +60,25 @@ enum Bench {
         #[arg(long, default_value_t = 2000)]
         iterations: u32,
     },
+    /// Simulator speed: events/s of an 8-app dynamic workload on nupoco-amd64
+    /// (64 cores) under each policy, and oracle configurations/s (4 apps x 8
+    /// threads on opteron48).
+    Sim {
+        /// Policies to run the engine under, comma-separated.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "native,equal,resense,nupoco"
+        )]
+        policies: Vec<String>,
+    },
+    /// Cost of NuPoCo's Algorithm 1 (DoP computation) with 2, 4 and 8 apps and of a
+    /// steady nupoco decision, at 64 cores / 8 nodes.
+    Nupoco {
+        /// Calls timed per figure.
+        #[arg(long, default_value_t = 200)]
+        runs: u32,
+    },
 }
 
 pub fn main(args: BenchArgs) -> Result<()> {
@@ -70,6 +93,24 @@ pub fn main(args: BenchArgs) -> Result<()> {
             threads,
             iterations,
         } => decide(apps, threads, iterations),
+        Bench::Sim { policies } => {
+            let names: Vec<&str> = policies.iter().map(String::as_str).collect();
+            debug_build_note();
+            print!("{}", coloc_sim::bench::sim_speed_for(&names)?);
+            Ok(())
+        }
+        Bench::Nupoco { runs } => {
+            debug_build_note();
+            print!("{}", coloc_policy::bench::nupoco_cost(runs)?);
+            Ok(())
+        }
+    }
+}
+
+/// Speed figures of a debug build say little about coloc's.
+fn debug_build_note() {
+    if cfg!(debug_assertions) {
+        eprintln!("note: a debug build; build with --release for representative figures");
     }
 }
 

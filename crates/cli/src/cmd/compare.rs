@@ -12,6 +12,7 @@ use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::metrics::{Comparison, RunMetrics, SoloTimes};
 use coloc_model::{Trace, Workload};
 
+use crate::cmd::sim::{check_name, choose, text_out, Choice, OracleArgs};
 use crate::cmd::solo;
 use crate::host::stop_flag;
 use crate::output::default_out_dir;
@@ -23,7 +24,8 @@ pub struct CompareArgs {
     /// Workload file (TOML).
     pub workload: PathBuf,
     /// Policies to compare, comma-separated; the first is the baseline unless
-    /// --baseline says otherwise.
+    /// --baseline says otherwise. With --sim, `oracle` is the best static
+    /// configuration found by simulating (static workloads).
     #[arg(long, value_delimiter = ',', default_value = "native,equal,batch")]
     pub policies: Vec<String>,
     /// Runs per policy.
@@ -43,6 +45,8 @@ pub struct CompareArgs {
     pub json: bool,
     #[command(flatten)]
     pub machine: MachineArgs,
+    #[command(flatten)]
+    pub oracle: OracleArgs,
 }
 
 /// What to compare, resolved.
@@ -69,7 +73,20 @@ pub fn main(args: CompareArgs) -> Result<()> {
         .out
         .unwrap_or_else(|| default_out_dir(&workload.name, "compare"));
     let solo = solo::load_saved(&workload, &target)?;
-    let cmp = run_comparison(
+    let choices = args
+        .policies
+        .iter()
+        .map(|p| {
+            choose(
+                &target,
+                &workload,
+                p,
+                &args.oracle,
+                &mut text_out(args.json),
+            )
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let cmp = run_choices(
         &target,
         &Plan {
             workload: &workload,
@@ -80,6 +97,7 @@ pub fn main(args: CompareArgs) -> Result<()> {
             epoch: args.epoch.or(workload.epoch).unwrap_or(DEFAULT_EPOCH),
             solo: solo.as_ref(),
         },
+        &choices,
     )?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&cmp)?);
@@ -105,7 +123,7 @@ pub fn main(args: CompareArgs) -> Result<()> {
 /// anything runs.
 pub fn check_policies(policies: &[String], baseline: &str, repeat: u32) -> Result<()> {
     for p in policies {
-        coloc_policy::by_name(p)?;
+        check_name(p)?;
     }
     if !policies.iter().any(|p| p == baseline) {
         bail!(
@@ -119,30 +137,39 @@ pub fn check_policies(policies: &[String], baseline: &str, repeat: u32) -> Resul
     Ok(())
 }
 
-/// Runs every policy `repeat` times, interleaved, and compares.
+/// Runs every policy `repeat` times, interleaved, and compares (registry
+/// policies only: the oracle needs its options, see [`run_choices`]).
 pub fn run_comparison(target: &Target, plan: &Plan<'_>) -> Result<Comparison> {
-    let stop = stop_flag()?;
-    let ctx = policy_context(target, plan.workload)?;
-    let total_runs = plan.policies.len() as u32 * plan.repeat;
-    let instances: u64 = plan.workload.apps.iter().map(|a| u64::from(a.repeat)).sum();
-    let mut results: Vec<(String, Vec<RunMetrics>)> = plan
+    let choices = plan
         .policies
         .iter()
-        .map(|p| (p.clone(), Vec::new()))
-        .collect();
+        .map(|p| Choice::named(p))
+        .collect::<Result<Vec<_>>>()?;
+    run_choices(target, plan, &choices)
+}
+
+/// Runs every choice `repeat` times, interleaved, and compares; `choices` are
+/// `plan.policies` resolved (see [`choose`]).
+pub fn run_choices(target: &Target, plan: &Plan<'_>, choices: &[Choice]) -> Result<Comparison> {
+    let stop = stop_flag()?;
+    let ctx = policy_context(target, plan.workload)?;
+    let total_runs = choices.len() as u32 * plan.repeat;
+    let instances: u64 = plan.workload.apps.iter().map(|a| u64::from(a.repeat)).sum();
+    let mut results: Vec<(&Choice, Vec<RunMetrics>)> =
+        choices.iter().map(|c| (c, Vec::new())).collect();
     let tty = std::io::stderr().is_terminal();
     let mut n = 0;
     for rep in 0..plan.repeat {
-        for (policy, runs) in results.iter_mut() {
+        for (choice, runs) in results.iter_mut() {
+            let policy = choice.name();
             n += 1;
             let label = format!("{n}/{total_runs} {policy} #{}", rep + 1);
             let mut progress = Progress::new(&label, instances);
             let t0 = Instant::now();
             let out = plan.out.join(format!("{policy}-{}", rep + 1));
-            let (summary, events) = target.run(
+            let (summary, events) = target.run_policy(
                 plan.workload,
-                policy,
-                &ctx,
+                choice.make(&ctx)?,
                 &out,
                 plan.epoch,
                 u64::from(rep),
@@ -167,5 +194,9 @@ pub fn run_comparison(target: &Target, plan: &Plan<'_>) -> Result<Comparison> {
             runs.push(metrics);
         }
     }
+    let results = results
+        .into_iter()
+        .map(|(c, runs)| (c.name().to_string(), runs))
+        .collect();
     Ok(Comparison::new(plan.baseline, results))
 }

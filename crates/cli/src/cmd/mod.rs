@@ -1,8 +1,10 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod calibrate_sim;
 pub mod compare;
 pub mod demo;
+pub mod gen;
 pub mod list;
 pub mod profile;
 pub mod report;

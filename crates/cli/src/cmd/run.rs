@@ -10,6 +10,7 @@ use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::metrics::RunMetrics;
 use coloc_model::Trace;
 
+use crate::cmd::sim::{choose, text_out, OracleArgs};
 use crate::host::stop_flag;
 use crate::output::default_out_dir;
 use crate::progress::Progress;
@@ -18,7 +19,8 @@ use crate::target::{policy_context, MachineArgs, Target};
 /// What `run` and `sim` share.
 #[derive(Debug, Args)]
 pub struct RunOpts {
-    /// Policy to run under (`coloc policies` lists them).
+    /// Policy to run under (`coloc policies` lists them), or `oracle` in the
+    /// simulator (static workloads: the best configuration found by simulating).
     #[arg(long, short, default_value = "native")]
     pub policy: String,
     /// Directory for the trace (trace.jsonl) and the apps' output
@@ -31,6 +33,8 @@ pub struct RunOpts {
     /// Print the run's metrics as JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub oracle: OracleArgs,
 }
 
 #[derive(Debug, Args)]
@@ -52,6 +56,14 @@ pub fn main(args: RunArgs) -> Result<()> {
 pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
     let workload = target.load(path)?;
     let ctx = policy_context(target, &workload)?;
+    let policy = choose(
+        target,
+        &workload,
+        &opts.policy,
+        &opts.oracle,
+        &mut text_out(opts.json),
+    )?
+    .make(&ctx)?;
     let out = opts
         .out
         .clone()
@@ -59,10 +71,9 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
     let epoch = opts.epoch.or(workload.epoch).unwrap_or(DEFAULT_EPOCH);
     let total: u64 = workload.apps.iter().map(|a| u64::from(a.repeat)).sum();
     let mut progress = Progress::new(&opts.policy, total);
-    let (summary, events) = target.run(
+    let (summary, events) = target.run_policy(
         &workload,
-        &opts.policy,
-        &ctx,
+        policy,
         &out,
         epoch,
         0,

@@ -52,7 +52,7 @@ pub fn main(args: SoloArgs) -> Result<()> {
     anyhow::ensure!(args.repeat >= 1, "--repeat must be at least 1");
     let target = Target::new(&args.machine)?;
     let workload = target.load(&args.workload)?;
-    let ctx = policy_context(&target, &workload)?;
+    let ctx = policy_context(&target, &workload, &["native"])?;
     let out = args
         .out
         .unwrap_or_else(|| default_out_dir(&workload.name, "solo"));

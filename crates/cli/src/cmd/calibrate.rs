@@ -1,0 +1,339 @@
+//! `coloc calibrate`: the memory system's service rates (NuPoCo §4.3), measured
+//! once per machine and kept in the profile store for `nupoco`.
+//!
+//! NuPoCo calibrates μ (each memory controller) and link_{i,m} (each path from
+//! CPU node i to memory node m) "by executing a synthetic workload from the
+//! Stream benchmark that generates memory accesses from one core to specific
+//! memory nodes". Here: for every CPU node i (a NUMA node's CPUs,
+//! [`memory_nodes`]) and every memory node m, the built-in `stream` kernel runs
+//! on node i's CPUs with its memory bound to node m
+//! ([`coloc_linux::bandwidth::measure_stream`]) at 1, 2, … threads up to
+//! `--max-threads` (default: the node's CPUs; more threads than CPUs measure
+//! time-sharing, not the memory), each `--repeat` times.
+//! [`MemoryCalibration::from_stream`] takes the plateau of the local runs as
+//! μ_m and derives the links from the remote ones. The calibration is stored
+//! under this machine's platform fingerprint, replacing an earlier one.
+//!
+//! `--sim PLATFORM` prints a simulated platform's own calibration
+//! ([`platform_calibration`]) and stores nothing: those rates are the
+//! platform's definition, which every run in the simulator reads afresh, so a
+//! stored copy could only go stale when the platform's figures are refitted.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use coloc_linux::bandwidth::measure_stream;
+use coloc_model::calibration::{
+    memory_nodes, MemoryCalibration, StreamRate, StreamSample, DEFAULT_LINE_BYTES,
+};
+use coloc_model::metrics::table::{finish, fixed, new_table, NONE};
+use coloc_model::profile::PlatformFingerprint;
+use coloc_model::topology::ObjKind;
+use coloc_model::Topology;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::db::DbArgs;
+use crate::target::{platform_calibration, resolve_platform};
+
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Print the calibration of this simulated platform (built-in name, hwloc XML
+    /// or TOML platform file): its own figures, nothing is measured or stored.
+    #[arg(long, value_name = "PLATFORM", conflicts_with = "show")]
+    pub sim: Option<String>,
+    /// Print this machine's stored calibration instead of measuring.
+    #[arg(long)]
+    pub show: bool,
+    /// Most stream threads per CPU node [default: the node's CPUs; larger values
+    /// are capped there].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_threads: Option<u32>,
+    /// MiB per stream array (three arrays); far above the last-level cache so the
+    /// kernel measures memory, not cache.
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
+    pub mb: u32,
+    /// Triad sweeps per run.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub iters: u32,
+    /// Runs per thread count and path; the best counts, as in STREAM.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+}
+
+pub fn main(args: CalibrateArgs) -> Result<()> {
+    if let Some(p) = &args.sim {
+        let platform = resolve_platform(p)?;
+        println!("simulated platform {}: its own calibration", platform.name);
+        print!("{}", render(&platform_calibration(&platform)));
+        return Ok(());
+    }
+    let topology =
+        coloc_linux::topology::host_topology().context("reading the topology from sysfs")?;
+    let platform = PlatformFingerprint::of(&topology);
+    if args.show {
+        let path = args.db.path();
+        let stored = match args.db.open_existing()? {
+            Some(store) => store.calibration(&platform)?,
+            None => None,
+        };
+        let Some(c) = stored else {
+            bail!(
+                "no calibration of this machine ({platform}) in {}: run `coloc calibrate`",
+                path.display()
+            );
+        };
+        println!("this machine ({platform}): stored calibration");
+        print!("{}", render(&c));
+        return Ok(());
+    }
+    // Opened before measuring, so a bad store file fails now, not after the runs.
+    let store = args.db.open()?;
+    let samples = measure(&topology, &args)?;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let calibration = MemoryCalibration::from_stream(&topology, &samples, DEFAULT_LINE_BYTES, now)
+        .context("fitting service rates to the stream runs")?;
+    store.put_calibration(&platform, &calibration)?;
+    print!("{}", samples_table(&samples));
+    print!("{}", render(&calibration));
+    println!(
+        "stored in {} for this machine ({platform})",
+        store.path().display()
+    );
+    Ok(())
+}
+
+/// One stream run to make: threads on CPU node `cpu_node`, memory on `mem_node`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Run {
+    cpu_node: usize,
+    mem_node: usize,
+    threads: u32,
+}
+
+/// Every path (CPU node, memory node) at 1..=n threads, n the node's CPUs capped
+/// by `max_threads`.
+fn runs(node_cpus: &[usize], max_threads: Option<u32>) -> Vec<Run> {
+    let nodes = node_cpus.len();
+    let mut runs = Vec::new();
+    for (cpu_node, &cpus) in node_cpus.iter().enumerate() {
+        let top = max_threads.map_or(cpus as u32, |n| n.min(cpus as u32));
+        for mem_node in 0..nodes {
+            runs.extend((1..=top).map(|threads| Run {
+                cpu_node,
+                mem_node,
+                threads,
+            }));
+        }
+    }
+    runs
+}
+
+/// Runs the stream kernel for every [`Run`], `args.repeat` times, with a
+/// progress bar; each run's figure becomes one sample.
+fn measure(topology: &Topology, args: &CalibrateArgs) -> Result<Vec<StreamSample>> {
+    let nodes = memory_nodes(topology);
+    // The OS number of each memory node, to bind the kernel's memory to it; a
+    // machine that reports no NUMA node has one, where memory needs no binding.
+    let os_node: Vec<Option<u32>> = topology
+        .objects_of(ObjKind::NumaNode)
+        .map(|(_, o)| o.os_index)
+        .collect();
+    let sizes: Vec<usize> = nodes.iter().map(|n| n.len()).collect();
+    let plan = runs(&sizes, args.max_threads);
+    let kernel_args: Vec<String> = vec![
+        "--mb".into(),
+        args.mb.to_string(),
+        "--iters".into(),
+        args.iters.to_string(),
+    ];
+    let bar = ProgressBar::with_draw_target(
+        Some((plan.len() * args.repeat as usize) as u64),
+        ProgressDrawTarget::stderr(),
+    );
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>24} [{bar:30}] {pos}/{len} runs  {elapsed}  {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar.set_prefix("calibrate");
+    let mut samples = Vec::with_capacity(plan.len() * args.repeat as usize);
+    for run in &plan {
+        let what = format!(
+            "CPU node {} -> memory node {}, {} thread(s)",
+            run.cpu_node, run.mem_node, run.threads
+        );
+        bar.set_message(what.clone());
+        for _ in 0..args.repeat {
+            let s = measure_stream(
+                &nodes[run.cpu_node],
+                run.threads,
+                os_node.get(run.mem_node).copied().flatten(),
+                &kernel_args,
+            )
+            .with_context(|| format!("stream run on {what}"))?;
+            samples.push(StreamSample {
+                cpu_node: run.cpu_node,
+                mem_node: run.mem_node,
+                threads: run.threads,
+                rate: StreamRate::BytesPerSec(s.gbs * 1e9),
+            });
+            bar.inc(1);
+        }
+    }
+    bar.finish_with_message("done");
+    Ok(samples)
+}
+
+/// GB/s of a sample (the kernels report bytes; requests only come from models).
+fn gbs(s: &StreamSample, line_bytes: u32) -> f64 {
+    match s.rate {
+        StreamRate::BytesPerSec(b) => b / 1e9,
+        StreamRate::RequestsPerSec(r) => r * f64::from(line_bytes) / 1e9,
+    }
+}
+
+/// The measurements: per path, the best GB/s at each thread count, and the
+/// best of all (the plateau that becomes the service rate).
+fn samples_table(samples: &[StreamSample]) -> String {
+    let top = samples.iter().map(|s| s.threads).max().unwrap_or(0);
+    let mut header = vec!["CPU node -> memory node".to_string()];
+    header.extend((1..=top).map(|t| format!("{t} thr GB/s")));
+    header.push("best GB/s".into());
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut table = new_table(&header);
+    let mut paths: Vec<(usize, usize)> = samples.iter().map(|s| (s.cpu_node, s.mem_node)).collect();
+    paths.sort_unstable();
+    paths.dedup();
+    for (i, m) in paths {
+        let best = |threads: Option<u32>| {
+            samples
+                .iter()
+                .filter(|s| (s.cpu_node, s.mem_node) == (i, m))
+                .filter(|s| threads.is_none_or(|t| s.threads == t))
+                .map(|s| gbs(s, DEFAULT_LINE_BYTES))
+                .reduce(f64::max)
+        };
+        let mut row = vec![format!("{i} -> {m}")];
+        row.extend((1..=top).map(|t| fixed(best(Some(t)), 2)));
+        row.push(fixed(best(None), 2));
+        table.add_row(row);
+    }
+    finish(&table)
+}
+
+/// A calibration in words and tables: each memory node's service rate μ, the
+/// link matrix where there are several nodes, how it was obtained, and notes.
+pub fn render(c: &MemoryCalibration) -> String {
+    let line = f64::from(c.line_bytes);
+    // Given figures (assumed, a simulated platform's) carry the Unix epoch.
+    let epoch = humantime::format_rfc3339_seconds(UNIX_EPOCH).to_string();
+    let measured = if c.measured_at == epoch {
+        "never (given figures)"
+    } else {
+        &c.measured_at
+    };
+    let mut out = format!("method: {}\nmeasured: {measured}\n", c.method);
+    let mut nodes = new_table(&["memory node", "service rate GB/s", "requests/s"]);
+    for (m, mu) in c.node_service_rate.iter().enumerate() {
+        nodes.add_row(vec![
+            m.to_string(),
+            fixed(Some(mu * line / 1e9), 2),
+            format!("{mu:.4e}"),
+        ]);
+    }
+    out.push_str(&finish(&nodes));
+    if !c.link_service_rate.is_empty() {
+        let mut header = vec!["link GB/s: CPU node \\ memory node".to_string()];
+        header.extend((0..c.link_service_rate.len()).map(|m| m.to_string()));
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut links = new_table(&header);
+        for (i, row) in c.link_service_rate.iter().enumerate() {
+            let mut cells = vec![i.to_string()];
+            cells.extend(row.iter().enumerate().map(|(m, link)| match link {
+                _ if i == m => NONE.to_string(),
+                Some(r) => fixed(Some(r * line / 1e9), 2),
+                None => "not limiting".to_string(),
+            }));
+            links.add_row(cells);
+        }
+        out.push_str(&finish(&links));
+    }
+    for note in &c.notes {
+        out.push_str(&format!("note: {note}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two nodes of 3 and 2 CPUs, capped at 2 threads: each CPU node runs 1 and
+    /// 2 threads to both memory nodes (8 runs); uncapped, node 0 runs 1..3.
+    #[test]
+    fn runs_cover_every_path_and_thread_count() {
+        let capped = runs(&[3, 2], Some(2));
+        assert_eq!(capped.len(), 8);
+        assert!(capped.iter().all(|r| (1..=2).contains(&r.threads)));
+        let uncapped = runs(&[3, 2], None);
+        let node0: Vec<u32> = uncapped
+            .iter()
+            .filter(|r| r.cpu_node == 0 && r.mem_node == 1)
+            .map(|r| r.threads)
+            .collect();
+        assert_eq!(node0, [1, 2, 3]);
+        assert_eq!(uncapped.len(), 3 * 2 + 2 * 2);
+        assert_eq!(runs(&[4], Some(9)).len(), 4);
+    }
+
+    fn sample(cpu_node: usize, mem_node: usize, threads: u32, gbs: f64) -> StreamSample {
+        StreamSample {
+            cpu_node,
+            mem_node,
+            threads,
+            rate: StreamRate::BytesPerSec(gbs * 1e9),
+        }
+    }
+
+    /// Repeats keep the best; a thread count a path never ran shows `-`.
+    #[test]
+    fn samples_table_keeps_the_best_of_repeats() {
+        let text = samples_table(&[
+            sample(0, 0, 1, 5.0),
+            sample(0, 0, 1, 6.0),
+            sample(0, 0, 2, 9.5),
+            sample(0, 1, 2, 4.25),
+        ]);
+        let rows: Vec<&str> = text.lines().collect();
+        assert!(rows[0].contains("1 thr GB/s") && rows[0].contains("best GB/s"));
+        let row = |p: &str| cells(rows.iter().find(|r| r.contains(p)).unwrap());
+        assert_eq!(row("0 -> 0"), ["0 -> 0", "6.00", "9.50", "9.50"]);
+        assert_eq!(row("0 -> 1"), ["0 -> 1", "-", "4.25", "4.25"]);
+    }
+
+    /// The trimmed cells of a Markdown table row.
+    fn cells(row: &str) -> Vec<&str> {
+        row.split('|')
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect()
+    }
+
+    /// 2e8 requests/s of 64 bytes is 12.80 GB/s; a two-node calibration shows
+    /// its link matrix, local paths as `-`.
+    #[test]
+    fn render_shows_rates_in_both_units_and_links() {
+        let t = Topology::synthetic("t", "package:2 numa:1 core:2").unwrap();
+        let c = MemoryCalibration::uniform(&t, 12.8e9, 6.4e9, 64, "given".into());
+        let text = render(&c);
+        assert!(text.starts_with("method: given\n"), "{text}");
+        let rows: Vec<Vec<&str>> = text.lines().map(cells).collect();
+        assert!(rows.contains(&vec!["0", "12.80", "2.0000e8"]), "{text}");
+        assert!(rows.contains(&vec!["1", "6.40", "-"]), "{text}");
+    }
+}

@@ -1,0 +1,210 @@
+//! `coloc gen`: workloads of library models made the way ReSense made its
+//! experiments (§3; DESIGN.md, Workload files), written as ordinary workload
+//! files that `coloc sim` and `coloc compare --sim` read back.
+//!
+//! - `--size small|medium|large`: a dynamic workload (§3.2–3.4: 2, 4 or 8 apps
+//!   running at once, random arrival times and repetitions);
+//! - `--static N --apps K`: N static workloads of K apps (§3.6, the comparison
+//!   with the oracle: every app at 0 s, once by default).
+//!
+//! Everything random comes from `--seed`, so the same command writes the same
+//! file (`coloc_sim::gen`). The file starts with a comment saying how it was
+//! made.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{ArgGroup, Args};
+use coloc_model::workload::to_toml;
+use coloc_model::Workload;
+use coloc_sim::gen::{self, GenSpec, Size};
+use coloc_sim::Platform;
+
+use crate::target::resolve_platform;
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("kind").required(true).args(["size", "static_count"])))]
+pub struct GenArgs {
+    /// A dynamic workload: `small` (ReSense §3.2: two apps, a third when the
+    /// second has finished), `medium` (§3.3: 4 running at once), `large` (§3.4:
+    /// up to 8), with random arrivals and repetitions.
+    #[arg(long)]
+    pub size: Option<Size>,
+    /// Static workloads instead (ReSense §3.6, for the oracle): this many files,
+    /// seeds SEED, SEED+1, …, each of --apps apps arriving at 0 s.
+    #[arg(long = "static", value_name = "N")]
+    pub static_count: Option<u32>,
+    /// Apps of each static workload.
+    #[arg(long, default_value_t = 4, requires = "static_count")]
+    pub apps: usize,
+    /// Runs of each app of a static workload (the oracle needs 1).
+    #[arg(long, default_value_t = 1, requires = "static_count")]
+    pub repeat: u32,
+    /// The platform the workload is for (a built-in name, an hwloc XML file or a
+    /// TOML platform file): it sets the default thread count, and a small
+    /// workload's third arrival is the second app's solo time on it.
+    #[arg(long)]
+    pub platform: String,
+    /// Threads of every app [default: the platform's cores shared by the apps
+    /// running at once: cores / 2, 4, 8 (small, medium, large) or cores /
+    /// --apps, at least 1 — 6 on the 48-core Opteron for large, as in ReSense
+    /// §3.1].
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// Models to draw from, comma-separated: model names (`coloc sim
+    /// --list-models`) or suites (PARSEC, NPB, Tang, kernel) [default: PARSEC
+    /// for small, PARSEC and NPB otherwise, as in ReSense §3].
+    #[arg(long, value_delimiter = ',')]
+    pub pool: Vec<String>,
+    /// Dynamic: arrivals fall in [0, HORIZON], e.g. `60s` [default: 400s,
+    /// ReSense §3.1].
+    #[arg(long, value_parser = humantime::parse_duration, conflicts_with = "static_count")]
+    pub horizon: Option<Duration>,
+    /// Dynamic: each app runs 1 to MAX times back to back [default: 10, ReSense
+    /// §3.1].
+    #[arg(long, value_name = "MAX", conflicts_with = "static_count")]
+    pub max_repeat: Option<u32>,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Where to write: a file, or a directory for --static N with N > 1 (one
+    /// file per workload, named after it) [default: stdout].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+pub fn main(args: GenArgs) -> Result<()> {
+    let platform = resolve_platform(&args.platform)?;
+    let pool = pool(&args.pool)?;
+    let files: Vec<(Workload, String)> = match (args.size, args.static_count) {
+        (Some(size), _) => vec![dynamic(&args, &platform, size, pool)?],
+        (None, Some(n)) => statics(&args, &platform, n, pool)?,
+        (None, None) => bail!("give --size small|medium|large or --static N"),
+    };
+    match (&args.out, files.as_slice()) {
+        (None, [(_, text)]) => print!("{text}"),
+        (None, _) => bail!(
+            "--static {}: {} workloads are {} files: give --out DIRECTORY",
+            files.len(),
+            files.len(),
+            files.len()
+        ),
+        (Some(file), [(_, text)]) if !file.is_dir() => write(file, text)?,
+        (Some(dir), _) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("--out: creating {}", dir.display()))?;
+            for (w, text) in &files {
+                write(&dir.join(format!("{}.toml", w.name)), text)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("--out: writing {}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
+/// `--pool`: model names and suite names, expanded, in the order given; empty
+/// when not given (then each kind's default).
+fn pool(items: &[String]) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for item in items {
+        if coloc_sim::model::model(item).is_some() {
+            out.push(item.clone());
+            continue;
+        }
+        let suite = gen::suite(&[item]);
+        if suite.is_empty() {
+            bail!(
+                "--pool: `{item}` is neither a model nor a suite (suites: PARSEC, NPB, Tang, \
+                 kernel; models: {})",
+                coloc_sim::model::model_names()
+            );
+        }
+        out.extend(suite);
+    }
+    Ok(out)
+}
+
+/// The default thread count: the platform's cores shared among the apps that
+/// run at once.
+fn threads(args: &GenArgs, platform: &Platform, running: usize) -> u32 {
+    args.threads
+        .unwrap_or_else(|| (platform.topology.cores().len() / running.max(1)).max(1) as u32)
+}
+
+fn dynamic(
+    args: &GenArgs,
+    platform: &Platform,
+    size: Size,
+    pool: Vec<String>,
+) -> Result<(Workload, String)> {
+    let mut spec = GenSpec::resense(size, threads(args, platform, size.concurrent()), args.seed);
+    if !pool.is_empty() {
+        spec.pool = pool;
+    }
+    if let Some(h) = args.horizon {
+        spec.horizon = h;
+    }
+    if let Some(k) = args.max_repeat {
+        spec.max_repeat = k;
+    }
+    let w = gen::dynamic(&spec, platform)?;
+    let made = format!(
+        "`coloc gen --size {size} --platform {} --threads {} --seed {} --horizon {} \
+         --max-repeat {} --pool {}` (ReSense §3)",
+        args.platform,
+        spec.threads,
+        spec.seed,
+        humantime::format_duration(spec.horizon),
+        spec.max_repeat,
+        spec.pool.join(",")
+    );
+    let text = file_text(&w, &made);
+    Ok((w, text))
+}
+
+fn statics(
+    args: &GenArgs,
+    platform: &Platform,
+    n: u32,
+    pool: Vec<String>,
+) -> Result<Vec<(Workload, String)>> {
+    if n == 0 || args.apps == 0 {
+        bail!("--static N --apps K: both must be at least 1");
+    }
+    let pool = if pool.is_empty() {
+        gen::suite(&["PARSEC", "NPB"])
+    } else {
+        pool
+    };
+    let threads = threads(args, platform, args.apps);
+    (0..u64::from(n))
+        .map(|i| {
+            let seed = args.seed.wrapping_add(i);
+            let w = gen::static_mix(&pool, args.apps, threads, args.repeat, seed)?;
+            let made = format!(
+                "`coloc gen --static 1 --apps {} --repeat {} --platform {} --threads {threads} \
+                 --seed {seed} --pool {}` (ReSense §3.6)",
+                args.apps,
+                args.repeat,
+                args.platform,
+                pool.join(",")
+            );
+            let text = file_text(&w, &made);
+            Ok((w, text))
+        })
+        .collect()
+}
+
+/// The workload file, with a comment saying how it was made.
+fn file_text(w: &Workload, made: &str) -> String {
+    format!(
+        "# Generated by {made}: the same command writes the same file.\n{}",
+        to_toml(w)
+    )
+}
