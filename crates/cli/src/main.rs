@@ -46,6 +46,10 @@ enum Command {
     Solo(cmd::solo::SoloArgs),
     /// Characterize apps alone, per shared resource (ReSense §2.2), and store their profiles.
     Profile(cmd::profile::ProfileArgs),
+    /// List, show, export and import stored profiles (`profiles list|show|export|import`).
+    Profiles(cmd::profiles::ProfilesArgs),
+    /// Measure this machine's memory service rates (NuPoCo §4.3) and store them.
+    Calibrate(cmd::calibrate::CalibrateArgs),
     /// Run the built-in demo: two barrier-heavy OpenMP kernels, native vs equal.
     Demo(cmd::demo::DemoArgs),
     /// List the policies.
@@ -84,6 +88,8 @@ fn main() -> ExitCode {
         Command::Compare(a) => cmd::compare::main(a),
         Command::Solo(a) => cmd::solo::main(a),
         Command::Profile(a) => cmd::profile::main(a),
+        Command::Profiles(a) => cmd::profiles::main(a),
+        Command::Calibrate(a) => cmd::calibrate::main(a),
         Command::Demo(a) => cmd::demo::main(a),
         Command::Policies => cmd::list::policies(),
         Command::Kernels => cmd::list::kernels(),

@@ -120,7 +120,7 @@ fn overhead(path: Option<PathBuf>, policy: &str, epoch: Duration) -> Result<()> 
         Some(p) => target.load(p)?,
         None => target.resolve(parse_workload("<built-in bench-overhead>", BENCH_WORKLOAD)?)?,
     };
-    let ctx = policy_context(&target, &workload)?;
+    let ctx = policy_context(&target, &workload, &[policy])?;
     let out = default_out_dir(&workload.name, &format!("bench-{policy}"));
     let total: u64 = workload.apps.iter().map(|a| u64::from(a.repeat)).sum();
     let mut progress = Progress::new(policy, total);

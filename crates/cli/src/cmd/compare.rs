@@ -152,7 +152,7 @@ pub fn run_comparison(target: &Target, plan: &Plan<'_>) -> Result<Comparison> {
 /// `plan.policies` resolved (see [`choose`]).
 pub fn run_choices(target: &Target, plan: &Plan<'_>, choices: &[Choice]) -> Result<Comparison> {
     let stop = stop_flag()?;
-    let ctx = policy_context(target, plan.workload)?;
+    let ctx = policy_context(target, plan.workload, plan.policies)?;
     let total_runs = choices.len() as u32 * plan.repeat;
     let instances: u64 = plan.workload.apps.iter().map(|a| u64::from(a.repeat)).sum();
     let mut results: Vec<(&Choice, Vec<RunMetrics>)> =

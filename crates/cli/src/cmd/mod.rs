@@ -1,12 +1,14 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod calibrate;
 pub mod calibrate_sim;
 pub mod compare;
 pub mod demo;
 pub mod gen;
 pub mod list;
 pub mod profile;
+pub mod profiles;
 pub mod report;
 pub mod run;
 pub mod sim;

@@ -55,7 +55,7 @@ pub fn main(args: RunArgs) -> Result<()> {
 /// Runs one workload file under one policy on `target` and prints its metrics.
 pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
     let workload = target.load(path)?;
-    let ctx = policy_context(target, &workload)?;
+    let ctx = policy_context(target, &workload, &[&opts.policy])?;
     let policy = choose(
         target,
         &workload,
