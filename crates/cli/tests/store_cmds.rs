@@ -156,6 +156,38 @@ fn import_refuses_another_platform() {
     assert!(err.contains("`format` is \"csv\""), "{err}");
 }
 
+/// `--sim PLATFORM` imports for that simulated platform: its profiles are
+/// kept, this machine's are refused.
+#[test]
+fn import_for_a_simulated_platform() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, file) = (dir.path().join("p.db"), dir.path().join("mixed.json"));
+    let kvm = PlatformFingerprint::of(&coloc_sim::platform("kvm-2cpu").unwrap().topology);
+    let source = Store::open(dir.path().join("src.db")).unwrap();
+    source.put(&profile("cg", kvm.clone(), 1.0)).unwrap();
+    source.put(&profile("sc", this_machine(), 2.0)).unwrap();
+    let mut json = Vec::new();
+    source.export_json(&mut json).unwrap();
+    std::fs::write(&file, json).unwrap();
+
+    let (out, _) = fails(&[
+        "profiles",
+        "import",
+        s(&file),
+        "--sim",
+        "kvm-2cpu",
+        "--db",
+        s(&db),
+    ]);
+    assert!(
+        out.contains("imported: model cg") && out.contains("refused: model sc"),
+        "{out}"
+    );
+    let stored = Store::open(&db).unwrap().for_platform(&kvm).unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].identity.name, "cg");
+}
+
 /// A damaged store file is named by every command and left byte for byte as
 /// it was, before any measuring.
 #[test]
