@@ -3,62 +3,19 @@
 //! /proc/<pid>/task/*/status), and after the run every setting coloc changed is
 //! restored, including on a process that outlives its app.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use coloc_model::trace::{Trace, TraceEvent};
 use coloc_model::{CpuSet, Placement};
 
-fn coloc() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_coloc"))
-}
-
-/// CPUs this test process may use.
-fn allowed_here() -> CpuSet {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    cpus_allowed(&status).unwrap()
-}
-
-fn cpus_allowed(status: &str) -> Option<CpuSet> {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .and_then(|v| v.trim().parse().ok())
-}
-
-fn status_of(pid: u32, tid: u32) -> Option<String> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")).ok()
-}
-
-/// Direct children of `pid` (the instances coloc started).
-fn children(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return out;
-    };
-    for t in tasks.flatten() {
-        let path = t.path().join("children");
-        if let Ok(text) = std::fs::read_to_string(path) {
-            out.extend(
-                text.split_whitespace()
-                    .filter_map(|s| s.parse::<u32>().ok()),
-            );
-        }
-    }
-    out
-}
-
-fn tids_of(pid: u32) -> Vec<u32> {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|d| {
-            d.flatten()
-                .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
-}
+use common::{
+    allowed_here, apps_by_pid, coloc, cpus_allowed, read_trace, sample_while_running, status_of,
+};
 
 fn write_workload(dir: &Path, apps: &[(&str, &str)]) -> std::path::PathBuf {
     let mut text = String::from("name = \"it\"\n");
@@ -137,18 +94,14 @@ fn equal_pins_every_thread_where_the_plan_says_and_restores_after() {
     let coloc_pid = child.id();
 
     // Sample the apps' threads while the run goes on.
-    let mut samples: Vec<(u32, u32, CpuSet)> = Vec::new();
-    let t0 = Instant::now();
-    while child.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(60) {
-        for pid in children(coloc_pid) {
-            for tid in tids_of(pid) {
-                if let Some(cpus) = status_of(pid, tid).as_deref().and_then(cpus_allowed) {
-                    samples.push((pid, tid, cpus));
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let samples: Vec<(u32, u32, CpuSet)> = sample_while_running(
+        &mut child,
+        Duration::from_millis(20),
+        Duration::from_secs(60),
+    )
+    .into_iter()
+    .map(|s| (s.pid, s.tid, s.cpus))
+    .collect();
     let output = child.wait_with_output().unwrap();
     assert!(
         output.status.success(),
@@ -156,18 +109,8 @@ fn equal_pins_every_thread_where_the_plan_says_and_restores_after() {
         String::from_utf8_lossy(&output.stderr)
     );
 
-    let trace = Trace::read(std::io::BufReader::new(
-        std::fs::File::open(out.join("trace.jsonl")).unwrap(),
-    ))
-    .unwrap();
-    let pid_of: BTreeMap<u32, coloc_model::AppId> = trace
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            TraceEvent::Start { app, pid, .. } => Some((*pid, *app)),
-            _ => None,
-        })
-        .collect();
+    let trace = read_trace(&out);
+    let pid_of = apps_by_pid(&trace);
     assert_eq!(pid_of.len(), 2, "two instances started");
 
     // While both ran, each app's threads were on one CPU of its own (equal: 2 apps on

@@ -1,0 +1,164 @@
+//! What the integration tests share: the binary and its output, /proc readers
+//! for the threads of the apps coloc runs and their CPU affinity, sampling them
+//! while coloc runs, and the trace a run wrote.
+
+// Every test crate compiles this module on its own and uses a part of it.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use coloc_model::trace::{Trace, TraceEvent};
+use coloc_model::{AppId, CpuSet};
+
+pub fn coloc() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_coloc"))
+}
+
+/// Runs `coloc ARGS` to its end.
+pub fn coloc_output(args: &[&str]) -> Output {
+    coloc().args(args).output().unwrap()
+}
+
+/// Standard output and standard error, as text.
+pub fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// A file of the repository (examples/...).
+pub fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel)
+}
+
+/// CPUs this test process may use.
+pub fn allowed_here() -> CpuSet {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    cpus_allowed(&status).unwrap()
+}
+
+/// `Cpus_allowed_list` of a /proc status file.
+pub fn cpus_allowed(status: &str) -> Option<CpuSet> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+pub fn status_of(pid: u32, tid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")).ok()
+}
+
+/// Direct children of `pid` (the instances coloc started).
+pub fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for t in tasks.flatten() {
+        let path = t.path().join("children");
+        if let Ok(text) = std::fs::read_to_string(path) {
+            out.extend(
+                text.split_whitespace()
+                    .filter_map(|s| s.parse::<u32>().ok()),
+            );
+        }
+    }
+    out
+}
+
+pub fn tids_of(pid: u32) -> Vec<u32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Field 22 of /proc/<pid>/task/<tid>/stat, the thread's start in clock ticks
+/// after boot. Fields are counted from the end of the command name, which is
+/// in parentheses and may itself hold spaces and parentheses.
+pub fn start_ticks(pid: u32, tid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
+    let after_comm = &stat[stat.rfind(')')? + 1..];
+    // Field 3 (state) is the first one after the name.
+    after_comm.split_whitespace().nth(22 - 3)?.parse().ok()
+}
+
+/// Seconds since the Unix epoch, the clock of a trace's `started_unix`.
+pub fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// One thread of an app coloc started, as /proc showed it.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    /// When the sampling round that saw it began, Unix seconds.
+    pub at_unix: f64,
+    /// The round's number: samples of one round were taken together.
+    pub round: usize,
+    pub pid: u32,
+    pub tid: u32,
+    pub cpus: CpuSet,
+    /// The thread's start, clock ticks after boot (`stat` field 22).
+    pub start_ticks: Option<u64>,
+}
+
+/// Samples every thread of every process coloc (`child`) started, every
+/// `every`, until coloc exits or `limit` passes.
+pub fn sample_while_running(child: &mut Child, every: Duration, limit: Duration) -> Vec<Sample> {
+    let coloc_pid = child.id();
+    let mut samples = Vec::new();
+    let t0 = Instant::now();
+    let mut round = 0;
+    while child.try_wait().unwrap().is_none() && t0.elapsed() < limit {
+        let at_unix = unix_now();
+        for pid in children(coloc_pid) {
+            for tid in tids_of(pid) {
+                if let Some(cpus) = status_of(pid, tid).as_deref().and_then(cpus_allowed) {
+                    samples.push(Sample {
+                        at_unix,
+                        round,
+                        pid,
+                        tid,
+                        cpus,
+                        start_ticks: start_ticks(pid, tid),
+                    });
+                }
+            }
+        }
+        round += 1;
+        std::thread::sleep(every);
+    }
+    samples
+}
+
+/// The trace a run wrote to `out`.
+pub fn read_trace(out: &Path) -> Trace {
+    Trace::read(std::io::BufReader::new(
+        std::fs::File::open(out.join("trace.jsonl")).unwrap(),
+    ))
+    .unwrap()
+}
+
+/// The app instance each started pid was.
+pub fn apps_by_pid(trace: &Trace) -> BTreeMap<u32, AppId> {
+    trace
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            TraceEvent::Start { app, pid, .. } => Some((*pid, *app)),
+            _ => None,
+        })
+        .collect()
+}

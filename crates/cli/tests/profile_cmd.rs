@@ -1,0 +1,169 @@
+//! `coloc profile` end to end (ReSense §2.2): what it stores, read back with the
+//! store crate, and what it says about levels it cannot characterize.
+
+mod common;
+
+use coloc_model::profile::{
+    characterization_plan, AppIdentity, AppProfile, AppSource, LevelResult, NotCharacterizable,
+    PlatformFingerprint, Signal,
+};
+use coloc_model::topology::ResourceKind;
+use coloc_store::Store;
+use common::{coloc_output, repo, text};
+
+fn result<'a>(p: &'a AppProfile, level: &ResourceKind) -> &'a LevelResult {
+    &p.levels
+        .iter()
+        .find(|l| &l.level == level)
+        .unwrap_or_else(|| panic!("{}: no level {}", p.identity, level.label()))
+        .result
+}
+
+/// On simulated Yorkfield (two L2s of two cores under one FSB), the signs of
+/// ReSense's Table IV at L2: streamcluster, which shares data, gains when its
+/// two threads share an L2; MG, which streams, loses. The FSB has one
+/// instance and is reported, and stored, as not characterizable.
+#[test]
+fn sim_profiles_have_the_signs_of_the_paper() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("profiles.sqlite");
+    let workload = repo("examples/sim/resense-dynamic.toml");
+    let o = coloc_output(&[
+        "profile",
+        "--sim",
+        "yorkfield",
+        workload.to_str().unwrap(),
+        "--app",
+        "streamcluster",
+        "--app",
+        "mg",
+        "--repeat",
+        "2",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(
+        out.contains("FSB+socket: not characterizable: a single instance on this machine"),
+        "{out}"
+    );
+
+    let yorkfield = coloc_sim::platform("yorkfield").unwrap();
+    let store = Store::open(&db).unwrap();
+    let profiles = store
+        .for_platform(&PlatformFingerprint::of(&yorkfield.topology))
+        .unwrap();
+    assert_eq!(profiles.len(), 2, "{profiles:?}");
+    let l2 = ResourceKind::Cache { level: 2 };
+    let fsb = ResourceKind::Group { name: "FSB".into() };
+    for (model, positive) in [("streamcluster", true), ("mg", false)] {
+        let p = store
+            .get(
+                &AppIdentity::model(model, model),
+                &PlatformFingerprint::of(&yorkfield.topology),
+            )
+            .unwrap()
+            .unwrap_or_else(|| panic!("no profile of {model}"));
+        let LevelResult::Scored(s) = result(&p, &l2) else {
+            panic!("{model}: L2 not scored: {p:?}");
+        };
+        assert_eq!(s.score > 0.0, positive, "{model} L2 score {}", s.score);
+        assert_eq!(s.score < 0.0, !positive, "{model} L2 score {}", s.score);
+        assert_eq!((s.signal, s.threads), (Signal::Cycles, 2), "{model}");
+        assert_eq!((s.baseline.len(), s.contention.len()), (2, 2), "{model}");
+        assert_eq!(
+            result(&p, &fsb),
+            &LevelResult::NotCharacterizable {
+                reason: NotCharacterizable::SingleInstance
+            },
+            "{model}"
+        );
+    }
+}
+
+/// On this machine: every level the plan cannot characterize is named with
+/// its reason, and each app's profile is stored under its program identity
+/// (argv and the executable's SHA-256). Where no level can be characterized
+/// (this VM: one L3), nothing runs and the stored levels carry the reasons.
+#[test]
+fn host_profile_names_what_cannot_be_characterized() {
+    let topology = coloc_linux::topology::host_topology().unwrap();
+    let plan = characterization_plan(&topology);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("profiles.sqlite");
+    let workload = repo("examples/memory-compute.toml");
+    let o = coloc_output(&[
+        "profile",
+        workload.to_str().unwrap(),
+        "--repeat",
+        "1",
+        "--db",
+        db.to_str().unwrap(),
+        "--out",
+        dir.path().join("runs").to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    for l in &plan {
+        if let Err(reason) = &l.setup {
+            let line = format!("{}: not characterizable: {reason}", l.label());
+            assert!(out.contains(&line), "missing {line:?} in\n{out}");
+        }
+    }
+    let nothing_to_run = plan.iter().all(|l| l.setup.is_err());
+    assert_eq!(out.contains("so nothing is run"), nothing_to_run, "{out}");
+
+    let store = Store::open(&db).unwrap();
+    let profiles = store
+        .for_platform(&PlatformFingerprint::of(&topology))
+        .unwrap();
+    let names: Vec<&str> = profiles.iter().map(|p| p.identity.name.as_str()).collect();
+    assert_eq!(names, ["compute", "stream"]);
+    for p in &profiles {
+        let AppSource::Program { command, exe_hash } = &p.identity.source else {
+            panic!("{p:?}");
+        };
+        assert!(
+            command[0].ends_with(&format!("/{}", p.identity.name)),
+            "the kernel's path: {command:?}"
+        );
+        assert!(exe_hash.starts_with("sha256:"), "{exe_hash}");
+        assert_eq!(p.levels.len(), plan.len());
+        for (level, l) in p.levels.iter().zip(&plan) {
+            match (&level.result, &l.setup) {
+                (LevelResult::NotCharacterizable { reason }, Err(why)) => assert_eq!(reason, why),
+                (LevelResult::Scored(s), Ok(_)) => {
+                    assert!(matches!(s.signal, Signal::Cycles | Signal::TaskClock))
+                }
+                (got, want) => panic!("{}: stored {got:?} for {want:?}", l.label()),
+            }
+        }
+    }
+}
+
+/// Bad arguments are refused with the argument named and what was expected.
+#[test]
+fn bad_arguments_are_named() {
+    let workload = repo("examples/sim/resense-dynamic.toml");
+    let w = workload.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("p.sqlite");
+    let db = db.to_str().unwrap();
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["--app", "nope"],
+            "--app nope: resense-medium has no app of that name (apps: streamcluster, canneal",
+        ),
+        (&["--repeat", "0"], "--repeat 0: expected at least 1"),
+        (&["--signal", "wall"], "the simulator measures cycles"),
+    ];
+    for (extra, want) in cases {
+        let mut args = vec!["profile", "--sim", "yorkfield", w, "--db", db];
+        args.extend_from_slice(extra);
+        let o = coloc_output(&args);
+        let (_, err) = text(&o);
+        assert!(!o.status.success(), "{extra:?} accepted");
+        assert!(err.contains(want), "{extra:?}: {err}");
+    }
+}
