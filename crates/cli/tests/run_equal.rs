@@ -1,7 +1,7 @@
 //! `coloc run --policy equal` on real kernels (issue 2, Done when): while the run
-//! goes on, every thread of every app is on the CPUs the plan put it on (read from
-//! /proc/<pid>/task/*/status), and after the run every setting coloc changed is
-//! restored, including on a process that outlives its app.
+//! goes on, every thread of every app is on the CPUs the plan in force put it on
+//! (read from /proc/<pid>/task/*/status), and after the run every setting coloc
+//! changed is restored, including on a process that outlives its app.
 
 mod common;
 
@@ -10,11 +10,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use coloc_model::trace::{Trace, TraceEvent};
-use coloc_model::{CpuSet, Placement};
-
+use coloc_model::CpuSet;
 use common::{
-    allowed_here, apps_by_pid, coloc, cpus_allowed, read_trace, sample_while_running, status_of,
+    allowed_at, allowed_here, apps_by_pid, coloc, cpus_allowed, decisions, read_trace,
+    sample_while_running, status_of,
 };
 
 fn write_workload(dir: &Path, apps: &[(&str, &str)]) -> std::path::PathBuf {
@@ -27,28 +26,6 @@ fn write_workload(dir: &Path, apps: &[(&str, &str)]) -> std::path::PathBuf {
     let path = dir.join("w.toml");
     std::fs::write(&path, text).unwrap();
     path
-}
-
-/// The placement in force for `tid` at time `t` (the last plan before `t`).
-fn planned(
-    trace: &Trace,
-    pid_of: &BTreeMap<u32, coloc_model::AppId>,
-    pid: u32,
-    tid: u32,
-) -> Option<CpuSet> {
-    let app = pid_of.get(&pid)?;
-    trace.events.iter().rev().find_map(|e| match e {
-        TraceEvent::Plan { plan, .. } => {
-            plan.apps
-                .iter()
-                .find(|p| p.app == *app)
-                .and_then(|p| match &p.placement {
-                    Placement::Unmanaged => None,
-                    pl => pl.cpus_of(tid).cloned(),
-                })
-        }
-        _ => None,
-    })
 }
 
 #[test]
@@ -94,14 +71,11 @@ fn equal_pins_every_thread_where_the_plan_says_and_restores_after() {
     let coloc_pid = child.id();
 
     // Sample the apps' threads while the run goes on.
-    let samples: Vec<(u32, u32, CpuSet)> = sample_while_running(
+    let samples = sample_while_running(
         &mut child,
         Duration::from_millis(20),
         Duration::from_secs(60),
-    )
-    .into_iter()
-    .map(|s| (s.pid, s.tid, s.cpus))
-    .collect();
+    );
     let output = child.wait_with_output().unwrap();
     assert!(
         output.status.success(),
@@ -114,37 +88,41 @@ fn equal_pins_every_thread_where_the_plan_says_and_restores_after() {
     assert_eq!(pid_of.len(), 2, "two instances started");
 
     // While both ran, each app's threads were on one CPU of its own (equal: 2 apps on
-    // 2 CPUs, one CPU each), and the CPUs were those of the final plan for them.
+    // 2 CPUs, one CPU each), and the CPUs were those of the plan in force then (when
+    // one app exits, the other gets both CPUs).
+    let decisions = decisions(&trace);
     let pinned: Vec<_> = samples
         .iter()
-        .filter(|(pid, _, cpus)| pid_of.contains_key(pid) && cpus.len() == 1)
+        .filter(|s| pid_of.contains_key(&s.pid) && s.cpus.len() == 1)
         .collect();
     assert!(
         !pinned.is_empty(),
         "no thread was ever seen pinned: {samples:?}"
     );
-    let mut cpus_of_app: BTreeMap<u32, CpuSet> = BTreeMap::new();
-    for (pid, tid, cpus) in &pinned {
-        let plan = planned(&trace, &pid_of, *pid, *tid);
-        if let Some(plan) = plan {
-            assert!(
-                cpus.difference(&plan).is_empty(),
-                "thread {tid} of {pid} on {cpus}, plan says {plan}"
-            );
-        }
-        let e = cpus_of_app.entry(*pid).or_default();
-        *e = e.union(cpus);
-    }
-    if cpus_of_app.len() == 2 {
-        let sets: Vec<&CpuSet> = cpus_of_app.values().collect();
+    let mut rounds: BTreeMap<usize, BTreeMap<u32, CpuSet>> = BTreeMap::new();
+    for s in &pinned {
+        let at = s.at_unix - trace.header.started_unix;
+        let allowed = allowed_at(&decisions, pid_of[&s.pid], s.tid, at);
         assert!(
-            sets[0].intersection(sets[1]).is_empty(),
-            "two apps shared a CPU under equal: {cpus_of_app:?}"
+            allowed.is_empty() || allowed.iter().any(|p| s.cpus.is_subset(p)),
+            "thread {} of {} on {} at {at:.3} s, plans in force say {allowed:?}",
+            s.tid,
+            s.pid,
+            s.cpus
+        );
+        let e = rounds.entry(s.round).or_default().entry(s.pid).or_default();
+        *e = e.union(&s.cpus);
+    }
+    for apps in rounds.values().filter(|apps| apps.len() == 2) {
+        let sets: Vec<&CpuSet> = apps.values().collect();
+        assert!(
+            sets[0].is_disjoint(sets[1]),
+            "two apps shared a CPU under equal: {apps:?}"
         );
     }
     // No CPU outside this machine's usable set was ever named.
-    for (_, _, cpus) in &samples {
-        assert!(cpus.difference(&here).is_empty(), "{cpus} outside {here}");
+    for s in &samples {
+        assert!(s.cpus.is_subset(&here), "{} outside {here}", s.cpus);
     }
 
     // After the run: the background sleep outlived app `a`; coloc restored its

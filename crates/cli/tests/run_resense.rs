@@ -19,7 +19,8 @@ use std::time::Duration;
 use coloc_model::trace::{Trace, TraceEvent};
 use coloc_model::{AppId, CpuSet, Placement, Plan, Trigger};
 use common::{
-    allowed_here, apps_by_pid, coloc, read_trace, sample_while_running, unix_now, Sample,
+    allowed_at, allowed_here, apps_by_pid, coloc, decisions, read_trace, sample_while_running,
+    unix_now, Decision, Sample, CLOCK_SLACK,
 };
 
 /// `a`: about 0.3 s serial, then a 2-thread parallel part of about 3 s alone on
@@ -44,54 +45,6 @@ arrive_at = "1s"
 
 const A: AppId = AppId { app: 0, rep: 0 };
 const B: AppId = AppId { app: 1, rep: 0 };
-
-/// How far a sample's time, converted to the trace's clock, may be off (the
-/// trace's zero is the backend's start, taken just before `started_unix`).
-const CLOCK_SLACK: f64 = 0.02;
-
-/// How long after a plan the threads may still show the previous one (the
-/// plan is applied right after it is made; a loaded machine delays that).
-const APPLY_SLACK: f64 = 0.25;
-
-/// A plan and when it was made and applied, trace seconds.
-struct Decision<'a> {
-    t: f64,
-    applied: f64,
-    trigger: Trigger,
-    plan: &'a Plan,
-}
-
-fn decisions(trace: &Trace) -> Vec<Decision<'_>> {
-    let mut out: Vec<Decision> = Vec::new();
-    for e in &trace.events {
-        match e {
-            TraceEvent::Plan {
-                t, trigger, plan, ..
-            } => out.push(Decision {
-                t: t.as_secs_f64(),
-                applied: t.as_secs_f64(),
-                trigger: *trigger,
-                plan,
-            }),
-            TraceEvent::Applied { t, .. } => {
-                if let Some(last) = out.last_mut() {
-                    last.applied = t.as_secs_f64();
-                }
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
-/// The CPUs `plan` gives thread `tid` of `app` (its own when it names it, the
-/// app's `rest` otherwise); None when the app is not placed by the plan.
-fn planned(plan: &Plan, app: AppId, tid: u32) -> Option<CpuSet> {
-    match &plan.for_app(app)?.placement {
-        Placement::Unmanaged => None,
-        p => p.cpus_of(tid).cloned(),
-    }
-}
 
 /// The threads `plan` pins one by one, with their CPU.
 fn pinned_threads(plan: &Plan, app: AppId) -> Vec<(u32, CpuSet)> {
@@ -190,19 +143,7 @@ fn resense_pins_at_arrival_and_remaps_on_every_event() {
             continue;
         };
         let at = s.at_unix - started;
-        let in_force: Vec<&Decision> = decisions
-            .iter()
-            .enumerate()
-            .filter(|(i, d)| {
-                let until = decisions.get(i + 1).map_or(f64::INFINITY, |n| n.applied);
-                d.t <= at + CLOCK_SLACK && until >= at - APPLY_SLACK
-            })
-            .map(|(_, d)| d)
-            .collect();
-        let allowed: Vec<CpuSet> = in_force
-            .iter()
-            .filter_map(|d| planned(d.plan, app, s.tid))
-            .collect();
+        let allowed = allowed_at(&decisions, app, s.tid, at);
         assert!(
             allowed.is_empty() || allowed.iter().any(|p| s.cpus.is_subset(p)),
             "{app} thread {} at {at:.3} s on {}, plans in force say {allowed:?}",

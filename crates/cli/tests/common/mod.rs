@@ -11,7 +11,7 @@ use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use coloc_model::trace::{Trace, TraceEvent};
-use coloc_model::{AppId, CpuSet};
+use coloc_model::{AppId, CpuSet, Placement, Plan, Trigger};
 
 pub fn coloc() -> Command {
     Command::new(env!("CARGO_BIN_EXE_coloc"))
@@ -160,5 +160,68 @@ pub fn apps_by_pid(trace: &Trace) -> BTreeMap<u32, AppId> {
             TraceEvent::Start { app, pid, .. } => Some((*pid, *app)),
             _ => None,
         })
+        .collect()
+}
+
+/// How far a sample's time, converted to the trace's clock, may be off (the
+/// trace's zero is the backend's start, taken just before `started_unix`).
+pub const CLOCK_SLACK: f64 = 0.02;
+
+/// How long after a plan the threads may still show the previous one (the
+/// plan is applied right after it is made; a loaded machine delays that).
+pub const APPLY_SLACK: f64 = 0.25;
+
+/// A plan and when it was made and applied, trace seconds.
+pub struct Decision<'a> {
+    pub t: f64,
+    pub applied: f64,
+    pub trigger: Trigger,
+    pub plan: &'a Plan,
+}
+
+/// Every plan of a run, in order.
+pub fn decisions(trace: &Trace) -> Vec<Decision<'_>> {
+    let mut out: Vec<Decision> = Vec::new();
+    for e in &trace.events {
+        match e {
+            TraceEvent::Plan {
+                t, trigger, plan, ..
+            } => out.push(Decision {
+                t: t.as_secs_f64(),
+                applied: t.as_secs_f64(),
+                trigger: *trigger,
+                plan,
+            }),
+            TraceEvent::Applied { t, .. } => {
+                if let Some(last) = out.last_mut() {
+                    last.applied = t.as_secs_f64();
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The CPUs `plan` gives thread `tid` of `app` (its own when it names it, the
+/// app's `rest` otherwise); None when the plan does not place the app.
+pub fn planned(plan: &Plan, app: AppId, tid: u32) -> Option<CpuSet> {
+    match &plan.for_app(app)?.placement {
+        Placement::Unmanaged => None,
+        p => p.cpus_of(tid).cloned(),
+    }
+}
+
+/// What the plans in force around trace time `at` (the last one made by then,
+/// and those it replaced within [`APPLY_SLACK`]) give thread `tid` of `app`.
+pub fn allowed_at(decisions: &[Decision], app: AppId, tid: u32, at: f64) -> Vec<CpuSet> {
+    decisions
+        .iter()
+        .enumerate()
+        .filter(|(i, d)| {
+            let until = decisions.get(i + 1).map_or(f64::INFINITY, |n| n.applied);
+            d.t <= at + CLOCK_SLACK && until >= at - APPLY_SLACK
+        })
+        .filter_map(|(_, d)| planned(d.plan, app, tid))
         .collect()
 }
