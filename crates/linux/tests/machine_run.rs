@@ -237,11 +237,20 @@ fn finish_ends_running_apps_and_restores_escaped_descendants() {
         MachineEvent::ThreadsChanged { tids, .. } if tids.len() >= 3 => Some(()),
         _ => None,
     });
-    let escaped: u32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    // Three tasks can be seen before the escaped shell has written its pid.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let escaped: u32 = loop {
+        let pid = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|t| t.trim().parse().ok());
+        match pid {
+            Some(pid) => break pid,
+            None if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            None => panic!("{} was never written", pidfile.display()),
+        }
+    };
     assert_eq!(cpus_of(escaped, escaped).unwrap().to_string(), one);
     assert!(!journals(dir.path()).is_empty(), "changes are journaled");
     let usage = m.finish().unwrap();
