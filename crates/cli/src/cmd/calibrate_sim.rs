@@ -33,6 +33,11 @@ use crate::target::{resolve_platform, Target};
 /// The error the issue asks every case to stay within.
 const TARGET_ERROR: f64 = 0.15;
 
+/// CPU seconds the rest of the machine may use per second of a measured run
+/// before the run is called disturbed: a tenth of a CPU (coloc's own share is
+/// under 1 %).
+const BUSY: f64 = 0.1;
+
 #[derive(Debug, Args)]
 pub struct CalibrateSimArgs {
     /// Measured times to compare with: a TSV file as `--save` and
@@ -179,7 +184,7 @@ fn render(platform: &Platform, cases: &[Case], rows: &[Row], source: &str) -> St
     );
     for (name, v) in platform.params.fields() {
         if FITTED.contains(&name) {
-            s += &format!("  {name} = {v:.4}\n");
+            s += &format!("  {name} = {v}\n");
         }
     }
     s
@@ -231,19 +236,24 @@ fn measure(cases: &[Case], args: &CalibrateSimArgs) -> Result<(Vec<Measured>, St
                 .with_context(|| {
                     format!("case {}: an app did not run to a successful end", case.name)
                 })?;
+            let makespan = |w: &[f64]| w.iter().copied().fold(0.0, f64::max);
             let line = format!(
-                "{} s, rest of the machine {others:.2} s CPU",
+                "{} s, rest of the machine {others:.2} s CPU{}",
                 wall_s
                     .iter()
                     .map(|w| format!("{w:.2}"))
                     .collect::<Vec<_>>()
-                    .join(" / ")
+                    .join(" / "),
+                if others > BUSY * makespan(&wall_s) {
+                    " (busy: this run is disturbed)"
+                } else {
+                    ""
+                }
             );
             progress.finish(line.clone());
             if !tty {
                 eprintln!("{label}: {line}");
             }
-            let makespan = |w: &[f64]| w.iter().copied().fold(0.0, f64::max);
             if best
                 .as_ref()
                 .is_none_or(|(b, _)| makespan(&wall_s) < makespan(b))

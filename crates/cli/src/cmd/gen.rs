@@ -160,7 +160,7 @@ fn dynamic(
         args.platform,
         spec.threads,
         spec.seed,
-        humantime::format_duration(spec.horizon),
+        arg_duration(spec.horizon),
         spec.max_repeat,
         spec.pool.join(",")
     );
@@ -199,6 +199,15 @@ fn statics(
             Ok((w, text))
         })
         .collect()
+}
+
+/// A duration as a `--horizon` value that needs no quoting in a shell.
+fn arg_duration(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
 }
 
 /// The workload file, with a comment saying how it was made.

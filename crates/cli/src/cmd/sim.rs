@@ -74,20 +74,27 @@ pub fn main(args: SimArgs) -> Result<()> {
 /// it is not a pure policy of a View but a search that simulates.
 pub const ORACLE: &str = "oracle";
 
+/// Where `--help` lists the oracle's options.
+const ORACLE_HEADING: &str = "Oracle (--policy oracle, simulator only)";
+
 /// The oracle's options, for `--policy oracle` and `--policies ...,oracle`.
 #[derive(Debug, Clone, Args)]
-#[command(next_help_heading = "Oracle (--policy oracle, simulator only)")]
 pub struct OracleArgs {
     /// The metric whose best configuration the oracle runs.
-    #[arg(long, value_enum, default_value_t = OracleMetric::Makespan)]
+    #[arg(long, value_enum, default_value_t = OracleMetric::Makespan, help_heading = ORACLE_HEADING)]
     pub oracle_metric: OracleMetric,
     /// Most configurations to simulate. A larger space is searched bounded
     /// (seeded sampling, then local improvement around the best), and the report
     /// says so: its values are then bounds on the optimum.
-    #[arg(long, value_name = "N", default_value_t = OracleOptions::default().max_configs)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = OracleOptions::default().max_configs,
+        help_heading = ORACLE_HEADING
+    )]
     pub oracle_max_configs: usize,
     /// Configurations simulated in parallel [default: one per available CPU].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = ORACLE_HEADING)]
     pub oracle_threads: Option<usize>,
 }
 
