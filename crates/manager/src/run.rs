@@ -171,8 +171,8 @@ impl<'a> Loop<'a> {
                     next_epoch += self.opts.epoch;
                 }
             }
-            if let Some(t) = trigger.take() {
-                self.decide_and_apply(t, rec)?;
+            while let Some(t) = trigger.take() {
+                trigger = self.decide_and_apply(t, rec)?;
             }
             if self.apps.is_empty() && self.arrivals.is_empty() {
                 return Ok(false);
@@ -267,11 +267,17 @@ impl<'a> Loop<'a> {
         }
     }
 
+    /// Decides, starts what the plan admits and applies the plan to the running
+    /// apps. Returns the trigger of a follow-up decision when apps were started:
+    /// an arrival plan is made before the app has threads, so its main thread
+    /// (and, in the simulator, its whole team) is placed by a second decision
+    /// at once instead of at the next epoch (ReSense §2.3: threads are mapped
+    /// when they appear).
     fn decide_and_apply(
         &mut self,
         trigger: Trigger,
         rec: &mut dyn Recorder,
-    ) -> Result<(), ManagerError> {
+    ) -> Result<Option<Trigger>, ManagerError> {
         let now = self.machine.now();
         let view = View {
             now,
@@ -298,7 +304,8 @@ impl<'a> Loop<'a> {
             plan: plan.clone(),
             decide,
         })?;
-        self.launch_admitted(&plan, rec)?;
+        let started = self.launch_admitted(&plan, rec)?;
+        let follow_up = started.first().map(|&id| Trigger::ThreadsChanged(id));
         let running: Plan = Plan {
             apps: plan
                 .apps
@@ -309,7 +316,7 @@ impl<'a> Loop<'a> {
             note: plan.note.clone(),
         };
         if running.apps.is_empty() {
-            return Ok(());
+            return Ok(follow_up);
         }
         let outcomes = self.machine.apply(&running);
         rec.record(&TraceEvent::Applied {
@@ -321,12 +328,18 @@ impl<'a> Loop<'a> {
                 a.current = Some(p);
             }
         }
-        Ok(())
+        Ok(follow_up)
     }
 
-    /// Starts every pending app the plan admits. A program that cannot start is
-    /// recorded as a failed instance; the rest of the workload goes on.
-    fn launch_admitted(&mut self, plan: &Plan, rec: &mut dyn Recorder) -> Result<(), ManagerError> {
+    /// Starts every pending app the plan admits and returns those that started.
+    /// A program that cannot start is recorded as a failed instance; the rest of
+    /// the workload goes on.
+    fn launch_admitted(
+        &mut self,
+        plan: &Plan,
+        rec: &mut dyn Recorder,
+    ) -> Result<Vec<AppId>, ManagerError> {
+        let mut started = Vec::new();
         let admitted: Vec<AppId> = self
             .apps
             .iter()
@@ -362,6 +375,7 @@ impl<'a> Loop<'a> {
                     a.state = AppState::Running;
                     a.started_at = Some(t);
                     a.threads = launched.tids;
+                    started.push(id);
                 }
                 Err(MachineError::Launch { reason, .. }) => {
                     tracing::error!(app = %id, name = %self.apps[idx].spec.name, "{reason}");
@@ -379,7 +393,7 @@ impl<'a> Loop<'a> {
                 Err(e) => return Err(e.into()),
             }
         }
-        Ok(())
+        Ok(started)
     }
 }
 
