@@ -226,6 +226,8 @@ fn sim_oracle_reports_the_search_and_runs_the_best() {
     assert!(out.contains("--oracle-max-configs 1"), "{out}");
 }
 
+/// `oracle` among the compared policies: the report, a row in the table,
+/// and a search of its own for the second run's seed.
 #[test]
 fn compare_sim_has_an_oracle_row() {
     let dir = tempfile::tempdir().unwrap();
@@ -239,7 +241,7 @@ fn compare_sim_has_an_oracle_row() {
         "--policies",
         "native,oracle",
         "--repeat",
-        "1",
+        "2",
         "--oracle-metric",
         "art",
         "--out",
@@ -254,7 +256,9 @@ fn compare_sim_has_an_oracle_row() {
         out.lines().any(|l| l.starts_with("| oracle ")),
         "no table row for oracle:\n{out}"
     );
-    assert!(dir.path().join("cmp/oracle-1/trace.jsonl").exists());
+    // The second run has its own seed, and its own search.
+    assert!(err.contains("oracle for seed 2: best ART"), "{err}");
+    assert!(dir.path().join("cmp/oracle-2/trace.jsonl").exists());
 }
 
 #[test]
