@@ -14,11 +14,22 @@ pub(crate) enum ScoreSource {
     Fixed(f64),
 }
 
+/// Scores (Equation 1, percent of the baseline) smaller than this in magnitude
+/// count as 0. The paper reads only the sign and the order of scores, but a
+/// score of a few hundredths of a percent says that the level does not matter
+/// to the app, not which way it leans: taking its sign would pack an
+/// insensitive app into one instance (a memory-bound app scoring +0.00 at the
+/// socket level, because the socket configurations of §2.2 keep the memory
+/// controllers equal, would sit on one socket's controllers even when alone).
+/// 1% is also about the run-to-run spread of real measurements. coloc's choice;
+/// the paper leaves it open.
+pub(crate) const INSENSITIVE: f64 = 1.0;
+
 /// One score per app of the view and per level, and the names of the apps that
 /// have no profile.
 ///
 /// An app without a profile scores 0 at every level, and so does a level its
-/// profile could not characterize: Algorithm 1 then maps it "on any core", which
+/// profile could not characterize or where it scores below [`INSENSITIVE`]: Algorithm 1 then maps it "on any core", which
 /// here is the least loaded instance — Linux's balancing (§3.5: with all scores 0
 /// ReSense performs like the native OS). Being the least sensitive, such apps are
 /// placed last and paired with the most sensitive app in case 2.
@@ -36,7 +47,11 @@ pub(crate) fn vectors(
             ScoreSource::Profiles(profiles) => match profile::find(profiles, &app.spec) {
                 Some((p, _)) => levels
                     .iter()
-                    .map(|l| p.score(l).filter(|s| s.is_finite()).unwrap_or(0.0))
+                    .map(|l| {
+                        p.score(l)
+                            .filter(|s| s.is_finite() && s.abs() >= INSENSITIVE)
+                            .unwrap_or(0.0)
+                    })
                     .collect(),
                 None => {
                     missing.push(format!("{} ({})", app.spec.name, app.id));
