@@ -164,15 +164,14 @@ pub fn run_choices(target: &Target, plan: &Plan<'_>, choices: &[Choice]) -> Resu
             let policy = choice.name();
             n += 1;
             let label = format!("{n}/{total_runs} {policy} #{}", rep + 1);
-            let built = choice.make(&ctx, u64::from(rep), &mut std::io::stderr())?;
             let mut progress = Progress::new(&label, instances);
             let t0 = Instant::now();
             let out = plan.out.join(format!("{policy}-{}", rep + 1));
             let (summary, events) = target.run_policy(
                 plan.workload,
-                built,
+                choice.make(&ctx)?,
                 &out,
-                choice.epoch(plan.epoch),
+                plan.epoch,
                 u64::from(rep),
                 Some(stop.clone()),
                 &mut progress,

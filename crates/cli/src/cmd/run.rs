@@ -56,14 +56,19 @@ pub fn main(args: RunArgs) -> Result<()> {
 pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
     let workload = target.load(path)?;
     let ctx = policy_context(target, &workload, &[&opts.policy])?;
-    let mut text = text_out(opts.json);
-    let choice = choose(target, &workload, &opts.policy, &opts.oracle, &mut text)?;
-    let policy = choice.make(&ctx, 0, &mut text)?;
+    let policy = choose(
+        target,
+        &workload,
+        &opts.policy,
+        &opts.oracle,
+        &mut text_out(opts.json),
+    )?
+    .make(&ctx)?;
     let out = opts
         .out
         .clone()
         .unwrap_or_else(|| default_out_dir(&workload.name, &opts.policy));
-    let epoch = choice.epoch(opts.epoch.or(workload.epoch).unwrap_or(DEFAULT_EPOCH));
+    let epoch = opts.epoch.or(workload.epoch).unwrap_or(DEFAULT_EPOCH);
     let total: u64 = workload.apps.iter().map(|a| u64::from(a.repeat)).sum();
     let mut progress = Progress::new(&opts.policy, total);
     let (summary, events) = target.run_policy(

@@ -9,14 +9,12 @@
 
 use std::io::{self, Write};
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, ValueEnum};
 use coloc_model::Workload;
 use coloc_policy::{Policy, PolicyContext};
 use coloc_sim::oracle::{self, Metric, OracleError, OracleOptions, OraclePolicy};
-use coloc_sim::Platform;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::cmd::run::{run_one, RunOpts};
@@ -128,7 +126,7 @@ pub enum Choice {
     /// keep state between decisions).
     Named(String),
     /// The oracle's replay of the configuration it found best.
-    Oracle(Box<Oracle>),
+    Oracle(OraclePolicy),
 }
 
 impl Choice {
@@ -149,135 +147,12 @@ impl Choice {
         }
     }
 
-    /// A fresh policy for repetition `rep` of a run (the simulator's seed plus
-    /// `rep`, as [`Target::run_policy`] seeds it). The oracle searches again
-    /// for every repetition after the first and writes a line about it to
-    /// `report`.
-    pub fn make(
-        &self,
-        ctx: &PolicyContext,
-        rep: u64,
-        report: &mut dyn Write,
-    ) -> Result<Box<dyn Policy>> {
+    /// A fresh policy for one run.
+    pub fn make(&self, ctx: &PolicyContext) -> Result<Box<dyn Policy>> {
         Ok(match self {
             Choice::Named(n) => coloc_policy::by_name_with(n, ctx)?,
-            Choice::Oracle(o) if rep == 0 => Box::new(o.first.clone()),
-            Choice::Oracle(o) => Box::new(o.search.run(o.seed.wrapping_add(rep), report, false)?),
+            Choice::Oracle(p) => Box::new(p.clone()),
         })
-    }
-
-    /// The policy epoch to run with, given the run's: the oracle replays its
-    /// configuration with the epoch the search scored it at
-    /// ([`oracle::EVAL_EPOCH`]: decisions at events only), so that a run with
-    /// the search's seed reproduces the search's figures.
-    pub fn epoch(&self, run: Duration) -> Duration {
-        match self {
-            Choice::Named(_) => run,
-            Choice::Oracle(_) => oracle::EVAL_EPOCH,
-        }
-    }
-}
-
-/// The oracle of one static workload on one simulated platform. It is
-/// searched again for every simulator seed a run uses: the seed decides on
-/// which of its CPUs an app's first thread starts (and so where its memory
-/// is first touched), which a configuration does not fix, so the best
-/// configuration for one seed need not be the best for another.
-#[derive(Debug, Clone)]
-pub struct Oracle {
-    search: OracleSearch,
-    /// The seed of the first repetition.
-    seed: u64,
-    /// The replay found for `seed`.
-    first: OraclePolicy,
-}
-
-/// What the oracle searches, and how.
-#[derive(Debug, Clone)]
-struct OracleSearch {
-    platform: Platform,
-    workload: Workload,
-    args: OracleArgs,
-}
-
-impl OracleSearch {
-    /// Searches with `seed` and returns the replay of the best configuration
-    /// for the chosen metric; writes the whole report to `report` when `full`,
-    /// else one line.
-    fn run(&self, seed: u64, report: &mut dyn Write, full: bool) -> Result<OraclePolicy> {
-        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{prefix:>24} [{bar:30}] {pos}/{len} configurations  {elapsed}  {msg}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-        );
-        bar.set_prefix(format!("{ORACLE} seed {seed}"));
-        let progress = |p: &oracle::Progress| {
-            bar.set_length(p.planned as u64);
-            bar.set_position(p.evaluated as u64);
-            if let Some(m) = p.best_makespan {
-                bar.set_message(format!("best makespan {m:.2} s"));
-            }
-        };
-        let opts = OracleOptions {
-            max_configs: self.args.oracle_max_configs,
-            seed,
-            threads: self
-                .args
-                .oracle_threads
-                .unwrap_or(OracleOptions::default().threads),
-            solo_s: None,
-            progress: Some(&progress),
-        };
-        let found = oracle::search(&self.platform, &self.workload, &opts).map_err(|e| match e {
-            OracleError::NotStatic { .. } => anyhow!(
-                "{e}: one configuration places every thread for the whole run, which describes \
-                 a workload only when all its apps run together from start to end (make one \
-                 with `coloc gen --static`)"
-            ),
-            e => anyhow!(e),
-        });
-        bar.finish_and_clear();
-        let found =
-            found.with_context(|| format!("policy `{ORACLE}` on {}", self.workload.name))?;
-        let metric = Metric::from(self.args.oracle_metric);
-        let best = found
-            .best_for(metric)
-            .with_context(|| format!("the oracle found no configuration for {}", metric.name()))?;
-        let bound = format!(
-            "--oracle-max-configs {} (raise it for a wider search)",
-            self.args.oracle_max_configs
-        );
-        if full {
-            write!(report, "{found}")?;
-            if found.bounded {
-                writeln!(report, "bound: {bound}")?;
-            }
-            writeln!(
-                report,
-                "running the best configuration for {} ({:.3} in the search) through the \
-                 Manager with the search's seed and epoch ({}, decisions at events only)\n",
-                metric.name(),
-                best.value,
-                humantime::format_duration(oracle::EVAL_EPOCH)
-            )?;
-        } else {
-            writeln!(
-                report,
-                "oracle for seed {seed}: best {} {:.3} ({} configurations evaluated, {})",
-                metric.name(),
-                best.value,
-                found.evaluated,
-                if found.bounded {
-                    format!("BOUNDED: {bound}")
-                } else {
-                    "exhaustive".to_string()
-                }
-            )?;
-        }
-        Ok(OraclePolicy::new(best.config.clone()))
     }
 }
 
@@ -301,10 +176,10 @@ fn oracle_needs_sim() -> anyhow::Error {
 }
 
 /// Resolves the policy `name` for `workload` on `target`. For `oracle`: searches
-/// the sharing configurations on the simulated platform with the target's
-/// seed, writes the report — space, configurations evaluated, raw placements
-/// they stand for, whether the search was bounded and by what — to `report`,
-/// and returns the replay of the best configuration for
+/// the sharing configurations on the simulated platform (the target's seed for
+/// every simulation), writes the report — space, configurations evaluated, raw
+/// placements they stand for, whether the search was bounded and by what — to
+/// `report`, and returns the replay of the best configuration for
 /// `args.oracle_metric`.
 pub fn choose(
     target: &Target,
@@ -319,17 +194,61 @@ pub fn choose(
     let Target::Sim { platform, seed } = target else {
         return Err(oracle_needs_sim());
     };
-    let search = OracleSearch {
-        platform: platform.clone(),
-        workload: workload.clone(),
-        args: args.clone(),
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{prefix:>24} [{bar:30}] {pos}/{len} configurations  {elapsed}  {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar.set_prefix(ORACLE);
+    let progress = |p: &oracle::Progress| {
+        bar.set_length(p.planned as u64);
+        bar.set_position(p.evaluated as u64);
+        if let Some(m) = p.best_makespan {
+            bar.set_message(format!("best makespan {m:.2} s"));
+        }
     };
-    let first = search.run(*seed, report, true)?;
-    Ok(Choice::Oracle(Box::new(Oracle {
-        search,
+    let opts = OracleOptions {
+        max_configs: args.oracle_max_configs,
         seed: *seed,
-        first,
-    })))
+        threads: args
+            .oracle_threads
+            .unwrap_or(OracleOptions::default().threads),
+        solo_s: None,
+        progress: Some(&progress),
+    };
+    let found = oracle::search(platform, workload, &opts).map_err(|e| match e {
+        OracleError::NotStatic { .. } => anyhow!(
+            "{e}: one configuration places every thread for the whole run, which describes \
+             a workload only when all its apps run together from start to end (make one with \
+             `coloc gen --static`)"
+        ),
+        e => anyhow!(e),
+    });
+    bar.finish_and_clear();
+    let found = found.with_context(|| format!("policy `{ORACLE}` on {}", workload.name))?;
+    write!(report, "{found}")?;
+    if found.bounded {
+        writeln!(
+            report,
+            "bound: --oracle-max-configs {} (raise it for a wider search)",
+            args.oracle_max_configs
+        )?;
+    }
+    let metric = Metric::from(args.oracle_metric);
+    let best = found
+        .best_for(metric)
+        .with_context(|| format!("the oracle found no configuration for {}", metric.name()))?;
+    writeln!(
+        report,
+        "running the best configuration for {} ({:.3} in the search, seed {seed}) through the \
+         Manager\n",
+        metric.name(),
+        best.value
+    )?;
+    Ok(Choice::Oracle(OraclePolicy::new(best.config.clone())))
 }
 
 /// Where text for people goes: stdout, or stderr when stdout carries JSON.

@@ -14,14 +14,8 @@ use crate::SimMachine;
 /// Policy epoch of evaluation runs. The replayed plan changes only when
 /// threads appear, and pinned threads are never moved by the balancer, so
 /// epochs would only cost time: an hour means none happen in practice. A run
-/// with the workload's own epoch gives the same exit times (tested) when
-/// the apps' teams exist from the start. Apps that start serial differ: the
-/// launch plan names no thread, so the main thread runs on whichever of the
-/// app's CPUs the launch picked (seeded) until the next decision pins it —
-/// at this epoch, when its team appears; at 100 ms, one epoch in, with a
-/// migration. Replays that must reproduce a search's scores (`coloc sim
-/// --policy oracle`) therefore run with this epoch and the search's seed.
-pub const EVAL_EPOCH: Duration = Duration::from_secs(3600);
+/// with the workload's own epoch gives the same exit times (tested).
+const EVAL_EPOCH: Duration = Duration::from_secs(3600);
 
 /// What one configuration achieved.
 #[derive(Clone, Debug, PartialEq)]

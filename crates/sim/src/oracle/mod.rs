@@ -35,7 +35,7 @@ mod space;
 use std::fmt;
 
 use coloc_model::{Cpu, CpuSet};
-pub use eval::{Scores, EVAL_EPOCH};
+pub use eval::Scores;
 pub use policy::OraclePolicy;
 pub use search::search;
 
