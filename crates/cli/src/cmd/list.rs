@@ -6,8 +6,13 @@ use crate::host;
 
 pub fn policies() -> Result<()> {
     for p in coloc_policy::POLICIES {
-        println!("{:<12} {}", p.name, p.about);
+        println!("{:<16} {}", p.name, p.about);
     }
+    println!(
+        "{:<16} simulator only (--sim), static workloads: the best sharing configuration \
+         found by simulating them all (or a bounded search, said so), replayed",
+        crate::cmd::sim::ORACLE
+    );
     Ok(())
 }
 
