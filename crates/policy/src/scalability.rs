@@ -159,21 +159,11 @@ impl Policy for Scalability {
             } else {
                 *ask
             };
-            // OpenMP shrinks a team only at its next region: until then the
-            // team keeps one core per thread, else its members time-share
-            // cores and stall each other at barriers for the rest of the
-            // region (one thread per core, as under NuPoCo).
-            let team = view
-                .last
-                .and_then(|o| o.app(a.id))
-                .and_then(|s| s.omp.as_ref())
-                .map_or(0, |o| o.team_size);
-            let got = board.take(a.id, dop.max(team) as usize, &current_cores(&map, a));
+            let got = board.take(a.id, dop as usize, &current_cores(&map, a));
             if let Some(c) = self.climbs.get_mut(&a.id) {
-                c.dop = (got.len() as u32).min(dop).max(1);
+                c.dop = got.len().max(1) as u32;
             }
-            let dop = self.climbs.get(&a.id).map_or(1, |c| c.dop);
-            let _ = write!(note, "; {} dop {dop} on {} cores", a.id, got.len());
+            let _ = write!(note, "; {} dop {}", a.id, got.len());
             if let Some(Some((d, r))) = self.climbs.get(&a.id).map(|c| c.last) {
                 let _ = write!(note, " ({r:.3e}/s at {d})");
             }
