@@ -458,11 +458,7 @@ mod tests {
 
     /// A model app, as simulated workloads have them.
     fn model_app(name: &str) -> coloc_model::AppSpec {
-        coloc_model::AppSpec {
-            command: None,
-            model: Some(name.into()),
-            ..app_spec(name, 2)
-        }
+        coloc_model::AppSpec::model(name, name, 2)
     }
 
     fn workload(apps: Vec<coloc_model::AppSpec>) -> Workload {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::topology::Topology;
 use crate::view::{AppId, AppState, AppView, Tid};
-use crate::workload::{AppClass, AppSpec};
+use crate::workload::AppSpec;
 
 /// The fixture machines every policy is tested on: a 2-socket Intel Xeon with SMT
 /// (2 × 8 cores × 2 PUs, one L3 per socket), an 8-node AMD Opteron (4 packages ×
@@ -28,21 +28,7 @@ pub fn fixture_topologies() -> Vec<Topology> {
 
 /// A minimal real-program app spec.
 pub fn app_spec(name: &str, threads: u32) -> AppSpec {
-    AppSpec {
-        name: name.to_string(),
-        command: Some(vec!["true".into()]),
-        model: None,
-        threads,
-        arrive_at: Duration::ZERO,
-        repeat: 1,
-        class: AppClass::Batch,
-        metric: None,
-        env: Default::default(),
-        malleable: false,
-        cpus: None,
-        memory: None,
-        sched: None,
-    }
+    AppSpec::program(name, vec!["true".into()], threads)
 }
 
 /// A running app `index` with the given thread ids, arrived at `index` seconds.

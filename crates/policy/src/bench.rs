@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use coloc_model::observation::{Counters, Signals};
 use coloc_model::{
-    AppClass, AppId, AppSample, AppSpec, AppState, AppView, Observation, OmpSample, Plan,
-    ThreadSample, Topology, Trigger, View,
+    AppId, AppSample, AppSpec, AppState, AppView, Observation, OmpSample, Plan, ThreadSample,
+    Topology, Trigger, View,
 };
 
 use crate::nupoco::{compute_dop, Nupoco, NupocoConfig, Variant};
@@ -180,19 +180,8 @@ fn malleable_app(index: u32) -> AppView {
     AppView {
         id: AppId { app: index, rep: 0 },
         spec: Arc::new(AppSpec {
-            name: format!("app{index}"),
-            command: Some(vec!["bench".into()]),
-            model: None,
-            threads: THREADS,
-            arrive_at: Duration::ZERO,
-            repeat: 1,
-            class: AppClass::Batch,
-            metric: None,
-            env: Default::default(),
             malleable: true,
-            cpus: None,
-            memory: None,
-            sched: None,
+            ..AppSpec::program(format!("app{index}"), vec!["bench".into()], THREADS)
         }),
         state: AppState::Running,
         arrived_at: at,

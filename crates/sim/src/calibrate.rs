@@ -36,10 +36,9 @@
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
 
 use coloc_manager::{run, Recorder, RunOptions, DEFAULT_EPOCH};
-use coloc_model::{AppClass, AppSpec, TraceEvent, Workload};
+use coloc_model::{AppSpec, TraceEvent, Workload};
 
 use crate::platform::{Params, Platform};
 use crate::SimMachine;
@@ -119,24 +118,16 @@ impl Case {
             .enumerate()
             .map(|(i, a)| {
                 let twin = self.apps[..i].iter().any(|b| b.kernel == a.kernel);
-                AppSpec {
-                    name: if twin {
-                        format!("{}-2", a.kernel)
-                    } else {
-                        a.kernel.to_string()
-                    },
-                    command: (side == Side::Real).then(|| vec![format!("kernel:{}", a.kernel)]),
-                    model: (side == Side::Sim).then(|| kernel_model(a.kernel)),
-                    threads: a.threads,
-                    arrive_at: Duration::ZERO,
-                    repeat: 1,
-                    class: AppClass::Batch,
-                    metric: None,
-                    env: Default::default(),
-                    malleable: false,
-                    cpus: None,
-                    memory: None,
-                    sched: None,
+                let name = if twin {
+                    format!("{}-2", a.kernel)
+                } else {
+                    a.kernel.to_string()
+                };
+                match side {
+                    Side::Real => {
+                        AppSpec::program(name, vec![format!("kernel:{}", a.kernel)], a.threads)
+                    }
+                    Side::Sim => AppSpec::model(name, kernel_model(a.kernel), a.threads),
                 }
             })
             .collect();

@@ -27,7 +27,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use coloc_model::{AppClass, AppSpec, Cpu, Workload};
+use coloc_model::{AppSpec, Cpu, Workload};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
@@ -237,19 +237,8 @@ fn draw(pool: &[String], n: usize, rng: &mut Xoshiro256PlusPlus) -> Vec<String> 
 
 fn app(model_name: &str, threads: u32, repeat: u32) -> AppSpec {
     AppSpec {
-        name: model_name.to_string(),
-        command: None,
-        model: Some(model_name.to_string()),
-        threads,
-        arrive_at: Duration::ZERO,
         repeat,
-        class: AppClass::Batch,
-        metric: None,
-        env: Default::default(),
-        malleable: false,
-        cpus: None,
-        memory: None,
-        sched: None,
+        ..AppSpec::model(model_name, model_name, threads)
     }
 }
 

@@ -226,19 +226,5 @@ fn decide(apps: u32, threads: u32, iterations: u32) -> Result<()> {
 }
 
 fn demo_spec(i: u32, threads: u32) -> coloc_model::AppSpec {
-    coloc_model::AppSpec {
-        name: format!("app{i}"),
-        command: Some(vec!["true".into()]),
-        model: None,
-        threads,
-        arrive_at: Duration::ZERO,
-        repeat: 1,
-        class: coloc_model::AppClass::Batch,
-        metric: None,
-        env: Default::default(),
-        malleable: false,
-        cpus: None,
-        memory: None,
-        sched: None,
-    }
+    coloc_model::AppSpec::program(format!("app{i}"), vec!["true".into()], threads)
 }

@@ -106,6 +106,44 @@ pub struct AppSpec {
 }
 
 impl AppSpec {
+    /// A real program running `argv`, with a workload file's defaults for
+    /// everything it does not say (arrives at 0, runs once, batch class, no
+    /// metric, environment, mapping or settings). Callers that build workloads
+    /// in code (the simulator's generators, benchmarks, tests) change the rest
+    /// with struct update syntax.
+    pub fn program(name: impl Into<String>, argv: Vec<String>, threads: u32) -> Self {
+        Self::with_defaults(name.into(), Some(argv), None, threads)
+    }
+
+    /// A simulated app running the model `model`, with the same defaults as
+    /// [`AppSpec::program`].
+    pub fn model(name: impl Into<String>, model: impl Into<String>, threads: u32) -> Self {
+        Self::with_defaults(name.into(), None, Some(model.into()), threads)
+    }
+
+    fn with_defaults(
+        name: String,
+        command: Option<Vec<String>>,
+        model: Option<String>,
+        threads: u32,
+    ) -> Self {
+        Self {
+            name,
+            command,
+            model,
+            threads,
+            arrive_at: Duration::ZERO,
+            repeat: 1,
+            class: AppClass::default(),
+            metric: None,
+            env: BTreeMap::new(),
+            malleable: false,
+            cpus: None,
+            memory: None,
+            sched: None,
+        }
+    }
+
     /// Threads to start with on a machine with `cpus` usable CPUs.
     pub fn threads_on(&self, cpus: usize) -> u32 {
         if self.threads == 0 {
