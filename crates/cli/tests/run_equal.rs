@@ -7,13 +7,13 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use coloc_model::CpuSet;
 use common::{
-    allowed_at, allowed_here, apps_by_pid, coloc, cpus_allowed, decisions, read_trace,
-    sample_while_running, status_of,
+    allowed_at, allowed_here, apps_by_pid, cpus_allowed, decisions, run_sampled, status_of,
+    SampledRun,
 };
 
 fn write_workload(dir: &Path, apps: &[(&str, &str)]) -> std::path::PathBuf {
@@ -55,35 +55,18 @@ fn equal_pins_every_thread_where_the_plan_says_and_restores_after() {
             ("b", "[\"kernel:barrier\", \"--regions\", \"4000\", \"--work\", \"20000\"]"),
         ],
     );
-    let mut child = coloc()
-        .args([
-            "run",
-            workload.to_str().unwrap(),
-            "--policy",
-            "equal",
-            "--out",
-        ])
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let coloc_pid = child.id();
-
     // Sample the apps' threads while the run goes on.
-    let samples = sample_while_running(
-        &mut child,
+    let SampledRun {
+        coloc_pid,
+        samples,
+        trace,
+    } = run_sampled(
+        &workload,
+        "equal",
+        &out,
         Duration::from_millis(20),
         Duration::from_secs(60),
     );
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "coloc run failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-
-    let trace = read_trace(&out);
     let pid_of = apps_by_pid(&trace);
     assert_eq!(pid_of.len(), 2, "two instances started");
 

@@ -13,14 +13,13 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::process::Stdio;
 use std::time::Duration;
 
 use coloc_model::trace::{Trace, TraceEvent};
 use coloc_model::{AppId, CpuSet, Placement, Plan, Trigger};
 use common::{
-    allowed_at, allowed_here, apps_by_pid, coloc, decisions, read_trace, sample_while_running,
-    unix_now, Decision, Sample, CLOCK_SLACK,
+    allowed_at, allowed_here, apps_by_pid, decisions, run_sampled, unix_now, Decision, Sample,
+    SampledRun, CLOCK_SLACK,
 };
 
 /// `a`: about 0.3 s serial, then a 2-thread parallel part of about 3 s alone on
@@ -65,31 +64,13 @@ fn resense_pins_at_arrival_and_remaps_on_every_event() {
     let out = dir.path().join("out");
     let workload = dir.path().join("w.toml");
     std::fs::write(&workload, WORKLOAD).unwrap();
-    let mut child = coloc()
-        .args([
-            "run",
-            workload.to_str().unwrap(),
-            "--policy",
-            "resense",
-            "--out",
-        ])
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let samples = sample_while_running(
-        &mut child,
+    let SampledRun { samples, trace, .. } = run_sampled(
+        &workload,
+        "resense",
+        &out,
         Duration::from_millis(10),
         Duration::from_secs(120),
     );
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "coloc run failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let trace = read_trace(&out);
     let app_of = apps_by_pid(&trace);
     assert_eq!(app_of.values().copied().collect::<Vec<_>>(), [A, B]);
     let started = trace.header.started_unix;

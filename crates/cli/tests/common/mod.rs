@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use coloc_model::trace::{Trace, TraceEvent};
@@ -141,6 +141,46 @@ pub fn sample_while_running(child: &mut Child, every: Duration, limit: Duration)
         std::thread::sleep(every);
     }
     samples
+}
+
+/// A `coloc run` that finished, with what /proc showed while it ran.
+pub struct SampledRun {
+    pub coloc_pid: u32,
+    pub samples: Vec<Sample>,
+    pub trace: Trace,
+}
+
+/// Runs `coloc run WORKLOAD --policy POLICY --out OUT`, sampling its apps'
+/// threads every `every` (see [`sample_while_running`]); the run must succeed.
+pub fn run_sampled(
+    workload: &Path,
+    policy: &str,
+    out: &Path,
+    every: Duration,
+    limit: Duration,
+) -> SampledRun {
+    let mut child = coloc()
+        .arg("run")
+        .arg(workload)
+        .args(["--policy", policy, "--out"])
+        .arg(out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let coloc_pid = child.id();
+    let samples = sample_while_running(&mut child, every, limit);
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "coloc run failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    SampledRun {
+        coloc_pid,
+        samples,
+        trace: read_trace(out),
+    }
 }
 
 /// The trace a run wrote to `out`.
