@@ -126,8 +126,9 @@ impl Builder<'_> {
         )
     }
 
-    /// Builds the node for object `o`; leaves are pushed in layout order.
-    fn build(&mut self, o: ObjId) -> usize {
+    /// Object `o` and its single-child descendants collapsed into one node:
+    /// their labels joined, and the object where the chain branches or ends.
+    fn chain(&self, o: ObjId) -> (String, ObjId) {
         let mut label = String::new();
         let mut cur = o;
         while self.topo.objects[cur].children.len() == 1 {
@@ -135,6 +136,12 @@ impl Builder<'_> {
             cur = self.topo.objects[cur].children[0];
         }
         label.push_str(&self.label(cur));
+        (label, cur)
+    }
+
+    /// Builds the node for object `o`; leaves are pushed in layout order.
+    fn build(&mut self, o: ObjId) -> usize {
+        let (label, cur) = self.chain(o);
         let obj = &self.topo.objects[cur];
         if obj.children.is_empty() {
             let cpu = match obj.kind {
@@ -185,13 +192,7 @@ impl Builder<'_> {
 
     /// The shape of object `o`'s subtree, without recording nodes or leaves.
     fn shape_of(&mut self, o: ObjId) -> usize {
-        let mut label = String::new();
-        let mut cur = o;
-        while self.topo.objects[cur].children.len() == 1 {
-            label.push_str(&self.label(cur));
-            cur = self.topo.objects[cur].children[0];
-        }
-        label.push_str(&self.label(cur));
+        let (label, cur) = self.chain(o);
         let children = self.topo.objects[cur].children.clone();
         if children.is_empty() {
             return self.intern(label, Vec::new(), 1);
