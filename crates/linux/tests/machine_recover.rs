@@ -46,14 +46,20 @@ impl Drop for Killed {
     }
 }
 
+/// A `sleep` pinned to `cpu` (killed when dropped), and its pid.
+fn pinned_sleeper(cpu: u32) -> (Killed, u32) {
+    let sleeper = Killed(Command::new("sleep").arg("30").spawn().unwrap());
+    let pid = sleeper.0.id();
+    pin(pid, cpu);
+    (sleeper, pid)
+}
+
 #[test]
 fn a_dead_colocs_journal_is_replayed_and_deleted() {
     let Some(cpus) = two_cpus() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let sleeper = Killed(Command::new("sleep").arg("30").spawn().unwrap());
-    let pid = sleeper.0.id();
     let last = cpus.iter().last().unwrap();
-    pin(pid, last);
+    let (_sleeper, pid) = pinned_sleeper(last);
     assert_eq!(cpus_of(pid, pid), Some(CpuSet::single(last)));
 
     let dead = dead_pid();
@@ -88,10 +94,8 @@ fn a_dead_colocs_journal_is_replayed_and_deleted() {
 fn a_live_colocs_journal_is_left_alone() {
     let Some(cpus) = two_cpus() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let sleeper = Killed(Command::new("sleep").arg("30").spawn().unwrap());
-    let pid = sleeper.0.id();
     let last = cpus.iter().last().unwrap();
-    pin(pid, last);
+    let (_sleeper, pid) = pinned_sleeper(last);
     // This test process plays the live coloc.
     let me = std::process::id();
     let journal = dir.path().join(format!("{me}.journal"));
@@ -112,9 +116,7 @@ fn a_live_colocs_journal_is_left_alone() {
 fn a_reused_coloc_pid_does_not_keep_a_journal_alive() {
     let Some(cpus) = two_cpus() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let sleeper = Killed(Command::new("sleep").arg("30").spawn().unwrap());
-    let pid = sleeper.0.id();
-    pin(pid, cpus.first().unwrap());
+    let (_sleeper, pid) = pinned_sleeper(cpus.first().unwrap());
     // The journal names this process's pid with another start time: the coloc
     // that wrote it is dead and its pid was reused.
     let me = std::process::id();
