@@ -483,6 +483,16 @@ fn model_rates(topo: &Topology, mrr: f64) -> Rates {
     })
 }
 
+/// Malleable app `index` in a parallel section with a team of `threads`.
+fn parallel_actor(index: u32, threads: u32, rates: Rates) -> Actor {
+    Actor {
+        app: app(index, threads, true),
+        in_parallel: true,
+        team: threads as usize,
+        rates,
+    }
+}
+
 fn serial_actor(a: AppView) -> Actor {
     Actor {
         app: a,
@@ -503,12 +513,7 @@ fn profiling_window_gives_all_cores_then_ends() {
     let topo = &fixture_topologies()[1];
     let true_mrr = 5e6;
     let mut actors = vec![
-        Actor {
-            app: app(0, 48, true),
-            in_parallel: true,
-            team: 48,
-            rates: model_rates(topo, true_mrr),
-        },
+        parallel_actor(0, 48, model_rates(topo, true_mrr)),
         serial_actor(app(1, 4, true)),
     ];
     let mut p = Nupoco::new(NupocoConfig::default(), Variant::Full, None);
@@ -550,12 +555,7 @@ fn fallback_recovers_mrr_from_progress_rates() {
     let map = CoreMap::new(topo);
     for true_mrr in [2e5, 2e6, 2e7] {
         let mut actors = vec![
-            Actor {
-                app: app(0, 48, true),
-                in_parallel: true,
-                team: 48,
-                rates: model_rates(topo, true_mrr),
-            },
+            parallel_actor(0, 48, model_rates(topo, true_mrr)),
             serial_actor(app(1, 4, true)),
         ];
         let mut p = Nupoco::new(NupocoConfig::default(), Variant::Full, None);
@@ -594,12 +594,7 @@ fn fallback_recovers_mrr_from_progress_rates() {
 #[test]
 fn fallback_times_out_unmeasured() {
     let topo = &fixture_topologies()[1];
-    let mut actors = vec![Actor {
-        app: app(0, 48, true),
-        in_parallel: true,
-        team: 48,
-        rates: Box::new(|_| (0.0, 0.0)),
-    }];
+    let mut actors = vec![parallel_actor(0, 48, Box::new(|_| (0.0, 0.0)))];
     let cfg = NupocoConfig {
         profile_timeout: ms(500),
         ..NupocoConfig::default()
@@ -660,12 +655,7 @@ fn serial_and_fixed_apps() {
 fn serial_team_keeps_idle_cores_until_needed() {
     let topo = &fixture_topologies()[1];
     let map = CoreMap::new(topo);
-    let mut actors = vec![Actor {
-        app: app(0, 48, true),
-        in_parallel: true,
-        team: 48,
-        rates: model_rates(topo, 1e6),
-    }];
+    let mut actors = vec![parallel_actor(0, 48, model_rates(topo, 1e6))];
     let mut p = Nupoco::new(NupocoConfig::default(), Variant::Full, None);
     let times: Vec<u64> = (0..6).map(|k| 1000 + 50 * k).collect();
     let plans = drive(&mut p, topo, &mut actors, &times, true, follow_dop);
@@ -680,12 +670,7 @@ fn serial_team_keeps_idle_cores_until_needed() {
         plans[0].note
     );
     assert!(plans[0].note.contains("0.0 serial"));
-    actors.push(Actor {
-        app: app(1, 48, true),
-        in_parallel: true,
-        team: 48,
-        rates: model_rates(topo, 1e6),
-    });
+    actors.push(parallel_actor(1, 48, model_rates(topo, 1e6)));
     let plans = drive(&mut p, topo, &mut actors, &[1450], true, follow_dop);
     assert_eq!(cores_of(&map, plans[0].for_app(id(0)).unwrap()), 1);
     assert_eq!(cores_of(&map, plans[0].for_app(id(1)).unwrap()), 47);
@@ -747,12 +732,7 @@ fn calibration_is_checked_against_the_machine() {
 fn greedy_lays_cores_out_in_topology_order() {
     let topo = &fixture_topologies()[1];
     let mut actors: Vec<Actor> = (0..2)
-        .map(|i| Actor {
-            app: app(i, 24, true),
-            in_parallel: true,
-            team: 24,
-            rates: model_rates(topo, 1e3),
-        })
+        .map(|i| parallel_actor(i, 24, model_rates(topo, 1e3)))
         .collect();
     let mut p = Nupoco::new(NupocoConfig::default(), Variant::Greedy, None);
     let times: Vec<u64> = (0..8).map(|k| 1000 + 50 * k).collect();
