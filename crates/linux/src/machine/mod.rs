@@ -13,7 +13,8 @@
 //!   rescan is most of coloc's own CPU use); [`MachineEvent::ThreadsChanged`]
 //!   when the thread set changes. Exits wake the loop at once through a pidfd
 //!   per instance (`exit_wait.rs`), so app times do not depend on `poll`.
-//! - **observing** (`sample.rs`): schedstat, stat, status and sched of each thread,
+//! - **observing** (`sample.rs`): schedstat, stat and sched (status where sched is
+//!   missing) of each thread,
 //!   resident memory, hardware counters where the machine has them
 //!   (`counters.rs`), and what the OpenMP runtime reports (`dop.rs`).
 //! - **acting** (`actuate.rs`): affinity, nice and EEVDF slice per thread, only
