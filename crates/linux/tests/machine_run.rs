@@ -219,7 +219,7 @@ fn a_descendant_that_outlives_its_app_gets_its_cpus_back() {
 }
 
 #[test]
-fn finish_ends_running_apps_and_restores_escaped_descendants() {
+fn finish_ends_running_apps_and_escaped_descendants() {
     let Some(cpus) = two_cpus() else { return };
     let one = cpus.first().unwrap().to_string();
     let dir = tempfile::tempdir().unwrap();
@@ -255,15 +255,48 @@ fn finish_ends_running_apps_and_restores_escaped_descendants() {
     assert!(!journals(dir.path()).is_empty(), "changes are journaled");
     let usage = m.finish().unwrap();
     assert!(usage.wall > Duration::ZERO);
-    // The app is gone, the escaped process restored, the journal removed.
+    // The app is gone, the escaped process ended too (its settings restored
+    // first), the journal removed.
     assert!(!std::path::Path::new(&format!("/proc/{}", l.pid)).exists());
-    assert_eq!(cpus_of(escaped, escaped), Some(cpus));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(escaped as i32),
-        nix::sys::signal::SIGKILL,
-    )
-    .unwrap();
+    assert!(!running(escaped), "the escaped process is ended");
     assert!(journals(dir.path()).is_empty());
+}
+
+/// A process the app started and left running when it exited is restored at
+/// the app's exit and ended with the run: nothing coloc started outlives it.
+#[test]
+fn descendants_that_outlive_their_app_end_with_the_run() {
+    let Some(cpus) = two_cpus() else { return };
+    let one = cpus.first().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = machine(dir.path());
+    let pidfile = dir.path().join("bg.pid");
+    let script = format!("sleep 30 & echo $! > {}; sleep 0.5", pidfile.display());
+    let app = spec("parent", 1, &["sh", "-c", &script]);
+    launch(&mut m, id(0), &app, &shared(id(0), &one));
+    wait_for(&mut m, Duration::from_secs(5), |e| match e {
+        MachineEvent::ThreadsChanged { tids, .. } if tids.len() >= 2 => Some(()),
+        _ => None,
+    });
+    wait_for(&mut m, Duration::from_secs(5), |e| {
+        matches!(e, MachineEvent::Exited { app, .. } if *app == id(0)).then_some(())
+    });
+    let bg: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(running(bg), "still running while the run goes on");
+    m.finish().unwrap();
+    assert!(!running(bg), "ended with the run");
+}
+
+/// Whether `pid` exists and is not a zombie.
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        let state = s[s.rfind(')').unwrap() + 2..].chars().next();
+        !matches!(state, Some('Z' | 'X'))
+    })
 }
 
 #[test]
