@@ -1,6 +1,8 @@
-//! A launch whose journal cannot be written fails at once, naming the journal
-//! directory, and leaves no forked child behind. In a test binary of its own:
-//! it counts this process's children, which other tests would add to.
+//! Faults of the machine itself. A launch whose journal cannot be written fails
+//! at once, naming the journal directory, and leaves no forked child behind;
+//! the CPU coloc reports as its own is the run's. In a test binary of its own:
+//! it counts this process's children and CPU time, which other tests would add
+//! to.
 
 mod support;
 
@@ -80,4 +82,33 @@ fn an_unwritable_journal_fails_the_launch() {
         other => panic!("expected a launch error, got {other:?}"),
     }
     assert_eq!(children(), Vec::<u32>::new(), "no child is left behind");
+}
+
+/// CPU time of this process so far.
+fn cpu_so_far() -> Duration {
+    let u = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF).unwrap();
+    let tv = |t: nix::sys::time::TimeVal| Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000);
+    tv(u.user_time()) + tv(u.system_time())
+}
+
+/// coloc's "CPU % of a core" divided CPU time since the process started by
+/// the run's wall time, so start-up work (or an earlier run of `compare`)
+/// showed as thousands of percent.
+#[test]
+fn self_usage_counts_the_run_not_what_came_before() {
+    let burned = Duration::from_secs(1);
+    let mut x = 0u64;
+    while cpu_so_far() < burned {
+        for i in 0..100_000u64 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = support::machine(dir.path());
+    let usage = m.finish().unwrap();
+    assert!(
+        usage.cpu < burned,
+        "the run itself did nothing, yet {:?} of CPU is counted",
+        usage.cpu
+    );
 }
