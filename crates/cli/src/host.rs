@@ -39,8 +39,17 @@ pub fn journal_dirs() -> Vec<PathBuf> {
 
 /// The first journal directory of [`journal_dirs`] that is safe to use (the
 /// caller's, writable by no one else: [`secure_dir`]), created if missing; each one
-/// refused is said on stderr.
+/// refused is said on stderr, once: the choice holds for the process.
 pub fn journal_dir() -> Result<PathBuf> {
+    static CHOSEN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    if let Some(dir) = CHOSEN.get() {
+        return Ok(dir.clone());
+    }
+    let dir = choose_journal_dir()?;
+    Ok(CHOSEN.get_or_init(|| dir).clone())
+}
+
+fn choose_journal_dir() -> Result<PathBuf> {
     let mut refused = Vec::new();
     for dir in journal_dirs() {
         match secure_dir(&dir) {
@@ -108,7 +117,6 @@ pub fn data_dir() -> PathBuf {
 #[derive(Debug)]
 pub struct Host {
     pub topology: Topology,
-    journal_dir: PathBuf,
 }
 
 impl Host {
@@ -122,10 +130,7 @@ impl Host {
         remove_dop_records();
         let topology =
             coloc_linux::topology::host_topology().context("reading the topology from sysfs")?;
-        Ok(Self {
-            topology,
-            journal_dir: dir,
-        })
+        Ok(Self { topology })
     }
 
     /// A fresh backend for one run whose apps' output goes to `out`.
@@ -134,7 +139,7 @@ impl Host {
             self.topology.clone(),
             LinuxOptions {
                 out_dir: out.to_path_buf(),
-                journal_dir: self.journal_dir.clone(),
+                journal_dir: journal_dir()?,
                 ..LinuxOptions::default()
             },
         )

@@ -28,7 +28,7 @@ pub struct RunOpts {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Policy epoch, e.g. `100ms` (overrides the workload file's; default 100ms).
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = crate::parse_epoch)]
     pub epoch: Option<Duration>,
     /// Print the run's metrics as JSON.
     #[arg(long)]
@@ -94,6 +94,13 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
     }
     if summary.interrupted {
         anyhow::bail!("interrupted; settings were restored");
+    }
+    if summary.instances > 0 && summary.failed == summary.instances {
+        anyhow::bail!(
+            "every app instance failed ({} of {}); see the trace",
+            summary.failed,
+            summary.instances
+        );
     }
     Ok(())
 }
