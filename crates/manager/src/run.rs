@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use coloc_model::trace::{ExitStatus, Header, SelfUsage, TRACE_VERSION};
 use coloc_model::workload::MIN_EPOCH;
 use coloc_model::{
-    AppId, AppState, AppView, Observation, Plan, TraceEvent, Trigger, View, Workload,
+    AppId, AppState, AppView, MemPolicy, Observation, Plan, TraceEvent, Trigger, View, Workload,
 };
 use coloc_policy::{invariants, Policy};
 use regex::Regex;
@@ -307,8 +307,9 @@ impl<'a> Loop<'a> {
             prev: self.prev.as_ref(),
         };
         let t0 = Instant::now();
-        let plan = self.policy.decide(&view);
+        let mut plan = self.policy.decide(&view);
         let decide = t0.elapsed();
+        with_workload_settings(&mut plan, &self.apps);
         invariants::check(&view, &plan).map_err(|v| ManagerError::InvalidPlan {
             policy: self.policy.name().to_string(),
             violations: v
@@ -416,6 +417,27 @@ impl<'a> Loop<'a> {
     }
 }
 
+/// Carries each app's `sched` and `memory` from the workload file into the
+/// plan wherever the policy left them at their defaults (no nice, no slice,
+/// `MemPolicy::Default`): a policy that decides one of them keeps its
+/// decision, and the workload's settings hold under every other policy,
+/// `native` included (docs/workload-format.md). Field by field: a policy
+/// that sets only the nice still gets the workload's slice.
+pub fn with_workload_settings(plan: &mut Plan, apps: &[AppView]) {
+    for p in &mut plan.apps {
+        let Some(spec) = apps.iter().find(|a| a.id == p.app).map(|a| &a.spec) else {
+            continue;
+        };
+        if let Some(s) = spec.sched {
+            p.sched.nice = p.sched.nice.or(s.nice);
+            p.sched.slice_us = p.sched.slice_us.or(s.slice_us);
+        }
+        if let (MemPolicy::Default, Some(m)) = (p.memory, spec.memory) {
+            p.memory = m;
+        }
+    }
+}
+
 /// The app's own metric: the first capture group of the regex's last match.
 fn read_metric(regex: &str, text: &str) -> Option<f64> {
     let re = Regex::new(regex).ok()?;
@@ -423,4 +445,94 @@ fn read_metric(regex: &str, text: &str) -> Option<f64> {
         .last()
         .and_then(|c| c.get(1))
         .and_then(|m| m.as_str().trim().parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use coloc_model::testutils::app_spec;
+    use coloc_model::{AppPlan, SchedSettings};
+
+    use super::*;
+
+    fn view(app: u32, sched: Option<SchedSettings>, memory: Option<MemPolicy>) -> AppView {
+        let mut spec = app_spec("a", 1);
+        spec.sched = sched;
+        spec.memory = memory;
+        AppView {
+            id: AppId { app, rep: 0 },
+            spec: Arc::new(spec),
+            state: AppState::Pending,
+            arrived_at: Duration::ZERO,
+            started_at: None,
+            threads_requested: 1,
+            threads: Vec::new(),
+            current: None,
+        }
+    }
+
+    /// The workload's `sched` and `memory` were parsed and then dropped: no
+    /// policy carried them into the plan.
+    #[test]
+    fn workload_settings_reach_a_plan_that_leaves_them_at_defaults() {
+        let apps = [view(
+            0,
+            Some(SchedSettings {
+                nice: Some(10),
+                slice_us: Some(20_000),
+            }),
+            Some(MemPolicy::Interleave),
+        )];
+        let mut plan = Plan {
+            apps: vec![AppPlan::native(apps[0].id)],
+            note: String::new(),
+        };
+        with_workload_settings(&mut plan, &apps);
+        let p = &plan.apps[0];
+        assert_eq!(p.sched.nice, Some(10));
+        assert_eq!(p.sched.slice_us, Some(20_000));
+        assert_eq!(p.memory, MemPolicy::Interleave);
+    }
+
+    /// What a policy decides itself stays; only what it left is filled in.
+    #[test]
+    fn a_policys_own_settings_win_field_by_field() {
+        let apps = [view(
+            0,
+            Some(SchedSettings {
+                nice: Some(10),
+                slice_us: Some(20_000),
+            }),
+            Some(MemPolicy::Interleave),
+        )];
+        let mut plan = Plan {
+            apps: vec![AppPlan {
+                memory: MemPolicy::Local,
+                sched: SchedSettings {
+                    nice: Some(-5),
+                    slice_us: None,
+                },
+                ..AppPlan::native(apps[0].id)
+            }],
+            note: String::new(),
+        };
+        with_workload_settings(&mut plan, &apps);
+        let p = &plan.apps[0];
+        assert_eq!(p.sched.nice, Some(-5));
+        assert_eq!(p.sched.slice_us, Some(20_000));
+        assert_eq!(p.memory, MemPolicy::Local);
+    }
+
+    #[test]
+    fn apps_without_settings_are_left_alone() {
+        let apps = [view(0, None, None)];
+        let mut plan = Plan {
+            apps: vec![AppPlan::native(apps[0].id)],
+            note: String::new(),
+        };
+        let before = plan.clone();
+        with_workload_settings(&mut plan, &apps);
+        assert_eq!(plan, before);
+    }
 }
