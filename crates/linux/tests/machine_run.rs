@@ -362,3 +362,55 @@ fn a_command_that_does_not_exist_is_a_launch_error_naming_it() {
         "the journal of a failed launch is removed"
     );
 }
+
+/// An app that sets its own threads' affinity silently defeated the plan:
+/// coloc compared with what it last wrote, not with the kernel. Now each apply
+/// finds the drift, puts the thread back up to MAX_REAPPLY times, then leaves
+/// its affinity to the app, and counts every drift.
+#[test]
+fn an_app_that_sets_its_own_affinity_is_put_back_then_respected() {
+    use coloc_linux::machine::MAX_REAPPLY;
+    let Some(cpus) = two_cpus() else { return };
+    let (first, last) = (cpus.first().unwrap(), cpus.iter().last().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = machine(dir.path());
+    let app = spec("self-pinning", 1, &["sleep", "30"]);
+    let planned = shared(id(0), &last.to_string());
+    let l = launch(&mut m, id(0), &app, &planned);
+    let plan = Plan {
+        apps: vec![planned],
+        note: String::new(),
+    };
+    let out = m.apply(&plan);
+    assert_eq!(out[0].affinity_drift, 0);
+    let moves_itself = || {
+        let mut set = nix::sched::CpuSet::new();
+        set.set(first as usize).unwrap();
+        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(l.pid as i32), &set).unwrap();
+    };
+    for round in 1..=MAX_REAPPLY {
+        moves_itself();
+        let out = m.apply(&plan);
+        assert_eq!(out[0].affinity_drift, 1, "round {round}");
+        assert_eq!(
+            cpus_of(l.pid, l.pid).unwrap().to_string(),
+            last.to_string(),
+            "put back, round {round}"
+        );
+    }
+    moves_itself();
+    let out = m.apply(&plan);
+    assert_eq!(out[0].affinity_drift, 1);
+    assert!(
+        out[0].refused.iter().any(|r| r.contains("left to the app")),
+        "{:?}",
+        out[0].refused
+    );
+    assert_eq!(cpus_of(l.pid, l.pid).unwrap().to_string(), first.to_string());
+    // From now on the app's choice stands, and is no longer a drift.
+    let out = m.apply(&plan);
+    assert_eq!(out[0].affinity_drift, 0);
+    assert_eq!(cpus_of(l.pid, l.pid).unwrap().to_string(), first.to_string());
+    m.finish().unwrap();
+    assert!(journals(dir.path()).is_empty());
+}

@@ -68,6 +68,9 @@ pub enum ManagerError {
 pub struct RunSummary {
     pub instances: usize,
     pub failed: usize,
+    /// Threads found off the CPUs coloc had put them on, summed over every
+    /// apply (the apps moved them themselves).
+    pub affinity_drift: u64,
     pub interrupted: bool,
     pub usage: SelfUsage,
 }
@@ -95,6 +98,7 @@ pub fn run(
     Ok(RunSummary {
         instances: state.instances,
         failed: state.failed,
+        affinity_drift: state.affinity_drift,
         interrupted,
         usage: usage?,
     })
@@ -112,6 +116,7 @@ struct Loop<'a> {
     prev: Option<Observation>,
     instances: usize,
     failed: usize,
+    affinity_drift: u64,
 }
 
 impl<'a> Loop<'a> {
@@ -147,6 +152,7 @@ impl<'a> Loop<'a> {
             prev: None,
             instances: 0,
             failed: 0,
+            affinity_drift: 0,
         }
     }
 
@@ -339,6 +345,10 @@ impl<'a> Loop<'a> {
             return Ok(follow_up);
         }
         let outcomes = self.machine.apply(&running);
+        self.affinity_drift += outcomes
+            .iter()
+            .map(|o| u64::from(o.affinity_drift))
+            .sum::<u64>();
         rec.record(&TraceEvent::Applied {
             t: self.machine.now(),
             outcomes,

@@ -92,6 +92,14 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
         print!("{}", metrics.render());
         println!("trace: {}", out.join("trace.jsonl").display());
     }
+    if summary.affinity_drift > 0 {
+        eprintln!(
+            "coloc: apps moved their own threads off the planned CPUs {} time(s) (put back up \
+             to {} times per thread, then left to the app; see the trace's affinity_drift)",
+            summary.affinity_drift,
+            coloc_linux::machine::MAX_REAPPLY
+        );
+    }
     if summary.interrupted {
         anyhow::bail!("interrupted; settings were restored");
     }

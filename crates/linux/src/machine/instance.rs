@@ -12,7 +12,7 @@ use nix::errno::Errno;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
-use super::actuate::{Base, Outcome, TaskSettings, Wanted};
+use super::actuate::{Base, Drift, Outcome, TaskSettings, Wanted};
 use super::dop::DopControl;
 use super::journal::{Journal, JournalError};
 use super::tasks::{ProcRoot, ProcTable, TaskId};
@@ -92,15 +92,31 @@ impl Instance {
         };
         let threads: Vec<TaskId> = self.tracker.threads().copied().collect();
         for task in threads {
-            let want = Wanted {
-                affinity: plan.placement.cpus_of(task.tid).cloned(),
-                nice: plan.sched.nice.map(i32::from),
-                slice_ns: plan.sched.slice_us.map(|us| u64::from(us) * 1000),
-            };
             let settings = self
                 .settings
                 .entry(task)
                 .or_insert_with(|| TaskSettings::new(task));
+            match settings.affinity_drift() {
+                Drift::None => {}
+                Drift::Reapply(_) => out.affinity_drift += 1,
+                Drift::Respect(cpus) => {
+                    out.affinity_drift += 1;
+                    out.refused.push(format!(
+                        "thread {}: moved itself to CPUs {cpus} {} times; its affinity is left \
+                         to the app from now on",
+                        task.tid, settings.drifts
+                    ));
+                }
+            }
+            let want = Wanted {
+                affinity: if settings.app_owns_affinity {
+                    settings.affinity.in_force.clone()
+                } else {
+                    plan.placement.cpus_of(task.tid).cloned()
+                },
+                nice: plan.sched.nice.map(i32::from),
+                slice_ns: plan.sched.slice_us.map(|us| u64::from(us) * 1000),
+            };
             let result = settings.apply(&want, proc, journal, &mut out.refused);
             if task.tid == self.tracker.main() {
                 let main = settings.base();

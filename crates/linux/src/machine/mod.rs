@@ -61,6 +61,7 @@ use coloc_model::trace::{ApplyOutcome, SelfUsage};
 use coloc_model::{CpuSet, Observation, Plan, Topology};
 use nix::sys::resource::{getrusage, UsageWho};
 
+pub use actuate::MAX_REAPPLY;
 pub use journal::{secure_dir, JournalError};
 pub use recover::{
     recover_stale_journals, remove_stale_dop_records, RecoveryError, RecoveryReport,
