@@ -356,15 +356,30 @@ impl TaskSettings {
         }
         let task = self.task;
         let tid = task.tid;
-        first_original(&want.affinity, &mut self.affinity, &task, journal, Original::Affinity, || {
-            sys::affinity(tid).ok()
-        })?;
-        first_original(&want.nice, &mut self.nice, &task, journal, Original::Nice, || {
-            read_nice(proc, &task).ok()
-        })?;
-        first_original(&want.slice_ns, &mut self.slice_ns, &task, journal, Original::SliceNs, || {
-            read_slice(tid).ok()
-        })
+        first_original(
+            &want.affinity,
+            &mut self.affinity,
+            &task,
+            journal,
+            Original::Affinity,
+            || sys::affinity(tid).ok(),
+        )?;
+        first_original(
+            &want.nice,
+            &mut self.nice,
+            &task,
+            journal,
+            Original::Nice,
+            || read_nice(proc, &task).ok(),
+        )?;
+        first_original(
+            &want.slice_ns,
+            &mut self.slice_ns,
+            &task,
+            journal,
+            Original::SliceNs,
+            || read_slice(tid).ok(),
+        )
     }
 
     /// Puts back every original coloc changed.

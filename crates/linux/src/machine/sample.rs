@@ -29,9 +29,9 @@ pub(crate) fn sample_thread(
     last: Option<&ThreadSample>,
 ) -> Option<ThreadSample> {
     let sched = proc.task_schedstat(task.pid, task.tid).ok()?;
-    if let Some(last) = last.filter(|l| {
-        l.run_ns == sched.sum_exec_runtime && l.wait_ns == sched.run_delay
-    }) {
+    if let Some(last) =
+        last.filter(|l| l.run_ns == sched.sum_exec_runtime && l.wait_ns == sched.run_delay)
+    {
         return Some(last.clone());
     }
     let stat = proc.task_stat(task.pid, task.tid).ok()?;
@@ -112,7 +112,11 @@ mod tests {
     fn write_task(root: &Path, minflt: u64, run_ns: u64) {
         let dir = root.join("7/task/7");
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("stat"), STAT.replace("MINFLT", &minflt.to_string())).unwrap();
+        std::fs::write(
+            dir.join("stat"),
+            STAT.replace("MINFLT", &minflt.to_string()),
+        )
+        .unwrap();
         std::fs::write(dir.join("schedstat"), format!("{run_ns} 1000 5\n")).unwrap();
         std::fs::write(
             dir.join("sched"),
