@@ -196,13 +196,13 @@ impl TaskSettings {
         let Some(expected) = &self.affinity.in_force else {
             return Drift::None;
         };
-        let Ok(actual) = sys::affinity(self.task.tid) else {
-            // Gone: the apply that follows finds out and counts it.
-            return Drift::None;
-        };
-        if actual == *expected {
+        // Gone (an error): the apply that follows finds out and counts it.
+        if sys::affinity_is(self.task.tid, expected).unwrap_or(true) {
             return Drift::None;
         }
+        let Ok(actual) = sys::affinity(self.task.tid) else {
+            return Drift::None;
+        };
         self.drifts += 1;
         self.affinity.in_force = Some(actual.clone());
         if self.drifts > MAX_REAPPLY {
