@@ -1,5 +1,6 @@
-//! Where runs write their output by default.
+//! Where runs write their output by default, and where text for people goes.
 
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::SystemTime;
 
@@ -24,4 +25,13 @@ fn sanitize(s: &str) -> String {
             }
         })
         .collect()
+}
+
+/// Where text for people goes: stdout, or stderr when stdout carries JSON.
+pub fn text_out(json: bool) -> Box<dyn Write> {
+    if json {
+        Box::new(io::stderr())
+    } else {
+        Box::new(io::stdout())
+    }
 }

@@ -16,8 +16,8 @@ use coloc_model::{
 use coloc_policy::{invariants, Policy};
 use regex::Regex;
 
-use crate::machine::{LaunchRequest, Machine, MachineError, MachineEvent};
 use crate::record::Recorder;
+use coloc_machine::{LaunchRequest, Machine, MachineError, MachineEvent};
 
 /// Default policy epoch (DESIGN.md; NuPoCo and ReSense both decide at ~100 ms scale).
 pub const DEFAULT_EPOCH: Duration = Duration::from_millis(100);
@@ -377,7 +377,8 @@ impl<'a> Loop<'a> {
                     a.threads = launched.tids;
                     started.push(id);
                 }
-                Err(MachineError::Launch { reason, .. }) => {
+                Err(e @ MachineError::Launch { .. }) => {
+                    let reason = e.launch_reason().unwrap_or_default();
                     tracing::error!(app = %id, name = %self.apps[idx].spec.name, "{reason}");
                     self.failed += 1;
                     let t = self.machine.now();

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::cpuset::Cpu;
-use crate::view::{AppId, Tid};
+use crate::ids::{AppId, Tid};
 
 /// Which signal sources a sample came from (DESIGN.md, Signals, with fallbacks).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

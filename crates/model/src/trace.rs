@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::{AppId, Tid};
 use crate::observation::Observation;
 use crate::plan::Plan;
 use crate::topology::Topology;
-use crate::view::{AppId, Tid, Trigger};
+use crate::view::Trigger;
 use crate::workload::Workload;
 
 /// Version of the trace format; readers refuse other major versions.

@@ -33,8 +33,9 @@ use coloc_model::topology::ObjKind;
 use coloc_model::Topology;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::context::platform_calibration;
 use crate::db::DbArgs;
-use crate::target::{platform_calibration, resolve_platform};
+use crate::target::resolve_platform;
 
 #[derive(Debug, Args)]
 pub struct CalibrateArgs {
