@@ -8,6 +8,7 @@ pub mod calibration;
 pub mod cpuset;
 pub mod ids;
 pub mod metrics;
+pub(crate) mod nanos;
 pub mod observation;
 pub mod plan;
 pub mod profile;

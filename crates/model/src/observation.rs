@@ -90,7 +90,7 @@ pub struct OmpSample {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Observation {
     /// Time since the start of the run.
-    #[serde(with = "crate::trace::nanos")]
+    #[serde(with = "crate::nanos")]
     pub at: Duration,
     pub signals: Signals,
     pub apps: Vec<AppSample>,

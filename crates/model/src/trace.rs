@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{AppId, Tid};
+use crate::nanos;
 use crate::observation::Observation;
 use crate::plan::Plan;
 use crate::topology::Topology;
@@ -17,21 +18,6 @@ use crate::workload::Workload;
 
 /// Version of the trace format; readers refuse other major versions.
 pub const TRACE_VERSION: u32 = 1;
-
-/// Durations as integer nanoseconds.
-pub(crate) mod nanos {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(d.as_nanos() as u64)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        Ok(Duration::from_nanos(u64::deserialize(d)?))
-    }
-}
 
 /// How an app's run ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
