@@ -188,8 +188,7 @@ impl Job<'_> {
     ) -> Result<(RunSummary, Vec<TraceEvent>)> {
         let mut policy = self.policy;
         let trace_path = self.out.join("trace.jsonl");
-        let file = std::fs::File::create(&trace_path)
-            .with_context(|| format!("creating {}", trace_path.display()))?;
+        let file = crate::output::create_trace(&trace_path)?;
         let mut tee = Tee {
             file: TraceWriter::new(std::io::BufWriter::new(file)),
             events: Vec::new(),

@@ -43,9 +43,17 @@ pub struct ApplyOutcome {
     pub threads_set: u32,
     /// Threads that exited between observation and actuation (expected, not errors).
     pub threads_vanished: u32,
+    /// Threads found on other CPUs than coloc last put them on: the app changed
+    /// its own affinity since (see the Linux backend's rule for what follows).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub affinity_drift: u32,
     /// Settings the backend could not apply, each with its reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<String>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Resource use of coloc itself over the run (from /proc/self on Linux).

@@ -46,7 +46,7 @@ enum Bench {
         #[arg(long, default_value = "equal")]
         policy: String,
         /// Policy epoch.
-        #[arg(long, value_parser = humantime::parse_duration, default_value = "100ms")]
+        #[arg(long, value_parser = crate::parse_epoch, default_value = "100ms")]
         epoch: Duration,
     },
     /// Decision latency of every policy with N apps on each fixture topology.

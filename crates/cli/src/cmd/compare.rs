@@ -39,7 +39,7 @@ pub struct CompareArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Policy epoch, e.g. `100ms`.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = crate::parse_epoch)]
     pub epoch: Option<Duration>,
     /// Print the comparison as JSON.
     #[arg(long)]

@@ -30,7 +30,7 @@ pub struct RunOpts {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Policy epoch, e.g. `100ms` (overrides the workload file's; default 100ms).
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = crate::parse_epoch)]
     pub epoch: Option<Duration>,
     /// Print the run's metrics as JSON.
     #[arg(long)]
@@ -103,8 +103,23 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
         print!("{}", metrics.render());
         println!("trace: {}", out.join("trace.jsonl").display());
     }
+    if summary.affinity_drift > 0 {
+        eprintln!(
+            "coloc: apps moved their own threads off the planned CPUs {} time(s) (put back up \
+             to {} times per thread, then left to the app; see the trace's affinity_drift)",
+            summary.affinity_drift,
+            coloc_linux::machine::MAX_REAPPLY
+        );
+    }
     if summary.interrupted {
         anyhow::bail!("interrupted; settings were restored");
+    }
+    if summary.instances > 0 && summary.failed == summary.instances {
+        anyhow::bail!(
+            "every app instance failed ({} of {}); see the trace",
+            summary.failed,
+            summary.instances
+        );
     }
     Ok(())
 }

@@ -23,7 +23,14 @@
 //!   fsynced before the first change; threads are restored when their instance
 //!   exits (descendants that outlive it) and at [`Machine::finish`], which also
 //!   ends instances still running; [`recover_stale_journals`] restores what a
-//!   crashed coloc left.
+//!   crashed coloc left, and [`remove_stale_dop_records`] the DoP records it
+//!   left in shared memory.
+//! - **descendants** that outlive their app: when an app's main process exits,
+//!   the processes it started that still run get their settings back and go on
+//!   while the run lasts; at [`Machine::finish`] every one of them still alive
+//!   (and any that left the app's process group) is ended, SIGTERM then SIGKILL
+//!   after [`TERMINATE_GRACE`]: nothing coloc started outlives the run
+//!   (docs/safety.md).
 //!
 //! New processes and threads are found by polling /proc (this kernel has no
 //! `task/<tid>/children`, so children are found by their parent pid); the
@@ -42,7 +49,8 @@ mod sys;
 mod tasks;
 mod track;
 
-use std::fs::{self, File};
+use std::fs;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -53,13 +61,16 @@ use coloc_model::trace::{ApplyOutcome, SelfUsage};
 use coloc_model::{CpuSet, Observation, Plan, Topology};
 use nix::sys::resource::{getrusage, UsageWho};
 
-pub use journal::JournalError;
-pub use recover::{recover_stale_journals, RecoveryError, RecoveryReport};
+pub use actuate::MAX_REAPPLY;
+pub use journal::{secure_dir, JournalError};
+pub use recover::{
+    recover_stale_journals, remove_stale_dop_records, RecoveryError, RecoveryReport,
+};
 
 use self::actuate::Wanted;
 use self::counters::{HwCounters, HARDWARE_EVENTS};
 use self::dop::{DopControl, DopLaunch};
-use self::instance::{default_cpus, terminate, Instance};
+use self::instance::{default_cpus, end_leftovers, terminate, Instance};
 use self::journal::Journal;
 use self::launch::{memory_policy, output_path, LaunchError, Spawn};
 use self::tasks::{ProcRoot, ProcTable};
@@ -112,6 +123,12 @@ pub struct LinuxMachine {
     counters: HwCounters,
     schedstat: bool,
     instances: Vec<Instance>,
+    /// Processes of exited instances that were still running when their app
+    /// exited (pid, start time), ended at [`Machine::finish`].
+    leftovers: Vec<(u32, u64)>,
+    /// This process's CPU time when the machine was made: the run's own usage
+    /// is counted from there, not from coloc's start.
+    cpu_at_start: Duration,
     finished: bool,
 }
 
@@ -142,6 +159,15 @@ pub(crate) enum InstanceError {
     },
     #[error(transparent)]
     Launch(LaunchError),
+}
+
+/// CPU time (user + system) this process has used so far, all threads.
+fn own_cpu() -> Result<Duration, MachineError> {
+    let usage = getrusage(UsageWho::RUSAGE_SELF).map_err(|e| other("getrusage", e))?;
+    let tv = |t: nix::sys::time::TimeVal| {
+        Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000)
+    };
+    Ok(tv(usage.user_time()) + tv(usage.system_time()))
 }
 
 impl LinuxMachine {
@@ -178,6 +204,8 @@ impl LinuxMachine {
             counters,
             schedstat,
             instances: Vec::new(),
+            leftovers: Vec::new(),
+            cpu_at_start: own_cpu()?,
             finished: false,
             opts,
         })
@@ -213,6 +241,9 @@ impl LinuxMachine {
             match exited {
                 Some(status) => {
                     let mut inst = self.instances.remove(k);
+                    let main = inst.pid();
+                    self.leftovers
+                        .extend(inst.tracker.processes().filter(|(p, _)| *p != main));
                     let refused = inst
                         .release_all(&self.proc, &mut self.journal)
                         .map_err(|e| other("restoring an exited instance", e))?;
@@ -253,9 +284,15 @@ impl LinuxMachine {
             path: self.opts.out_dir.clone(),
             source,
         })?;
+        // New files only: a link planted under the predictable name is not
+        // followed, an existing file not truncated.
         let file = |ext| {
             let path = output_path(&self.opts.out_dir, &spec.name, req.id.rep, ext);
-            File::create(&path)
+            fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&path)
                 .map(|f| (f, path.clone()))
                 .map_err(|source| InstanceError::Output { path, source })
         };
@@ -419,12 +456,15 @@ impl Machine for LinuxMachine {
                     refused.push(e.to_string());
                 }
             }
+            // What escaped the process group (a new session) is still tracked.
+            self.leftovers.extend(inst.tracker.processes());
             match inst.release_all(&self.proc, &mut self.journal) {
                 Ok(r) => refused.extend(r),
                 Err(e) => refused.push(e.to_string()),
             }
             inst.dop.remove();
         }
+        end_leftovers(&self.proc, std::mem::take(&mut self.leftovers), TERMINATE_GRACE);
         if refused.is_empty() {
             self.journal
                 .remove()
@@ -435,12 +475,8 @@ impl Machine for LinuxMachine {
                 kept: self.journal.path().display().to_string(),
             });
         }
-        let usage = getrusage(UsageWho::RUSAGE_SELF).map_err(|e| other("getrusage", e))?;
-        let tv = |t: nix::sys::time::TimeVal| {
-            Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000)
-        };
         Ok(SelfUsage {
-            cpu: tv(usage.user_time()) + tv(usage.system_time()),
+            cpu: own_cpu()?.saturating_sub(self.cpu_at_start),
             wall: self.now(),
         })
     }
