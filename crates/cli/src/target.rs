@@ -17,7 +17,6 @@ use coloc_model::topology::hwloc::parse_hwloc_xml;
 use coloc_model::trace::TraceWriter;
 use coloc_model::{Topology, TraceEvent, Workload};
 use coloc_policy::{Policy, PolicyContext};
-use coloc_sim::platform::LINE_BYTES;
 use coloc_sim::{Platform, PlatformFile, SimMachine};
 use coloc_store::Store;
 
@@ -293,7 +292,7 @@ impl Reads {
 /// - calibration (NuPoCo §4.3), for the nupoco policies: on this machine the one
 ///   `coloc calibrate` stored for its platform fingerprint, else
 ///   [`MemoryCalibration::assumed`] with a warning to run `coloc calibrate`; in
-///   the simulator the platform's own ([`platform_calibration`]), never the
+///   the simulator the platform's own ([`Platform::memory_calibration`]), never the
 ///   store's;
 /// - profiles (ReSense §2.2), for `resense`: every stored profile of the
 ///   target's platform ([`coloc_store::Store::for_platform`]); on this machine
@@ -338,7 +337,7 @@ fn context_from(
     let mut warnings = Vec::new();
     if reads.calibration {
         ctx.calibration = Some(match target {
-            Target::Sim { platform, .. } => platform_calibration(platform),
+            Target::Sim { platform, .. } => platform.memory_calibration(),
             Target::Host(h) => {
                 let stored = match store {
                     Some(s) => s.calibration(&platform)?,
@@ -401,35 +400,6 @@ fn is_current(profile: &AppProfile) -> bool {
                 .is_ok_and(|now| now == profile.identity)
         }
     }
-}
-
-/// The memory calibration a simulated platform carries (issue 4: "the
-/// simulator's platforms carry their own"): its sustained memory-controller and
-/// link bandwidths ([`coloc_sim::Params`]) in 64-byte requests, the rates the
-/// simulator's queueing network serves, so NuPoCo plans in the simulator with
-/// the platform's true rates as it would on a calibrated machine. Front-side
-/// buses have no place in NuPoCo's network of memory nodes and links (§4); a
-/// note says their bandwidth is left out.
-pub fn platform_calibration(platform: &Platform) -> MemoryCalibration {
-    let p = &platform.params;
-    let mut c = MemoryCalibration::uniform(
-        &platform.topology,
-        p.mc_bandwidth_gbs * 1e9,
-        p.link_bandwidth_gbs * 1e9,
-        LINE_BYTES as u32,
-        format!(
-            "the simulated platform {}'s own figures ({})",
-            platform.name, platform.source
-        ),
-    );
-    if platform.has_fsb() {
-        c.notes.push(format!(
-            "the front-side buses ({} GB/s each) are outside NuPoCo's network of memory nodes \
-             and links: the simulator models them, this calibration leaves them out",
-            p.link_bandwidth_gbs
-        ));
-    }
-    c
 }
 
 #[cfg(test)]
@@ -543,7 +513,7 @@ mod tests {
         let Target::Sim { platform, .. } = &kvm else {
             unreachable!()
         };
-        let own = platform_calibration(platform);
+        let own = platform.memory_calibration();
         let reads = Reads {
             profiles: false,
             calibration: true,
@@ -581,20 +551,6 @@ mod tests {
 
     /// kvm-2cpu's figures in requests of 64 bytes, and the FSB note on an FSB
     /// machine.
-    #[test]
-    fn platform_calibration_is_the_platforms_figures() {
-        let kvm = coloc_sim::platform("kvm-2cpu").unwrap();
-        let c = platform_calibration(&kvm);
-        assert_eq!(
-            c.node_service_rate,
-            [kvm.params.mc_bandwidth_gbs * 1e9 / 64.0]
-        );
-        assert!(c.notes.is_empty());
-        let harpertown = coloc_sim::platform("harpertown").unwrap();
-        assert!(harpertown.has_fsb());
-        let c = platform_calibration(&harpertown);
-        assert!(c.notes[0].contains("front-side buses"), "{:?}", c.notes);
-    }
 
     /// Profiles of the platform are handed over; apps without one are named in
     /// a warning with the command that makes their profile.
