@@ -8,8 +8,6 @@ use coloc_model::calibration::MemoryCalibration;
 use coloc_model::profile::{find, AppProfile, AppSource, PlatformFingerprint};
 use coloc_model::Workload;
 use coloc_policy::{PolicyContext, Reads};
-use coloc_sim::platform::LINE_BYTES;
-use coloc_sim::Platform;
 use coloc_store::Store;
 
 use crate::db::DbArgs;
@@ -21,7 +19,7 @@ use crate::target::Target;
 /// - calibration (NuPoCo §4.3), for the nupoco policies: on this machine the one
 ///   `coloc calibrate` stored for its platform fingerprint, else
 ///   [`MemoryCalibration::assumed`] with a warning to run `coloc calibrate`; in
-///   the simulator the platform's own ([`platform_calibration`]), never the
+///   the simulator the platform's own ([`coloc_sim::Platform::memory_calibration`]), never the
 ///   store's;
 /// - profiles (ReSense §2.2), for `resense`: every stored profile of the
 ///   target's platform ([`coloc_store::Store::for_platform`]); on this machine
@@ -66,7 +64,7 @@ fn context_from(
     let mut warnings = Vec::new();
     if reads.calibration {
         ctx.calibration = Some(match target {
-            Target::Sim { platform, .. } => platform_calibration(platform),
+            Target::Sim { platform, .. } => platform.memory_calibration(),
             Target::Host(h) => {
                 let stored = match store {
                     Some(s) => s.calibration(&platform)?,
@@ -129,34 +127,6 @@ fn is_current(profile: &AppProfile) -> bool {
                 .is_ok_and(|now| now == profile.identity)
         }
     }
-}
-
-/// The memory calibration a simulated platform carries: its sustained memory-controller and
-/// link bandwidths ([`coloc_sim::Params`]) in 64-byte requests, the rates the
-/// simulator's queueing network serves, so NuPoCo plans in the simulator with
-/// the platform's true rates as it would on a calibrated machine. Front-side
-/// buses have no place in NuPoCo's network of memory nodes and links (§4); a
-/// note says their bandwidth is left out.
-pub fn platform_calibration(platform: &Platform) -> MemoryCalibration {
-    let p = &platform.params;
-    let mut c = MemoryCalibration::uniform(
-        &platform.topology,
-        p.mc_bandwidth_gbs * 1e9,
-        p.link_bandwidth_gbs * 1e9,
-        LINE_BYTES as u32,
-        format!(
-            "the simulated platform {}'s own figures ({})",
-            platform.name, platform.source
-        ),
-    );
-    if platform.has_fsb() {
-        c.notes.push(format!(
-            "the front-side buses ({} GB/s each) are outside NuPoCo's network of memory nodes \
-             and links: the simulator models them, this calibration leaves them out",
-            p.link_bandwidth_gbs
-        ));
-    }
-    c
 }
 
 #[cfg(test)]
@@ -231,7 +201,7 @@ mod tests {
         let Target::Sim { platform, .. } = &kvm else {
             unreachable!()
         };
-        let own = platform_calibration(platform);
+        let own = platform.memory_calibration();
         let reads = Reads::CALIBRATION;
         let cases: [(&Target, Option<&Store>, &str, bool); 5] = [
             (&h, Some(&store), "measured", false),
@@ -262,23 +232,6 @@ mod tests {
         let (ctx, warnings) =
             context_from(&h, Some(&store), &workload(vec![]), Reads::NOTHING).unwrap();
         assert!(ctx.calibration.is_none() && ctx.profiles.is_empty() && warnings.is_empty());
-    }
-
-    /// kvm-2cpu's figures in requests of 64 bytes, and the FSB note on an FSB
-    /// machine.
-    #[test]
-    fn platform_calibration_is_the_platforms_figures() {
-        let kvm = coloc_sim::platform("kvm-2cpu").unwrap();
-        let c = platform_calibration(&kvm);
-        assert_eq!(
-            c.node_service_rate,
-            [kvm.params.mc_bandwidth_gbs * 1e9 / 64.0]
-        );
-        assert!(c.notes.is_empty());
-        let harpertown = coloc_sim::platform("harpertown").unwrap();
-        assert!(harpertown.has_fsb());
-        let c = platform_calibration(&harpertown);
-        assert!(c.notes[0].contains("front-side buses"), "{:?}", c.notes);
     }
 
     /// Profiles of the platform are handed over; apps without one are named in

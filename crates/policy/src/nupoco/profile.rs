@@ -156,8 +156,11 @@ impl Track {
             .last
             .and_then(|o| o.app(app.id))
             .and_then(|s| s.omp.as_ref());
-        let grew =
-            view.trigger == Trigger::ThreadsChanged(app.id) && app.threads.len() > self.threads;
+        // A team forms when the app has more than its main thread: the
+        // decision that follows a launch is triggered by the main thread
+        // appearing, which is not a parallel section.
+        let grew = view.trigger == Trigger::ThreadsChanged(app.id)
+            && app.threads.len() > self.threads.max(1);
         self.threads = app.threads.len();
         let was = self.parallel;
         if fresh {
