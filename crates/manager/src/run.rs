@@ -16,6 +16,7 @@ use coloc_model::{
 use coloc_policy::{invariants, Policy};
 use regex::Regex;
 
+use crate::conservation::Conservation;
 use crate::machine::{LaunchRequest, Machine, MachineError, MachineEvent};
 use crate::record::Recorder;
 
@@ -52,6 +53,9 @@ pub struct RunSummary {
     pub failed: usize,
     pub interrupted: bool,
     pub usage: SelfUsage,
+    /// Observations at which some app's waiting threads had been kept off idle
+    /// CPUs for more than an epoch ([`TraceEvent::IdleWhileWaiting`] events).
+    pub idle_while_waiting: usize,
 }
 
 /// Runs `workload` on `machine` under `policy`, recording every event.
@@ -78,6 +82,7 @@ pub fn run(
         failed: state.failed,
         interrupted,
         usage: usage?,
+        idle_while_waiting: state.idle_while_waiting,
     })
 }
 
@@ -93,6 +98,8 @@ struct Loop<'a> {
     prev: Option<Observation>,
     instances: usize,
     failed: usize,
+    conservation: Conservation,
+    idle_while_waiting: usize,
 }
 
 impl<'a> Loop<'a> {
@@ -128,6 +135,8 @@ impl<'a> Loop<'a> {
             prev: None,
             instances: 0,
             failed: 0,
+            conservation: Conservation::default(),
+            idle_while_waiting: 0,
         }
     }
 
@@ -166,6 +175,7 @@ impl<'a> Loop<'a> {
                 let obs = self.machine.observe()?;
                 rec.record(&TraceEvent::Obs(Box::new(obs.clone())))?;
                 self.prev = self.last.replace(obs);
+                self.check_conservation(rec)?;
                 trigger.get_or_insert(Trigger::Epoch);
                 while next_epoch <= now {
                     next_epoch += self.opts.epoch;
@@ -252,6 +262,23 @@ impl<'a> Loop<'a> {
                 Ok(Trigger::ThreadsChanged(app))
             }
         }
+    }
+
+    /// Records every app whose waiting threads the plans in force kept off idle
+    /// CPUs for more than an epoch (work conservation, checked for every policy).
+    fn check_conservation(&mut self, rec: &mut dyn Recorder) -> Result<(), ManagerError> {
+        let (Some(prev), Some(last)) = (&self.prev, &self.last) else {
+            return Ok(());
+        };
+        let topology = self.machine.topology();
+        for v in self.conservation.check(topology, &self.apps, prev, last) {
+            if let TraceEvent::IdleWhileWaiting { app, idle, .. } = &v {
+                tracing::warn!(%app, idle = %idle, "CPUs idle while the app's threads wait");
+            }
+            self.idle_while_waiting += 1;
+            rec.record(&v)?;
+        }
+        Ok(())
     }
 
     /// ReSense's ts(BM, k): the next run of an app arrives when the last one exits.
