@@ -53,7 +53,7 @@ use std::time::Duration;
 use coloc_model::calibration::MemoryCalibration;
 use coloc_model::{AppId, AppPlan, AppView, CpuSet, Plan, Topology, View};
 
-pub(crate) use self::board::{current_cores, reserve, Board, Need};
+pub(crate) use self::board::{current_cores, reserve, Board, Levers, Need};
 pub use self::cores::Level;
 pub(crate) use self::cores::{pin_team, CoreMap};
 use self::dop::Contest;
@@ -131,6 +131,7 @@ pub struct Nupoco {
     calibration: Option<MemoryCalibration>,
     tracks: BTreeMap<AppId, Track>,
     swaps: Swaps,
+    levers: Levers,
 }
 
 impl Nupoco {
@@ -145,6 +146,7 @@ impl Nupoco {
             calibration,
             tracks: BTreeMap::new(),
             swaps: Swaps::default(),
+            levers: Levers::default(),
         }
     }
 
@@ -269,7 +271,19 @@ impl Policy for Nupoco {
         }
 
         let running: Vec<&AppView> = view.running().collect();
-        let needs: Vec<(&AppView, Need)> = running.iter().map(|a| (*a, self.need(a))).collect();
+        self.levers.retain(view);
+        let stuck: Vec<Option<u32>> = running
+            .iter()
+            .map(|a| self.levers.stuck(&map, view, a))
+            .collect();
+        let needs: Vec<(&AppView, Need)> = running
+            .iter()
+            .zip(stuck)
+            .map(|(a, s)| match s {
+                Some(team) => (*a, Need::Fixed { threads: team }),
+                None => (*a, self.need(a)),
+            })
+            .collect();
         let pending: Vec<&AppView> = view.pending().collect();
         let mut board = Board::new(&map);
         let admitted = reserve(&map, &mut board, &needs, &pending);
@@ -379,11 +393,7 @@ impl Policy for Nupoco {
             }
         }
 
-        for (a, need) in &needs {
-            if *need == Need::Serial {
-                board.keep_idle(&map, a);
-            }
-        }
+        board.finish(&map, &needs);
         let mut apps = Vec::with_capacity(view.apps.len());
         for a in view.apps {
             if !a.is_running() && !admitted.contains(&a.id) {
