@@ -7,6 +7,7 @@ use std::fmt;
 
 use coloc_model::{Plan, View};
 
+pub mod auto;
 pub mod baseline;
 pub mod bench;
 pub mod invariants;
@@ -27,6 +28,8 @@ pub struct PolicyContext {
     /// The apps' profiles measured on this platform (ReSense §2.2); `resense`
     /// matches them to apps by what they run, then by name.
     pub profiles: Vec<coloc_model::profile::AppProfile>,
+    /// What `auto` optimizes (`--objective`).
+    pub objective: auto::Objective,
 }
 
 /// A placement / parallelism / scheduling policy.
@@ -55,6 +58,11 @@ impl PolicyInfo {
 
 /// Every policy, in the order tables list them.
 pub const POLICIES: &[PolicyInfo] = &[
+    PolicyInfo {
+        name: "auto",
+        about: "the default: per app, NuPoCo-style DoP space sharing where the app's DoP lever acts and the machine is oversubscribed, else Linux alone; kept only where measured no slower than Linux; --objective makespan|art|latency adds nice values",
+        make: |ctx| Box::new(auto::Auto::new(ctx.objective)),
+    },
     PolicyInfo {
         name: "native",
         about: "change nothing: Linux places every thread (the baseline)",

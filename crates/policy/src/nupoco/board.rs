@@ -188,7 +188,8 @@ pub(crate) struct Levers {
 impl Levers {
     /// Forgets apps that left.
     pub fn retain(&mut self, view: &View<'_>) {
-        self.stuck.retain(|id, _| view.apps.iter().any(|a| a.id == *id));
+        self.stuck
+            .retain(|id, _| view.apps.iter().any(|a| a.id == *id));
     }
 
     /// The team size of `app` while its DoP lever is stuck; None otherwise.
@@ -212,7 +213,10 @@ impl Levers {
         let prev = omp(view.prev)?;
         let cores = current_cores(map, app).len();
         let managed = app.spec.malleable
-            && app.current.as_ref().is_some_and(|p| !p.placement.cpus().is_empty());
+            && app
+                .current
+                .as_ref()
+                .is_some_and(|p| !p.placement.cpus().is_empty());
         if managed
             && prev.regions_completed == last.regions_completed
             && last.team_size as usize != cores
