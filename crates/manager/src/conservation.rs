@@ -137,8 +137,7 @@ impl Conservation {
         last: &Observation,
     ) -> Vec<TraceEvent> {
         let now = shortfalls(topology, apps, prev, last);
-        self.since
-            .retain(|id, _| now.iter().any(|s| s.app == *id));
+        self.since.retain(|id, _| now.iter().any(|s| s.app == *id));
         let mut events = Vec::new();
         for s in now {
             let since = *self.since.entry(s.app).or_insert(prev.at);

@@ -10,7 +10,9 @@ use coloc_model::{ThreadSample, Topology, TraceEvent};
 use super::{shortfalls, Conservation};
 
 fn kvm() -> Topology {
-    fixture_topologies().pop().expect("kvm-2cpu is the last fixture")
+    fixture_topologies()
+        .pop()
+        .expect("kvm-2cpu is the last fixture")
 }
 
 fn cpus(list: &str) -> CpuSet {
@@ -126,7 +128,9 @@ fn a_shortfall_is_a_violation_only_once_it_outlasts_an_epoch() {
     let topo = kvm();
     let app = [placed(&[1, 2], Placement::Shared(cpus("0")))];
     let mut c = Conservation::default();
-    assert!(c.check(&topo, &app, &stacked(100), &stacked(200)).is_empty());
+    assert!(c
+        .check(&topo, &app, &stacked(100), &stacked(200))
+        .is_empty());
     let v = c.check(&topo, &app, &stacked(200), &stacked(300));
     assert_eq!(
         v,
@@ -141,6 +145,10 @@ fn a_shortfall_is_a_violation_only_once_it_outlasts_an_epoch() {
     // It ends when the plan lets the threads onto CPU 1; a new shortfall then
     // starts its own epoch of grace.
     let spread = [placed(&[1, 2], Placement::Shared(cpus("0-1")))];
-    assert!(c.check(&topo, &spread, &stacked(300), &stacked(400)).is_empty());
-    assert!(c.check(&topo, &app, &stacked(400), &stacked(500)).is_empty());
+    assert!(c
+        .check(&topo, &spread, &stacked(300), &stacked(400))
+        .is_empty());
+    assert!(c
+        .check(&topo, &app, &stacked(400), &stacked(500))
+        .is_empty());
 }
