@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cpuset::CpuSet;
 use crate::ids::{AppId, Tid};
 use crate::nanos;
 use crate::observation::Observation;
@@ -133,6 +134,21 @@ pub enum TraceEvent {
         outcomes: Vec<ApplyOutcome>,
     },
     Obs(Box<Observation>),
+    /// Work conservation broken: for more than an epoch (since `since`), CPUs
+    /// stayed idle while threads of `app` waited for a CPU and its placement
+    /// kept them off those CPUs (`docs/trace-format.md`). Recorded at each
+    /// observation while it lasts; the Manager checks it for every policy.
+    IdleWhileWaiting {
+        #[serde(with = "nanos")]
+        t: Duration,
+        #[serde(with = "nanos")]
+        since: Duration,
+        app: AppId,
+        /// CPUs that were idle and that some waiting thread of `app` may not use.
+        idle: CpuSet,
+        /// The app's threads that waited for a CPU over the last interval.
+        waiting: Vec<Tid>,
+    },
     Exit {
         #[serde(with = "nanos")]
         t: Duration,
@@ -229,6 +245,18 @@ impl Trace {
             header,
             events: iter.collect(),
         })
+    }
+
+    /// Observations at which work conservation was broken (an app's waiting
+    /// threads kept off idle CPUs for more than an epoch), per app.
+    pub fn idle_while_waiting(&self) -> std::collections::BTreeMap<AppId, usize> {
+        let mut n = std::collections::BTreeMap::new();
+        for e in &self.events {
+            if let TraceEvent::IdleWhileWaiting { app, .. } = e {
+                *n.entry(*app).or_default() += 1;
+            }
+        }
+        n
     }
 
     pub fn observations(&self) -> impl Iterator<Item = &Observation> {

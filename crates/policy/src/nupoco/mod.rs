@@ -56,7 +56,7 @@ pub use self::profile::{Estimate, Method, Step};
 use self::profile::{Phase, Track};
 use coloc_model::queueing::NumaSystem;
 
-use crate::cores::board::{current_cores, reserve, Board, Need};
+use crate::cores::board::{current_cores, reserve, Board, Levers, Need};
 pub use crate::cores::sample::SectionSample;
 pub use crate::cores::Level;
 use crate::cores::{pin_team, CoreMap};
@@ -128,6 +128,7 @@ pub struct Nupoco {
     calibration: Option<MemoryCalibration>,
     tracks: BTreeMap<AppId, Track>,
     swaps: Swaps,
+    levers: Levers,
 }
 
 impl Nupoco {
@@ -142,6 +143,7 @@ impl Nupoco {
             calibration,
             tracks: BTreeMap::new(),
             swaps: Swaps::default(),
+            levers: Levers::default(),
         }
     }
 
@@ -266,7 +268,19 @@ impl Policy for Nupoco {
         }
 
         let running: Vec<&AppView> = view.running().collect();
-        let needs: Vec<(&AppView, Need)> = running.iter().map(|a| (*a, self.need(a))).collect();
+        self.levers.retain(view);
+        let stuck: Vec<Option<u32>> = running
+            .iter()
+            .map(|a| self.levers.stuck(&map, view, a))
+            .collect();
+        let needs: Vec<(&AppView, Need)> = running
+            .iter()
+            .zip(stuck)
+            .map(|(a, s)| match s {
+                Some(team) => (*a, Need::Fixed { threads: team }),
+                None => (*a, self.need(a)),
+            })
+            .collect();
         let pending: Vec<&AppView> = view.pending().collect();
         let mut board = Board::new(&map);
         let admitted = reserve(&map, &mut board, &needs, &pending);
@@ -376,11 +390,7 @@ impl Policy for Nupoco {
             }
         }
 
-        for (a, need) in &needs {
-            if *need == Need::Serial {
-                board.keep_idle(&map, a);
-            }
-        }
+        board.finish(&map, &needs);
         let mut apps = Vec::with_capacity(view.apps.len());
         for a in view.apps {
             if !a.is_running() && !admitted.contains(&a.id) {
