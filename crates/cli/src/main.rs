@@ -4,7 +4,9 @@
 //! logging (`--log-level` takes a tracing EnvFilter string), and printing the
 //! error chain with `{:#}`. Each subcommand lives in `cmd/`.
 
+mod choice;
 mod cmd;
+mod context;
 mod db;
 mod host;
 mod load;

@@ -1,4 +1,5 @@
-//! Where runs write their output by default, and how their files are created.
+//! Where runs write their output by default, how their files are created, and
+//! where text for people goes.
 //!
 //! Output directories are predictable (`coloc-runs/<workload>/<what>-<time>`), so
 //! anyone who can write where they go could plant a symlink named `trace.jsonl`
@@ -8,7 +9,7 @@
 //! never a link followed or an existing file truncated (docs/safety.md).
 
 use std::fs::{File, OpenOptions};
-use std::io;
+use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -80,6 +81,15 @@ fn sanitize(s: &str) -> String {
             }
         })
         .collect()
+}
+
+/// Where text for people goes: stdout, or stderr when stdout carries JSON.
+pub fn text_out(json: bool) -> Box<dyn Write> {
+    if json {
+        Box::new(io::stderr())
+    } else {
+        Box::new(io::stdout())
+    }
 }
 
 #[cfg(test)]

@@ -75,10 +75,13 @@ fn an_unwritable_journal_fails_the_launch() {
         .recv_timeout(Duration::from_secs(30))
         .expect("the launch returned within 30 s instead of hanging");
     match result {
-        Err(MachineError::Launch { reason, .. }) => assert!(
-            reason.contains(&blocker.display().to_string()),
-            "the reason names the journal directory: {reason}"
-        ),
+        Err(e @ MachineError::Launch { .. }) => {
+            let reason = e.launch_reason().unwrap();
+            assert!(
+                reason.contains(&blocker.display().to_string()),
+                "the reason names the journal directory: {reason}"
+            )
+        }
         other => panic!("expected a launch error, got {other:?}"),
     }
     assert_eq!(children(), Vec::<u32>::new(), "no child is left behind");

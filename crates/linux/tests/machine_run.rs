@@ -341,7 +341,8 @@ fn a_command_that_does_not_exist_is_a_launch_error_naming_it() {
         })
         .unwrap_err();
     match &err {
-        MachineError::Launch { app, name, reason } => {
+        MachineError::Launch { app, name, .. } => {
+            let reason = err.launch_reason().unwrap();
             assert_eq!(*app, id(3));
             assert_eq!(name, "ghost");
             assert!(
@@ -353,8 +354,9 @@ fn a_command_that_does_not_exist_is_a_launch_error_naming_it() {
         e => panic!("not a launch error: {e}"),
     }
     assert!(
-        err.to_string().starts_with("starting 3.0 (ghost): "),
-        "{err}"
+        err.chain().starts_with("starting 3.0 (ghost): "),
+        "{}",
+        err.chain()
     );
     m.finish().unwrap();
     assert!(

@@ -8,29 +8,17 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cpuset::CpuSet;
+use crate::ids::{AppId, Tid};
+use crate::nanos;
 use crate::observation::Observation;
 use crate::plan::Plan;
 use crate::topology::Topology;
-use crate::view::{AppId, Tid, Trigger};
+use crate::view::Trigger;
 use crate::workload::Workload;
 
 /// Version of the trace format; readers refuse other major versions.
 pub const TRACE_VERSION: u32 = 1;
-
-/// Durations as integer nanoseconds.
-pub(crate) mod nanos {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(d.as_nanos() as u64)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        Ok(Duration::from_nanos(u64::deserialize(d)?))
-    }
-}
 
 /// How an app's run ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -146,6 +134,21 @@ pub enum TraceEvent {
         outcomes: Vec<ApplyOutcome>,
     },
     Obs(Box<Observation>),
+    /// Work conservation broken: for more than an epoch (since `since`), CPUs
+    /// stayed idle while threads of `app` waited for a CPU and its placement
+    /// kept them off those CPUs (`docs/trace-format.md`). Recorded at each
+    /// observation while it lasts; the Manager checks it for every policy.
+    IdleWhileWaiting {
+        #[serde(with = "nanos")]
+        t: Duration,
+        #[serde(with = "nanos")]
+        since: Duration,
+        app: AppId,
+        /// CPUs that were idle and that some waiting thread of `app` may not use.
+        idle: CpuSet,
+        /// The app's threads that waited for a CPU over the last interval.
+        waiting: Vec<Tid>,
+    },
     Exit {
         #[serde(with = "nanos")]
         t: Duration,
@@ -258,6 +261,7 @@ impl Trace {
                 TraceEvent::Arrive { app, .. }
                 | TraceEvent::Start { app, .. }
                 | TraceEvent::Threads { app, .. }
+                | TraceEvent::IdleWhileWaiting { app, .. }
                 | TraceEvent::Exit { app, .. } => named.push(*app),
                 TraceEvent::Plan { plan, .. } => named.extend(plan.apps.iter().map(|p| p.app)),
                 TraceEvent::Applied { outcomes, .. } => {
@@ -275,6 +279,18 @@ impl Trace {
             }
         }
         Ok(())
+    }
+
+    /// Observations at which work conservation was broken (an app's waiting
+    /// threads kept off idle CPUs for more than an epoch), per app.
+    pub fn idle_while_waiting(&self) -> std::collections::BTreeMap<AppId, usize> {
+        let mut n = std::collections::BTreeMap::new();
+        for e in &self.events {
+            if let TraceEvent::IdleWhileWaiting { app, .. } = e {
+                *n.entry(*app).or_default() += 1;
+            }
+        }
+        n
     }
 
     pub fn observations(&self) -> impl Iterator<Item = &Observation> {

@@ -20,10 +20,11 @@ use coloc_model::metrics::RunMetrics;
 use coloc_model::workload::parse_workload;
 use coloc_model::{AppId, AppState, AppView, Topology, Trace, Trigger, View};
 
+use crate::context::policy_context;
 use crate::host::{stop_flag, Host};
 use crate::output::default_out_dir;
 use crate::progress::Progress;
-use crate::target::{policy_context, Target};
+use crate::target::Target;
 
 /// The default workload of `bench overhead`.
 const BENCH_WORKLOAD: &str = include_str!("bench-overhead.toml");

@@ -11,7 +11,7 @@ pub fn policies() -> Result<()> {
     println!(
         "{:<16} simulator only (--sim), static workloads: the best sharing configuration \
          found by simulating them all (or a bounded search, said so), replayed",
-        crate::cmd::sim::ORACLE
+        crate::choice::ORACLE
     );
     Ok(())
 }

@@ -54,7 +54,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use coloc_manager::{LaunchRequest, Launched, Machine, MachineError, MachineEvent};
+use coloc_machine::{LaunchRequest, Launched, Machine, MachineError, MachineEvent};
 use coloc_model::observation::Signals;
 use coloc_model::topology::ObjKind;
 use coloc_model::trace::{ApplyOutcome, SelfUsage};
@@ -132,8 +132,33 @@ pub struct LinuxMachine {
     finished: bool,
 }
 
-fn other(what: &str, e: impl std::fmt::Display) -> MachineError {
-    MachineError::Other(format!("{what}: {e}"))
+/// A failure of the machine itself while doing `what` (ends the run).
+fn other(what: &str, e: impl Into<coloc_machine::BackendError>) -> MachineError {
+    MachineError::Backend {
+        what: what.to_string(),
+        source: e.into(),
+    }
+}
+
+/// Why one instance did not start (the run goes on without it).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum InstanceError {
+    #[error("no command to run (a simulated model cannot run on Linux)")]
+    NoCommand,
+    #[error("creating {}", path.display())]
+    Output {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{program}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Launch(LaunchError),
 }
 
 /// CPU time (user + system) this process has used so far, all threads.
@@ -247,15 +272,17 @@ impl LinuxMachine {
         Ok(events)
     }
 
-    fn launch_instance(&mut self, req: LaunchRequest<'_>) -> Result<Launched, String> {
+    fn launch_instance(&mut self, req: LaunchRequest<'_>) -> Result<Launched, InstanceError> {
         let spec = req.spec;
         let argv = spec
             .command
             .clone()
             .filter(|a| !a.is_empty())
-            .ok_or("no command to run (a simulated model cannot run on Linux)")?;
-        fs::create_dir_all(&self.opts.out_dir)
-            .map_err(|e| format!("creating {}: {e}", self.opts.out_dir.display()))?;
+            .ok_or(InstanceError::NoCommand)?;
+        fs::create_dir_all(&self.opts.out_dir).map_err(|source| InstanceError::Output {
+            path: self.opts.out_dir.clone(),
+            source,
+        })?;
         // New files only: a link planted under the predictable name is not
         // followed, an existing file not truncated.
         let file = |ext| {
@@ -266,7 +293,7 @@ impl LinuxMachine {
                 .custom_flags(libc::O_NOFOLLOW)
                 .open(&path)
                 .map(|f| (f, path.clone()))
-                .map_err(|e| format!("creating {}: {e}", path.display()))
+                .map_err(|source| InstanceError::Output { path, source })
         };
         let (stdout, stdout_path) = file("out")?;
         let (stderr, _) = file("err")?;
@@ -309,8 +336,11 @@ impl LinuxMachine {
             Err(e) => {
                 dop.control.remove();
                 return Err(match e {
-                    LaunchError::Spawn(io) => format!("{}: {io}", argv[0]),
-                    e => e.to_string(),
+                    LaunchError::Spawn(source) => InstanceError::Spawn {
+                        program: argv[0].clone(),
+                        source,
+                    },
+                    e => InstanceError::Launch(e),
                 });
             }
         };
@@ -359,12 +389,11 @@ impl Machine for LinuxMachine {
     }
 
     fn launch(&mut self, req: LaunchRequest<'_>) -> Result<Launched, MachineError> {
-        self.launch_instance(req)
-            .map_err(|reason| MachineError::Launch {
-                app: req.id,
-                name: req.spec.name.clone(),
-                reason,
-            })
+        self.launch_instance(req).map_err(|e| MachineError::Launch {
+            app: req.id,
+            name: req.spec.name.clone(),
+            source: Box::new(e),
+        })
     }
 
     fn wait_until(&mut self, deadline: Duration) -> Result<Vec<MachineEvent>, MachineError> {
@@ -455,11 +484,10 @@ impl Machine for LinuxMachine {
                 .remove()
                 .map_err(|e| other("removing the journal", e))?;
         } else {
-            return Err(MachineError::Other(format!(
-                "could not restore: {}; {} is kept for `coloc restore`",
-                refused.join("; "),
-                self.journal.path().display()
-            )));
+            return Err(MachineError::Restore {
+                failures: refused,
+                kept: self.journal.path().display().to_string(),
+            });
         }
         Ok(SelfUsage {
             cpu: own_cpu()?.saturating_sub(self.cpu_at_start),
