@@ -31,20 +31,36 @@ fn three_policies_three_runs() {
     let [native, equal, batch] = &c.policies[..] else {
         panic!("three rows")
     };
-    // NTT: mean makespan over native's 11 s.
+    // NTT: geometric-mean makespan over native's, (8*9*10)^(1/3) / (10*11*12)^(1/3).
     assert_eq!(native.ntt, Some(1.0));
-    assert!(close(equal.ntt.unwrap(), 9.0 / 11.0));
-    assert!(close(batch.ntt.unwrap(), 12.0 / 11.0));
+    assert!(close(equal.ntt.unwrap(), (720.0f64 / 1320.0).cbrt()));
+    assert!(close(batch.ntt.unwrap(), (1728.0f64 / 1320.0).cbrt()));
     // The baseline is not tested against itself.
-    assert_eq!((native.p_makespan, native.p_art), (None, None));
-    // equal vs native: both variances 1, t = -2 / sqrt(2/3), df = 4;
-    // p = I_{4/(4+t^2)}(2, 1/2) = 0.0704840 (mpmath).
-    assert!((equal.p_makespan.unwrap() - 0.0704840).abs() < 5e-7);
-    // batch vs native: batch is constant, so df = 2 and t = 1 / sqrt(1/3) = sqrt(3);
-    // for df = 2 the tail has a closed form, p = 1 - sqrt(3/5) = 0.2254033.
-    assert!((batch.p_makespan.unwrap() - (1.0 - 0.6f64.sqrt())).abs() < 1e-9);
+    assert_eq!(
+        (native.p_makespan, native.p_art, native.ntt_ci95),
+        (None, None, None)
+    );
+    // equal vs native, Mann-Whitney: the two 10s tie, so the normal approximation:
+    // ranks 1 2 3.5 | 3.5 5 6, U = 8.5 of 9, mu = 4.5, tie term 2^3 - 2 = 6,
+    // sigma = sqrt(9/12 (7 - 6/30)) = 2.258318, z = (8.5 - 4.5 - 0.5) / sigma
+    // = 1.549826, p = 2 (1 - Phi(z)) = 0.1211833 (Python's math.erf).
+    assert!((equal.p_makespan.unwrap() - 0.1211833).abs() < 5e-7);
+    // batch [12 12 12] vs native: U = 7.5, tie term 4^3 - 4 = 60,
+    // sigma = sqrt(9/12 (7 - 60/30)) = 1.936492, z = (7.5 - 4.5 - 0.5) / sigma
+    // = 1.290994, p = 0.1967056.
+    assert!((batch.p_makespan.unwrap() - 0.1967056).abs() < 5e-7);
     // One instance per run: ART = makespan, so the same tests come out.
     assert_eq!(equal.p_art, equal.p_makespan);
+    let (lo, hi) = equal.ntt_ci95.unwrap();
+    assert!(
+        lo < equal.ntt.unwrap() && equal.ntt.unwrap() < hi,
+        "[{lo}, {hi}]"
+    );
+    assert_eq!(equal.samples.makespan, [8.0, 9.0, 10.0]);
+    assert_eq!(
+        equal.samples.app_wall,
+        [("a".to_string(), vec![8.0, 9.0, 10.0])]
+    );
     let m = native.makespan.unwrap();
     assert_eq!((m.n, m.mean, m.sd), (3, 11.0, Some(1.0)));
     assert_eq!(batch.makespan.unwrap().cv, Some(0.0));
@@ -57,7 +73,7 @@ fn three_policies_three_runs() {
     assert_eq!(native.hmean_speedup, None);
     let shown = c.render();
     assert!(!shown.contains("NaN"), "{shown}");
-    assert!(shown.contains("| 0.0705 |"), "{shown}");
+    assert!(shown.contains("| 0.1212 |"), "{shown}");
 }
 
 #[test]
@@ -69,16 +85,16 @@ fn single_run_shows_dashes() {
     let equal = &c.policies[1];
     assert_eq!(equal.makespan.unwrap().sd, None);
     assert_eq!((equal.p_makespan, equal.p_art), (None, None));
-    assert_eq!(equal.ntt, Some(0.8));
+    assert!(close(equal.ntt.unwrap(), 0.8));
     let shown = c.render();
     let table: Vec<&str> = shown.lines().take(4).collect();
     assert_eq!(
         table,
         [
-            "| policy | runs | failed | makespan s | sd | CV % | makespan 95% CI | p makespan |  ART s | ART 95% CI | p ART | throughput /s |   NTT | Hmean speedup |",
-            "|--------|------|--------|------------|----|------|-----------------|------------|--------|------------|-------|---------------|-------|---------------|",
-            "| native |    1 |      0 |     10.000 |  - |    - |               - |            | 10.000 |          - |       |        0.1000 | 1.000 |             - |",
-            "| equal  |    1 |      0 |      8.000 |  - |    - |               - |          - |  8.000 |          - |     - |        0.1250 | 0.800 |             - |",
+            "| policy | runs | failed | makespan s | makespan 95% CI | CV % | p makespan |  ART s | ART 95% CI | p ART | throughput /s |   NTT | NTT 95% CI | Hmean speedup |",
+            "|--------|------|--------|------------|-----------------|------|------------|--------|------------|-------|---------------|-------|------------|---------------|",
+            "| native |    1 |      0 |     10.000 |               - |    - |            | 10.000 |          - |       |        0.1000 | 1.000 |            |             - |",
+            "| equal  |    1 |      0 |      8.000 |               - |    - |          - |  8.000 |          - |     - |        0.1250 | 0.800 |          - |             - |",
         ]
     );
     assert!(shown
