@@ -17,16 +17,16 @@
 //!   the difference of mean logs, exponentiated: the two sides need not share a
 //!   variance.
 //! - **p-values come from the Mann–Whitney U test** (Wilcoxon rank-sum), which
-//!   assumes no distribution: exact for small samples without ties (counted
-//!   here), statrs's normal approximation with tie and continuity corrections
-//!   otherwise. With three runs
+//!   assumes no distribution: exact for up to 8 runs a side (the permutation
+//!   distribution of the ranks, ties included, counted here), statrs's normal
+//!   approximation with tie and continuity corrections beyond. With three runs
 //!   per side the smallest two-sided p it can give is 0.1; that is what three
 //!   runs can show, and the table says how many runs there were.
 //!
 //! Moments come from statrs's Welford accumulator, quantiles from its Student's
 //! t distribution and the approximate rank test from its `mannwhitneyu`; the
-//! exact null distribution of U is counted here with Mann and Whitney's own
-//! recurrence, because statrs's exact method is wrong in the tails.
+//! exact test is counted here, because statrs's exact method is wrong in the
+//! tails and refuses ties.
 
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
@@ -136,68 +136,85 @@ pub fn ratio_ci95(a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
     Some(((w.diff - half).exp(), (w.diff + half).exp()))
 }
 
-/// Largest sample (each side) for which the exact null distribution is used.
+/// Largest sample (each side) for which the exact null distribution is used:
+/// C(16, 8) = 12870 rank splits to count.
 const EXACT_MAX: usize = 8;
 
 /// Two-sided p-value of the Mann–Whitney U test that `a` and `b` come from the
 /// same distribution.
 ///
-/// Exact when both samples have at most 8 values and no value is tied: twice the
-/// upper tail of U's null distribution at max(U1, U2), capped at 1, as scipy
-/// does. Otherwise statrs's `mannwhitneyu` with the normal approximation and tie
-/// and continuity corrections. (statrs's own exact method is not used: in 0.19 it
-/// returns 1 for completely separated samples.) None when either sample has fewer
-/// than two values or holds a NaN. When every value of both samples is the same
-/// the ranks cannot tell them apart: p = 1. Symmetric in its arguments.
+/// Exact when both samples have at most 8 values: the share of all
+/// C(n1 + n2, n1) equally likely splits of the pooled (mid)ranks whose U lies
+/// at least as far from its mean n1 n2 / 2 as the observed one. Ties are
+/// handled exactly too (the permutation distribution of the midranks), which
+/// matters for simulated runs, where a pinned policy gives the same time in
+/// every run. Larger samples use statrs's `mannwhitneyu` with the normal
+/// approximation and tie and continuity corrections. (statrs's own exact method
+/// is not used: in 0.19 it returns 1 for completely separated samples.)
+///
+/// None when either sample has fewer than two values or holds a NaN. When every
+/// value of both samples is the same the ranks cannot tell them apart: p = 1.
+/// Symmetric in its arguments.
 pub fn rank_p_value(a: &[f64], b: &[f64]) -> Option<f64> {
     if a.len() < 2 || b.len() < 2 || a.iter().chain(b).any(|v| v.is_nan()) {
         return None;
     }
-    let mut all: Vec<f64> = a.iter().chain(b).copied().collect();
-    all.sort_by(f64::total_cmp);
-    if all[0] == all[all.len() - 1] {
-        return Some(1.0);
-    }
-    let ties = all.windows(2).any(|w| w[0] == w[1]);
-    if a.len() <= EXACT_MAX && b.len() <= EXACT_MAX && !ties {
-        // U1 counts the pairs (x in a, y in b) with x > y.
-        let u1 = a
-            .iter()
-            .map(|x| b.iter().filter(|y| x > y).count())
-            .sum::<usize>();
-        let u = u1.max(a.len() * b.len() - u1);
-        return Some((2.0 * u_upper_tail(u, a.len(), b.len())).min(1.0));
+    if a.len() <= EXACT_MAX && b.len() <= EXACT_MAX {
+        return Some(exact_rank_p(a, b));
     }
     let method = MannWhitneyUMethod::AsymptoticInclContinuityCorrection;
     let (_, p) = mannwhitneyu(a, b, method, Alternative::TwoSided).ok()?;
     p.is_finite().then_some(p)
 }
 
-/// P(U >= u) under the null hypothesis for samples of `m` and `n` values without
-/// ties: the share of the C(m + n, m) equally likely rank splits with at least
-/// `u` pairs in order. Counts by the recurrence on the largest rank (Mann and
-/// Whitney 1947): f(m, n, u) = f(m - 1, n, u - n) + f(m, n - 1, u).
-fn u_upper_tail(u: usize, m: usize, n: usize) -> f64 {
-    // counts[i][j][k]: rank splits of i and j values with U = k.
-    let mut counts = vec![vec![Vec::<f64>::new(); n + 1]; m + 1];
-    for i in 0..=m {
-        for j in 0..=n {
-            counts[i][j] = if i == 0 || j == 0 {
-                vec![1.0]
-            } else {
-                (0..=i * j)
-                    .map(|k| {
-                        let top = k
-                            .checked_sub(j)
-                            .map_or(0.0, |k| counts[i - 1][j].get(k).copied().unwrap_or(0.0));
-                        top + counts[i][j - 1].get(k).copied().unwrap_or(0.0)
-                    })
-                    .collect()
-            };
+/// Midranks (1-based; tied values share the mean of their ranks) of `values`.
+fn midranks(values: &[f64]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&i, &j| values[i].total_cmp(&values[j]));
+    let mut ranks = vec![0.0; values.len()];
+    let mut start = 0;
+    while start < order.len() {
+        let mut end = start + 1;
+        while end < order.len() && values[order[end]] == values[order[start]] {
+            end += 1;
+        }
+        // Positions start..end hold one value: ranks start+1 ..= end, mean below.
+        let mid = (start + 1 + end) as f64 / 2.0;
+        for &i in &order[start..end] {
+            ranks[i] = mid;
+        }
+        start = end;
+    }
+    ranks
+}
+
+/// The exact two-sided permutation p-value of U (see [`rank_p_value`]).
+fn exact_rank_p(a: &[f64], b: &[f64]) -> f64 {
+    let pooled: Vec<f64> = a.iter().chain(b).copied().collect();
+    let ranks = midranks(&pooled);
+    let (n1, n) = (a.len(), pooled.len());
+    let mu = (n1 * b.len()) as f64 / 2.0;
+    let shift = (n1 * (n1 + 1)) as f64 / 2.0;
+    let u_of = |idx: &[usize]| idx.iter().map(|&i| ranks[i]).sum::<f64>() - shift;
+    let observed = (u_of(&(0..n1).collect::<Vec<_>>()) - mu).abs();
+    // Every n1-subset of 0..n in lexicographic order.
+    let mut idx: Vec<usize> = (0..n1).collect();
+    let (mut extreme, mut total) = (0u64, 0u64);
+    loop {
+        total += 1;
+        // Half-ranks make U a multiple of 0.5: a small tolerance is exact enough.
+        if (u_of(&idx) - mu).abs() >= observed - 1e-9 {
+            extreme += 1;
+        }
+        let Some(i) = (0..n1).rev().find(|&i| idx[i] < n - n1 + i) else {
+            break;
+        };
+        idx[i] += 1;
+        for j in i + 1..n1 {
+            idx[j] = idx[j - 1] + 1;
         }
     }
-    let dist = &counts[m][n];
-    dist.iter().skip(u).sum::<f64>() / dist.iter().sum::<f64>()
+    extreme as f64 / total as f64
 }
 
 #[cfg(test)]
@@ -280,13 +297,33 @@ mod tests {
     }
 
     #[test]
-    fn rank_test_with_ties_uses_the_normal_approximation() {
-        // a = [1, 2, 2], b = [2, 3, 4]: ranks 1, 3, 3 | 3, 5, 6 (the three 2s share
-        // rank 3); U1 = 7 - 6 = 1, U2 = 8, mu = 4.5; tie term 3^3 - 3 = 24;
-        // sigma^2 = 9 / 12 * (7 - 24 / 30) = 4.65; z = (8 - 4.5 - 0.5) / 2.156386
-        // = 1.391217; p = 2 (1 - Phi(z)) = 0.1641597 (Python's math.erf).
+    fn rank_test_with_ties_is_exact_for_small_samples() {
+        // a = [1, 2, 2], b = [2, 3, 4]: midranks 1, 3, 3 | 3, 5, 6 (the three 2s
+        // share rank 3); U = 7 - 6 = 1, mu = 4.5, |U - mu| = 3.5. Of the 20
+        // splits of {1, 3, 3, 3, 5, 6} into three and three, 6 have a rank sum
+        // <= 7 or >= 14 (U <= 1 or U >= 8): p = 6/20 (Python, itertools).
         let p = rank_p_value(&[1.0, 2.0, 2.0], &[2.0, 3.0, 4.0]).unwrap();
-        assert!(close(p, 0.1641597, 5e-7), "p = {p}");
+        assert!(close(p, 0.3, 1e-12), "p = {p}");
+        // A pinned policy's simulated runs all take the same time; three such runs
+        // below three varied ones still cannot give p < 2/20.
+        let p = rank_p_value(&[36.07; 3], &[29.7, 30.16, 29.77]).unwrap();
+        assert!(close(p, 0.1, 1e-12), "p = {p}");
+    }
+
+    #[test]
+    fn larger_samples_use_the_normal_approximation() {
+        // 9 against 9, completely separated: U = 81, mu = 40.5, sigma =
+        // sqrt(81 * 19 / 12) = 11.324752; z = (81 - 40.5 - 0.5) / sigma =
+        // 3.532086; p = 2 (1 - Phi(z)) = 0.000412 (Python's math.erf).
+        let a: Vec<f64> = (10..19).map(f64::from).collect();
+        let b: Vec<f64> = (0..9).map(f64::from).collect();
+        let p = rank_p_value(&a, &b).unwrap();
+        assert!(close(p, 0.000412, 5e-6), "p = {p}");
+    }
+
+    #[test]
+    fn midranks_share_ties() {
+        assert_eq!(midranks(&[3.0, 1.0, 3.0, 2.0]), [3.5, 1.0, 3.5, 2.0]);
     }
 
     #[test]
@@ -321,19 +358,6 @@ mod tests {
         assert!(close(hi, (-1.0 + half).exp(), 1e-6), "hi = {hi}");
         // Constant samples: the ratio itself.
         assert_eq!(ratio_ci95(&[4.0, 4.0], &[2.0, 2.0]), Some((2.0, 2.0)));
-    }
-
-    #[test]
-    fn u_distribution_by_hand() {
-        // m = 2, n = 2: the C(4, 2) = 6 splits give U = 0 1 2 2 3 4, so
-        // P(U >= 4) = 1/6, P(U >= 2) = 4/6, P(U >= 0) = 1.
-        assert!(close(u_upper_tail(4, 2, 2), 1.0 / 6.0, 1e-12));
-        assert!(close(u_upper_tail(2, 2, 2), 4.0 / 6.0, 1e-12));
-        assert_eq!(u_upper_tail(0, 2, 2), 1.0);
-        // The distribution is symmetric in the sample sizes.
-        for u in 0..=15 {
-            assert_eq!(u_upper_tail(u, 3, 5), u_upper_tail(u, 5, 3), "u = {u}");
-        }
     }
 
     #[test]

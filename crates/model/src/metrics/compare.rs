@@ -178,8 +178,8 @@ impl Comparison {
             "makespan: first arrival to last exit; ART: mean arrival-to-exit time of a run. \
              Both: geometric mean over runs with its 95% interval (Student t on log times, \
              so never below 0); CV = sd / arithmetic mean. p: two-sided Mann-Whitney U rank \
-             test against {b} (exact up to 8 runs a side without ties; with n runs a side \
-             the smallest p possible is 2 / C(2n, n), 0.1 for n = 3). NTT: geometric-mean \
+             test against {b} (exact up to 8 runs a side, ties included; with n runs a side \
+             the smallest p possible is 2 / C(2n, n): 0.1 for n = 3, 0.0079 for n = 5). NTT: geometric-mean \
              makespan / {b}'s, 95% interval by Welch t on log makespans. throughput: sum of \
              1 / wall time, mean over runs; Hmean speedup: harmonic mean of solo / \
              co-located wall time; failed: failed instances over all runs; -: not available \
