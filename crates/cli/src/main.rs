@@ -7,9 +7,11 @@
 mod cmd;
 mod db;
 mod host;
+mod html;
 mod load;
 mod output;
 mod progress;
+mod runs;
 mod target;
 
 use std::process::ExitCode;
