@@ -23,6 +23,13 @@ const LANES: [(MarkerKind, &str); 3] = [
     (MarkerKind::Plan, "plan"),
 ];
 
+/// The rows' background.
+const BACKGROUND: &str = "#f4f4f4";
+
+/// The frame around the rows: a tint nothing else on the page uses, so that the
+/// map's area in a screenshot can be found by it.
+const FRAME: &str = "#b4a078";
+
 /// Busy shares are shown in this many steps of shade, so that neighbouring bins
 /// of one app at about the same load merge into one rectangle.
 const SHADES: f64 = 4.0;
@@ -33,7 +40,7 @@ const IDLE: f64 = 0.05;
 /// The map as an `<svg>` element with id `id`.
 pub fn svg(tl: &Timeline, id: &str) -> String {
     let rows = tl.cpus.len().max(1);
-    let row_h = (640.0 / rows as f64).clamp(4.0, 16.0).floor();
+    let row_h = (640.0 / rows as f64).clamp(4.0, 24.0).floor();
     let plot_w = WIDTH - LEFT - RIGHT;
     let top = 4.0 + LANE * LANES.len() as f64 + 6.0;
     let height = top + row_h * rows as f64 + 30.0;
@@ -78,7 +85,7 @@ pub fn svg(tl: &Timeline, id: &str) -> String {
         }
         let _ = write!(
             s,
-            r##"<g class="cpu" data-cpu="{cpu}"><rect x="{LEFT}" y="{y}" width="{plot_w}" height="{row_h}" fill="#f4f4f4"/>"##
+            r##"<g class="cpu" data-cpu="{cpu}"><rect x="{LEFT}" y="{y}" width="{plot_w}" height="{row_h}" fill="{BACKGROUND}"/>"##
         );
         for run in runs(tl, row) {
             let (a, b) = (tl.bin_start(run.from), tl.bin_start(run.to));
@@ -117,10 +124,21 @@ pub fn svg(tl: &Timeline, id: &str) -> String {
     }
     let _ = write!(
         s,
-        r#"<text x="{}" y="{}" text-anchor="middle">time (s)</text></svg>"#,
+        r#"<text x="{}" y="{}" text-anchor="middle">time (s)</text>"#,
         LEFT + plot_w / 2.0,
         axis_y + 27.0
     );
+    // A crisp frame around the rows (on half pixels, so it covers whole ones),
+    // over the axis line.
+    let _ = write!(
+        s,
+        r#"<rect class="frame" x="{}" y="{}" width="{}" height="{}" fill="none" stroke="{FRAME}" shape-rendering="crispEdges"/>"#,
+        LEFT - 0.5,
+        top - 0.5,
+        plot_w + 1.0,
+        row_h * rows as f64 + 1.0
+    );
+    s.push_str("</svg>");
     s
 }
 
