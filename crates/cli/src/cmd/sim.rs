@@ -7,8 +7,10 @@
 //! simulating the sharing configurations on the platform, then replayed like
 //! any other policy so that its trace and tables compare with theirs.
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, ValueEnum};
@@ -203,7 +205,28 @@ pub fn choose(
         .progress_chars("=> "),
     );
     bar.set_prefix(ORACLE);
+    // The space is counted (and, when small, enumerated) before the first batch:
+    // keep the clock moving meanwhile. Without a terminal the bar is hidden, so
+    // a line every 10 s says how far the search is.
+    bar.set_message("counting the search space");
+    bar.enable_steady_tick(Duration::from_millis(250));
+    let lines = (!io::stderr().is_terminal()).then(|| Mutex::new(Instant::now()));
+    if lines.is_some() {
+        eprintln!("{ORACLE}: searching the static configurations of {}", workload.name);
+    }
     let progress = |p: &oracle::Progress| {
+        if let Some(last) = lines.as_ref().and_then(|l| l.lock().ok()).as_deref_mut() {
+            if last.elapsed() >= Duration::from_secs(10) || p.evaluated >= p.planned {
+                *last = Instant::now();
+                eprintln!(
+                    "{ORACLE}: {}/{} configurations evaluated{}",
+                    p.evaluated,
+                    p.planned,
+                    p.best_makespan
+                        .map_or(String::new(), |m| format!(", best makespan {m:.2} s"))
+                );
+            }
+        }
         bar.set_length(p.planned as u64);
         bar.set_position(p.evaluated as u64);
         if let Some(m) = p.best_makespan {
