@@ -154,10 +154,7 @@ pub fn sim_speed() -> Result<SimSpeed, BenchError> {
 /// `coloc_policy::POLICIES`; the context is empty, as for a run without a
 /// profile store). `progress` is told what starts next, before each run (a
 /// run can take tens of seconds).
-pub fn sim_speed_for(
-    policies: &[&str],
-    progress: &dyn Fn(&str),
-) -> Result<SimSpeed, BenchError> {
+pub fn sim_speed_for(policies: &[&str], progress: &dyn Fn(&str)) -> Result<SimSpeed, BenchError> {
     let fail = |e: &dyn fmt::Display| BenchError::Run(e.to_string());
     let dynamic = parse_workload("bench-dynamic-8.toml", DYNAMIC).map_err(|e| fail(&e))?;
     let engine = policies

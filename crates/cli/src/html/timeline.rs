@@ -476,3 +476,153 @@ fn describe_app_plan(p: &coloc_model::AppPlan) -> String {
     }
     parts.join(", ")
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use coloc_model::trace::{Header, TRACE_VERSION};
+    use coloc_model::{
+        AppPlan, AppSample, AppSpec, CpuSet, Observation, Plan, ThreadSample, Topology, Workload,
+    };
+
+    use super::*;
+
+    fn id(app: u32) -> AppId {
+        AppId { app, rep: 0 }
+    }
+
+    /// One thread per app: (app, tid, cpu, cumulative run seconds).
+    fn obs(at: f64, threads: &[(u32, Tid, Cpu, f64)]) -> TraceEvent {
+        TraceEvent::Obs(Box::new(Observation {
+            at: Duration::from_secs_f64(at),
+            apps: threads
+                .iter()
+                .map(|&(app, tid, cpu, run)| AppSample {
+                    app: id(app),
+                    pid: tid,
+                    threads: vec![ThreadSample {
+                        tid,
+                        cpu: Some(cpu),
+                        run_ns: (run * 1e9) as u64,
+                        voluntary_switches: (run * 10.0) as u64,
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }))
+    }
+
+    fn plan(at: f64, cpus: &[&str]) -> TraceEvent {
+        TraceEvent::Plan {
+            t: Duration::from_secs_f64(at),
+            trigger: Trigger::Epoch,
+            plan: Plan {
+                apps: cpus
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| AppPlan {
+                        placement: Placement::Shared(CpuSet::parse_list(c).unwrap()),
+                        ..AppPlan::native(id(i as u32))
+                    })
+                    .collect(),
+                note: "test".into(),
+            },
+            decide: Duration::ZERO,
+        }
+    }
+
+    fn trace(events: Vec<TraceEvent>) -> Trace {
+        let header = TraceEvent::Header(Box::new(Header {
+            version: TRACE_VERSION,
+            coloc_version: "test".into(),
+            policy: "equal".into(),
+            machine: "sim:test".into(),
+            workload: Workload {
+                name: "w".into(),
+                epoch: None,
+                apps: vec![AppSpec::model("a", "ep", 1), AppSpec::model("b", "ep", 1)],
+            },
+            topology: Topology::synthetic("t", "package:1 core:2").unwrap(),
+            epoch: Duration::from_millis(100),
+            seed: None,
+            started_unix: 0.0,
+        }));
+        Trace::from_events(std::iter::once(header).chain(events).collect()).unwrap()
+    }
+
+    #[test]
+    fn run_time_goes_to_the_cpu_and_is_split_over_bins() {
+        // Samples at 0, 1 and 3 s: two intervals, so two bins of 1.5 s. Thread 10
+        // of a runs on cpu 0: 0.5 s in [0, 1), 1 s in [1, 3). [1, 3) lies a
+        // quarter in bin 0 (1 to 1.5) and three quarters in bin 1.
+        let tl = Timeline::of(&trace(vec![
+            plan(0.0, &["0", "1"]),
+            obs(0.0, &[(0, 10, 0, 0.0), (1, 20, 1, 0.0)]),
+            obs(1.0, &[(0, 10, 0, 0.5), (1, 20, 1, 1.0)]),
+            // The same plan again changes nothing: not a marker.
+            plan(2.0, &["0", "1"]),
+            obs(3.0, &[(0, 10, 0, 1.5), (1, 20, 1, 3.0)]),
+        ]));
+        assert_eq!((tl.bins, tl.intervals, tl.width), (2, 2, 1.5));
+        assert!(!tl.downsampled());
+        let a0 = tl.cells[0][0].by_app[&id(0)];
+        let a1 = tl.cells[0][1].by_app[&id(0)];
+        assert!((a0 - (0.5 + 0.25)).abs() < 1e-9, "{a0}");
+        assert!((a1 - 0.75).abs() < 1e-9, "{a1}");
+        assert_eq!(tl.cells[1][0].dominant().map(|d| d.0), Some(id(1)));
+        assert_eq!(tl.cells[0][0].top.map(|t| t.1), Some(10));
+        // b ran all the time on one CPU: one core busy in both bins; 10 voluntary
+        // switches a second.
+        for bin in 0..2 {
+            let b = &tl.apps[1][bin];
+            assert!((b.cores - 1.0).abs() < 1e-9 && (b.switches - 10.0).abs() < 1e-9);
+            assert_eq!(b.granted, Some(1));
+            assert!(b.seen && b.dop.is_none() && b.migrations.is_none());
+        }
+        assert_eq!(tl.quiet_plans, 1);
+        let plans: Vec<&Marker> = tl
+            .markers
+            .iter()
+            .filter(|m| m.kind == MarkerKind::Plan)
+            .collect();
+        assert_eq!(plans.len(), 1);
+        assert!(
+            plans[0].text.contains("a (0.0): CPUs 0"),
+            "{}",
+            plans[0].text
+        );
+        assert_eq!(tl.plan_at(id(1), 2.5), Some("CPUs 1"));
+        assert_eq!(tl.plan_at(id(1), -1.0), None);
+    }
+
+    #[test]
+    fn long_runs_are_folded_into_at_most_max_bins() {
+        // 1000 samples 10 ms apart: 999 intervals over 9.99 s in 300 bins. One
+        // thread busy all the time: every bin shows one busy core, whatever the
+        // folding.
+        let events = (0..1000)
+            .map(|i| {
+                let t = f64::from(i) * 0.01;
+                obs(t, &[(0, 10, 1, t)])
+            })
+            .collect();
+        let tl = Timeline::of(&trace(events));
+        assert_eq!((tl.bins, tl.intervals), (MAX_BINS, 999));
+        assert!(tl.downsampled());
+        for (bin, b) in tl.apps[0].iter().enumerate() {
+            assert!((b.cores - 1.0).abs() < 1e-6, "bin {bin}: {}", b.cores);
+        }
+        let total: f64 = tl.cells[1].iter().map(CpuUse::total).sum();
+        assert!((total - 9.99).abs() < 1e-6, "{total}");
+    }
+
+    #[test]
+    fn an_empty_trace_has_one_empty_bin() {
+        let tl = Timeline::of(&trace(Vec::new()));
+        assert_eq!((tl.bins, tl.intervals), (1, 0));
+        assert!(tl.cells.iter().flatten().all(|c| c.by_app.is_empty()));
+    }
+}
