@@ -22,7 +22,7 @@
 
 use coloc_model::{AppId, AppView};
 
-use super::cores::{Core, CoreMap};
+use super::{Core, CoreMap};
 
 /// What an app needs from the allocator this decision.
 #[derive(Clone, Copy, Debug, PartialEq)]
