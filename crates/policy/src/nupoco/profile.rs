@@ -38,8 +38,8 @@ use std::time::Duration;
 
 use coloc_model::{AppView, Trigger, View};
 
-use super::sample::{section_sample, SectionSample};
 use super::Model;
+use crate::cores::sample::{section_sample, SectionSample};
 
 /// How an app's memory request rate was obtained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -16,8 +16,8 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::invariants::{check, check_exclusive};
-use crate::queueing::Demand;
 use crate::scalability::{Scalability, ScalabilityConfig};
+use coloc_model::queueing::Demand;
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
