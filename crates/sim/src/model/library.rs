@@ -162,7 +162,8 @@ pub fn models() -> Vec<AppModel> {
             phases: vec![Phase::serial(4.0), Phase::parallel(363.0)],
             ..sp_like("sp-one-region", "NPB SP written as one long parallel region: its DoP is fixed when the region starts")
         },
-        // NPB EP: Type B, almost no memory traffic, perfectly scalable.
+        // NPB EP: Type B, almost no memory traffic, perfectly scalable; its
+        // whole computation is one parallel region, as in NPB EP.
         AppModel {
             phases: vec![Phase::serial(0.5), Phase::parallel(400.0)],
             cpi: 0.6,
