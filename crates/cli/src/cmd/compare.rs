@@ -12,6 +12,7 @@ use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::metrics::{Comparison, RunMetrics, SoloTimes};
 use coloc_model::{Trace, Workload};
 
+use crate::cmd::mixes::Reference;
 use crate::cmd::sim::{check_name, choose, text_out, Choice, OracleArgs};
 use crate::cmd::solo;
 use crate::host::stop_flag;
@@ -103,6 +104,12 @@ pub fn main(args: CompareArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&cmp)?);
     } else {
         print!("{}", cmp.render());
+        // Against the workload's reference points, where `coloc solo --threads`
+        // measured them on this machine.
+        if let Some(curves) = solo::load_saved_curves(&workload, &target)? {
+            let cpus = target.topology().cpus().len() as u32;
+            print!("{}", Reference::of(&workload, &curves, cpus).table(&cmp).1);
+        }
         if solo.is_none() {
             println!(
                 "(no solo times for this workload on {}: run `coloc solo {}{}` for Hmean speedup)",

@@ -16,9 +16,9 @@ use clap::Args;
 use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::metrics::reference::{
     against_reference, geometric_mean, makespan_lower_bound, over_best_other,
-    render_against_reference, sjf_art, MixApp,
+    render_against_reference, sjf_art, AgainstReference, MixApp,
 };
-use coloc_model::metrics::{SoloCurves, SoloTimes};
+use coloc_model::metrics::{Comparison, SoloCurves, SoloTimes};
 use coloc_model::Workload;
 
 use crate::cmd::compare::{check_policies, run_comparison, Plan};
@@ -65,22 +65,41 @@ fn mix_files(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// The mix's apps for the reference points, and each app's solo time at its
-/// own thread count (for NTT).
-fn reference_inputs(workload: &Workload, curves: &SoloCurves) -> (Vec<MixApp>, SoloTimes) {
-    let mut apps = Vec::new();
-    let mut solo = SoloTimes::default();
-    for a in &workload.apps {
-        let curve = curves.curve(&a.name).unwrap_or_default();
-        if let Some(t) = curve.get(&a.threads) {
-            solo.add(&a.name, *t);
+/// A mix's reference points on `cpus` CPUs from its apps' solo curves.
+pub struct Reference {
+    pub bound: Option<f64>,
+    pub sjf: Option<f64>,
+    /// Each app's solo time at its own thread count (for NTT).
+    pub solo: SoloTimes,
+}
+
+impl Reference {
+    pub fn of(workload: &Workload, curves: &SoloCurves, cpus: u32) -> Reference {
+        let mut apps = Vec::new();
+        let mut solo = SoloTimes::default();
+        for a in &workload.apps {
+            let curve = curves.curve(&a.name).unwrap_or_default();
+            if let Some(t) = curve.get(&a.threads) {
+                solo.add(&a.name, *t);
+            }
+            apps.push(MixApp {
+                arrive: a.arrive_at.as_secs_f64(),
+                solo: curve,
+            });
         }
-        apps.push(MixApp {
-            arrive: a.arrive_at.as_secs_f64(),
-            solo: curve,
-        });
+        Reference {
+            bound: makespan_lower_bound(&apps, cpus),
+            sjf: sjf_art(&apps, cpus),
+            solo,
+        }
     }
-    (apps, solo)
+
+    /// Each policy of `cmp` against these reference points, as a table.
+    pub fn table(&self, cmp: &Comparison) -> (Vec<AgainstReference>, String) {
+        let rows = against_reference(&cmp.policies, self.bound, self.sjf);
+        let text = render_against_reference(&rows, self.bound, self.sjf);
+        (rows, text)
+    }
 }
 
 pub fn main(args: MixesArgs) -> Result<()> {
@@ -115,9 +134,7 @@ pub fn main(args: MixesArgs) -> Result<()> {
                 c
             }
         };
-        let (apps, solo_times) = reference_inputs(&workload, &curves);
-        let bound = makespan_lower_bound(&apps, cpus);
-        let sjf = sjf_art(&apps, cpus);
+        let reference = Reference::of(&workload, &curves, cpus);
         let cmp = run_comparison(
             &target,
             &Plan {
@@ -127,7 +144,7 @@ pub fn main(args: MixesArgs) -> Result<()> {
                 repeat: args.repeat,
                 out: &dir,
                 epoch: workload.epoch.unwrap_or(DEFAULT_EPOCH),
-                solo: Some(&solo_times),
+                solo: Some(&reference.solo),
             },
         )?;
         println!("## {} ({})\n", workload.name, path.display());
@@ -135,8 +152,8 @@ pub fn main(args: MixesArgs) -> Result<()> {
         println!();
         print!("{}", cmp.render());
         println!();
-        let rows = against_reference(&cmp.policies, bound, sjf);
-        print!("{}", render_against_reference(&rows, bound, sjf));
+        let (rows, table) = reference.table(&cmp);
+        print!("{table}");
         if let Some((r, best)) = over_best_other(&cmp.policies, "auto") {
             println!("auto / best other ({best}): {r:.3}");
             if worst.as_ref().is_none_or(|w| r > w.0) {
