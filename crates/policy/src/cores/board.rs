@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 
 use coloc_model::{AppId, AppView, View};
 
-use super::cores::{Core, CoreMap};
+use super::{Core, CoreMap};
 
 /// What an app needs from the allocator this decision.
 #[derive(Clone, Copy, Debug, PartialEq)]
