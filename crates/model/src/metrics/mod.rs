@@ -12,7 +12,7 @@
 //! - Across repeated runs of several policies ([`Comparison`]): mean, spread,
 //!   confidence intervals, NTT against a baseline and Welch t-tests (ReSense §3.5).
 //! - Reference points of a mix from solo times at each thread count
-//!   ([`reference`]): the CPU-work lower bound of its makespan and an SJF
+//!   ([`reference`](mod@reference)): the CPU-work lower bound of its makespan and an SJF
 //!   reference for its ART.
 //!
 //! Everything here is pure: no I/O, tables rendered to strings with fixed decimals.
