@@ -28,11 +28,22 @@ impl DbArgs {
             .unwrap_or_else(|| data_dir().join("profiles.sqlite"))
     }
 
-    /// Opens (creating it and its directory if needed) the store.
+    /// Opens (creating it if needed) the store. The default one's directory is
+    /// created too; a `--db` naming a directory that does not exist is an error
+    /// (a typo should not leave a directory tree behind).
     pub fn open(&self) -> Result<Store> {
         let path = self.path();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            if self.db.is_none() {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
+            } else if !dir.is_dir() {
+                anyhow::bail!(
+                    "--db {}: the directory {} does not exist",
+                    path.display(),
+                    dir.display()
+                );
+            }
         }
         Store::open(&path).with_context(|| format!("opening the profile store {}", path.display()))
     }

@@ -6,18 +6,97 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use coloc_linux::machine::{recover_stale_journals, LinuxMachine, LinuxOptions};
+use coloc_linux::machine::{
+    recover_stale_journals, remove_stale_dop_records, secure_dir, LinuxMachine, LinuxOptions,
+    RecoveryError, RecoveryReport,
+};
 use coloc_model::Topology;
 
-/// Where journals of changed settings live: `/run/coloc` for root (cleared at boot,
-/// when the processes it describes are gone too), else the user's runtime dir.
-pub fn journal_dir() -> PathBuf {
+/// Where journals of changed settings may live, first choice first: `/run/coloc`
+/// for root (cleared at boot, when the processes it describes are gone too), else
+/// the user's runtime dir; without one, `<tmp>/coloc-<uid>` and then, should that
+/// name be taken by someone else (anyone may create it first), coloc's
+/// directory in the user's state dir.
+pub fn journal_dirs() -> Vec<PathBuf> {
     if nix::unistd::geteuid().is_root() {
-        return PathBuf::from("/run/coloc");
+        return vec![PathBuf::from("/run/coloc")];
     }
-    match std::env::var_os("XDG_RUNTIME_DIR") {
+    if let Some(d) = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        return vec![Path::new(&d).join("coloc")];
+    }
+    let state = match std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
         Some(d) => Path::new(&d).join("coloc"),
-        None => std::env::temp_dir().join(format!("coloc-{}", nix::unistd::geteuid())),
+        None => match std::env::var_os("HOME") {
+            Some(h) => Path::new(&h).join(".local/state/coloc"),
+            None => return vec![std::env::temp_dir().join(format!("coloc-{}", nix::unistd::geteuid()))],
+        },
+    };
+    vec![
+        std::env::temp_dir().join(format!("coloc-{}", nix::unistd::geteuid())),
+        state.join("journal"),
+    ]
+}
+
+/// The first journal directory of [`journal_dirs`] that is safe to use (the
+/// caller's, writable by no one else: [`secure_dir`]), created if missing; each one
+/// refused is said on stderr, once: the choice holds for the process.
+pub fn journal_dir() -> Result<PathBuf> {
+    static CHOSEN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    if let Some(dir) = CHOSEN.get() {
+        return Ok(dir.clone());
+    }
+    let dir = choose_journal_dir()?;
+    Ok(CHOSEN.get_or_init(|| dir).clone())
+}
+
+fn choose_journal_dir() -> Result<PathBuf> {
+    let mut refused = Vec::new();
+    for dir in journal_dirs() {
+        match secure_dir(&dir) {
+            Ok(()) => {
+                if !refused.is_empty() {
+                    eprintln!(
+                        "coloc: not using {}; journals go to {}",
+                        refused.join("; "),
+                        dir.display()
+                    );
+                }
+                return Ok(dir);
+            }
+            Err(e) => refused.push(format!("{:#}", anyhow::Error::from(e))),
+        }
+    }
+    anyhow::bail!("no safe journal directory: {}", refused.join("; "))
+}
+
+/// Restores what crashed coloc processes left, from the journals in every
+/// directory of [`journal_dirs`] that is trusted; an untrusted one is named on
+/// stderr and nothing in it is acted on.
+pub fn restore_all() -> Result<Vec<RecoveryReport>> {
+    let mut reports = Vec::new();
+    for dir in journal_dirs() {
+        match recover_stale_journals(&dir, Path::new("/proc")) {
+            Ok(r) => reports.push(r),
+            Err(e @ RecoveryError::Untrusted { .. }) => eprintln!("coloc: {e}"),
+            Err(e) => return Err(e).context("restoring from stale journals"),
+        }
+    }
+    remove_dop_records();
+    Ok(reports)
+}
+
+/// Removes DoP records crashed coloc processes left in shared memory (a failure
+/// is only a warning: they cost memory, not correctness).
+fn remove_dop_records() {
+    let shm = LinuxOptions::default().shm_dir;
+    match remove_stale_dop_records(&shm, Path::new("/proc")) {
+        Ok(removed) if !removed.is_empty() => eprintln!(
+            "coloc: removed {} DoP record(s) of ended coloc processes from {}",
+            removed.len(),
+            shm.display()
+        ),
+        Ok(_) => {}
+        Err(e) => tracing::warn!("looking for stale DoP records in {}: {e}", shm.display()),
     }
 }
 
@@ -42,14 +121,13 @@ pub struct Host {
 
 impl Host {
     pub fn new() -> Result<Self> {
-        let dir = journal_dir();
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("creating the journal directory {}", dir.display()))?;
+        let dir = journal_dir()?;
         let report = recover_stale_journals(&dir, Path::new("/proc"))
             .context("restoring settings from an earlier coloc's journal")?;
         if !report.is_empty() {
             eprintln!("coloc: {report}");
         }
+        remove_dop_records();
         let topology =
             coloc_linux::topology::host_topology().context("reading the topology from sysfs")?;
         Ok(Self { topology })
@@ -61,7 +139,7 @@ impl Host {
             self.topology.clone(),
             LinuxOptions {
                 out_dir: out.to_path_buf(),
-                journal_dir: journal_dir(),
+                journal_dir: journal_dir()?,
                 ..LinuxOptions::default()
             },
         )
@@ -69,11 +147,32 @@ impl Host {
     }
 }
 
-/// A flag set by SIGINT / SIGTERM, so an interrupted run still restores settings and
-/// closes its trace.
+/// Every signal whose default action ends the process and that a process may
+/// handle (docs/signals.md): SIGKILL and SIGSTOP cannot be caught, and the fault
+/// signals (SIGSEGV, SIGBUS, SIGILL, SIGFPE) are bugs, not requests to stop.
+/// SIGPIPE is left ignored, as Rust sets it: a closed pipe is a write error.
+/// (SIGABRT, SIGSYS and SIGTRAP are faults too.)
+pub const STOP_SIGNALS: &[i32] = &[
+    libc::SIGHUP,
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGTERM,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+    libc::SIGVTALRM,
+    libc::SIGPROF,
+    libc::SIGXCPU,
+    libc::SIGXFSZ,
+    libc::SIGPWR,
+    libc::SIGIO,
+];
+
+/// A flag set by any of [`STOP_SIGNALS`], so an interrupted run (Ctrl-C, the
+/// terminal closed, `kill`) still restores settings and closes its trace.
 pub fn stop_flag() -> Result<Arc<AtomicBool>> {
     let flag = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+    for &sig in STOP_SIGNALS {
         signal_hook::flag::register(sig, Arc::clone(&flag))
             .context("installing the interrupt handler")?;
     }

@@ -4,7 +4,9 @@
 //! logging (`--log-level` takes a tracing EnvFilter string), and printing the
 //! error chain with `{:#}`. Each subcommand lives in `cmd/`.
 
+mod choice;
 mod cmd;
+mod context;
 mod db;
 mod host;
 mod load;
@@ -12,6 +14,7 @@ mod output;
 mod progress;
 mod target;
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -66,6 +69,14 @@ enum Command {
     CalibrateSim(cmd::calibrate_sim::CalibrateSimArgs),
 }
 
+/// `--epoch`: a duration (`100ms`, `2s`) within the bounds a workload file's
+/// `epoch` has (1 ms to 30 days).
+pub fn parse_epoch(s: &str) -> Result<std::time::Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| e.to_string())?;
+    coloc_manager::check_epoch(d)?;
+    Ok(d)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_new(&cli.log_level);
@@ -76,11 +87,53 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Colour codes only for a terminal: logs redirected to a file stay plain text.
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
-    let result = match cli.command {
+    quiet_on_closed_pipe();
+    let command = cli.command;
+    match std::panic::catch_unwind(move || dispatch(command)) {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            eprintln!("coloc: {e:#}");
+            ExitCode::FAILURE
+        }
+        // The reader went away (`coloc topo | head -1`): nothing more can be
+        // said, and that is no failure of coloc's (ripgrep does the same).
+        Err(payload) if is_closed_pipe(payload.as_ref()) => ExitCode::SUCCESS,
+        Err(payload) => std::panic::resume_unwind(payload),
+    }
+}
+
+/// Whether a panic is `print!`'s on a closed stdout or stderr (Rust ignores
+/// SIGPIPE, so a write to a pipe whose reader exited fails with EPIPE, and the
+/// print macros panic on it).
+fn is_closed_pipe(payload: &(dyn std::any::Any + Send)) -> bool {
+    let msg = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("");
+    msg.starts_with("failed printing to std") && msg.contains("Broken pipe")
+}
+
+/// Keeps the panic message of a closed pipe off stderr (which may be closed
+/// too); every other panic is reported as usual. The panic unwinds, so a run
+/// in progress still restores what it changed (the machine's `Drop`).
+fn quiet_on_closed_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !is_closed_pipe(info.payload()) {
+            default(info);
+        }
+    }));
+}
+
+fn dispatch(command: Command) -> anyhow::Result<()> {
+    match command {
         Command::Topo(a) => cmd::topo::main(a),
         Command::Run(a) => cmd::run::main(a),
         Command::Sim(a) => cmd::sim::main(a),
@@ -97,12 +150,5 @@ fn main() -> ExitCode {
         Command::Bench(a) => cmd::bench::main(a),
         Command::Gen(a) => cmd::gen::main(a),
         Command::CalibrateSim(a) => cmd::calibrate_sim::main(a),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("coloc: {e:#}");
-            ExitCode::FAILURE
-        }
     }
 }

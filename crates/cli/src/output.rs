@@ -1,17 +1,74 @@
-//! Where runs write their output by default.
+//! Where runs write their output by default, how their files are created, and
+//! where text for people goes.
+//!
+//! Output directories are predictable (`coloc-runs/<workload>/<what>-<time>`), so
+//! anyone who can write where they go could plant a symlink named `trace.jsonl`
+//! there and have coloc (often root) overwrite the file it points to. Run
+//! directories are therefore created, not reused: atomically, with a unique name
+//! (two runs in the same second get two), and a trace is only ever a new file,
+//! never a link followed or an existing file truncated (docs/safety.md).
 
-use std::path::PathBuf;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-/// `coloc-runs/<workload>/<what>-<UTC timestamp>`, relative to the current directory,
-/// so that runs are kept and never overwrite each other.
+use anyhow::{Context, Result};
+
+/// `coloc-runs/<workload>/<what>-<UTC timestamp>[-N]`, relative to the current
+/// directory, created here (see [`unique_dir`]) so that runs are kept and never
+/// share a directory. Should creating it fail, the path is returned all the same
+/// and the run reports the error when it creates its files.
 pub fn default_out_dir(workload: &str, what: &str) -> PathBuf {
     let stamp = humantime::format_rfc3339_seconds(SystemTime::now())
         .to_string()
         .replace(':', "");
-    PathBuf::from("coloc-runs")
+    let base = PathBuf::from("coloc-runs")
         .join(sanitize(workload))
-        .join(format!("{}-{stamp}", sanitize(what)))
+        .join(format!("{}-{stamp}", sanitize(what)));
+    unique_dir(&base).unwrap_or(base)
+}
+
+/// Creates a new directory `base`, or `base-2`, `base-3`, … when taken, and
+/// returns it. `mkdir` creates or fails atomically, so two runs never get the
+/// same one, and an existing entry (a symlink included) is never reused.
+pub fn unique_dir(base: &Path) -> io::Result<PathBuf> {
+    if let Some(parent) = base.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut name = base.as_os_str().to_owned();
+    for n in 2..10_000 {
+        match std::fs::create_dir(&name) {
+            Ok(()) => return Ok(PathBuf::from(name)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                name = base.as_os_str().to_owned();
+                name.push(format!("-{n}"));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!("{}-N: every name is taken", base.display()),
+    ))
+}
+
+/// Creates the trace file `path`: a new file only. An existing trace is not
+/// truncated and a symlink in its place is not followed; both are errors.
+pub fn create_trace(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .with_context(|| {
+            format!(
+                "creating the trace {} (an existing file or link is never overwritten; \
+                 choose another --out)",
+                path.display()
+            )
+        })
 }
 
 fn sanitize(s: &str) -> String {
@@ -24,4 +81,64 @@ fn sanitize(s: &str) -> String {
             }
         })
         .collect()
+}
+
+/// Where text for people goes: stdout, or stderr when stdout carries JSON.
+pub fn text_out(json: bool) -> Box<dyn Write> {
+    if json {
+        Box::new(io::stderr())
+    } else {
+        Box::new(io::stdout())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_runs_started_in_the_same_second_get_their_own_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("runs/w/native-20260101T000000Z");
+        let a = unique_dir(&base).unwrap();
+        let b = unique_dir(&base).unwrap();
+        assert_eq!(a, base);
+        assert_ne!(a, b);
+        assert!(a.is_dir() && b.is_dir());
+    }
+
+    /// A symlink planted under the predictable name is not taken as the run's
+    /// directory.
+    #[test]
+    fn a_planted_output_directory_link_is_not_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        let base = dir.path().join("native-x");
+        std::os::unix::fs::symlink(&elsewhere, &base).unwrap();
+        let got = unique_dir(&base).unwrap();
+        assert_ne!(got, base);
+        assert!(!got.is_symlink());
+    }
+
+    #[test]
+    fn a_planted_trace_link_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let trace = dir.path().join("trace.jsonl");
+        std::os::unix::fs::symlink(&victim, &trace).unwrap();
+        assert!(create_trace(&trace).is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    }
+
+    #[test]
+    fn an_existing_trace_is_never_truncated() {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("trace.jsonl");
+        std::fs::write(&trace, "{}\n").unwrap();
+        let e = create_trace(&trace).unwrap_err();
+        assert!(format!("{e:#}").contains("trace.jsonl"), "{e:#}");
+        assert_eq!(std::fs::read_to_string(&trace).unwrap(), "{}\n");
+    }
 }

@@ -158,3 +158,39 @@ fn sim_lists_platforms_and_refuses_an_unknown_one() {
     assert!(!o.status.success());
     assert!(err.contains("nosuch") && err.contains("kvm-2cpu"), "{err}");
 }
+
+/// A simulated result means nothing without the machine it models: `coloc sim`
+/// used to run on kvm-2cpu when `--platform` was left out.
+#[test]
+fn sim_without_a_platform_is_refused_instead_of_defaulting() {
+    let o = coloc(&[
+        "sim",
+        repo("examples/sim/tang-pairs.toml").to_str().unwrap(),
+    ]);
+    let (_, err) = text(&o);
+    assert!(!o.status.success());
+    assert!(err.contains("--platform"), "{err}");
+}
+
+/// `run` and `sim` say which policy and machine they ran on before the tables.
+#[test]
+fn sim_says_its_policy_and_platform() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = coloc(&[
+        "sim",
+        repo("examples/sim/tang-pairs.toml").to_str().unwrap(),
+        "--platform",
+        "westmere",
+        "--policy",
+        "equal",
+        "--out",
+        dir.path().join("run").to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let first = out.lines().next().unwrap_or_default();
+    assert!(
+        first.contains("under equal on sim:westmere"),
+        "first line: {first}"
+    );
+}

@@ -3,14 +3,17 @@
 
 mod support;
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Child, Command};
 
-use coloc_linux::machine::recover_stale_journals;
+use coloc_linux::machine::{
+    recover_stale_journals, remove_stale_dop_records, secure_dir, RecoveryError,
+};
 use coloc_model::CpuSet;
 use nix::sched::{sched_setaffinity, CpuSet as NixCpuSet};
 use nix::unistd::Pid;
-use support::{cpus_of, two_cpus};
+use support::{cpus_of, two_cpus, TestUser};
 
 /// Start time (field 22 of stat) of a process.
 fn start_of(pid: u32) -> u64 {
@@ -143,4 +146,86 @@ fn a_missing_directory_holds_no_journal() {
             .unwrap();
     assert!(report.is_empty());
     assert_eq!(report.to_string(), "no settings left to restore");
+}
+
+/// Another user plants a journal naming one of the caller's processes in the
+/// caller's journal directory: it is not replayed, and the process is not
+/// touched.
+#[test]
+fn a_journal_planted_by_another_user_is_not_replayed() {
+    let Some(cpus) = two_cpus() else { return };
+    let Some(attacker) = TestUser::create("plant") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let last = cpus.iter().last().unwrap();
+    let (_sleeper, pid) = pinned_sleeper(last);
+    let dead = dead_pid();
+    let journal = dir.path().join(format!("{dead}.journal"));
+    std::fs::write(
+        &journal,
+        format!(
+            "{{\"event\":\"coloc\",\"pid\":{dead},\"start\":1}}\n{}\n",
+            journal_line(pid, start_of(pid), &cpus)
+        ),
+    )
+    .unwrap();
+    attacker.chown(&journal);
+    let report = recover_stale_journals(dir.path(), Path::new("/proc")).unwrap();
+    assert_eq!(report.ignored.len(), 1, "{report}");
+    assert!(report.restored.is_empty(), "{report}");
+    assert!(journal.exists(), "left in place");
+    assert_eq!(cpus_of(pid, pid), Some(CpuSet::single(last)), "not touched");
+}
+
+/// A journal directory another user made (the predictable `/tmp/coloc-<uid>`
+/// created first by someone else) is neither written to nor replayed.
+#[test]
+fn a_journal_directory_owned_by_another_user_is_refused() {
+    let Some(attacker) = TestUser::create("dir") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let jd = dir.path().join("coloc-victim");
+    std::fs::create_dir(&jd).unwrap();
+    std::fs::set_permissions(&jd, std::fs::Permissions::from_mode(0o777)).unwrap();
+    attacker.chown(&jd);
+    let e = secure_dir(&jd).unwrap_err();
+    assert!(e.to_string().contains("owned by uid"), "{e}");
+    match recover_stale_journals(&jd, Path::new("/proc")) {
+        Err(RecoveryError::Untrusted { dir, .. }) => assert_eq!(dir, jd),
+        other => panic!("expected the directory to be refused, got {other:?}"),
+    }
+}
+
+/// A symlink planted as the journal directory is refused.
+#[test]
+fn a_symlinked_journal_directory_is_not_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    let jd = dir.path().join("link");
+    std::os::unix::fs::symlink(&real, &jd).unwrap();
+    assert!(matches!(
+        recover_stale_journals(&jd, Path::new("/proc")),
+        Err(RecoveryError::Untrusted { .. })
+    ));
+}
+
+/// A crashed coloc's DoP records stay in /dev/shm (RAM) until reboot unless
+/// removed; those of live processes are kept.
+#[test]
+fn dop_records_of_a_dead_coloc_are_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let dead = dead_pid();
+    let me = std::process::id();
+    let stale = dir.path().join(format!("coloc-{dead}-0-0.0"));
+    let live = dir.path().join(format!("coloc-{me}-0-0.0"));
+    let other = dir.path().join("not-coloc");
+    for f in [&stale, &live, &other] {
+        std::fs::write(f, "").unwrap();
+    }
+    let removed = remove_stale_dop_records(dir.path(), Path::new("/proc")).unwrap();
+    assert_eq!(removed, [stale.clone()]);
+    assert!(!stale.exists() && live.exists() && other.exists());
 }

@@ -219,7 +219,7 @@ fn a_descendant_that_outlives_its_app_gets_its_cpus_back() {
 }
 
 #[test]
-fn finish_ends_running_apps_and_restores_escaped_descendants() {
+fn finish_ends_running_apps_and_escaped_descendants() {
     let Some(cpus) = two_cpus() else { return };
     let one = cpus.first().unwrap().to_string();
     let dir = tempfile::tempdir().unwrap();
@@ -255,15 +255,48 @@ fn finish_ends_running_apps_and_restores_escaped_descendants() {
     assert!(!journals(dir.path()).is_empty(), "changes are journaled");
     let usage = m.finish().unwrap();
     assert!(usage.wall > Duration::ZERO);
-    // The app is gone, the escaped process restored, the journal removed.
+    // The app is gone, the escaped process ended too (its settings restored
+    // first), the journal removed.
     assert!(!std::path::Path::new(&format!("/proc/{}", l.pid)).exists());
-    assert_eq!(cpus_of(escaped, escaped), Some(cpus));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(escaped as i32),
-        nix::sys::signal::SIGKILL,
-    )
-    .unwrap();
+    assert!(!running(escaped), "the escaped process is ended");
     assert!(journals(dir.path()).is_empty());
+}
+
+/// A process the app started and left running when it exited is restored at
+/// the app's exit and ended with the run: nothing coloc started outlives it.
+#[test]
+fn descendants_that_outlive_their_app_end_with_the_run() {
+    let Some(cpus) = two_cpus() else { return };
+    let one = cpus.first().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = machine(dir.path());
+    let pidfile = dir.path().join("bg.pid");
+    let script = format!("sleep 30 & echo $! > {}; sleep 0.5", pidfile.display());
+    let app = spec("parent", 1, &["sh", "-c", &script]);
+    launch(&mut m, id(0), &app, &shared(id(0), &one));
+    wait_for(&mut m, Duration::from_secs(5), |e| match e {
+        MachineEvent::ThreadsChanged { tids, .. } if tids.len() >= 2 => Some(()),
+        _ => None,
+    });
+    wait_for(&mut m, Duration::from_secs(5), |e| {
+        matches!(e, MachineEvent::Exited { app, .. } if *app == id(0)).then_some(())
+    });
+    let bg: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(running(bg), "still running while the run goes on");
+    m.finish().unwrap();
+    assert!(!running(bg), "ended with the run");
+}
+
+/// Whether `pid` exists and is not a zombie.
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        let state = s[s.rfind(')').unwrap() + 2..].chars().next();
+        !matches!(state, Some('Z' | 'X'))
+    })
 }
 
 #[test]
@@ -308,7 +341,8 @@ fn a_command_that_does_not_exist_is_a_launch_error_naming_it() {
         })
         .unwrap_err();
     match &err {
-        MachineError::Launch { app, name, reason } => {
+        MachineError::Launch { app, name, .. } => {
+            let reason = err.launch_reason().unwrap();
             assert_eq!(*app, id(3));
             assert_eq!(name, "ghost");
             assert!(
@@ -320,12 +354,65 @@ fn a_command_that_does_not_exist_is_a_launch_error_naming_it() {
         e => panic!("not a launch error: {e}"),
     }
     assert!(
-        err.to_string().starts_with("starting 3.0 (ghost): "),
-        "{err}"
+        err.chain().starts_with("starting 3.0 (ghost): "),
+        "{}",
+        err.chain()
     );
     m.finish().unwrap();
     assert!(
         journals(dir.path()).is_empty(),
         "the journal of a failed launch is removed"
     );
+}
+
+/// An app that sets its own threads' affinity silently defeated the plan:
+/// coloc compared with what it last wrote, not with the kernel. Now each apply
+/// finds the drift, puts the thread back up to MAX_REAPPLY times, then leaves
+/// its affinity to the app, and counts every drift.
+#[test]
+fn an_app_that_sets_its_own_affinity_is_put_back_then_respected() {
+    use coloc_linux::machine::MAX_REAPPLY;
+    let Some(cpus) = two_cpus() else { return };
+    let (first, last) = (cpus.first().unwrap(), cpus.iter().last().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = machine(dir.path());
+    let app = spec("self-pinning", 1, &["sleep", "30"]);
+    let planned = shared(id(0), &last.to_string());
+    let l = launch(&mut m, id(0), &app, &planned);
+    let plan = Plan {
+        apps: vec![planned],
+        note: String::new(),
+    };
+    let out = m.apply(&plan);
+    assert_eq!(out[0].affinity_drift, 0);
+    let moves_itself = || {
+        let mut set = nix::sched::CpuSet::new();
+        set.set(first as usize).unwrap();
+        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(l.pid as i32), &set).unwrap();
+    };
+    for round in 1..=MAX_REAPPLY {
+        moves_itself();
+        let out = m.apply(&plan);
+        assert_eq!(out[0].affinity_drift, 1, "round {round}");
+        assert_eq!(
+            cpus_of(l.pid, l.pid).unwrap().to_string(),
+            last.to_string(),
+            "put back, round {round}"
+        );
+    }
+    moves_itself();
+    let out = m.apply(&plan);
+    assert_eq!(out[0].affinity_drift, 1);
+    assert!(
+        out[0].refused.iter().any(|r| r.contains("left to the app")),
+        "{:?}",
+        out[0].refused
+    );
+    assert_eq!(cpus_of(l.pid, l.pid).unwrap().to_string(), first.to_string());
+    // From now on the app's choice stands, and is no longer a drift.
+    let out = m.apply(&plan);
+    assert_eq!(out[0].affinity_drift, 0);
+    assert_eq!(cpus_of(l.pid, l.pid).unwrap().to_string(), first.to_string());
+    m.finish().unwrap();
+    assert!(journals(dir.path()).is_empty());
 }

@@ -2,10 +2,10 @@
 //! times, asks the policy on every event and epoch, applies plans through a
 //! [`Machine`], and records everything in the trace.
 
-pub mod machine;
+pub mod conservation;
 pub mod record;
 pub mod run;
 
-pub use machine::{LaunchRequest, Launched, Machine, MachineError, MachineEvent};
+pub use coloc_machine::{LaunchRequest, Launched, Machine, MachineError, MachineEvent};
 pub use record::Recorder;
-pub use run::{run, ManagerError, RunOptions, RunSummary, DEFAULT_EPOCH};
+pub use run::{check_epoch, run, ManagerError, RunOptions, RunSummary, DEFAULT_EPOCH, MAX_EPOCH};

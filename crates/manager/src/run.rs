@@ -10,17 +10,34 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use coloc_model::trace::{ExitStatus, Header, SelfUsage, TRACE_VERSION};
+use coloc_model::workload::MIN_EPOCH;
 use coloc_model::{
-    AppId, AppState, AppView, Observation, Plan, TraceEvent, Trigger, View, Workload,
+    AppId, AppState, AppView, MemPolicy, Observation, Plan, TraceEvent, Trigger, View, Workload,
 };
 use coloc_policy::{invariants, Policy};
 use regex::Regex;
 
-use crate::machine::{LaunchRequest, Machine, MachineError, MachineEvent};
+use crate::conservation::Conservation;
 use crate::record::Recorder;
+use coloc_machine::{LaunchRequest, Machine, MachineError, MachineEvent};
 
 /// Default policy epoch (DESIGN.md; NuPoCo and ReSense both decide at ~100 ms scale).
 pub const DEFAULT_EPOCH: Duration = Duration::from_millis(100);
+
+/// Longest policy epoch, the workload format's longest duration (30 days).
+pub const MAX_EPOCH: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// Whether `epoch` is one the loop can run with: at least 1 ms (traces store
+/// milliseconds, and an epoch of 0 would decide in a busy loop that never
+/// waits) and at most 30 days. The reason names the bounds.
+pub fn check_epoch(epoch: Duration) -> Result<(), String> {
+    if epoch < MIN_EPOCH || epoch > MAX_EPOCH {
+        return Err(format!(
+            "epoch {epoch:?} is out of range: it must be between 1ms and 30 days"
+        ));
+    }
+    Ok(())
+}
 
 /// How to run.
 #[derive(Debug, Clone)]
@@ -43,6 +60,8 @@ pub enum ManagerError {
     InvalidPlan { policy: String, violations: String },
     #[error("writing the trace: {0}")]
     Trace(#[from] std::io::Error),
+    #[error("{0}")]
+    Epoch(String),
 }
 
 /// What the run did, beyond the trace.
@@ -50,8 +69,14 @@ pub enum ManagerError {
 pub struct RunSummary {
     pub instances: usize,
     pub failed: usize,
+    /// Threads found off the CPUs coloc had put them on, summed over every
+    /// apply (the apps moved them themselves).
+    pub affinity_drift: u64,
     pub interrupted: bool,
     pub usage: SelfUsage,
+    /// Observations at which some app's waiting threads had been kept off idle
+    /// CPUs for more than an epoch ([`TraceEvent::IdleWhileWaiting`] events).
+    pub idle_while_waiting: usize,
 }
 
 /// Runs `workload` on `machine` under `policy`, recording every event.
@@ -62,6 +87,7 @@ pub fn run(
     opts: &RunOptions,
     rec: &mut dyn Recorder,
 ) -> Result<RunSummary, ManagerError> {
+    check_epoch(opts.epoch).map_err(ManagerError::Epoch)?;
     let mut state = Loop::new(machine, policy, workload, opts);
     let result = state.main(rec);
     // Restore whatever happens; a failed restore is reported after the run's own error.
@@ -76,8 +102,10 @@ pub fn run(
     Ok(RunSummary {
         instances: state.instances,
         failed: state.failed,
+        affinity_drift: state.affinity_drift,
         interrupted,
         usage: usage?,
+        idle_while_waiting: state.idle_while_waiting,
     })
 }
 
@@ -93,6 +121,9 @@ struct Loop<'a> {
     prev: Option<Observation>,
     instances: usize,
     failed: usize,
+    affinity_drift: u64,
+    conservation: Conservation,
+    idle_while_waiting: usize,
 }
 
 impl<'a> Loop<'a> {
@@ -128,6 +159,9 @@ impl<'a> Loop<'a> {
             prev: None,
             instances: 0,
             failed: 0,
+            affinity_drift: 0,
+            conservation: Conservation::default(),
+            idle_while_waiting: 0,
         }
     }
 
@@ -166,6 +200,7 @@ impl<'a> Loop<'a> {
                 let obs = self.machine.observe()?;
                 rec.record(&TraceEvent::Obs(Box::new(obs.clone())))?;
                 self.prev = self.last.replace(obs);
+                self.check_conservation(rec)?;
                 trigger.get_or_insert(Trigger::Epoch);
                 while next_epoch <= now {
                     next_epoch += self.opts.epoch;
@@ -254,6 +289,23 @@ impl<'a> Loop<'a> {
         }
     }
 
+    /// Records every app whose waiting threads the plans in force kept off idle
+    /// CPUs for more than an epoch (work conservation, checked for every policy).
+    fn check_conservation(&mut self, rec: &mut dyn Recorder) -> Result<(), ManagerError> {
+        let (Some(prev), Some(last)) = (&self.prev, &self.last) else {
+            return Ok(());
+        };
+        let topology = self.machine.topology();
+        for v in self.conservation.check(topology, &self.apps, prev, last) {
+            if let TraceEvent::IdleWhileWaiting { app, idle, .. } = &v {
+                tracing::warn!(%app, idle = %idle, "CPUs idle while the app's threads wait");
+            }
+            self.idle_while_waiting += 1;
+            rec.record(&v)?;
+        }
+        Ok(())
+    }
+
     /// ReSense's ts(BM, k): the next run of an app arrives when the last one exits.
     fn next_repetition(&mut self, app: AppId, at: Duration) {
         let spec = &self.workload.apps[app.app as usize];
@@ -288,8 +340,9 @@ impl<'a> Loop<'a> {
             prev: self.prev.as_ref(),
         };
         let t0 = Instant::now();
-        let plan = self.policy.decide(&view);
+        let mut plan = self.policy.decide(&view);
         let decide = t0.elapsed();
+        with_workload_settings(&mut plan, &self.apps);
         invariants::check(&view, &plan).map_err(|v| ManagerError::InvalidPlan {
             policy: self.policy.name().to_string(),
             violations: v
@@ -319,6 +372,10 @@ impl<'a> Loop<'a> {
             return Ok(follow_up);
         }
         let outcomes = self.machine.apply(&running);
+        self.affinity_drift += outcomes
+            .iter()
+            .map(|o| u64::from(o.affinity_drift))
+            .sum::<u64>();
         rec.record(&TraceEvent::Applied {
             t: self.machine.now(),
             outcomes,
@@ -377,7 +434,8 @@ impl<'a> Loop<'a> {
                     a.threads = launched.tids;
                     started.push(id);
                 }
-                Err(MachineError::Launch { reason, .. }) => {
+                Err(e @ MachineError::Launch { .. }) => {
+                    let reason = e.launch_reason().unwrap_or_default();
                     tracing::error!(app = %id, name = %self.apps[idx].spec.name, "{reason}");
                     self.failed += 1;
                     let t = self.machine.now();
@@ -397,6 +455,27 @@ impl<'a> Loop<'a> {
     }
 }
 
+/// Carries each app's `sched` and `memory` from the workload file into the
+/// plan wherever the policy left them at their defaults (no nice, no slice,
+/// `MemPolicy::Default`): a policy that decides one of them keeps its
+/// decision, and the workload's settings hold under every other policy,
+/// `native` included (docs/workload-format.md). Field by field: a policy
+/// that sets only the nice still gets the workload's slice.
+pub fn with_workload_settings(plan: &mut Plan, apps: &[AppView]) {
+    for p in &mut plan.apps {
+        let Some(spec) = apps.iter().find(|a| a.id == p.app).map(|a| &a.spec) else {
+            continue;
+        };
+        if let Some(s) = spec.sched {
+            p.sched.nice = p.sched.nice.or(s.nice);
+            p.sched.slice_us = p.sched.slice_us.or(s.slice_us);
+        }
+        if let (MemPolicy::Default, Some(m)) = (p.memory, spec.memory) {
+            p.memory = m;
+        }
+    }
+}
+
 /// The app's own metric: the first capture group of the regex's last match.
 fn read_metric(regex: &str, text: &str) -> Option<f64> {
     let re = Regex::new(regex).ok()?;
@@ -404,4 +483,94 @@ fn read_metric(regex: &str, text: &str) -> Option<f64> {
         .last()
         .and_then(|c| c.get(1))
         .and_then(|m| m.as_str().trim().parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use coloc_model::testutils::app_spec;
+    use coloc_model::{AppPlan, SchedSettings};
+
+    use super::*;
+
+    fn view(app: u32, sched: Option<SchedSettings>, memory: Option<MemPolicy>) -> AppView {
+        let mut spec = app_spec("a", 1);
+        spec.sched = sched;
+        spec.memory = memory;
+        AppView {
+            id: AppId { app, rep: 0 },
+            spec: Arc::new(spec),
+            state: AppState::Pending,
+            arrived_at: Duration::ZERO,
+            started_at: None,
+            threads_requested: 1,
+            threads: Vec::new(),
+            current: None,
+        }
+    }
+
+    /// The workload's `sched` and `memory` were parsed and then dropped: no
+    /// policy carried them into the plan.
+    #[test]
+    fn workload_settings_reach_a_plan_that_leaves_them_at_defaults() {
+        let apps = [view(
+            0,
+            Some(SchedSettings {
+                nice: Some(10),
+                slice_us: Some(20_000),
+            }),
+            Some(MemPolicy::Interleave),
+        )];
+        let mut plan = Plan {
+            apps: vec![AppPlan::native(apps[0].id)],
+            note: String::new(),
+        };
+        with_workload_settings(&mut plan, &apps);
+        let p = &plan.apps[0];
+        assert_eq!(p.sched.nice, Some(10));
+        assert_eq!(p.sched.slice_us, Some(20_000));
+        assert_eq!(p.memory, MemPolicy::Interleave);
+    }
+
+    /// What a policy decides itself stays; only what it left is filled in.
+    #[test]
+    fn a_policys_own_settings_win_field_by_field() {
+        let apps = [view(
+            0,
+            Some(SchedSettings {
+                nice: Some(10),
+                slice_us: Some(20_000),
+            }),
+            Some(MemPolicy::Interleave),
+        )];
+        let mut plan = Plan {
+            apps: vec![AppPlan {
+                memory: MemPolicy::Local,
+                sched: SchedSettings {
+                    nice: Some(-5),
+                    slice_us: None,
+                },
+                ..AppPlan::native(apps[0].id)
+            }],
+            note: String::new(),
+        };
+        with_workload_settings(&mut plan, &apps);
+        let p = &plan.apps[0];
+        assert_eq!(p.sched.nice, Some(-5));
+        assert_eq!(p.sched.slice_us, Some(20_000));
+        assert_eq!(p.memory, MemPolicy::Local);
+    }
+
+    #[test]
+    fn apps_without_settings_are_left_alone() {
+        let apps = [view(0, None, None)];
+        let mut plan = Plan {
+            apps: vec![AppPlan::native(apps[0].id)],
+            note: String::new(),
+        };
+        let before = plan.clone();
+        with_workload_settings(&mut plan, &apps);
+        assert_eq!(plan, before);
+    }
 }

@@ -56,7 +56,7 @@ impl Machine for Scripted {
             .ok_or_else(|| MachineError::Launch {
                 app: req.id,
                 name: req.spec.name.clone(),
-                reason: "no RUN_MS".into(),
+                source: "no RUN_MS".into(),
             })?;
         self.running
             .push((self.now + Duration::from_millis(ms), req.id));

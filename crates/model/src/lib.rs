@@ -6,10 +6,14 @@
 
 pub mod calibration;
 pub mod cpuset;
+pub mod ids;
 pub mod metrics;
+pub(crate) mod nanos;
 pub mod observation;
 pub mod plan;
 pub mod profile;
+pub mod queueing;
+pub mod settings;
 pub mod stats;
 pub mod topology;
 pub mod trace;
@@ -20,9 +24,11 @@ pub mod workload;
 pub mod testutils;
 
 pub use cpuset::{Cpu, CpuSet};
+pub use ids::{AppId, Tid};
 pub use observation::{AppSample, Observation, OmpSample, ThreadSample};
-pub use plan::{AppPlan, MemPolicy, Placement, Plan, SchedSettings};
+pub use plan::{AppPlan, Placement, Plan};
+pub use settings::{MemPolicy, SchedSettings};
 pub use topology::Topology;
 pub use trace::{Trace, TraceEvent};
-pub use view::{AppId, AppState, AppView, Tid, Trigger, View};
+pub use view::{AppState, AppView, Trigger, View};
 pub use workload::{AppClass, AppSpec, StaticMapping, Workload};

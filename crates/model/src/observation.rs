@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::cpuset::Cpu;
-use crate::view::{AppId, Tid};
+use crate::ids::{AppId, Tid};
 
 /// Which signal sources a sample came from (DESIGN.md, Signals, with fallbacks).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,7 +90,7 @@ pub struct OmpSample {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Observation {
     /// Time since the start of the run.
-    #[serde(with = "crate::trace::nanos")]
+    #[serde(with = "crate::nanos")]
     pub at: Duration,
     pub signals: Signals,
     pub apps: Vec<AppSample>,

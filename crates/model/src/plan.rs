@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cpuset::CpuSet;
-use crate::view::{AppId, Tid};
+use crate::ids::{AppId, Tid};
+use crate::settings::{MemPolicy, SchedSettings};
 
 /// Where an app's threads may run.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,32 +49,6 @@ impl Placement {
             ),
         }
     }
-}
-
-/// NUMA memory policy (set_mempolicy / mbind modes).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MemPolicy {
-    /// Leave as it was.
-    #[default]
-    Default,
-    /// Allocate on the node of the CPU that touches first (Linux's default).
-    Local,
-    /// Round-robin pages over the nodes of the app's CPUs (Thread Tranquilizer's
-    /// RR/random placement, §3).
-    Interleave,
-}
-
-/// Scheduling settings, applied per thread with `sched_setattr`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SchedSettings {
-    /// Nice value, -20..=19.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nice: Option<i8>,
-    /// Requested time slice in microseconds (EEVDF's `sched_runtime`), the Linux
-    /// counterpart of Solaris FX quanta in Thread Tranquilizer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slice_us: Option<u32>,
 }
 
 /// The decision for one app.

@@ -4,8 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::ids::{AppId, Tid};
 use crate::topology::Topology;
-use crate::view::{AppId, AppState, AppView, Tid};
+use crate::view::{AppState, AppView};
 use crate::workload::AppSpec;
 
 /// The fixture machines every policy is tested on: a 2-socket Intel Xeon with SMT

@@ -8,29 +8,17 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cpuset::CpuSet;
+use crate::ids::{AppId, Tid};
+use crate::nanos;
 use crate::observation::Observation;
 use crate::plan::Plan;
 use crate::topology::Topology;
-use crate::view::{AppId, Tid, Trigger};
+use crate::view::Trigger;
 use crate::workload::Workload;
 
 /// Version of the trace format; readers refuse other major versions.
 pub const TRACE_VERSION: u32 = 1;
-
-/// Durations as integer nanoseconds.
-pub(crate) mod nanos {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(d.as_nanos() as u64)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        Ok(Duration::from_nanos(u64::deserialize(d)?))
-    }
-}
 
 /// How an app's run ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,9 +44,17 @@ pub struct ApplyOutcome {
     pub threads_set: u32,
     /// Threads that exited between observation and actuation (expected, not errors).
     pub threads_vanished: u32,
+    /// Threads found on other CPUs than coloc last put them on: the app changed
+    /// its own affinity since (see the Linux backend's rule for what follows).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub affinity_drift: u32,
     /// Settings the backend could not apply, each with its reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<String>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Resource use of coloc itself over the run (from /proc/self on Linux).
@@ -138,6 +134,21 @@ pub enum TraceEvent {
         outcomes: Vec<ApplyOutcome>,
     },
     Obs(Box<Observation>),
+    /// Work conservation broken: for more than an epoch (since `since`), CPUs
+    /// stayed idle while threads of `app` waited for a CPU and its placement
+    /// kept them off those CPUs (`docs/trace-format.md`). Recorded at each
+    /// observation while it lasts; the Manager checks it for every policy.
+    IdleWhileWaiting {
+        #[serde(with = "nanos")]
+        t: Duration,
+        #[serde(with = "nanos")]
+        since: Duration,
+        app: AppId,
+        /// CPUs that were idle and that some waiting thread of `app` may not use.
+        idle: CpuSet,
+        /// The app's threads that waited for a CPU over the last interval.
+        waiting: Vec<Tid>,
+    },
     Exit {
         #[serde(with = "nanos")]
         t: Duration,
@@ -234,6 +245,18 @@ impl Trace {
             header,
             events: iter.collect(),
         })
+    }
+
+    /// Observations at which work conservation was broken (an app's waiting
+    /// threads kept off idle CPUs for more than an epoch), per app.
+    pub fn idle_while_waiting(&self) -> std::collections::BTreeMap<AppId, usize> {
+        let mut n = std::collections::BTreeMap::new();
+        for e in &self.events {
+            if let TraceEvent::IdleWhileWaiting { app, .. } = e {
+                *n.entry(*app).or_default() += 1;
+            }
+        }
+        n
     }
 
     pub fn observations(&self) -> impl Iterator<Item = &Observation> {

@@ -1,35 +1,16 @@
 //! What a policy sees (DESIGN.md, The loop): the topology, every app that has arrived
 //! and not yet left, and the latest raw observations.
 
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::{AppId, Tid};
 use crate::observation::Observation;
 use crate::plan::AppPlan;
 use crate::topology::Topology;
 use crate::workload::AppSpec;
-
-/// A thread id (the kernel's TID on Linux, a simulated id in the simulator).
-pub type Tid = u32;
-
-/// One run of one app of the workload: `app` indexes `Workload::apps`, `rep` counts
-/// its repetitions from 0.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
-)]
-pub struct AppId {
-    pub app: u32,
-    pub rep: u32,
-}
-
-impl fmt::Display for AppId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.app, self.rep)
-    }
-}
 
 /// Where an app instance is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use coloc_manager::{LaunchRequest, Launched, Machine, MachineError, MachineEvent};
+use coloc_machine::{LaunchRequest, Launched, Machine, MachineError, MachineEvent};
 use coloc_model::observation::{Counters, Signals};
 use coloc_model::trace::{ApplyOutcome, ExitStatus, SelfUsage};
 use coloc_model::{AppSample, Observation, Plan, ThreadSample, Topology};
@@ -64,6 +64,17 @@ fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// Why the simulator cannot start an app.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("the simulator runs models, not programs: the app has `command = {argv:?}` but no `model` (known models: {known})")]
+    NotAModel { argv: Vec<String>, known: String },
+    #[error("no `model` given (known models: {known})")]
+    NoModel { known: String },
+    #[error("unknown model `{name}` (known models: {known})")]
+    UnknownModel { name: String, known: String },
+}
+
 impl Machine for SimMachine {
     fn kind(&self) -> String {
         format!("sim:{}", self.engine.platform().name)
@@ -78,21 +89,24 @@ impl Machine for SimMachine {
     }
 
     fn launch(&mut self, req: LaunchRequest<'_>) -> Result<Launched, MachineError> {
-        let fail = |reason: String| MachineError::Launch {
+        let fail = |e: LaunchError| MachineError::Launch {
             app: req.id,
             name: req.spec.name.clone(),
-            reason,
+            source: Box::new(e),
         };
         let name = match (&req.spec.model, &req.spec.command) {
             (Some(m), _) => m,
             (None, Some(argv)) => {
-                return Err(fail(format!(
-                    "the simulator runs models, not programs: `{}` has `command = {argv:?}` but no `model` (known models: {})",
-                    req.spec.name,
-                    self.known()
-                )))
+                return Err(fail(LaunchError::NotAModel {
+                    argv: argv.clone(),
+                    known: self.known(),
+                }))
             }
-            (None, None) => return Err(fail(format!("no `model` given (known models: {})", self.known()))),
+            (None, None) => {
+                return Err(fail(LaunchError::NoModel {
+                    known: self.known(),
+                }))
+            }
         };
         let model = self
             .models
@@ -100,10 +114,10 @@ impl Machine for SimMachine {
             .find(|m| &m.name == name)
             .cloned()
             .ok_or_else(|| {
-                fail(format!(
-                    "unknown model `{name}` (known models: {})",
-                    self.known()
-                ))
+                fail(LaunchError::UnknownModel {
+                    name: name.clone(),
+                    known: self.known(),
+                })
             })?;
         let malleable = req.spec.malleable && model.openmp;
         let (pid, _) = self.engine.launch(AppLaunch {

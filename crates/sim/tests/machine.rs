@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use coloc_manager::{run, LaunchRequest, Machine, MachineError, MachineEvent, RunOptions};
+use coloc_manager::{run, LaunchRequest, Machine, MachineEvent, RunOptions};
 use coloc_model::trace::ExitStatus;
 use coloc_model::workload::parse_workload;
 use coloc_model::{AppId, AppPlan, TraceEvent};
@@ -39,8 +39,8 @@ fn launch_errors_are_clear() {
                 plan: &plan,
             })
             .unwrap_err();
-        let MachineError::Launch { reason, .. } = err else {
-            panic!("{err}")
+        let Some(reason) = err.launch_reason() else {
+            panic!("{}", err.chain())
         };
         assert!(reason.contains(want), "{reason}");
         assert!(

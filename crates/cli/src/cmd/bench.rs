@@ -20,10 +20,11 @@ use coloc_model::metrics::RunMetrics;
 use coloc_model::workload::parse_workload;
 use coloc_model::{AppId, AppState, AppView, Topology, Trace, Trigger, View};
 
+use crate::context::policy_context;
 use crate::host::{stop_flag, Host};
 use crate::output::default_out_dir;
 use crate::progress::Progress;
-use crate::target::{policy_context, Target};
+use crate::target::Target;
 
 /// The default workload of `bench overhead`.
 const BENCH_WORKLOAD: &str = include_str!("bench-overhead.toml");
@@ -45,7 +46,7 @@ enum Bench {
         #[arg(long, default_value = "equal")]
         policy: String,
         /// Policy epoch.
-        #[arg(long, value_parser = humantime::parse_duration, default_value = "100ms")]
+        #[arg(long, value_parser = crate::parse_epoch, default_value = "100ms")]
         epoch: Duration,
     },
     /// Decision latency of every policy with N apps on each fixture topology.

@@ -15,7 +15,7 @@
 //! under this machine's platform fingerprint, replacing an earlier one.
 //!
 //! `--sim PLATFORM` prints a simulated platform's own calibration
-//! ([`platform_calibration`]) and stores nothing: those rates are the
+//! ([`coloc_sim::Platform::memory_calibration`]) and stores nothing: those rates are the
 //! platform's definition, which every run in the simulator reads afresh, so a
 //! stored copy could only go stale when the platform's figures are refitted.
 
@@ -34,7 +34,7 @@ use coloc_model::Topology;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::db::DbArgs;
-use crate::target::{platform_calibration, resolve_platform};
+use crate::target::resolve_platform;
 
 #[derive(Debug, Args)]
 pub struct CalibrateArgs {
@@ -67,7 +67,7 @@ pub fn main(args: CalibrateArgs) -> Result<()> {
     if let Some(p) = &args.sim {
         let platform = resolve_platform(p)?;
         println!("simulated platform {}: its own calibration", platform.name);
-        print!("{}", render(&platform_calibration(&platform)));
+        print!("{}", render(&platform.memory_calibration()));
         return Ok(());
     }
     let topology =

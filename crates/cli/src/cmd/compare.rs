@@ -12,12 +12,13 @@ use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::metrics::{Comparison, RunMetrics, SoloTimes};
 use coloc_model::{Trace, Workload};
 
-use crate::cmd::sim::{check_name, choose, text_out, Choice, OracleArgs};
+use crate::choice::{check_name, choose, Choice, OracleArgs};
 use crate::cmd::solo;
+use crate::context::policy_context;
 use crate::host::stop_flag;
-use crate::output::default_out_dir;
+use crate::output::{default_out_dir, text_out};
 use crate::progress::Progress;
-use crate::target::{policy_context, MachineArgs, Target};
+use crate::target::{MachineArgs, Target};
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
@@ -38,7 +39,7 @@ pub struct CompareArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Policy epoch, e.g. `100ms`.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = crate::parse_epoch)]
     pub epoch: Option<Duration>,
     /// Print the comparison as JSON.
     #[arg(long)]

@@ -1,6 +1,6 @@
 //! Small listing commands: `policies`, `kernels`, `restore`.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::host;
 
@@ -11,7 +11,7 @@ pub fn policies() -> Result<()> {
     println!(
         "{:<16} simulator only (--sim), static workloads: the best sharing configuration \
          found by simulating them all (or a bounded search, said so), replayed",
-        crate::cmd::sim::ORACLE
+        crate::choice::ORACLE
     );
     Ok(())
 }
@@ -24,9 +24,8 @@ pub fn kernels() -> Result<()> {
 }
 
 pub fn restore() -> Result<()> {
-    let report =
-        coloc_linux::machine::recover_stale_journals(&host::journal_dir(), "/proc".as_ref())
-            .context("restoring from stale journals")?;
-    println!("{report}");
+    for report in host::restore_all()? {
+        println!("{report}");
+    }
     Ok(())
 }

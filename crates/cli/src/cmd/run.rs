@@ -1,6 +1,7 @@
 //! `coloc run` (this machine, or `--sim PLATFORM`) and `coloc sim` (the same with a
 //! required platform): one workload, one policy.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -10,25 +11,31 @@ use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::metrics::RunMetrics;
 use coloc_model::Trace;
 
-use crate::cmd::sim::{choose, text_out, OracleArgs};
+use crate::choice::{choose, OracleArgs};
+use crate::context::policy_context;
 use crate::host::stop_flag;
-use crate::output::default_out_dir;
+use crate::output::{default_out_dir, text_out};
 use crate::progress::Progress;
-use crate::target::{policy_context, MachineArgs, Target};
+use crate::target::{MachineArgs, Target};
 
 /// What `run` and `sim` share.
 #[derive(Debug, Args)]
 pub struct RunOpts {
     /// Policy to run under (`coloc policies` lists them), or `oracle` in the
     /// simulator (static workloads: the best configuration found by simulating).
-    #[arg(long, short, default_value = "native")]
+    #[arg(long, short, default_value = "auto")]
     pub policy: String,
+    /// What `auto` optimizes: `makespan` (the default: no scheduling settings),
+    /// `art` (least attained CPU first, by nice value) or `latency` (batch apps
+    /// at nice 10 while a latency-class app runs).
+    #[arg(long, default_value = "makespan")]
+    pub objective: coloc_policy::auto::Objective,
     /// Directory for the trace (trace.jsonl) and the apps' output
     /// [default: coloc-runs/WORKLOAD/POLICY-TIME].
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Policy epoch, e.g. `100ms` (overrides the workload file's; default 100ms).
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = crate::parse_epoch)]
     pub epoch: Option<Duration>,
     /// Print the run's metrics as JSON.
     #[arg(long)]
@@ -55,7 +62,8 @@ pub fn main(args: RunArgs) -> Result<()> {
 /// Runs one workload file under one policy on `target` and prints its metrics.
 pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
     let workload = target.load(path)?;
-    let ctx = policy_context(target, &workload, &[&opts.policy])?;
+    let mut ctx = policy_context(target, &workload, &[&opts.policy])?;
+    ctx.objective = opts.objective;
     let policy = choose(
         target,
         &workload,
@@ -70,6 +78,15 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
         .unwrap_or_else(|| default_out_dir(&workload.name, &opts.policy));
     let epoch = opts.epoch.or(workload.epoch).unwrap_or(DEFAULT_EPOCH);
     let total: u64 = workload.apps.iter().map(|a| u64::from(a.repeat)).sum();
+    writeln!(
+        text_out(opts.json),
+        "{}: {} apps under {} on {}, epoch {}",
+        workload.name,
+        workload.apps.len(),
+        policy.name(),
+        target.describe(),
+        humantime::format_duration(epoch)
+    )?;
     let mut progress = Progress::new(&opts.policy, total);
     let (summary, events) = target.run_policy(
         &workload,
@@ -92,8 +109,23 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
         print!("{}", metrics.render());
         println!("trace: {}", out.join("trace.jsonl").display());
     }
+    if summary.affinity_drift > 0 {
+        eprintln!(
+            "coloc: apps moved their own threads off the planned CPUs {} time(s) (put back up \
+             to {} times per thread, then left to the app; see the trace's affinity_drift)",
+            summary.affinity_drift,
+            coloc_linux::machine::MAX_REAPPLY
+        );
+    }
     if summary.interrupted {
         anyhow::bail!("interrupted; settings were restored");
+    }
+    if summary.instances > 0 && summary.failed == summary.instances {
+        anyhow::bail!(
+            "every app instance failed ({} of {}); see the trace",
+            summary.failed,
+            summary.instances
+        );
     }
     Ok(())
 }

@@ -10,10 +10,11 @@ use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::metrics::{RunMetrics, SoloTimes};
 use coloc_model::{Trace, Workload};
 
+use crate::context::policy_context;
 use crate::host::{data_dir, stop_flag};
 use crate::output::default_out_dir;
 use crate::progress::Progress;
-use crate::target::{policy_context, MachineArgs, Target};
+use crate::target::{MachineArgs, Target};
 
 #[derive(Debug, Args)]
 pub struct SoloArgs {

@@ -8,6 +8,17 @@
 //! that journals, changes and classifies the kernel's answer: `ESRCH` or a
 //! start-time mismatch means the thread vanished (counted, never an error);
 //! anything else is a refusal with its reason.
+//!
+//! **Affinity drift.** An app may set its own threads' affinity (OpenMP's
+//! `OMP_PROC_BIND`, `taskset`, `pthread_setaffinity_np`), which defeats the
+//! plan silently if coloc only compares with what it last wrote. Each apply
+//! therefore first asks the kernel where each thread coloc placed may run
+//! ([`TaskSettings::affinity_drift`]), one `sched_getaffinity` per thread. The
+//! rule: a thread found elsewhere is put back, up to [`MAX_REAPPLY`] times; found
+//! elsewhere once more, the app is taken to manage that thread's placement
+//! itself, and coloc leaves its affinity alone from then on (its nice and
+//! slice are still applied) and says so once. Every drift is counted in the
+//! trace (`affinity_drift` of the apply's outcome) and in the run's summary.
 
 use std::fmt::Display;
 
@@ -52,6 +63,26 @@ pub(crate) struct TaskSettings {
     pub affinity: Slot<CpuSet>,
     pub nice: Slot<i32>,
     pub slice_ns: Slot<u64>,
+    /// Times the thread was found off the CPUs coloc put it on.
+    pub drifts: u32,
+    /// The app places this thread itself (it drifted more than
+    /// [`MAX_REAPPLY`] times): coloc no longer sets its affinity.
+    pub app_owns_affinity: bool,
+}
+
+/// How many times a thread that moved itself off its planned CPUs is put back
+/// before coloc leaves its affinity to the app.
+pub const MAX_REAPPLY: u32 = 3;
+
+/// What [`TaskSettings::affinity_drift`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Drift {
+    /// On the CPUs coloc put it on (or coloc has not placed it).
+    None,
+    /// Elsewhere: the next apply puts it back.
+    Reapply(CpuSet),
+    /// Elsewhere once too often: from now on the app's choice stands.
+    Respect(CpuSet),
 }
 
 /// What applying to one thread did.
@@ -149,6 +180,36 @@ impl TaskSettings {
             affinity: Slot::default(),
             nice: Slot::default(),
             slice_ns: Slot::default(),
+            drifts: 0,
+            app_owns_affinity: false,
+        }
+    }
+
+    /// Compares the CPUs the kernel lets the thread use with those coloc last
+    /// put in force, and follows the drift rule (module doc): what the thread
+    /// has now is recorded as in force, so that a plan asking for coloc's CPUs
+    /// writes them again, unless the app now owns the thread's placement.
+    pub fn affinity_drift(&mut self) -> Drift {
+        if self.app_owns_affinity {
+            return Drift::None;
+        }
+        let Some(expected) = &self.affinity.in_force else {
+            return Drift::None;
+        };
+        let Ok(actual) = sys::affinity(self.task.tid) else {
+            // Gone: the apply that follows finds out and counts it.
+            return Drift::None;
+        };
+        if actual == *expected {
+            return Drift::None;
+        }
+        self.drifts += 1;
+        self.affinity.in_force = Some(actual.clone());
+        if self.drifts > MAX_REAPPLY {
+            self.app_owns_affinity = true;
+            Drift::Respect(actual)
+        } else {
+            Drift::Reapply(actual)
         }
     }
 

@@ -12,7 +12,7 @@ use nix::errno::Errno;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
-use super::actuate::{Base, Outcome, TaskSettings, Wanted};
+use super::actuate::{Base, Drift, Outcome, TaskSettings, Wanted};
 use super::dop::DopControl;
 use super::journal::{Journal, JournalError};
 use super::tasks::{ProcRoot, ProcTable, TaskId};
@@ -92,15 +92,31 @@ impl Instance {
         };
         let threads: Vec<TaskId> = self.tracker.threads().copied().collect();
         for task in threads {
-            let want = Wanted {
-                affinity: plan.placement.cpus_of(task.tid).cloned(),
-                nice: plan.sched.nice.map(i32::from),
-                slice_ns: plan.sched.slice_us.map(|us| u64::from(us) * 1000),
-            };
             let settings = self
                 .settings
                 .entry(task)
                 .or_insert_with(|| TaskSettings::new(task));
+            match settings.affinity_drift() {
+                Drift::None => {}
+                Drift::Reapply(_) => out.affinity_drift += 1,
+                Drift::Respect(cpus) => {
+                    out.affinity_drift += 1;
+                    out.refused.push(format!(
+                        "thread {}: moved itself to CPUs {cpus} {} times; its affinity is left \
+                         to the app from now on",
+                        task.tid, settings.drifts
+                    ));
+                }
+            }
+            let want = Wanted {
+                affinity: if settings.app_owns_affinity {
+                    settings.affinity.in_force.clone()
+                } else {
+                    plan.placement.cpus_of(task.tid).cloned()
+                },
+                nice: plan.sched.nice.map(i32::from),
+                slice_ns: plan.sched.slice_us.map(|us| u64::from(us) * 1000),
+            };
             let result = settings.apply(&want, proc, journal, &mut out.refused);
             if task.tid == self.tracker.main() {
                 let main = settings.base();
@@ -164,10 +180,45 @@ impl Instance {
         Ok(self.child.try_wait()?.map(exit_status))
     }
 
-    /// The text the metric is read from: the metric file or the standard output.
+    /// The text the metric is read from: the end of the metric file or of the
+    /// standard output (see [`read_tail`]).
     pub fn output(&self) -> Option<String> {
-        std::fs::read_to_string(&self.output).ok()
+        match read_tail(&self.output, OUTPUT_TAIL) {
+            Ok(text) => Some(text),
+            Err(e) => {
+                tracing::warn!(app = %self.id, "reading {}: {e}", self.output.display());
+                None
+            }
+        }
     }
+}
+
+/// How much of an app's output the metric is looked for in: its last MiB (the
+/// metric is the regex's last match, printed at the end).
+pub(crate) const OUTPUT_TAIL: u64 = 1 << 20;
+
+/// The last `max` bytes of the regular file `path` (invalid UTF-8 replaced),
+/// without blocking: a FIFO, a device (`/dev/zero`) or a directory is refused,
+/// and a huge file is not read whole.
+pub(crate) fn read_tail(path: &std::path::Path, max: u64) -> std::io::Result<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NONBLOCK: opening a FIFO with no writer would otherwise wait for one.
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file (a FIFO, device or directory is not read)",
+        ));
+    }
+    file.seek(SeekFrom::Start(meta.len().saturating_sub(max)))?;
+    let mut bytes = Vec::new();
+    file.take(max).read_to_end(&mut bytes)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 fn exit_status(s: std::process::ExitStatus) -> ExitStatus {
@@ -196,5 +247,82 @@ pub(crate) fn terminate(instances: &mut [Instance], grace: Duration) {
         if let Err(e) = i.child.wait() {
             tracing::warn!(pid = i.pid(), "waiting for the killed instance: {e}");
         }
+    }
+}
+
+/// Ends processes an app left running (descendants that outlived it, or escaped
+/// its process group), their settings already restored: SIGTERM to each one
+/// still alive with its start time (a reused pid is someone else's), `grace`
+/// to exit, then SIGKILL. coloc started them; they do not outlive the run.
+pub(crate) fn end_leftovers(proc: &ProcRoot, leftovers: Vec<(u32, u64)>, grace: Duration) {
+    let alive = |&(pid, start): &(u32, u64)| {
+        proc.is_alive(&TaskId {
+            pid,
+            tid: pid,
+            start,
+        })
+    };
+    let signal = |(pid, _): &(u32, u64), sig: Signal| {
+        match nix::sys::signal::kill(Pid::from_raw(*pid as i32), sig) {
+            Ok(()) | Err(Errno::ESRCH) => {}
+            Err(e) => tracing::warn!(pid, "{sig} to a process the app left running: {e}"),
+        }
+    };
+    let mut running: Vec<(u32, u64)> = leftovers.into_iter().filter(alive).collect();
+    if running.is_empty() {
+        return;
+    }
+    tracing::info!(
+        "ending {} process(es) the apps left running",
+        running.len()
+    );
+    for p in &running {
+        signal(p, Signal::SIGTERM);
+    }
+    let until = Instant::now() + grace;
+    while !running.is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+        running.retain(alive);
+    }
+    for p in &running {
+        signal(p, Signal::SIGKILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A metric file that is a FIFO no one writes to would block the manager
+    /// forever if it were opened and read like a file.
+    #[test]
+    fn a_metric_fifo_does_not_block_the_loop() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("metric");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(read_tail(&fifo, OUTPUT_TAIL).is_err()));
+        let refused = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("read_tail returned instead of blocking");
+        assert!(refused, "a FIFO is not read");
+    }
+
+    #[test]
+    fn a_device_is_not_read_whole() {
+        let e = read_tail(std::path::Path::new("/dev/zero"), OUTPUT_TAIL).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+    }
+
+    #[test]
+    fn only_the_end_of_huge_output_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out");
+        let mut text = "x".repeat(3 * OUTPUT_TAIL as usize);
+        text.push_str("\nresult: 42\n");
+        std::fs::write(&path, &text).unwrap();
+        let tail = read_tail(&path, OUTPUT_TAIL).unwrap();
+        assert_eq!(tail.len() as u64, OUTPUT_TAIL);
+        assert!(tail.ends_with("result: 42\n"));
     }
 }

@@ -8,9 +8,17 @@
 //! mistaken for a live coloc), then `changed` lines (a task and one original
 //! value) and `released` lines (a task coloc restored and let go of). The file
 //! is removed once everything is restored.
+//!
+//! A journal tells a later `coloc restore` which tasks to change, so whoever can
+//! write one can have coloc change processes (docs/safety.md). The directory is
+//! therefore created 0700 whatever the umask, and used only when it is a real
+//! directory (not a symlink) owned by the caller that no one else may write
+//! ([`secure_dir`]); a journal is created 0600 with `O_EXCL | O_NOFOLLOW`, never
+//! opened through a planted file or link.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use coloc_model::CpuSet;
@@ -74,9 +82,52 @@ impl Entry {
 #[derive(Debug, thiserror::Error)]
 #[error("writing the journal {}: {source}", path.display())]
 pub struct JournalError {
+    /// The journal file, or its directory when the directory is at fault.
     pub path: PathBuf,
     #[source]
     pub source: io::Error,
+}
+
+/// Makes `dir` fit to hold journals, or says why it is not: created (with its
+/// parents) if missing, the last component with mode 0700 whatever the umask; an
+/// existing one must be a directory, not a symlink, owned by the effective user.
+/// One the caller owns that others could write (left by an older coloc under
+/// a permissive umask) is tightened to 0700, and a warning says so.
+pub fn secure_dir(dir: &Path) -> Result<(), JournalError> {
+    let err = |source| JournalError {
+        path: dir.to_path_buf(),
+        source,
+    };
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent).map_err(err)?;
+    }
+    match DirBuilder::new().mode(0o700).create(dir) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(err(e)),
+        _ => {}
+    }
+    let meta = fs::symlink_metadata(dir).map_err(err)?;
+    let refuse = |why: String| err(io::Error::new(io::ErrorKind::PermissionDenied, why));
+    if !meta.file_type().is_dir() {
+        return Err(refuse("not a directory (a symlink or a file is refused)".into()));
+    }
+    let me = nix::unistd::geteuid().as_raw();
+    if meta.uid() != me {
+        return Err(refuse(format!(
+            "owned by uid {}, not by this user (uid {me})",
+            meta.uid()
+        )));
+    }
+    if meta.mode() & 0o777 != 0o700 {
+        if meta.mode() & 0o022 != 0 {
+            tracing::warn!(
+                "the journal directory {} was writable by others (mode {:o}); set to 0700",
+                dir.display(),
+                meta.mode() & 0o777
+            );
+        }
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(err)?;
+    }
+    Ok(())
 }
 
 /// This coloc's journal, created at the first change.
@@ -106,11 +157,15 @@ impl Journal {
         let mut line = Vec::new();
         if self.file.is_none() {
             if let Some(dir) = self.path.parent() {
-                fs::create_dir_all(dir).map_err(err)?;
+                secure_dir(dir)?;
             }
+            // A new file of ours only: an existing one (or a link planted in its
+            // place) is refused, not appended to.
             let file = OpenOptions::new()
-                .create(true)
+                .create_new(true)
                 .append(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
                 .open(&self.path)
                 .map_err(err)?;
             self.file = Some(file);
@@ -160,12 +215,42 @@ pub(crate) fn journal_pid(path: &Path) -> Option<u32> {
         .ok()
 }
 
+/// Opens a journal for reading only if it is a regular file (not a link, not a
+/// FIFO) owned by the effective user: anyone else's journal is not replayed.
+pub(crate) fn open_own(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    let me = nix::unistd::geteuid().as_raw();
+    if !meta.file_type().is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "not a regular file",
+        ));
+    }
+    if meta.uid() != me {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("owned by uid {}, not by this user (uid {me})", meta.uid()),
+        ));
+    }
+    Ok(file)
+}
+
+/// The longest journal read back (a journal holds a few lines per thread; a
+/// bigger one was not written by coloc).
+const MAX_JOURNAL_BYTES: u64 = 64 << 20;
+
 /// Entries of a journal, and the number of lines that did not parse (a line cut
 /// short by a crash while it was written is expected at the end).
 pub(crate) fn read_entries(path: &Path) -> io::Result<(Vec<Entry>, usize)> {
+    use std::io::Read;
     let mut entries = Vec::new();
     let mut bad = 0;
-    for line in BufReader::new(File::open(path)?).lines() {
+    let file = open_own(path)?.take(MAX_JOURNAL_BYTES);
+    for line in BufReader::new(file).lines() {
         let line = line?;
         if line.trim().is_empty() {
             continue;
@@ -230,6 +315,70 @@ mod tests {
         let (entries, bad) = read_entries(&path).unwrap();
         assert_eq!(entries.len(), 1);
         assert_eq!(bad, 1);
+    }
+
+    /// Under umask 000 the directory and the file would be world-writable,
+    /// and anyone could then have root's `coloc restore` change their
+    /// processes: modes are set explicitly.
+    #[test]
+    fn journals_are_private_under_a_permissive_umask() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = nix::sys::stat::umask(nix::sys::stat::Mode::empty());
+        let mut j = Journal::new(&dir.path().join("journal"), 7, 1);
+        let appended = j.append(&Entry::released(&TaskId {
+            pid: 1,
+            tid: 1,
+            start: 1,
+        }));
+        nix::sys::stat::umask(old);
+        appended.unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().mode() & 0o777;
+        assert_eq!(mode(&dir.path().join("journal")), 0o700);
+        assert_eq!(mode(j.path()), 0o600);
+    }
+
+    #[test]
+    fn a_journal_directory_others_can_write_is_tightened() {
+        let dir = tempfile::tempdir().unwrap();
+        let jd = dir.path().join("journal");
+        fs::create_dir(&jd).unwrap();
+        fs::set_permissions(&jd, fs::Permissions::from_mode(0o777)).unwrap();
+        secure_dir(&jd).unwrap();
+        assert_eq!(fs::metadata(&jd).unwrap().mode() & 0o777, 0o700);
+    }
+
+    #[test]
+    fn a_symlinked_journal_directory_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        let jd = dir.path().join("journal");
+        std::os::unix::fs::symlink(&elsewhere, &jd).unwrap();
+        let e = secure_dir(&jd).unwrap_err();
+        assert_eq!(e.path, jd);
+        assert!(e.to_string().contains("symlink"), "{e}");
+    }
+
+    /// A link planted where the journal will be is not followed: the file it
+    /// points to is not appended to, and the change is refused.
+    #[test]
+    fn a_planted_journal_link_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "precious\n").unwrap();
+        let jd = dir.path().join("journal");
+        secure_dir(&jd).unwrap();
+        std::os::unix::fs::symlink(&victim, journal_path(&jd, 9)).unwrap();
+        let mut j = Journal::new(&jd, 9, 1);
+        let task = TaskId {
+            pid: 1,
+            tid: 1,
+            start: 1,
+        };
+        assert!(j.append(&Entry::released(&task)).is_err());
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "precious\n");
+        // Read back the same way, the link is not a journal either.
+        assert!(read_entries(&journal_path(&jd, 9)).is_err());
     }
 
     #[test]

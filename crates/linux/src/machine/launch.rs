@@ -7,12 +7,20 @@
 //! while `Command::spawn` waits for the exec: the child sends its pid; the
 //! helper reads the child's current settings (those it inherited from coloc),
 //! journals them and sends "go"; the child applies the plan, sends one errno
-//! per setting back, and execs. If the journal cannot be written the helper
-//! closes its end instead, and the child exits without running the program.
+//! per setting back, and execs. If the journal cannot be written (or anything
+//! else stops coloc's side) the helper closes its end instead, and the child
+//! exits without running the program.
+//!
+//! The child closes its inherited copies of coloc's ends of both pipes before it
+//! waits for "go": otherwise its own copy of the write end would keep the pipe
+//! open, an early return of the helper would never reach it as end of file, and
+//! `Command::spawn` (waiting for the exec) and the child would wait for each
+//! other forever. With them closed, every way coloc's side can end (an error, a
+//! panic, coloc killed with SIGKILL) ends the child too.
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -100,11 +108,21 @@ struct ChildPlan {
     memory: Option<(i32, Vec<libc::c_ulong>)>,
     to_parent: OwnedFd,
     from_parent: OwnedFd,
+    /// coloc's ends of the two pipes (open in coloc until the handshake ends),
+    /// which the child's copies must not keep open.
+    parent_ends: [RawFd; 2],
 }
 
 impl ChildPlan {
     /// Runs in the child: async-signal-safe calls only.
     fn run(&self) -> io::Result<()> {
+        for fd in self.parent_ends {
+            // SAFETY: close(2) on a descriptor number is async-signal-safe; these
+            // are the child's copies of coloc's pipe ends (open in coloc at the
+            // fork: the helper holds them until the child has reported), so the
+            // numbers name exactly those pipes here.
+            unsafe { libc::close(fd) };
+        }
         let pid = nix::unistd::getpid().as_raw().to_ne_bytes();
         write_all(&self.to_parent, &pid)?;
         let mut go = [0u8; 1];
@@ -189,6 +207,7 @@ pub(crate) fn spawn(
         memory: s.memory,
         to_parent,
         from_parent,
+        parent_ends: [from_child.as_raw_fd(), to_child.as_raw_fd()],
     };
     let mut cmd = Command::new(&s.argv[0]);
     cmd.args(&s.argv[1..])

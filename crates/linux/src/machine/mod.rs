@@ -23,7 +23,14 @@
 //!   fsynced before the first change; threads are restored when their instance
 //!   exits (descendants that outlive it) and at [`Machine::finish`], which also
 //!   ends instances still running; [`recover_stale_journals`] restores what a
-//!   crashed coloc left.
+//!   crashed coloc left, and [`remove_stale_dop_records`] the DoP records it
+//!   left in shared memory.
+//! - **descendants** that outlive their app: when an app's main process exits,
+//!   the processes it started that still run get their settings back and go on
+//!   while the run lasts; at [`Machine::finish`] every one of them still alive
+//!   (and any that left the app's process group) is ended, SIGTERM then SIGKILL
+//!   after [`TERMINATE_GRACE`]: nothing coloc started outlives the run
+//!   (docs/safety.md).
 //!
 //! New processes and threads are found by polling /proc (this kernel has no
 //! `task/<tid>/children`, so children are found by their parent pid); the
@@ -42,24 +49,28 @@ mod sys;
 mod tasks;
 mod track;
 
-use std::fs::{self, File};
+use std::fs;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use coloc_manager::{LaunchRequest, Launched, Machine, MachineError, MachineEvent};
+use coloc_machine::{LaunchRequest, Launched, Machine, MachineError, MachineEvent};
 use coloc_model::observation::Signals;
 use coloc_model::topology::ObjKind;
 use coloc_model::trace::{ApplyOutcome, SelfUsage};
 use coloc_model::{CpuSet, Observation, Plan, Topology};
 use nix::sys::resource::{getrusage, UsageWho};
 
-pub use journal::JournalError;
-pub use recover::{recover_stale_journals, RecoveryError, RecoveryReport};
+pub use actuate::MAX_REAPPLY;
+pub use journal::{secure_dir, JournalError};
+pub use recover::{
+    recover_stale_journals, remove_stale_dop_records, RecoveryError, RecoveryReport,
+};
 
 use self::actuate::Wanted;
 use self::counters::{HwCounters, HARDWARE_EVENTS};
 use self::dop::{DopControl, DopLaunch};
-use self::instance::{default_cpus, terminate, Instance};
+use self::instance::{default_cpus, end_leftovers, terminate, Instance};
 use self::journal::Journal;
 use self::launch::{memory_policy, output_path, LaunchError, Spawn};
 use self::tasks::{ProcRoot, ProcTable};
@@ -112,11 +123,51 @@ pub struct LinuxMachine {
     counters: HwCounters,
     schedstat: bool,
     instances: Vec<Instance>,
+    /// Processes of exited instances that were still running when their app
+    /// exited (pid, start time), ended at [`Machine::finish`].
+    leftovers: Vec<(u32, u64)>,
+    /// This process's CPU time when the machine was made: the run's own usage
+    /// is counted from there, not from coloc's start.
+    cpu_at_start: Duration,
     finished: bool,
 }
 
-fn other(what: &str, e: impl std::fmt::Display) -> MachineError {
-    MachineError::Other(format!("{what}: {e}"))
+/// A failure of the machine itself while doing `what` (ends the run).
+fn other(what: &str, e: impl Into<coloc_machine::BackendError>) -> MachineError {
+    MachineError::Backend {
+        what: what.to_string(),
+        source: e.into(),
+    }
+}
+
+/// Why one instance did not start (the run goes on without it).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum InstanceError {
+    #[error("no command to run (a simulated model cannot run on Linux)")]
+    NoCommand,
+    #[error("creating {}", path.display())]
+    Output {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{program}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Launch(LaunchError),
+}
+
+/// CPU time (user + system) this process has used so far, all threads.
+fn own_cpu() -> Result<Duration, MachineError> {
+    let usage = getrusage(UsageWho::RUSAGE_SELF).map_err(|e| other("getrusage", e))?;
+    let tv = |t: nix::sys::time::TimeVal| {
+        Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000)
+    };
+    Ok(tv(usage.user_time()) + tv(usage.system_time()))
 }
 
 impl LinuxMachine {
@@ -153,6 +204,8 @@ impl LinuxMachine {
             counters,
             schedstat,
             instances: Vec::new(),
+            leftovers: Vec::new(),
+            cpu_at_start: own_cpu()?,
             finished: false,
             opts,
         })
@@ -188,6 +241,9 @@ impl LinuxMachine {
             match exited {
                 Some(status) => {
                     let mut inst = self.instances.remove(k);
+                    let main = inst.pid();
+                    self.leftovers
+                        .extend(inst.tracker.processes().filter(|(p, _)| *p != main));
                     let refused = inst
                         .release_all(&self.proc, &mut self.journal)
                         .map_err(|e| other("restoring an exited instance", e))?;
@@ -217,20 +273,28 @@ impl LinuxMachine {
         Ok(events)
     }
 
-    fn launch_instance(&mut self, req: LaunchRequest<'_>) -> Result<Launched, String> {
+    fn launch_instance(&mut self, req: LaunchRequest<'_>) -> Result<Launched, InstanceError> {
         let spec = req.spec;
         let argv = spec
             .command
             .clone()
             .filter(|a| !a.is_empty())
-            .ok_or("no command to run (a simulated model cannot run on Linux)")?;
-        fs::create_dir_all(&self.opts.out_dir)
-            .map_err(|e| format!("creating {}: {e}", self.opts.out_dir.display()))?;
+            .ok_or(InstanceError::NoCommand)?;
+        fs::create_dir_all(&self.opts.out_dir).map_err(|source| InstanceError::Output {
+            path: self.opts.out_dir.clone(),
+            source,
+        })?;
+        // New files only: a link planted under the predictable name is not
+        // followed, an existing file not truncated.
         let file = |ext| {
             let path = output_path(&self.opts.out_dir, &spec.name, req.id.rep, ext);
-            File::create(&path)
+            fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&path)
                 .map(|f| (f, path.clone()))
-                .map_err(|e| format!("creating {}: {e}", path.display()))
+                .map_err(|source| InstanceError::Output { path, source })
         };
         let (stdout, stdout_path) = file("out")?;
         let (stderr, _) = file("err")?;
@@ -273,8 +337,11 @@ impl LinuxMachine {
             Err(e) => {
                 dop.control.remove();
                 return Err(match e {
-                    LaunchError::Spawn(io) => format!("{}: {io}", argv[0]),
-                    e => e.to_string(),
+                    LaunchError::Spawn(source) => InstanceError::Spawn {
+                        program: argv[0].clone(),
+                        source,
+                    },
+                    e => InstanceError::Launch(e),
                 });
             }
         };
@@ -322,12 +389,11 @@ impl Machine for LinuxMachine {
     }
 
     fn launch(&mut self, req: LaunchRequest<'_>) -> Result<Launched, MachineError> {
-        self.launch_instance(req)
-            .map_err(|reason| MachineError::Launch {
-                app: req.id,
-                name: req.spec.name.clone(),
-                reason,
-            })
+        self.launch_instance(req).map_err(|e| MachineError::Launch {
+            app: req.id,
+            name: req.spec.name.clone(),
+            source: Box::new(e),
+        })
     }
 
     fn wait_until(&mut self, deadline: Duration) -> Result<Vec<MachineEvent>, MachineError> {
@@ -390,29 +456,27 @@ impl Machine for LinuxMachine {
                     refused.push(e.to_string());
                 }
             }
+            // What escaped the process group (a new session) is still tracked.
+            self.leftovers.extend(inst.tracker.processes());
             match inst.release_all(&self.proc, &mut self.journal) {
                 Ok(r) => refused.extend(r),
                 Err(e) => refused.push(e.to_string()),
             }
             inst.dop.remove();
         }
+        end_leftovers(&self.proc, std::mem::take(&mut self.leftovers), TERMINATE_GRACE);
         if refused.is_empty() {
             self.journal
                 .remove()
                 .map_err(|e| other("removing the journal", e))?;
         } else {
-            return Err(MachineError::Other(format!(
-                "could not restore: {}; {} is kept for `coloc restore`",
-                refused.join("; "),
-                self.journal.path().display()
-            )));
+            return Err(MachineError::Restore {
+                failures: refused,
+                kept: self.journal.path().display().to_string(),
+            });
         }
-        let usage = getrusage(UsageWho::RUSAGE_SELF).map_err(|e| other("getrusage", e))?;
-        let tv = |t: nix::sys::time::TimeVal| {
-            Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000)
-        };
         Ok(SelfUsage {
-            cpu: tv(usage.user_time()) + tv(usage.system_time()),
+            cpu: own_cpu()?.saturating_sub(self.cpu_at_start),
             wall: self.now(),
         })
     }

@@ -7,11 +7,19 @@
 //! time) and that coloc did not release, every setting is set back to the first
 //! original the journal recorded; then the journal is deleted. Journals of a
 //! live coloc are left alone.
+//!
+//! A journal is an instruction to change processes, so only trusted ones are
+//! replayed (docs/safety.md): the directory must be the caller's and writable
+//! by no one else, each journal a regular file owned by the caller (others are
+//! reported as ignored and left in place), and a task is touched only while
+//! /proc shows it with the journaled start time and, for a caller other than
+//! root, owned by the caller.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fs;
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::actuate::{Outcome, Slot, TaskSettings};
@@ -31,12 +39,14 @@ pub struct RecoveryReport {
     pub journals_removed: Vec<PathBuf>,
     /// pids of live coloc processes whose journals were left alone.
     pub live: Vec<u32>,
+    /// Journals and tasks not acted on because they are not the caller's.
+    pub ignored: Vec<String>,
 }
 
 impl RecoveryReport {
     /// True when no stale journal was found (live ones do not count).
     pub fn is_empty(&self) -> bool {
-        self.journals_removed.is_empty() && self.failed.is_empty()
+        self.journals_removed.is_empty() && self.failed.is_empty() && self.ignored.is_empty()
     }
 }
 
@@ -56,6 +66,7 @@ impl fmt::Display for RecoveryReport {
             ("restored", &self.restored),
             ("already gone", &self.gone),
             ("could not restore", &self.failed),
+            ("ignored", &self.ignored),
         ] {
             for line in lines {
                 write!(f, "\n  {what}: {line}")?;
@@ -77,6 +88,37 @@ pub enum RecoveryError {
     Read { path: PathBuf, source: io::Error },
     #[error("deleting the journal {}: {source}", path.display())]
     Remove { path: PathBuf, source: io::Error },
+    #[error("the journal directory {} is not trusted: {why}", dir.display())]
+    Untrusted { dir: PathBuf, why: String },
+}
+
+/// Whether `dir` is a directory (not a symlink) of the effective user that no
+/// one else may write; None when it does not exist.
+fn check_dir(dir: &Path) -> Result<Option<()>, RecoveryError> {
+    let meta = match fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(RecoveryError::Dir {
+                dir: dir.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let me = nix::unistd::geteuid().as_raw();
+    let why = if !meta.file_type().is_dir() {
+        "not a directory (a symlink or a file)".to_string()
+    } else if meta.uid() != me {
+        format!("owned by uid {}, not by this user (uid {me})", meta.uid())
+    } else if meta.mode() & 0o022 != 0 {
+        format!("writable by others (mode {:o})", meta.mode() & 0o777)
+    } else {
+        return Ok(Some(()));
+    };
+    Err(RecoveryError::Untrusted {
+        dir: dir.to_path_buf(),
+        why,
+    })
 }
 
 /// Restores what dead coloc processes left changed, from their journals in
@@ -88,16 +130,13 @@ pub fn recover_stale_journals(
 ) -> Result<RecoveryReport, RecoveryError> {
     let proc = ProcRoot::new(proc_root);
     let mut report = RecoveryReport::default();
-    let entries = match fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(report),
-        Err(source) => {
-            return Err(RecoveryError::Dir {
-                dir: dir.to_path_buf(),
-                source,
-            })
-        }
-    };
+    if check_dir(dir)?.is_none() {
+        return Ok(report);
+    }
+    let entries = fs::read_dir(dir).map_err(|source| RecoveryError::Dir {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
     let mut journals: Vec<(u32, PathBuf)> = entries
         .filter_map(|e| {
             let path = e.ok()?.path();
@@ -106,10 +145,16 @@ pub fn recover_stale_journals(
         .collect();
     journals.sort();
     for (pid, path) in journals {
-        let (lines, _torn) = read_entries(&path).map_err(|source| RecoveryError::Read {
-            path: path.clone(),
-            source,
-        })?;
+        let (lines, _torn) = match read_entries(&path) {
+            Ok(read) => read,
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied || is_link(&e) => {
+                report
+                    .ignored
+                    .push(format!("{}: {e} (left in place)", path.display()));
+                continue;
+            }
+            Err(source) => return Err(RecoveryError::Read { path, source }),
+        };
         if coloc_is_alive(&proc, pid, &lines) {
             report.live.push(pid);
             continue;
@@ -123,6 +168,11 @@ pub fn recover_stale_journals(
         }
     }
     Ok(report)
+}
+
+/// `O_NOFOLLOW` met a symlink.
+fn is_link(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ELOOP)
 }
 
 /// Whether the coloc that wrote the journal still runs: its pid exists with
@@ -179,8 +229,20 @@ fn restore_journal(
     // Restoring writes nothing new: this coloc records nothing for tasks it
     // only puts back, so the scratch journal stays unwritten.
     let mut scratch = Journal::new(dir, std::process::id(), 0);
+    let me = nix::unistd::geteuid().as_raw();
     for (task, mut settings) in tasks {
         let name = format!("coloc {coloc}: thread {} (pid {})", task.tid, task.pid);
+        if me != 0 {
+            match proc.task_status(task.pid, task.tid) {
+                Ok(s) if s.euid != me => {
+                    report
+                        .ignored
+                        .push(format!("{name}: owned by uid {}, not by this user", s.euid));
+                    continue;
+                }
+                _ => {}
+            }
+        }
         let mut failed = Vec::new();
         match settings.restore(proc, &mut scratch, &mut failed) {
             Ok(Outcome::Vanished) => report.gone.push(name),
@@ -219,4 +281,42 @@ fn describe(s: &TaskSettings) -> String {
         parts.push(format!("slice {} us", ns / 1000));
     }
     parts.join(", ")
+}
+
+/// Removes the DoP records (`coloc-<pid>-…` in `shm_dir`, see `dop.rs`) of coloc
+/// processes that are gone: a crash leaves them in shared memory (a tmpfs, so
+/// in RAM) until reboot. Only the caller's own regular files are touched, and a
+/// record whose pid is alive is kept. Returns the records removed.
+pub fn remove_stale_dop_records(shm_dir: &Path, proc_root: &Path) -> io::Result<Vec<PathBuf>> {
+    let proc = ProcRoot::new(proc_root);
+    let me = nix::unistd::geteuid().as_raw();
+    let mut removed = Vec::new();
+    let entries = match fs::read_dir(shm_dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(removed),
+        Err(e) => return Err(e),
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.strip_prefix("coloc-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(meta) = entry.path().symlink_metadata() else {
+            continue;
+        };
+        if !meta.file_type().is_file() || meta.uid() != me || proc.process_stat(pid).is_ok() {
+            continue;
+        }
+        match fs::remove_file(entry.path()) {
+            Ok(()) => removed.push(entry.path()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(removed)
 }

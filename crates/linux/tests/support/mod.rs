@@ -127,3 +127,9 @@ pub fn until_threads(pid: u32, n: usize) {
     }
     panic!("{pid} never had {n} threads");
 }
+
+
+#[path = "users.rs"]
+mod users;
+#[allow(unused_imports)] // each test file uses its own subset
+pub use users::TestUser;

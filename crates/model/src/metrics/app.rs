@@ -7,9 +7,9 @@ use serde::Serialize;
 
 use super::table::opt_secs;
 use super::timeline::Instance;
+use crate::ids::AppId;
 use crate::stats::Summary;
 use crate::trace::ExitStatus;
-use crate::view::AppId;
 use crate::workload::Workload;
 
 /// One instance of an app (ReSense's ts(BM, k) runs an app k times back to back).

@@ -11,11 +11,15 @@
 //!   policy decision time.
 //! - Across repeated runs of several policies ([`Comparison`]): mean, spread,
 //!   confidence intervals, NTT against a baseline and Welch t-tests (ReSense §3.5).
+//! - Reference points of a mix from solo times at each thread count
+//!   ([`reference`]): the CPU-work lower bound of its makespan and an SJF
+//!   reference for its ART.
 //!
 //! Everything here is pure: no I/O, tables rendered to strings with fixed decimals.
 
 mod app;
 mod compare;
+pub mod reference;
 mod run;
 mod solo;
 pub mod table;
@@ -27,5 +31,6 @@ mod timeline;
 
 pub use app::{AppMetrics, Repetition};
 pub use compare::{Comparison, PolicyStats};
+pub use reference::SoloCurves;
 pub use run::{RunFigures, RunMetrics};
 pub use solo::SoloTimes;

@@ -2,11 +2,12 @@
 
 use std::time::Duration;
 
+use crate::ids::AppId;
 use crate::plan::Plan;
 use crate::testutils::app_spec;
 use crate::topology::Topology;
 use crate::trace::{ApplyOutcome, ExitStatus, Header, SelfUsage, Trace, TraceEvent, TRACE_VERSION};
-use crate::view::{AppId, Trigger};
+use crate::view::Trigger;
 use crate::workload::Workload;
 
 /// An event with the instance as (app index, repetition).

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::ids::AppId;
 use crate::trace::{ExitStatus, SelfUsage, Trace, TraceEvent};
-use crate::view::AppId;
 
 /// How an instance left.
 #[derive(Clone, Debug, PartialEq)]
@@ -93,7 +93,9 @@ impl Timeline {
                     });
                 }
                 TraceEvent::End { usage, .. } => tl.usage = Some(*usage),
-                TraceEvent::Header(_) | TraceEvent::Obs(_) => {}
+                TraceEvent::Header(_)
+                | TraceEvent::Obs(_)
+                | TraceEvent::IdleWhileWaiting { .. } => {}
             }
         }
         tl

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 pub use write::to_toml;
 
 use crate::cpuset::CpuSet;
-use crate::plan::{MemPolicy, SchedSettings};
+use crate::settings::{MemPolicy, SchedSettings};
 
 /// A whole workload file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

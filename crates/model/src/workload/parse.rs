@@ -82,7 +82,7 @@ use super::error::{Source, WorkloadError};
 use super::fields::{Fields, Value};
 use super::{AppClass, AppSpec, MetricSpec, StaticMapping, Workload};
 use crate::cpuset::CpuSet;
-use crate::plan::{MemPolicy, SchedSettings};
+use crate::settings::{MemPolicy, SchedSettings};
 
 /// Most threads an app may ask for (see the module doc).
 pub const MAX_THREADS: u32 = 4096;

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::{AppClass, MetricSpec, StaticMapping, Workload};
-use crate::plan::{MemPolicy, SchedSettings};
+use crate::settings::{MemPolicy, SchedSettings};
 
 /// The file's shape, field order as documented in the format.
 #[derive(Debug, Serialize)]

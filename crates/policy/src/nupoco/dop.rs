@@ -2,7 +2,7 @@
 //!
 //! Starting from an empty allocation, every unit (a memory node's free cores, or
 //! a smaller unit when there are more apps than nodes; see
-//! [`CoreMap::level_for`](super::cores::CoreMap::level_for)) is given in turn to
+//! [`CoreMap::level_for`](crate::cores::CoreMap::level_for)) is given in turn to
 //! the app whose getting it yields the highest predicted NuUtil (eq. 7), as
 //! the §4 network predicts it with every app's requests spread over the memory
 //! nodes. Every app gets at least one unit: once the units left are as many as
@@ -10,9 +10,9 @@
 //! app with fewer cores wins (identical apps split evenly), then the earlier
 //! app.
 
-use crate::queueing::{Demand, NumaSystem};
+use coloc_model::queueing::{Demand, NumaSystem};
 
-use super::cores::{Core, CoreMap};
+use crate::cores::{Core, CoreMap};
 
 /// The apps Algorithm 1 divides the units among. Apps outside the contest
 /// (serial, fixed) hold one or a few cores each and their rates in those

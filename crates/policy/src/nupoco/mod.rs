@@ -7,7 +7,7 @@
 //! Figures 5–6). NuPoCo instead picks degrees of parallelism (DoP) that maximize
 //! the *system* utilization, CPU plus memory-controller utilization summed over
 //! nodes (NuUtil, eq. 7), predicted by an M/M/1/N/N queueing network of the
-//! memory controllers and links (§4, [`crate::queueing`]).
+//! memory controllers and links (§4, [`coloc_model::queueing`]).
 //!
 //! Approach, per decision (§5):
 //! 1. Online profiling (`nupoco/profile.rs`): a malleable app entering a new parallel
@@ -26,7 +26,7 @@
 //! Serial sections get one core (and keep their idle ones while no other app
 //! wants them); every core runs at most one active thread
 //! (cores are allocated whole and threads pinned one per core); apps whose DoP
-//! coloc cannot change get placement only (`nupoco/board.rs`). A serial app's
+//! coloc cannot change get placement only ([`crate::cores::board`]). A serial app's
 //! DoP is left unchanged (the plan gives none): it keeps the DoP of its last
 //! parallel section for its next one, and no plan ever asks for more threads
 //! than the CPUs it gives. OpenMP applies a DoP when a region starts while
@@ -37,12 +37,9 @@
 //! when the [`crate::PolicyContext`] has one for this machine; otherwise from
 //! [`MemoryCalibration::assumed`], and every plan note says which.
 
-mod board;
-mod cores;
 mod dop;
 mod placement;
 mod profile;
-mod sample;
 #[cfg(test)]
 mod tests;
 
@@ -53,16 +50,16 @@ use std::time::Duration;
 use coloc_model::calibration::MemoryCalibration;
 use coloc_model::{AppId, AppPlan, AppView, CpuSet, Plan, Topology, View};
 
-pub(crate) use self::board::{current_cores, reserve, Board, Need};
-pub use self::cores::Level;
-pub(crate) use self::cores::{pin_team, CoreMap};
 use self::dop::Contest;
 use self::placement::{Round, Swaps};
 pub use self::profile::{Estimate, Method, Step};
 use self::profile::{Phase, Track};
-pub(crate) use self::sample::section_sample;
-pub use self::sample::SectionSample;
-use crate::queueing::NumaSystem;
+use coloc_model::queueing::NumaSystem;
+
+use crate::cores::board::{current_cores, reserve, Board, Levers, Need};
+pub use crate::cores::sample::SectionSample;
+pub use crate::cores::Level;
+use crate::cores::{pin_team, CoreMap};
 use crate::{Policy, PolicyContext};
 
 /// NuPoCo's parameters (§7.3 gives the defaults).
@@ -131,6 +128,7 @@ pub struct Nupoco {
     calibration: Option<MemoryCalibration>,
     tracks: BTreeMap<AppId, Track>,
     swaps: Swaps,
+    levers: Levers,
 }
 
 impl Nupoco {
@@ -145,6 +143,7 @@ impl Nupoco {
             calibration,
             tracks: BTreeMap::new(),
             swaps: Swaps::default(),
+            levers: Levers::default(),
         }
     }
 
@@ -269,7 +268,19 @@ impl Policy for Nupoco {
         }
 
         let running: Vec<&AppView> = view.running().collect();
-        let needs: Vec<(&AppView, Need)> = running.iter().map(|a| (*a, self.need(a))).collect();
+        self.levers.retain(view);
+        let stuck: Vec<Option<u32>> = running
+            .iter()
+            .map(|a| self.levers.stuck(&map, view, a))
+            .collect();
+        let needs: Vec<(&AppView, Need)> = running
+            .iter()
+            .zip(stuck)
+            .map(|(a, s)| match s {
+                Some(team) => (*a, Need::Fixed { threads: team }),
+                None => (*a, self.need(a)),
+            })
+            .collect();
         let pending: Vec<&AppView> = view.pending().collect();
         let mut board = Board::new(&map);
         let admitted = reserve(&map, &mut board, &needs, &pending);
@@ -379,11 +390,7 @@ impl Policy for Nupoco {
             }
         }
 
-        for (a, need) in &needs {
-            if *need == Need::Serial {
-                board.keep_idle(&map, a);
-            }
-        }
+        board.finish(&map, &needs);
         let mut apps = Vec::with_capacity(view.apps.len());
         for a in view.apps {
             if !a.is_running() && !admitted.contains(&a.id) {

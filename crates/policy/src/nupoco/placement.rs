@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use coloc_model::AppId;
 
-use super::cores::{Core, CoreMap};
+use crate::cores::{Core, CoreMap};
 
 /// What one round needs to know.
 #[derive(Clone, Copy, Debug)]

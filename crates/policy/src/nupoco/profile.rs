@@ -38,8 +38,8 @@ use std::time::Duration;
 
 use coloc_model::{AppView, Trigger, View};
 
-use super::sample::{section_sample, SectionSample};
 use super::Model;
+use crate::cores::sample::{section_sample, SectionSample};
 
 /// How an app's memory request rate was obtained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,8 +156,11 @@ impl Track {
             .last
             .and_then(|o| o.app(app.id))
             .and_then(|s| s.omp.as_ref());
-        let grew =
-            view.trigger == Trigger::ThreadsChanged(app.id) && app.threads.len() > self.threads;
+        // A team forms when the app has more than its main thread: the
+        // decision that follows a launch is triggered by the main thread
+        // appearing, which is not a parallel section.
+        let grew = view.trigger == Trigger::ThreadsChanged(app.id)
+            && app.threads.len() > self.threads.max(1);
         self.threads = app.threads.len();
         let was = self.parallel;
         if fresh {

@@ -16,8 +16,8 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::invariants::{check, check_exclusive};
-use crate::queueing::Demand;
 use crate::scalability::{Scalability, ScalabilityConfig};
+use coloc_model::queueing::Demand;
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -674,6 +674,43 @@ fn serial_team_keeps_idle_cores_until_needed() {
     let plans = drive(&mut p, topo, &mut actors, &[1450], true, follow_dop);
     assert_eq!(cores_of(&map, plans[0].for_app(id(0)).unwrap()), 1);
     assert_eq!(cores_of(&map, plans[0].for_app(id(1)).unwrap()), 47);
+}
+
+/// The decision that follows a launch is triggered by the app's main thread
+/// appearing (amd-8node, no observation yet): one thread is not a team, so
+/// the app stays serial on one core instead of opening a profiling window and
+/// holding 48 cores through its serial setup (which made BT+SP on
+/// nupoco-amd64 take 56 s instead of 24 s). Its first parallel section, seen
+/// later, is profiled on every core.
+#[test]
+fn a_launched_main_thread_is_not_a_team() {
+    let topo = &fixture_topologies()[1];
+    let map = CoreMap::new(topo);
+    let mut p = Nupoco::new(NupocoConfig::default(), Variant::Full, None);
+    let started = [app(0, 1, true)];
+    let v = View {
+        trigger: Trigger::ThreadsChanged(id(0)),
+        ..view(topo, &started, None, None, ms(0))
+    };
+    let plan = p.decide(&v);
+    assert_invariants(&v, &plan);
+    assert_eq!(
+        cores_of(&map, plan.for_app(id(0)).unwrap()),
+        1,
+        "{}",
+        plan.note
+    );
+    assert!(!plan.note.contains("profiling"), "{}", plan.note);
+    let mut actors = vec![parallel_actor(0, 48, model_rates(topo, 1e6))];
+    let plans = drive(&mut p, topo, &mut actors, &[2000], true, follow_dop);
+    assert_eq!(cores_of(&map, plans[0].for_app(id(0)).unwrap()), 48);
+    assert!(
+        plans[0]
+            .note
+            .contains("0.0 profiling (full share) on 48 core(s)"),
+        "{}",
+        plans[0].note
+    );
 }
 
 /// kvm-2cpu with two running apps: a pending third waits (no core of its

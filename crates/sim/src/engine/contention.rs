@@ -31,7 +31,7 @@
 //!   passively (an OpenMP runtime that started with more threads than CPUs).
 //!   Lock serialization counts the distinct CPUs of the team, not its threads.
 
-use coloc_policy::queueing::NodeLoad;
+use coloc_model::queueing::NodeLoad;
 
 use super::layout::{CpuIdx, Layout};
 use crate::model::AppModel;

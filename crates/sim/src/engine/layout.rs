@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use coloc_model::queueing::NumaSystem;
 use coloc_model::topology::{ObjId, ObjKind, Topology};
 use coloc_model::Cpu;
-use coloc_policy::queueing::NumaSystem;
 
 use crate::platform::{Platform, LINE_BYTES};
 

@@ -217,6 +217,23 @@ mod tests {
 
     use super::*;
 
+    /// A platform's memory calibration is its own bandwidths in 64-byte
+    /// requests; a front-side-bus platform notes that the buses are left out.
+    #[test]
+    fn memory_calibration_is_the_platforms_figures() {
+        let kvm = platform("kvm-2cpu").unwrap();
+        let c = kvm.memory_calibration();
+        assert_eq!(
+            c.node_service_rate,
+            [kvm.params.mc_bandwidth_gbs * 1e9 / 64.0]
+        );
+        assert!(c.notes.is_empty());
+        let harpertown = platform("harpertown").unwrap();
+        assert!(harpertown.has_fsb());
+        let c = harpertown.memory_calibration();
+        assert!(c.notes[0].contains("front-side buses"), "{:?}", c.notes);
+    }
+
     /// (name, CPUs, cores, shared-resource kinds with their instance counts).
     type Case = (&'static str, usize, usize, Vec<(ResourceKind, usize)>);
 

@@ -14,6 +14,7 @@ mod file;
 pub use builtin::{platform, platform_names, platforms};
 pub use file::{PlatformError, PlatformFile};
 
+use coloc_model::calibration::MemoryCalibration;
 use coloc_model::topology::{ObjKind, Topology};
 use serde::{Deserialize, Serialize};
 
@@ -176,5 +177,33 @@ impl Platform {
         self.topology
             .objects_of(ObjKind::Group)
             .any(|(_, o)| o.name.as_deref() == Some("FSB"))
+    }
+
+    /// The memory calibration the platform carries: its sustained
+    /// memory-controller and link bandwidths in 64-byte requests, the rates the
+    /// simulator's queueing network serves, so NuPoCo plans in the simulator
+    /// with the platform's true rates as it would on a calibrated machine
+    /// (NuPoCo §4.3). Front-side buses have no place in NuPoCo's network of
+    /// memory nodes and links (§4); a note says their bandwidth is left out.
+    pub fn memory_calibration(&self) -> MemoryCalibration {
+        let p = &self.params;
+        let mut c = MemoryCalibration::uniform(
+            &self.topology,
+            p.mc_bandwidth_gbs * 1e9,
+            p.link_bandwidth_gbs * 1e9,
+            LINE_BYTES as u32,
+            format!(
+                "the simulated platform {}'s own figures ({})",
+                self.name, self.source
+            ),
+        );
+        if self.has_fsb() {
+            c.notes.push(format!(
+                "the front-side buses ({} GB/s each) are outside NuPoCo's network of memory \
+                 nodes and links: the simulator models them, this calibration leaves them out",
+                p.link_bandwidth_gbs
+            ));
+        }
+        c
     }
 }

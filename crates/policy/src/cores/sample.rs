@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use coloc_model::{AppId, View};
 
-use super::cores::CoreMap;
+use super::CoreMap;
 
 /// One interval inside one parallel section, with a constant team.
 #[derive(Clone, Debug, PartialEq)]

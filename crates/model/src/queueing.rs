@@ -22,7 +22,7 @@
 //! works as long as MRR and μ use the same one (the paper's Figure 4 uses μ = 50;
 //! coloc's calibrations and policies use requests per second).
 
-use coloc_model::calibration::MemoryCalibration;
+use crate::calibration::MemoryCalibration;
 
 /// One M/M/1/N/N queue: `customers` sources, each issuing requests at `mrr` per
 /// unit of compute time, one server with service rate `mu`.
@@ -821,14 +821,14 @@ mod tests {
     /// infinitely fast links, i.e. no link term.
     #[test]
     fn network_from_calibration() {
-        let topo = coloc_model::Topology::synthetic("t", "package:2 numa:1 core:4").unwrap();
+        let topo = crate::Topology::synthetic("t", "package:2 numa:1 core:4").unwrap();
         let mut cal = MemoryCalibration::assumed(&topo);
         cal.link_service_rate[1][0] = None;
         let sys = NumaSystem::from_calibration(&cal, vec![4, 4]);
         assert_eq!(sys.mu, [1.875e8, 1.875e8]);
         assert_eq!(sys.link[0], [f64::INFINITY, 1.5625e8]);
         assert_eq!(sys.link[1], [f64::INFINITY, f64::INFINITY]);
-        let one = coloc_model::Topology::synthetic("t", "package:1 core:2").unwrap();
+        let one = crate::Topology::synthetic("t", "package:1 core:2").unwrap();
         let sys = NumaSystem::from_calibration(&MemoryCalibration::assumed(&one), vec![2]);
         assert_eq!(sys.link, [[f64::INFINITY]]);
     }

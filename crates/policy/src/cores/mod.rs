@@ -1,10 +1,17 @@
-//! The machine as NuPoCo allocates it: cores grouped by memory node and by
-//! last-level cache, and the allocation units of Algorithm 1 (§5.2).
+//! Whole-core allocation shared by the DoP policies (NuPoCo and its
+//! Scalability baseline): the machine as NuPoCo allocates it, cores grouped by
+//! memory node and by last-level cache, and the allocation units of Algorithm 1
+//! (NuPoCo §5.2). [`board`] holds who owns which core during a decision and the
+//! reservation rules both policies apply; [`sample`] what two observations say
+//! about an app's parallel section.
 //!
 //! A core is allocated whole (all its PUs), so an app never has two active
 //! threads on one core — NuPoCo's spatial scheduling, one active thread per core
 //! (§1, §3.2). Core indices below are positions in [`CoreMap::cores`], which is
 //! in topology order.
+
+pub(crate) mod board;
+pub(crate) mod sample;
 
 use coloc_model::calibration::memory_nodes;
 use coloc_model::topology::{ObjKind, Topology};

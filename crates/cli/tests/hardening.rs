@@ -1,0 +1,306 @@
+//! Regressions of coloc under faults and hostile input, through the binary:
+//! signals, bad `--epoch`, a closed stdout, runs whose apps all fail, logs in
+//! files, `--db` in a missing directory, planted output files, hostile traces,
+//! and a journal directory planted by another user.
+
+mod common;
+
+#[path = "../../linux/tests/support/users.rs"]
+mod users;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{coloc, coloc_output, read_trace, text};
+use coloc_model::TraceEvent;
+use users::TestUser;
+
+/// A workload of one app running `argv`.
+fn workload(dir: &Path, argv: &[&str]) -> PathBuf {
+    let path = dir.join("w.toml");
+    let cmd: Vec<String> = argv.iter().map(|a| format!("{a:?}")).collect();
+    std::fs::write(
+        &path,
+        format!(
+            "name = \"w\"\n[[app]]\nname = \"a\"\ncommand = [{}]\nthreads = 1\n",
+            cmd.join(", ")
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// Whether `pid` exists and is not a zombie.
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        let state = s[s.rfind(')').unwrap() + 2..].chars().next();
+        !matches!(state, Some('Z' | 'X'))
+    })
+}
+
+/// SIGHUP (the terminal closed) and SIGQUIT killed coloc without restoring;
+/// every terminating signal that can be handled now stops the run cleanly.
+#[test]
+fn sighup_and_sigquit_stop_the_run_and_restore() {
+    for sig in [nix::sys::signal::SIGHUP, nix::sys::signal::SIGQUIT] {
+        let dir = tempfile::tempdir().unwrap();
+        let w = workload(dir.path(), &["sleep", "30"]);
+        let out = dir.path().join("run");
+        let mut child = coloc()
+            .arg("run")
+            .arg(&w)
+            .args(["--policy", "equal", "--out"])
+            .arg(&out)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait until the app has started (its Start event is in the trace).
+        let trace = out.join("trace.jsonl");
+        let t0 = Instant::now();
+        let app_pid = loop {
+            let text = std::fs::read_to_string(&trace).unwrap_or_default();
+            if let Some(pid) = text.lines().find_map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).ok()?;
+                (v["event"] == "start").then(|| v["pid"].as_u64())?
+            }) {
+                break pid as u32;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(20), "the app never started");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
+        let t0 = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            assert!(t0.elapsed() < Duration::from_secs(20), "{sig} did not stop coloc");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let output = child.wait_with_output().unwrap();
+        let (_, err) = text(&output);
+        assert!(!output.status.success());
+        assert!(err.contains("interrupted"), "{sig}: {err}");
+        assert!(!running(app_pid), "{sig}: the app is ended");
+        let t = read_trace(&out);
+        assert!(
+            matches!(t.events.last(), Some(TraceEvent::End { .. })),
+            "{sig}: the trace is closed"
+        );
+    }
+}
+
+/// `--epoch 0s` skipped the workload file's 1 ms check and spun forever.
+#[test]
+fn an_epoch_of_zero_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = workload(dir.path(), &["true"]);
+    for epoch in ["0s", "31days"] {
+        let o = coloc_output(&["run", w.to_str().unwrap(), "--epoch", epoch]);
+        let (_, err) = text(&o);
+        assert!(!o.status.success(), "--epoch {epoch} is refused");
+        assert!(err.contains("between 1ms and 30 days"), "{err}");
+    }
+}
+
+/// `coloc topo | head -1` panicked: Rust ignores SIGPIPE, so printing to a
+/// closed pipe fails.
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    let mut child = coloc()
+        .arg("topo")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes away before coloc writes.
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let (_, err) = text(&output);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(output.status.success(), "{:?}: {err}", output.status);
+}
+
+/// A run in which every app failed to start exited with status 0; and its
+/// logs, written to a file, were full of colour codes.
+#[test]
+fn a_run_whose_apps_all_fail_to_start_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = workload(dir.path(), &["/nonexistent/program"]);
+    let out = dir.path().join("run");
+    let o = coloc_output(&["run", w.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("every app instance failed"), "{err}");
+}
+
+#[test]
+fn logs_written_to_a_file_have_no_colour_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = workload(dir.path(), &["/nonexistent/program"]);
+    let out = dir.path().join("run");
+    // stderr is a pipe here, as it is a file under `2> log`.
+    let o = coloc_output(&["run", w.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert!(err.contains("/nonexistent/program"), "the error is logged: {err}");
+    assert!(!err.contains('\u{1b}'), "no escape codes: {err:?}");
+}
+
+/// `--db` in a directory that does not exist created the whole tree.
+#[test]
+fn a_db_in_a_missing_directory_is_an_error_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("no/such/dir/p.sqlite");
+    let o = coloc_output(&["profiles", "import", "--db", db.to_str().unwrap(), "/dev/null"]);
+    let (_, err) = text(&o);
+    assert!(!o.status.success());
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(!dir.path().join("no").exists(), "no directory was created");
+}
+
+/// A `trace.jsonl` symlink planted in the output directory made coloc
+/// overwrite the file it points to.
+#[test]
+fn a_planted_trace_link_is_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = workload(dir.path(), &["true"]);
+    let out = dir.path().join("run");
+    std::fs::create_dir(&out).unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    std::os::unix::fs::symlink(&victim, out.join("trace.jsonl")).unwrap();
+    let o = coloc_output(&["run", w.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert!(!o.status.success());
+    assert!(err.contains("trace.jsonl"), "{err}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+}
+
+/// `coloc report` aborted (out of memory) on a trace naming app 4,000,000,000.
+#[test]
+fn a_trace_naming_a_huge_app_index_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = workload(dir.path(), &["true"]);
+    let out = dir.path().join("run");
+    let o = coloc_output(&["run", w.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let path = out.join("trace.jsonl");
+    let good = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = good.lines().collect();
+    let hostile =
+        r#"{"event":"arrive","t":0,"app":{"app":4000000000,"rep":0}}"#.to_string();
+    lines.insert(1, &hostile);
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, lines.join("\n")).unwrap();
+    let o = coloc_output(&["report", bad.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert!(!o.status.success());
+    assert!(err.contains("app 4000000000"), "{err}");
+}
+
+/// Without `XDG_RUNTIME_DIR`, journals went to `/tmp/coloc-<uid>` whoever
+/// owned it: another user could create it first and plant journals there. It
+/// is now refused, said so, and a directory of the user's own is used.
+#[test]
+fn a_journal_directory_planted_by_another_user_is_not_used() {
+    let Some(victim) = TestUser::create("vic") else {
+        return;
+    };
+    let Some(attacker) = TestUser::create("atk") else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    victim.chown(home.path());
+    let planted = std::env::temp_dir().join(format!("coloc-{}", victim.uid));
+    let _ = std::fs::remove_dir_all(&planted);
+    std::fs::create_dir(&planted).unwrap();
+    attacker.chown(&planted);
+    let o = Command::new("runuser")
+        .args(["-u", &victim.name, "--", "env", "-u", "XDG_RUNTIME_DIR", "-u", "XDG_STATE_HOME"])
+        .arg(format!("HOME={}", home.path().display()))
+        .arg(env!("CARGO_BIN_EXE_coloc"))
+        .arg("restore")
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&planted).unwrap();
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("{} is not trusted", planted.display())),
+        "{err}"
+    );
+}
+
+/// `sched` and `memory` in a workload file were parsed and applied by no
+/// policy. Under `native` (which decides neither) the app now runs with them,
+/// as /proc shows: nice in `stat`, the slice in `sched`, the memory policy in
+/// `numa_maps`.
+#[test]
+fn workload_sched_and_memory_settings_are_applied_under_native() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("w.toml");
+    std::fs::write(
+        &w,
+        "name = \"w\"\n[[app]]\nname = \"a\"\ncommand = [\"sleep\", \"30\"]\nthreads = 1\n\
+         memory = \"interleave\"\nsched = { nice = 7, slice_us = 20000 }\n",
+    )
+    .unwrap();
+    let out = dir.path().join("run");
+    let child = coloc()
+        .arg("run")
+        .arg(&w)
+        .args(["--policy", "native", "--out"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let trace = out.join("trace.jsonl");
+    let t0 = Instant::now();
+    let pid = loop {
+        let text = std::fs::read_to_string(&trace).unwrap_or_default();
+        // The first apply after the start: the plan is in force on every thread.
+        if text.contains("\"event\":\"applied\"") {
+            if let Some(pid) = text.lines().find_map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).ok()?;
+                (v["event"] == "start").then(|| v["pid"].as_u64())?
+            }) {
+                break pid as u32;
+            }
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "the app never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let nice: i32 = stat[stat.rfind(')').unwrap() + 2..]
+        .split(' ')
+        .nth(16)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let sched = std::fs::read_to_string(format!("/proc/{pid}/sched")).unwrap_or_default();
+    let slice = sched
+        .lines()
+        .find(|l| l.starts_with("se.slice"))
+        .and_then(|l| l.split(':').nth(1))
+        .map(|v| v.trim().to_string());
+    let numa = std::fs::read_to_string(format!("/proc/{pid}/numa_maps")).unwrap_or_default();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::SIGTERM,
+    )
+    .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let (_, err) = text(&output);
+    assert_eq!(nice, 7, "{err}");
+    // Where the kernel shows the slice (EEVDF, Linux 6.12+), it is the one asked.
+    if let Some(slice) = slice {
+        assert_eq!(slice, "20000000", "se.slice in ns: {err}");
+    } else {
+        eprintln!("/proc/{pid}/sched has no se.slice: slice not checked");
+    }
+    if numa.is_empty() {
+        eprintln!("no numa_maps (kernel without NUMA): memory policy not checked");
+    } else {
+        assert!(numa.contains("interleave"), "{numa}");
+    }
+}

@@ -1,0 +1,241 @@
+//! The policy registry: every policy users can select, with what it reads from
+//! the [`PolicyContext`] (docs/architecture.md, Policies). It is the one place a
+//! policy name becomes an object.
+
+use crate::{auto, baseline, nupoco, resense, scalability, Policy, PolicyContext};
+
+/// What of the [`PolicyContext`] a policy's construction reads, so that the
+/// CLI looks up (and warns about) only what the chosen policies need.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reads {
+    /// [`PolicyContext::profiles`]: apps' stored characterizations.
+    pub profiles: bool,
+    /// [`PolicyContext::calibration`]: the machine's memory service rates.
+    pub calibration: bool,
+}
+
+impl Reads {
+    pub const NOTHING: Reads = Reads {
+        profiles: false,
+        calibration: false,
+    };
+    pub const PROFILES: Reads = Reads {
+        profiles: true,
+        calibration: false,
+    };
+    pub const CALIBRATION: Reads = Reads {
+        profiles: false,
+        calibration: true,
+    };
+
+    /// What either reads.
+    pub fn union(self, other: Reads) -> Reads {
+        Reads {
+            profiles: self.profiles || other.profiles,
+            calibration: self.calibration || other.calibration,
+        }
+    }
+}
+
+/// A policy users can select: its name, a one-line description for `--help`,
+/// what it reads, and how to build it. Adding a policy is one module and one
+/// entry in [`POLICIES`]; the CLI, the simulator's benchmarks and the
+/// conformance tests take every policy from here.
+#[derive(Debug, Clone, Copy)]
+pub struct PolicyInfo {
+    pub name: &'static str,
+    pub about: &'static str,
+    /// The paper section it implements, or what it stands for (for `coloc
+    /// policies` and the docs).
+    pub source: &'static str,
+    pub reads: Reads,
+    make: fn(&PolicyContext) -> Box<dyn Policy>,
+}
+
+impl PolicyInfo {
+    pub fn make(&self, ctx: &PolicyContext) -> Box<dyn Policy> {
+        (self.make)(ctx)
+    }
+}
+
+/// Every policy, in the order tables list them.
+pub const POLICIES: &[PolicyInfo] = &[
+    PolicyInfo {
+        name: "auto",
+        about: "the default: per app, NuPoCo-style DoP space sharing where the app's DoP lever acts and the machine is oversubscribed, else Linux alone; kept only where measured no slower than Linux; --objective makespan|art|latency adds nice values",
+        source: "coloc's own: NuPoCo §5 space sharing, checked against Linux by its outcomes",
+        reads: Reads::NOTHING,
+        make: |ctx| Box::new(auto::Auto::new(ctx.objective)),
+    },
+    PolicyInfo {
+        name: "native",
+        about: "change nothing: Linux places every thread (the baseline)",
+        source: "Linux CFS/EEVDF and its load balancer, untouched",
+        reads: Reads::NOTHING,
+        make: |_| Box::new(baseline::Native),
+    },
+    PolicyInfo {
+        name: "batch",
+        about: "one app at a time with all CPUs, the others queued (exclusive batch queue)",
+        source: "an exclusive batch queue (NuPoCo §7.3 baseline)",
+        reads: Reads::NOTHING,
+        make: |_| Box::new(baseline::Batch),
+    },
+    PolicyInfo {
+        name: "equal",
+        about: "equal exclusive CPU partitions per running app, one CPU per thread (static CPU manager)",
+        source: "a static CPU manager's equal exclusive partitions (NuPoCo §7.3 baseline)",
+        reads: Reads::NOTHING,
+        make: |_| Box::new(baseline::Equal),
+    },
+    PolicyInfo {
+        name: "static",
+        about: "the mapping given by each app's `cpus` in the workload file",
+        source: "the workload file's `cpus` per app",
+        reads: Reads::NOTHING,
+        make: |_| Box::new(baseline::Static),
+    },
+    PolicyInfo {
+        name: "resense",
+        about: "ReSense: per-thread mapping from each app's solo sensitivity scores (ReSensor, TACO 2013)",
+        source: "ReSense, TACO 2013: §2.2 scores, §2.3 ReSensor (Algorithm 1)",
+        reads: Reads::PROFILES,
+        make: |ctx| Box::new(resense::ReSense::new(ctx.profiles.clone())),
+    },
+    PolicyInfo {
+        name: "resense-positive",
+        about: "ReSensor with every score fixed positive: every app shares (TACO 2013 Table VII ablation)",
+        source: "ReSense, TACO 2013: Table VII ablation",
+        reads: Reads::NOTHING,
+        make: |_| Box::new(resense::ReSense::fixed_positive()),
+    },
+    PolicyInfo {
+        name: "resense-negative",
+        about: "ReSensor with every score fixed negative: every app spreads (TACO 2013 Table VII ablation)",
+        source: "ReSense, TACO 2013: Table VII ablation",
+        reads: Reads::NOTHING,
+        make: |_| Box::new(resense::ReSense::fixed_negative()),
+    },
+    PolicyInfo {
+        name: "nupoco",
+        about: "NuPoCo: DoP per OpenMP section maximizing CPU + memory-controller utilization (queueing model), with core swaps",
+        source: "NuPoCo, PACT 2018: §4 model, Algorithms 1 and 2",
+        reads: Reads::CALIBRATION,
+        make: |ctx| Box::new(nupoco::Nupoco::from_context(ctx, nupoco::Variant::Full)),
+    },
+    PolicyInfo {
+        name: "nupoco-greedy",
+        about: "NuPoCo's DoP computation only: no core swaps, cores in topology order",
+        source: "NuPoCo, PACT 2018: §7.3 Greedy baseline (Algorithm 1 only)",
+        reads: Reads::CALIBRATION,
+        make: |ctx| Box::new(nupoco::Nupoco::from_context(ctx, nupoco::Variant::Greedy)),
+    },
+    PolicyInfo {
+        name: "scalability",
+        about: "C3PO-style hill climbing: each OpenMP app's DoP follows its measured progress rate",
+        source: "NuPoCo, PACT 2018: §7.3 Scalability baseline (C3PO hill climbing)",
+        reads: Reads::NOTHING,
+        make: |_| Box::new(scalability::Scalability::default()),
+    },
+];
+
+/// What the named policies read together; names not in the registry read
+/// nothing (the CLI's `oracle` is built elsewhere).
+pub fn reads_of<S: AsRef<str>>(names: &[S]) -> Reads {
+    names
+        .iter()
+        .filter_map(|n| POLICIES.iter().find(|p| p.name == n.as_ref()))
+        .fold(Reads::NOTHING, |acc, p| acc.union(p.reads))
+}
+
+/// The selectable policy names, comma-separated, for error messages.
+pub fn policy_names() -> String {
+    POLICIES
+        .iter()
+        .map(|p| p.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A `--policy` value that names no policy.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown policy `{0}` (expected one of: {names})", names = policy_names())]
+pub struct UnknownPolicy(pub String);
+
+/// Looks a policy up by name, with an empty context (no calibration, no profiles).
+pub fn by_name(name: &str) -> Result<Box<dyn Policy>, UnknownPolicy> {
+    by_name_with(name, &PolicyContext::default())
+}
+
+/// Looks a policy up by name and builds it with what is known about the machine and
+/// the apps.
+pub fn by_name_with(name: &str, ctx: &PolicyContext) -> Result<Box<dyn Policy>, UnknownPolicy> {
+    POLICIES
+        .iter()
+        .find(|p| p.name == name)
+        .map(|p| p.make(ctx))
+        .ok_or_else(|| UnknownPolicy(name.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every policy, what it reads, in the order tables list them. A new policy
+    /// is added here and in [`POLICIES`], nowhere else.
+    #[test]
+    fn the_registry_lists_each_policy_and_what_it_reads() {
+        let p = Reads::PROFILES;
+        let c = Reads::CALIBRATION;
+        let n = Reads::NOTHING;
+        let want: &[(&str, Reads)] = &[
+            ("auto", n),
+            ("native", n),
+            ("batch", n),
+            ("equal", n),
+            ("static", n),
+            ("resense", p),
+            ("resense-positive", n),
+            ("resense-negative", n),
+            ("nupoco", c),
+            ("nupoco-greedy", c),
+            ("scalability", n),
+        ];
+        let got: Vec<(&str, Reads)> = POLICIES.iter().map(|p| (p.name, p.reads)).collect();
+        assert_eq!(got, want);
+        for info in POLICIES {
+            assert_eq!(info.make(&PolicyContext::default()).name(), info.name);
+            assert!(
+                !info.about.is_empty() && !info.source.is_empty(),
+                "{}",
+                info.name
+            );
+        }
+    }
+
+    #[test]
+    fn reads_of_is_the_union() {
+        let cases: [(&[&str], Reads); 5] = [
+            (&["native", "equal"], Reads::NOTHING),
+            (&["resense-positive"], Reads::NOTHING),
+            (&["resense", "oracle"], Reads::PROFILES),
+            (&["native", "nupoco-greedy"], Reads::CALIBRATION),
+            (
+                &["nupoco", "resense"],
+                Reads {
+                    profiles: true,
+                    calibration: true,
+                },
+            ),
+        ];
+        for (names, want) in cases {
+            assert_eq!(reads_of(names), want, "{names:?}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_name_lists_the_policies() {
+        let e = by_name("nope").unwrap_err().to_string();
+        assert!(e.contains("`nope`") && e.contains("nupoco-greedy"), "{e}");
+    }
+}
