@@ -183,13 +183,20 @@ fn policies_table(md: &str) -> Vec<String> {
         .skip_while(|l| !l.starts_with("| policy |"))
         .skip(2)
         .take_while(|l| l.starts_with('|'))
-        .map(|l| l.split('|').nth(1).unwrap().trim().trim_matches('`').to_string())
+        .map(|l| {
+            l.split('|')
+                .nth(1)
+                .unwrap()
+                .trim()
+                .trim_matches('`')
+                .to_string()
+        })
         .collect()
 }
 
-/// The one directory matching `parent/prefix*`.
-fn only_dir(parent: &Path, prefix: &str) -> PathBuf {
-    let found: Vec<PathBuf> = fs::read_dir(parent)
+/// The directories matching `parent/prefix*`.
+fn dirs(parent: &Path, prefix: &str) -> Vec<PathBuf> {
+    fs::read_dir(parent)
         .unwrap_or_else(|e| panic!("{}: {e}", parent.display()))
         .map(|e| e.unwrap().path())
         .filter(|p| {
@@ -197,9 +204,7 @@ fn only_dir(parent: &Path, prefix: &str) -> PathBuf {
                 .and_then(|n| n.to_str())
                 .is_some_and(|n| n.starts_with(prefix))
         })
-        .collect();
-    assert_eq!(found.len(), 1, "{}/{prefix}*: {found:?}", parent.display());
-    found.into_iter().next().unwrap()
+        .collect()
 }
 
 #[test]
@@ -223,7 +228,8 @@ fn the_readme_opens_with_the_two_setup_commands() {
         .collect();
     assert_eq!(before, ["# coloc"]);
     let setup = repo().join("scripts/setup");
-    let mode = std::os::unix::fs::PermissionsExt::mode(&fs::metadata(&setup).unwrap().permissions());
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&fs::metadata(&setup).unwrap().permissions());
     assert!(mode & 0o111 != 0, "scripts/setup is not executable");
     // `cargo run` with no `-p` runs the workspace's default member: this crate.
     let manifest = fs::read_to_string(repo().join("Cargo.toml")).unwrap();
@@ -235,7 +241,8 @@ fn the_install_command_installs_this_binary() {
     let md = readme();
     let cmds = commands(&md);
     assert!(
-        cmds.iter().any(|(c, _)| c == "cargo install --path crates/cli"),
+        cmds.iter()
+            .any(|(c, _)| c == "cargo install --path crates/cli"),
         "the README says how to put coloc on PATH"
     );
     // The path names the package whose binary the tests run.
@@ -254,12 +261,21 @@ fn readme_links_resolve_inside_the_repository() {
             continue;
         }
         let file = target.split('#').next().unwrap();
-        assert!(!file.contains(".."), "README links outside the checkout: {target}");
-        assert!(repo().join(file).exists(), "README links to missing {target}");
+        assert!(
+            !file.contains(".."),
+            "README links outside the checkout: {target}"
+        );
+        assert!(
+            repo().join(file).exists(),
+            "README links to missing {target}"
+        );
         links += 1;
     }
     assert!(links >= 10, "only {links} local links");
-    assert!(!md.contains("shared/"), "README mentions a folder outside the checkout");
+    assert!(
+        !md.contains("shared/"),
+        "README mentions a folder outside the checkout"
+    );
 }
 
 #[test]
@@ -269,8 +285,7 @@ fn the_readme_commands_run_and_do_what_its_text_says() {
     let mut ran: Vec<(String, Ran)> = Vec::new();
     let mut parsed = 0;
     for (cmd, run) in commands(&md) {
-        if cmd.starts_with("scripts/setup && cargo ") || cmd == "cargo install --path crates/cli"
-        {
+        if cmd.starts_with("scripts/setup && cargo ") || cmd == "cargo install --path crates/cli" {
             continue; // the other tests check these
         }
         if let Some(script) = cmd.strip_prefix("scripts/") {
@@ -299,7 +314,10 @@ fn the_readme_commands_run_and_do_what_its_text_says() {
         }
     }
     assert!(ran.len() >= 14, "only {} README commands ran", ran.len());
-    assert!(parsed >= 8, "only {parsed} long README commands were checked");
+    assert!(
+        parsed >= 8,
+        "only {parsed} long README commands were checked"
+    );
     // The output of the first (or last) command starting with `prefix`.
     let find = |prefix: &str, last: bool| -> &Ran {
         let mut it = ran.iter().filter(|(c, _)| c.starts_with(prefix));
@@ -329,21 +347,31 @@ fn the_readme_commands_run_and_do_what_its_text_says() {
         );
     }
 
-    // "trace in coloc-runs/two-barriers/equal-<time>/trace.jsonl".
-    let run_dir = only_dir(
-        &scratch.dir.path().join("coloc-runs/two-barriers"),
-        "equal-",
-    );
-    let trace = fs::read_to_string(run_dir.join("trace.jsonl")).unwrap();
-    let header: serde_json::Value = serde_json::from_str(trace.lines().next().unwrap()).unwrap();
-    assert_eq!(header["policy"], "equal");
-    assert_eq!(header["machine"], "linux");
+    // "one run under auto, the default; trace in
+    // coloc-runs/two-barriers/auto-<time>/trace.jsonl", and "--policy equal"
+    // beside it.
+    let runs = scratch.dir.path().join("coloc-runs/two-barriers");
+    // Two auto runs (the default, then --objective art) and one under equal.
+    for (policy, runs_of_it) in [("auto", 2), ("equal", 1)] {
+        let found = dirs(&runs, &format!("{policy}-"));
+        assert_eq!(found.len(), runs_of_it, "{policy}: {found:?}");
+        for dir in found {
+            let trace = fs::read_to_string(dir.join("trace.jsonl")).unwrap();
+            let header: serde_json::Value =
+                serde_json::from_str(trace.lines().next().unwrap()).unwrap();
+            assert_eq!(header["policy"], policy);
+            assert_eq!(header["machine"], "linux");
+        }
+    }
     // "every metric again, from the trace alone".
-    let report = &find("coloc report coloc-runs/two-barriers/equal-", false).stdout;
+    let report = &find("coloc report coloc-runs/two-barriers/auto-", false).stdout;
     assert!(report.contains("makespan"), "{report}");
     // "each app alone": solo names both apps.
     let solo = &find("coloc solo examples/memory-compute.toml", false).stdout;
-    assert!(solo.contains("stream") && solo.contains("compute"), "{solo}");
+    assert!(
+        solo.contains("stream") && solo.contains("compute"),
+        "{solo}"
+    );
 
     // "one SQLite file at ~/.local/share/coloc/profiles.sqlite".
     let store = scratch.home().join(".local/share/coloc/profiles.sqlite");
@@ -356,7 +384,13 @@ fn the_readme_commands_run_and_do_what_its_text_says() {
 
     // "the papers' machines, kvm-2cpu (this VM)".
     let platforms = &find("coloc sim --list-platforms", false).stdout;
-    for p in ["kvm-2cpu", "nupoco-amd64", "opteron48", "harpertown", "westmere"] {
+    for p in [
+        "kvm-2cpu",
+        "nupoco-amd64",
+        "opteron48",
+        "harpertown",
+        "westmere",
+    ] {
         assert!(platforms.contains(p), "--list-platforms lacks {p}");
     }
 
