@@ -72,9 +72,9 @@ fn blocks(md: &str) -> Vec<Block> {
     out
 }
 
-/// A command line without its trailing comment (`  # ...`).
+/// A command line without its trailing comment (` # ...`).
 fn command_of(line: &str) -> &str {
-    line.split("  #").next().unwrap_or("").trim()
+    line.split(" # ").next().unwrap_or("").trim()
 }
 
 /// The commands of the `sh` blocks, with whether they run.
