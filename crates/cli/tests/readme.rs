@@ -321,7 +321,7 @@ fn the_readme_commands_run_and_do_what_its_text_says() {
     // The output of the first (or last) command starting with `prefix`.
     let find = |prefix: &str, last: bool| -> &Ran {
         let mut it = ran.iter().filter(|(c, _)| c.starts_with(prefix));
-        let hit = if last { it.last() } else { it.next() };
+        let hit = if last { it.next_back() } else { it.next() };
         hit.map(|(_, r)| r)
             .unwrap_or_else(|| panic!("the README no longer runs `{prefix}…`"))
     };
