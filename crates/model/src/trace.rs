@@ -36,6 +36,17 @@ impl ExitStatus {
     }
 }
 
+impl std::fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExitStatus::Code(0) => write!(f, "exited normally"),
+            ExitStatus::Code(c) => write!(f, "exited with code {c}"),
+            ExitStatus::Signal(s) => write!(f, "killed by signal {s}"),
+            ExitStatus::FailedToStart(why) => write!(f, "failed to start: {why}"),
+        }
+    }
+}
+
 /// What happened when a plan was applied to one app.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApplyOutcome {
@@ -163,6 +174,24 @@ pub enum TraceEvent {
         t: Duration,
         usage: SelfUsage,
     },
+}
+
+impl TraceEvent {
+    /// When it happened (None for the header, which is the run's start).
+    pub fn time(&self) -> Option<Duration> {
+        match self {
+            TraceEvent::Arrive { t, .. }
+            | TraceEvent::Start { t, .. }
+            | TraceEvent::Threads { t, .. }
+            | TraceEvent::Plan { t, .. }
+            | TraceEvent::Applied { t, .. }
+            | TraceEvent::IdleWhileWaiting { t, .. }
+            | TraceEvent::Exit { t, .. }
+            | TraceEvent::End { t, .. } => Some(*t),
+            TraceEvent::Obs(o) => Some(o.at),
+            TraceEvent::Header(_) => None,
+        }
+    }
 }
 
 /// Why a trace could not be read.

@@ -2,10 +2,11 @@
 //! timed tests (so CI cannot flake on a noisy machine).
 //!
 //! - `overhead`: coloc's own CPU use while managing a workload, and how long after
-//!   an app starts (or creates threads) its plan is in force. Targets from issue 2:
-//!   under 1% of a core at the default epoch, placement within one epoch.
+//!   an app starts (or creates threads) its plan is in force. Targets: under 1%
+//!   of a core at the default epoch, placement within one epoch; a figure that
+//!   misses its target is flagged ABOVE TARGET.
 //! - `decide`: how long each policy takes to decide, on fixture topologies.
-//! - `sim`: the simulator's speed (issue 3): events per second of an 8-app
+//! - `sim`: the simulator's speed: events per second of an 8-app
 //!   dynamic workload on the 64-core platform, oracle configurations per second.
 //! - `nupoco`: the cost of NuPoCo's Algorithm 1 and of a steady decision at 64
 //!   cores / 8 nodes (NuPoCo §7.5 reports 1.8 ms).
@@ -97,7 +98,14 @@ pub fn main(args: BenchArgs) -> Result<()> {
         Bench::Sim { policies } => {
             let names: Vec<&str> = policies.iter().map(String::as_str).collect();
             debug_build_note();
-            print!("{}", coloc_sim::bench::sim_speed_for(&names)?);
+            let started = Instant::now();
+            let progress = |what: &str| {
+                eprintln!(
+                    "bench sim: {what} ({:.0} s so far)",
+                    started.elapsed().as_secs_f64()
+                )
+            };
+            print!("{}", coloc_sim::bench::sim_speed_for(&names, &progress)?);
             Ok(())
         }
         Bench::Nupoco { runs } => {
@@ -143,18 +151,22 @@ fn overhead(path: Option<PathBuf>, policy: &str, epoch: Duration) -> Result<()> 
         workload.name,
         epoch.as_millis()
     );
+    let cpu = summary.usage.percent_of_core();
     println!(
-        "  coloc CPU use: {:.3}% of one core ({:.3} s CPU over {:.2} s)   target < 1%",
-        summary.usage.percent_of_core(),
+        "  coloc CPU use: {cpu:.3}% of one core ({:.3} s CPU over {:.2} s)   target < {CPU_TARGET_PERCENT}%{}",
         summary.usage.cpu.as_secs_f64(),
-        summary.usage.wall.as_secs_f64()
+        summary.usage.wall.as_secs_f64(),
+        over(cpu > CPU_TARGET_PERCENT)
     );
+    let late = |d: Option<Duration>| over(d.is_some_and(|d| d > epoch));
     for a in &m.apps {
         println!(
-            "  {:<16} start -> first applied plan: {}   thread change -> placed: max {}",
+            "  {:<16} start -> first applied plan: {}{}   thread change -> placed: max {}{}",
             a.name,
             fmt_ms(a.first_plan_delay),
+            late(a.first_plan_delay),
             fmt_ms(a.max_thread_placement_delay),
+            late(a.max_thread_placement_delay),
         );
     }
     println!(
@@ -172,6 +184,19 @@ fn overhead(path: Option<PathBuf>, policy: &str, epoch: Duration) -> Result<()> 
         );
     }
     Ok(())
+}
+
+/// coloc's own CPU use it should stay under, percent of one core, at the
+/// default epoch.
+const CPU_TARGET_PERCENT: f64 = 1.0;
+
+/// The flag after a figure that misses its target.
+fn over(missed: bool) -> &'static str {
+    if missed {
+        "   ABOVE TARGET"
+    } else {
+        ""
+    }
 }
 
 fn fmt_ms(d: Option<Duration>) -> String {
