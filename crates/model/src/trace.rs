@@ -1,4 +1,4 @@
-//! The run trace: JSON lines, one event a line (DESIGN.md, The loop).
+//! The run trace: JSON lines, one event a line (docs/architecture.md, The loop).
 //!
 //! It keeps raw observations, not rates, so `coloc report` recomputes every metric
 //! from a trace without re-running (facebookincubator/below's replay model).

@@ -1,4 +1,4 @@
-//! The journal of changed settings (DESIGN.md, Safety): before coloc changes a
+//! The journal of changed settings (docs/safety.md): before coloc changes a
 //! task's setting for the first time it appends the original value, and the
 //! line is on disk (fsync) before the syscall that changes it, so a crash at any
 //! point leaves enough to put the task back.

@@ -1,5 +1,5 @@
 //! [`LinuxMachine`]: the real backend behind the Manager's [`Machine`] trait
-//! (DESIGN.md, The loop and Safety).
+//! (docs/architecture.md, Machine backends; docs/safety.md).
 //!
 //! - **launch** (`launch.rs`): the command runs in its own process group with
 //!   stdout/stderr in `<out_dir>/<app>-<rep>.out/.err` and `OMP_NUM_THREADS` set
