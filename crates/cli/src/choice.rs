@@ -159,7 +159,10 @@ pub fn choose(
     bar.enable_steady_tick(Duration::from_millis(250));
     let lines = (!io::stderr().is_terminal()).then(|| Mutex::new(Instant::now()));
     if lines.is_some() {
-        eprintln!("{ORACLE}: searching the static configurations of {}", workload.name);
+        eprintln!(
+            "{ORACLE}: searching the static configurations of {}",
+            workload.name
+        );
     }
     let progress = |p: &oracle::Progress| {
         if let Some(last) = lines.as_ref().and_then(|l| l.lock().ok()).as_deref_mut() {

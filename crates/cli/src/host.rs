@@ -28,7 +28,9 @@ pub fn journal_dirs() -> Vec<PathBuf> {
         Some(d) => Path::new(&d).join("coloc"),
         None => match std::env::var_os("HOME") {
             Some(h) => Path::new(&h).join(".local/state/coloc"),
-            None => return vec![std::env::temp_dir().join(format!("coloc-{}", nix::unistd::geteuid()))],
+            None => {
+                return vec![std::env::temp_dir().join(format!("coloc-{}", nix::unistd::geteuid()))]
+            }
         },
     };
     vec![

@@ -107,7 +107,6 @@ pub fn check_app_indices(trace: &Trace) -> Result<()> {
     Ok(())
 }
 
-
 /// What `path` holds: a trace file, a run directory or a comparison directory.
 /// `baseline` overrides the manifest's (or, without one, the default).
 pub fn open(path: &Path, baseline: Option<&str>) -> Result<Saved> {

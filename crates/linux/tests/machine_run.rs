@@ -408,11 +408,17 @@ fn an_app_that_sets_its_own_affinity_is_put_back_then_respected() {
         "{:?}",
         out[0].refused
     );
-    assert_eq!(cpus_of(l.pid, l.pid).unwrap().to_string(), first.to_string());
+    assert_eq!(
+        cpus_of(l.pid, l.pid).unwrap().to_string(),
+        first.to_string()
+    );
     // From now on the app's choice stands, and is no longer a drift.
     let out = m.apply(&plan);
     assert_eq!(out[0].affinity_drift, 0);
-    assert_eq!(cpus_of(l.pid, l.pid).unwrap().to_string(), first.to_string());
+    assert_eq!(
+        cpus_of(l.pid, l.pid).unwrap().to_string(),
+        first.to_string()
+    );
     m.finish().unwrap();
     assert!(journals(dir.path()).is_empty());
 }

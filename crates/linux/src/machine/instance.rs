@@ -262,20 +262,18 @@ pub(crate) fn end_leftovers(proc: &ProcRoot, leftovers: Vec<(u32, u64)>, grace: 
             start,
         })
     };
-    let signal = |(pid, _): &(u32, u64), sig: Signal| {
-        match nix::sys::signal::kill(Pid::from_raw(*pid as i32), sig) {
-            Ok(()) | Err(Errno::ESRCH) => {}
-            Err(e) => tracing::warn!(pid, "{sig} to a process the app left running: {e}"),
-        }
+    let signal = |(pid, _): &(u32, u64), sig: Signal| match nix::sys::signal::kill(
+        Pid::from_raw(*pid as i32),
+        sig,
+    ) {
+        Ok(()) | Err(Errno::ESRCH) => {}
+        Err(e) => tracing::warn!(pid, "{sig} to a process the app left running: {e}"),
     };
     let mut running: Vec<(u32, u64)> = leftovers.into_iter().filter(alive).collect();
     if running.is_empty() {
         return;
     }
-    tracing::info!(
-        "ending {} process(es) the apps left running",
-        running.len()
-    );
+    tracing::info!("ending {} process(es) the apps left running", running.len());
     for p in &running {
         signal(p, Signal::SIGTERM);
     }

@@ -108,7 +108,9 @@ pub fn secure_dir(dir: &Path) -> Result<(), JournalError> {
     let meta = fs::symlink_metadata(dir).map_err(err)?;
     let refuse = |why: String| err(io::Error::new(io::ErrorKind::PermissionDenied, why));
     if !meta.file_type().is_dir() {
-        return Err(refuse("not a directory (a symlink or a file is refused)".into()));
+        return Err(refuse(
+            "not a directory (a symlink or a file is refused)".into(),
+        ));
     }
     let me = nix::unistd::geteuid().as_raw();
     if meta.uid() != me {

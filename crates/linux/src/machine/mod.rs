@@ -164,9 +164,8 @@ pub(crate) enum InstanceError {
 /// CPU time (user + system) this process has used so far, all threads.
 fn own_cpu() -> Result<Duration, MachineError> {
     let usage = getrusage(UsageWho::RUSAGE_SELF).map_err(|e| other("getrusage", e))?;
-    let tv = |t: nix::sys::time::TimeVal| {
-        Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000)
-    };
+    let tv =
+        |t: nix::sys::time::TimeVal| Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000);
     Ok(tv(usage.user_time()) + tv(usage.system_time()))
 }
 
@@ -464,7 +463,11 @@ impl Machine for LinuxMachine {
             }
             inst.dop.remove();
         }
-        end_leftovers(&self.proc, std::mem::take(&mut self.leftovers), TERMINATE_GRACE);
+        end_leftovers(
+            &self.proc,
+            std::mem::take(&mut self.leftovers),
+            TERMINATE_GRACE,
+        );
         if refused.is_empty() {
             self.journal
                 .remove()
