@@ -356,26 +356,26 @@ impl Timeline {
         self.fill_dops(obs);
     }
 
-    /// The DoP of each app per bin: the last one each instance acknowledged in
-    /// the bin, summed over instances (instances of one app rarely overlap).
+    /// The DoP of each app per bin: at the bin's last observation of the app,
+    /// summed over its instances sampled then (instances of one app rarely
+    /// overlap; repetitions that follow each other in one bin do not add up).
+    /// Also records when each instance was sampled first and last.
     fn fill_dops(&mut self, obs: &[&coloc_model::Observation]) {
-        let mut per_bin: HashMap<(usize, usize), BTreeMap<AppId, u32>> = HashMap::new();
         for o in obs {
             let at = o.at.as_secs_f64();
             let bin = self.bin_of(at);
+            let mut dops: BTreeMap<usize, u32> = BTreeMap::new();
             for s in &o.apps {
                 let span = self.sampled.entry(s.app).or_insert((at, at));
                 span.1 = at;
                 if let Some(omp) = &s.omp {
-                    per_bin
-                        .entry((s.app.app as usize, bin))
-                        .or_default()
-                        .insert(s.app, omp.dop_seen.unwrap_or(omp.team_size));
+                    *dops.entry(s.app.app as usize).or_default() +=
+                        omp.dop_seen.unwrap_or(omp.team_size);
                 }
             }
-        }
-        for ((app, bin), dops) in per_bin {
-            self.apps[app][bin].dop = Some(dops.values().sum());
+            for (app, dop) in dops {
+                self.apps[app][bin].dop = Some(dop);
+            }
         }
     }
 
