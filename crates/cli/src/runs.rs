@@ -85,6 +85,7 @@ pub fn check_app_indices(trace: &Trace) -> Result<()> {
             TraceEvent::Arrive { app, .. }
             | TraceEvent::Start { app, .. }
             | TraceEvent::Threads { app, .. }
+            | TraceEvent::IdleWhileWaiting { app, .. }
             | TraceEvent::Exit { app, .. } => check(&what, *app)?,
             TraceEvent::Plan { plan, .. } => {
                 for p in &plan.apps {

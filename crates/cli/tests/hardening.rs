@@ -268,7 +268,7 @@ fn workload_sched_and_memory_settings_are_applied_under_native() {
     )
     .unwrap();
     let out = dir.path().join("run");
-    let mut child = coloc()
+    let child = coloc()
         .arg("run")
         .arg(&w)
         .args(["--policy", "native", "--out"])

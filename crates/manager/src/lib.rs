@@ -2,6 +2,7 @@
 //! times, asks the policy on every event and epoch, applies plans through a
 //! [`Machine`], and records everything in the trace.
 
+pub mod conservation;
 pub mod record;
 pub mod run;
 

@@ -17,6 +17,7 @@ use coloc_model::{
 use coloc_policy::{invariants, Policy};
 use regex::Regex;
 
+use crate::conservation::Conservation;
 use crate::record::Recorder;
 use coloc_machine::{LaunchRequest, Machine, MachineError, MachineEvent};
 
@@ -73,6 +74,9 @@ pub struct RunSummary {
     pub affinity_drift: u64,
     pub interrupted: bool,
     pub usage: SelfUsage,
+    /// Observations at which some app's waiting threads had been kept off idle
+    /// CPUs for more than an epoch ([`TraceEvent::IdleWhileWaiting`] events).
+    pub idle_while_waiting: usize,
 }
 
 /// Runs `workload` on `machine` under `policy`, recording every event.
@@ -101,6 +105,7 @@ pub fn run(
         affinity_drift: state.affinity_drift,
         interrupted,
         usage: usage?,
+        idle_while_waiting: state.idle_while_waiting,
     })
 }
 
@@ -117,6 +122,8 @@ struct Loop<'a> {
     instances: usize,
     failed: usize,
     affinity_drift: u64,
+    conservation: Conservation,
+    idle_while_waiting: usize,
 }
 
 impl<'a> Loop<'a> {
@@ -153,6 +160,8 @@ impl<'a> Loop<'a> {
             instances: 0,
             failed: 0,
             affinity_drift: 0,
+            conservation: Conservation::default(),
+            idle_while_waiting: 0,
         }
     }
 
@@ -191,6 +200,7 @@ impl<'a> Loop<'a> {
                 let obs = self.machine.observe()?;
                 rec.record(&TraceEvent::Obs(Box::new(obs.clone())))?;
                 self.prev = self.last.replace(obs);
+                self.check_conservation(rec)?;
                 trigger.get_or_insert(Trigger::Epoch);
                 while next_epoch <= now {
                     next_epoch += self.opts.epoch;
@@ -277,6 +287,23 @@ impl<'a> Loop<'a> {
                 Ok(Trigger::ThreadsChanged(app))
             }
         }
+    }
+
+    /// Records every app whose waiting threads the plans in force kept off idle
+    /// CPUs for more than an epoch (work conservation, checked for every policy).
+    fn check_conservation(&mut self, rec: &mut dyn Recorder) -> Result<(), ManagerError> {
+        let (Some(prev), Some(last)) = (&self.prev, &self.last) else {
+            return Ok(());
+        };
+        let topology = self.machine.topology();
+        for v in self.conservation.check(topology, &self.apps, prev, last) {
+            if let TraceEvent::IdleWhileWaiting { app, idle, .. } = &v {
+                tracing::warn!(%app, idle = %idle, "CPUs idle while the app's threads wait");
+            }
+            self.idle_while_waiting += 1;
+            rec.record(&v)?;
+        }
+        Ok(())
     }
 
     /// ReSense's ts(BM, k): the next run of an app arrives when the last one exits.

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cpuset::CpuSet;
 use crate::ids::{AppId, Tid};
 use crate::nanos;
 use crate::observation::Observation;
@@ -32,6 +33,17 @@ pub enum ExitStatus {
 impl ExitStatus {
     pub fn success(&self) -> bool {
         *self == ExitStatus::Code(0)
+    }
+}
+
+impl std::fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExitStatus::Code(0) => write!(f, "exited normally"),
+            ExitStatus::Code(c) => write!(f, "exited with code {c}"),
+            ExitStatus::Signal(s) => write!(f, "killed by signal {s}"),
+            ExitStatus::FailedToStart(why) => write!(f, "failed to start: {why}"),
+        }
     }
 }
 
@@ -133,6 +145,21 @@ pub enum TraceEvent {
         outcomes: Vec<ApplyOutcome>,
     },
     Obs(Box<Observation>),
+    /// Work conservation broken: for more than an epoch (since `since`), CPUs
+    /// stayed idle while threads of `app` waited for a CPU and its placement
+    /// kept them off those CPUs (`docs/trace-format.md`). Recorded at each
+    /// observation while it lasts; the Manager checks it for every policy.
+    IdleWhileWaiting {
+        #[serde(with = "nanos")]
+        t: Duration,
+        #[serde(with = "nanos")]
+        since: Duration,
+        app: AppId,
+        /// CPUs that were idle and that some waiting thread of `app` may not use.
+        idle: CpuSet,
+        /// The app's threads that waited for a CPU over the last interval.
+        waiting: Vec<Tid>,
+    },
     Exit {
         #[serde(with = "nanos")]
         t: Duration,
@@ -147,6 +174,24 @@ pub enum TraceEvent {
         t: Duration,
         usage: SelfUsage,
     },
+}
+
+impl TraceEvent {
+    /// When it happened (None for the header, which is the run's start).
+    pub fn time(&self) -> Option<Duration> {
+        match self {
+            TraceEvent::Arrive { t, .. }
+            | TraceEvent::Start { t, .. }
+            | TraceEvent::Threads { t, .. }
+            | TraceEvent::Plan { t, .. }
+            | TraceEvent::Applied { t, .. }
+            | TraceEvent::IdleWhileWaiting { t, .. }
+            | TraceEvent::Exit { t, .. }
+            | TraceEvent::End { t, .. } => Some(*t),
+            TraceEvent::Obs(o) => Some(o.at),
+            TraceEvent::Header(_) => None,
+        }
+    }
 }
 
 /// Why a trace could not be read.
@@ -229,6 +274,18 @@ impl Trace {
             header,
             events: iter.collect(),
         })
+    }
+
+    /// Observations at which work conservation was broken (an app's waiting
+    /// threads kept off idle CPUs for more than an epoch), per app.
+    pub fn idle_while_waiting(&self) -> std::collections::BTreeMap<AppId, usize> {
+        let mut n = std::collections::BTreeMap::new();
+        for e in &self.events {
+            if let TraceEvent::IdleWhileWaiting { app, .. } = e {
+                *n.entry(*app).or_default() += 1;
+            }
+        }
+        n
     }
 
     pub fn observations(&self) -> impl Iterator<Item = &Observation> {

@@ -7,6 +7,7 @@ use std::fmt;
 
 use coloc_model::{Plan, View};
 
+pub mod auto;
 pub mod baseline;
 pub mod bench;
 pub(crate) mod cores;
@@ -32,6 +33,8 @@ pub struct PolicyContext {
     /// The apps' profiles measured on this platform (ReSense §2.2); `resense`
     /// matches them to apps by what they run, then by name.
     pub profiles: Vec<coloc_model::profile::AppProfile>,
+    /// What `auto` optimizes (`--objective`).
+    pub objective: auto::Objective,
 }
 
 /// A placement / parallelism / scheduling policy.

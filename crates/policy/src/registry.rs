@@ -2,7 +2,7 @@
 //! the [`PolicyContext`] (docs/architecture.md, Policies). It is the one place a
 //! policy name becomes an object.
 
-use crate::{baseline, nupoco, resense, scalability, Policy, PolicyContext};
+use crate::{auto, baseline, nupoco, resense, scalability, Policy, PolicyContext};
 
 /// What of the [`PolicyContext`] a policy's construction reads, so that the
 /// CLI looks up (and warns about) only what the chosen policies need.
@@ -60,6 +60,13 @@ impl PolicyInfo {
 
 /// Every policy, in the order tables list them.
 pub const POLICIES: &[PolicyInfo] = &[
+    PolicyInfo {
+        name: "auto",
+        about: "the default: per app, NuPoCo-style DoP space sharing where the app's DoP lever acts and the machine is oversubscribed, else Linux alone; kept only where measured no slower than Linux; --objective makespan|art|latency adds nice values",
+        source: "coloc's own: NuPoCo §5 space sharing, checked against Linux by its outcomes",
+        reads: Reads::NOTHING,
+        make: |ctx| Box::new(auto::Auto::new(ctx.objective)),
+    },
     PolicyInfo {
         name: "native",
         about: "change nothing: Linux places every thread (the baseline)",
@@ -182,6 +189,7 @@ mod tests {
         let c = Reads::CALIBRATION;
         let n = Reads::NOTHING;
         let want: &[(&str, Reads)] = &[
+            ("auto", n),
             ("native", n),
             ("batch", n),
             ("equal", n),

@@ -20,7 +20,10 @@
 //! one thread per core. Serial sections get one core, apps whose DoP coloc
 //! cannot change get placement only, exactly as under NuPoCo
 //! ([`crate::cores::board`]'s shared reservation rules), so the two differ only in
-//! how they size parallel sections.
+//! how they size parallel sections. Among those rules: an app whose DoP lever
+//! has not acted (one long region, so the climb never sees its new DoP) gets
+//! cores for the team it runs until that region ends, and cores nobody uses go
+//! to apps whose threads queue.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -28,7 +31,7 @@ use std::time::Duration;
 
 use coloc_model::{AppId, AppPlan, AppView, Plan, View};
 
-use crate::cores::board::{current_cores, reserve, Board, Need};
+use crate::cores::board::{current_cores, reserve, Board, Levers, Need};
 use crate::cores::sample::section_sample;
 use crate::cores::{pin_team, CoreMap};
 use crate::Policy;
@@ -60,6 +63,7 @@ struct Climb {
 pub struct Scalability {
     cfg: ScalabilityConfig,
     climbs: BTreeMap<AppId, Climb>,
+    levers: Levers,
 }
 
 impl Scalability {
@@ -67,6 +71,7 @@ impl Scalability {
         Self {
             cfg,
             climbs: BTreeMap::new(),
+            levers: Levers::default(),
         }
     }
 
@@ -136,8 +141,14 @@ impl Policy for Scalability {
         self.climbs
             .retain(|id, _| view.apps.iter().any(|a| a.id == *id));
         let running: Vec<&AppView> = view.running().collect();
-        let needs: Vec<(&AppView, Need)> =
-            running.iter().map(|a| (*a, Self::need(view, a))).collect();
+        self.levers.retain(view);
+        let needs: Vec<(&AppView, Need)> = running
+            .iter()
+            .map(|a| match self.levers.stuck(&map, view, a) {
+                Some(team) => (*a, Need::Fixed { threads: team }),
+                None => (*a, Self::need(view, a)),
+            })
+            .collect();
         let pending: Vec<&AppView> = view.pending().collect();
         let mut board = Board::new(&map);
         let admitted = reserve(&map, &mut board, &needs, &pending);
@@ -171,11 +182,7 @@ impl Policy for Scalability {
             }
         }
 
-        for (a, need) in &needs {
-            if *need == Need::Serial {
-                board.keep_idle(&map, a);
-            }
-        }
+        board.finish(&map, &needs);
         let apps = view
             .apps
             .iter()

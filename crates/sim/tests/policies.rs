@@ -4,7 +4,9 @@
 //! app, a latency-class app, more threads than CPUs at the peak — must finish,
 //! every instance must start after it arrived and exit successfully, and every
 //! plan must satisfy the invariants (the Manager refuses a plan that breaks
-//! them, which would end the run with an error).
+//! them, which would end the run with an error), and no policy may keep an
+//! app's waiting threads off idle CPUs for more than an epoch (work
+//! conservation, which the Manager records as `idle_while_waiting`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -110,6 +112,11 @@ fn check_trace(policy: &str, trace: &[TraceEvent], expected: usize) {
     assert_eq!(reps, [0, 1], "{policy}: the repeated app ran twice");
 }
 
+/// Policies that leave CPUs idle by construction: ReSense's ablation with every
+/// score fixed positive packs every app onto one instance of each resource
+/// (TACO 2013 Table VII), whatever else is idle.
+const NOT_WORK_CONSERVING: &[&str] = &["resense-positive"];
+
 #[test]
 fn every_policy_runs_a_dynamic_workload_to_the_end() {
     let w = parse_workload("conformance.toml", WORKLOAD).unwrap();
@@ -139,6 +146,14 @@ fn every_policy_runs_a_dynamic_workload_to_the_end() {
                 info.name
             );
             check_trace(info.name, &trace, expected);
+            let idle: Vec<&TraceEvent> = trace
+                .iter()
+                .filter(|e| matches!(e, TraceEvent::IdleWhileWaiting { .. }))
+                .collect();
+            assert_eq!(summary.idle_while_waiting, idle.len(), "{}", info.name);
+            if !NOT_WORK_CONSERVING.contains(&info.name) {
+                assert!(idle.is_empty(), "{} (seed {seed}): {idle:?}", info.name);
+            }
             assert!(
                 m.engine().apps().is_empty(),
                 "{}: nothing left running",

@@ -23,8 +23,13 @@ use crate::target::{MachineArgs, Target};
 pub struct RunOpts {
     /// Policy to run under (`coloc policies` lists them), or `oracle` in the
     /// simulator (static workloads: the best configuration found by simulating).
-    #[arg(long, short, default_value = "native")]
+    #[arg(long, short, default_value = "auto")]
     pub policy: String,
+    /// What `auto` optimizes: `makespan` (the default: no scheduling settings),
+    /// `art` (least attained CPU first, by nice value) or `latency` (batch apps
+    /// at nice 10 while a latency-class app runs).
+    #[arg(long, default_value = "makespan")]
+    pub objective: coloc_policy::auto::Objective,
     /// Directory for the trace (trace.jsonl) and the apps' output
     /// [default: coloc-runs/WORKLOAD/POLICY-TIME].
     #[arg(long)]
@@ -57,7 +62,8 @@ pub fn main(args: RunArgs) -> Result<()> {
 /// Runs one workload file under one policy on `target` and prints its metrics.
 pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
     let workload = target.load(path)?;
-    let ctx = policy_context(target, &workload, &[&opts.policy])?;
+    let mut ctx = policy_context(target, &workload, &[&opts.policy])?;
+    ctx.objective = opts.objective;
     let policy = choose(
         target,
         &workload,

@@ -10,9 +10,7 @@
 //! intervals than bins is downsampled this way, and the page says so.
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::Duration;
 
-use coloc_model::trace::ExitStatus;
 use coloc_model::{AppId, Cpu, Placement, Tid, Trace, TraceEvent, Trigger};
 
 /// Most time bins a picture has: enough for a 1200-pixel-wide map, few enough
@@ -143,7 +141,7 @@ impl Timeline {
         let end = trace
             .events
             .iter()
-            .filter_map(event_time)
+            .filter_map(TraceEvent::time)
             .chain(obs.last().map(|o| o.at))
             .max()
             .unwrap_or_default()
@@ -237,7 +235,7 @@ impl Timeline {
                         "{:.2} s: {} ({app}) exits: {}",
                         t.as_secs_f64(),
                         self.app_name(app.app),
-                        describe_status(status)
+                        status
                     ),
                     app: Some(app.app),
                 }),
@@ -417,29 +415,6 @@ impl Timeline {
                 (hi > lo).then(|| (bin, (hi - lo) / (b - a)))
             })
             .collect()
-    }
-}
-
-fn event_time(e: &TraceEvent) -> Option<Duration> {
-    match e {
-        TraceEvent::Arrive { t, .. }
-        | TraceEvent::Start { t, .. }
-        | TraceEvent::Threads { t, .. }
-        | TraceEvent::Plan { t, .. }
-        | TraceEvent::Applied { t, .. }
-        | TraceEvent::Exit { t, .. }
-        | TraceEvent::End { t, .. } => Some(*t),
-        TraceEvent::Obs(o) => Some(o.at),
-        TraceEvent::Header(_) => None,
-    }
-}
-
-fn describe_status(s: &ExitStatus) -> String {
-    match s {
-        ExitStatus::Code(0) => "ok".into(),
-        ExitStatus::Code(c) => format!("exit code {c}"),
-        ExitStatus::Signal(n) => format!("signal {n}"),
-        ExitStatus::FailedToStart(why) => format!("could not start: {why}"),
     }
 }
 

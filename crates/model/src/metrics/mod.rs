@@ -12,11 +12,15 @@
 //! - Across repeated runs of several policies ([`Comparison`]): mean, spread,
 //!   log-scale intervals, NTT against a baseline and rank tests (ReSense §3.5;
 //!   see [`crate::stats`] for why these statistics).
+//! - Reference points of a mix from solo times at each thread count
+//!   ([`reference`]): the CPU-work lower bound of its makespan and an SJF
+//!   reference for its ART.
 //!
 //! Everything here is pure: no I/O, tables rendered to strings with fixed decimals.
 
 mod app;
 mod compare;
+pub mod reference;
 mod run;
 mod solo;
 pub mod table;
@@ -28,5 +32,6 @@ mod timeline;
 
 pub use app::{AppMetrics, Repetition};
 pub use compare::{Comparison, PolicyStats, Samples};
+pub use reference::SoloCurves;
 pub use run::{RunFigures, RunMetrics};
 pub use solo::SoloTimes;

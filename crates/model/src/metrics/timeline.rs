@@ -93,7 +93,9 @@ impl Timeline {
                     });
                 }
                 TraceEvent::End { usage, .. } => tl.usage = Some(*usage),
-                TraceEvent::Header(_) | TraceEvent::Obs(_) => {}
+                TraceEvent::Header(_)
+                | TraceEvent::Obs(_)
+                | TraceEvent::IdleWhileWaiting { .. } => {}
             }
         }
         tl

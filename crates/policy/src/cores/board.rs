@@ -18,9 +18,16 @@
 //!   them ([`Board::keep_idle`]): its team sleeps there and resumes in place
 //!   when its next region starts, instead of starting piled on one core and
 //!   migrating out with cold caches. They are the first to go to any app that
-//!   needs them.
+//!   needs them;
+//! - an app whose DoP lever has not acted ([`Levers`]) gets placement for the
+//!   team it runs, like a fixed app, until its region ends;
+//! - cores left over after every app got its share go to fixed apps that have
+//!   more threads than cores ([`Board::finish`]), so that no core idles while
+//!   their threads queue (work conservation), before serial apps keep theirs.
 
-use coloc_model::{AppId, AppView};
+use std::collections::BTreeMap;
+
+use coloc_model::{AppId, AppView, View};
 
 use super::{Core, CoreMap};
 
@@ -79,8 +86,38 @@ impl Board {
 }
 
 impl Board {
+    /// Ends a decision: cores nobody took go one at a time, in turn, to fixed
+    /// apps with more live threads than cores (where they run now first); the rest
+    /// stay with the serial apps that had them.
+    pub fn finish(&mut self, map: &CoreMap, needs: &[(&AppView, Need)]) {
+        loop {
+            let mut lent = false;
+            for (app, need) in needs {
+                let Need::Fixed { threads } = need else {
+                    continue;
+                };
+                if self.free().is_empty() {
+                    break;
+                }
+                // Threads it has now: a team not formed yet cannot use a core.
+                let live = (*threads as usize).min(app.threads.len());
+                if self.owned(app.id).len() < live {
+                    lent |= !self.take(app.id, 1, &current_cores(map, app)).is_empty();
+                }
+            }
+            if !lent {
+                break;
+            }
+        }
+        for (app, need) in needs {
+            if *need == Need::Serial {
+                self.keep_idle(map, app);
+            }
+        }
+    }
+
     /// Gives `app` back the cores of its current plan that nobody took.
-    pub fn keep_idle(&mut self, map: &CoreMap, app: &AppView) {
+    fn keep_idle(&mut self, map: &CoreMap, app: &AppView) {
         for c in current_cores(map, app) {
             if self.owner[c].is_none() {
                 self.owner[c] = Some(app.id);
@@ -131,4 +168,62 @@ pub(crate) fn reserve(
         room -= 1;
     }
     admitted
+}
+
+/// Which apps' DoP lever has not acted. OpenMP applies a DoP when a parallel
+/// region starts, so a program whose work is one long region (worksharing
+/// loops inside it) keeps the team it started with: shrinking its cores to a
+/// smaller DoP stacks its threads, and growing its DoP after a co-runner left
+/// never comes. An app is *stuck* when a whole observation interval passed
+/// inside one region (no region completed, the shim's report) with a team
+/// other than the cores its plan gives it — larger: its threads queue; smaller:
+/// cores idle that others could use; it stays stuck until that region ends, and
+/// meanwhile needs placement for its team ([`Need::Fixed`]), not a DoP.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Levers {
+    /// Stuck apps, with their regions completed when they were found stuck.
+    stuck: BTreeMap<AppId, u64>,
+}
+
+impl Levers {
+    /// Forgets apps that left.
+    pub fn retain(&mut self, view: &View<'_>) {
+        self.stuck
+            .retain(|id, _| view.apps.iter().any(|a| a.id == *id));
+    }
+
+    /// The team size of `app` while its DoP lever is stuck; None otherwise.
+    pub fn stuck(&mut self, map: &CoreMap, view: &View<'_>, app: &AppView) -> Option<u32> {
+        let omp = |o: Option<&coloc_model::Observation>| {
+            o.and_then(|o| o.app(app.id))
+                .and_then(|s| s.omp.clone())
+                .filter(|s| s.in_parallel)
+        };
+        let Some(last) = omp(view.last) else {
+            self.stuck.remove(&app.id);
+            return None;
+        };
+        match self.stuck.get(&app.id) {
+            Some(&r) if r == last.regions_completed => return Some(last.team_size),
+            Some(_) => {
+                self.stuck.remove(&app.id);
+            }
+            None => {}
+        }
+        let prev = omp(view.prev)?;
+        let cores = current_cores(map, app).len();
+        let managed = app.spec.malleable
+            && app
+                .current
+                .as_ref()
+                .is_some_and(|p| !p.placement.cpus().is_empty());
+        if managed
+            && prev.regions_completed == last.regions_completed
+            && last.team_size as usize != cores
+        {
+            self.stuck.insert(app.id, last.regions_completed);
+            return Some(last.team_size);
+        }
+        None
+    }
 }

@@ -1,0 +1,396 @@
+//! auto over scripted observations on the 2-CPU fixture machine, 100 ms epochs.
+//! Each script says, per tick, how much each app progressed given the DoP auto
+//! last asked of it, and checks the plans.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use coloc_model::testutils::{fixture_topologies, pending_app, running_app};
+use coloc_model::{
+    AppClass, AppId, AppSample, AppState, AppView, Observation, OmpSample, Placement, Plan,
+    ThreadSample, Topology, Trigger, View,
+};
+
+use super::evidence::{LEVER_WINDOW, MIN_REGIONS};
+use super::trial::{MEASURE, SETTLE};
+use super::{Auto, Objective, ART_NICE_STEP, LATENCY_NICE};
+use crate::{invariants, Policy};
+
+const TICK: Duration = Duration::from_millis(100);
+
+/// What an app did over one tick: regions ended, iterations done, whether it
+/// is in a region at the end, and its team.
+#[derive(Clone, Copy, Debug)]
+struct Tick {
+    regions: u64,
+    iterations: u64,
+    in_parallel: bool,
+    team: u32,
+}
+
+/// An app with many short regions: 5 per tick, `iters` iterations, the team it
+/// was asked for.
+fn loops(iters: u64, team: u32) -> Tick {
+    Tick {
+        regions: 5,
+        iterations: iters,
+        in_parallel: true,
+        team,
+    }
+}
+
+/// An app inside one long region: iterations but no region end.
+fn one_region(iters: u64, team: u32) -> Tick {
+    Tick {
+        regions: 0,
+        iterations: iters,
+        in_parallel: true,
+        team,
+    }
+}
+
+struct Script {
+    auto: Auto,
+    topo: Topology,
+    apps: Vec<AppView>,
+    prev: Option<Observation>,
+    last: Option<Observation>,
+    now: Duration,
+    /// Cumulative (regions, iterations, run ns) per app.
+    counters: BTreeMap<AppId, (u64, u64, u64)>,
+}
+
+impl Script {
+    fn new(objective: Objective) -> Self {
+        Self {
+            auto: Auto::new(objective),
+            topo: fixture_topologies().pop().expect("kvm-2cpu"),
+            apps: Vec::new(),
+            prev: None,
+            last: None,
+            now: Duration::ZERO,
+            counters: BTreeMap::new(),
+        }
+    }
+
+    /// Adds a running app `index` with `threads` threads.
+    fn start(&mut self, index: u32, threads: u32, malleable: bool) -> AppId {
+        let tids: Vec<u32> = (0..threads).map(|k| 100 * (index + 1) + k).collect();
+        let mut a = running_app(index, &tids);
+        let mut spec = (*a.spec).clone();
+        spec.malleable = malleable;
+        a.spec = Arc::new(spec);
+        a.arrived_at = self.now;
+        a.started_at = Some(self.now);
+        self.apps.push(a);
+        self.decide(Trigger::Arrival(AppId { app: index, rep: 0 }));
+        AppId { app: index, rep: 0 }
+    }
+
+    fn exit(&mut self, id: AppId) -> Plan {
+        self.apps.retain(|a| a.id != id);
+        self.decide(Trigger::Exit(id))
+    }
+
+    fn app_mut(&mut self, id: AppId) -> &mut AppView {
+        self.apps.iter_mut().find(|a| a.id == id).unwrap()
+    }
+
+    /// The DoP auto asked of `id` last (None: never asked).
+    fn asked(&self, id: AppId) -> Option<u32> {
+        self.apps
+            .iter()
+            .find(|a| a.id == id)
+            .and_then(|a| a.current.as_ref())
+            .and_then(|p| p.dop)
+    }
+
+    /// One tick: every app progresses as `f` says, given what was asked of it.
+    fn tick(&mut self, f: impl Fn(AppId, Option<u32>) -> Option<Tick>) -> Plan {
+        self.now += TICK;
+        let mut samples = Vec::new();
+        for a in &self.apps {
+            let Some(t) = f(a.id, self.asked(a.id)) else {
+                continue;
+            };
+            let c = self.counters.entry(a.id).or_default();
+            c.0 += t.regions;
+            c.1 += t.iterations;
+            c.2 += u64::from(t.team.min(2)) * TICK.as_nanos() as u64 / 2;
+            samples.push(AppSample {
+                app: a.id,
+                pid: a.threads[0],
+                threads: vec![ThreadSample {
+                    tid: a.threads[0],
+                    run_ns: c.2,
+                    ..ThreadSample::default()
+                }],
+                omp: Some(OmpSample {
+                    in_parallel: t.in_parallel,
+                    team_size: t.team,
+                    regions_completed: c.0,
+                    iterations_completed: c.1,
+                    parallel_ns: 0,
+                    dop_seen: Some(self.asked(a.id).unwrap_or(t.team)),
+                }),
+                ..AppSample::default()
+            });
+        }
+        self.prev = self.last.take();
+        self.last = Some(Observation {
+            at: self.now,
+            apps: samples,
+            ..Observation::default()
+        });
+        self.decide(Trigger::Epoch)
+    }
+
+    fn decide(&mut self, trigger: Trigger) -> Plan {
+        let view = View {
+            now: self.now,
+            trigger,
+            topology: &self.topo,
+            apps: &self.apps,
+            last: self.last.as_ref(),
+            prev: self.prev.as_ref(),
+        };
+        let plan = self.auto.decide(&view);
+        invariants::check(&view, &plan).expect("auto's plans pass the invariants");
+        for p in &plan.apps {
+            if let Some(a) = self.apps.iter_mut().find(|a| a.id == p.app) {
+                if a.state == AppState::Running {
+                    a.current = Some(p.clone());
+                }
+            }
+        }
+        plan
+    }
+}
+
+fn dop(plan: &Plan, id: AppId) -> Option<u32> {
+    plan.for_app(id).unwrap().dop
+}
+
+/// Every plan auto makes leaves placement to Linux (work conserving).
+fn unmanaged(plan: &Plan) -> bool {
+    plan.apps
+        .iter()
+        .all(|p| p.placement == Placement::Unmanaged)
+}
+
+/// Ticks until the trial of a new set has measured Linux alone and then space
+/// sharing: MEASURE + SETTLE + MEASURE, plus the interval that straddles the
+/// set's start and one for the lever's evidence.
+const TRIAL_TICKS: u32 = MEASURE + SETTLE + MEASURE + 2;
+
+/// An app that cannot be made malleable keeps its threads and Linux's
+/// placement; the malleable one beside it, whose regions end often, is shrunk
+/// to the CPU the fixed app leaves (2 CPUs, fair share 1 each: dop 2 − 1 = 1)
+/// once Linux alone has been measured, and kept there because it progresses
+/// as well (1000 iterations a tick either way).
+#[test]
+fn a_malleable_app_beside_one_that_cannot_be_made_malleable() {
+    let mut s = Script::new(Objective::Makespan);
+    let fixed = s.start(0, 4, false);
+    let mall = s.start(1, 2, true);
+    let mut plans = Vec::new();
+    for _ in 0..TRIAL_TICKS + 3 {
+        plans.push(s.tick(|id, asked| (id == mall).then(|| loops(1000, asked.unwrap_or(2)))));
+    }
+    for p in &plans {
+        assert_eq!(dop(p, fixed), None, "{}", p.note);
+        assert!(unmanaged(p), "{}", p.note);
+    }
+    // Linux alone first, with its whole team.
+    assert_eq!(dop(&plans[0], mall), Some(2), "{}", plans[0].note);
+    let last = plans.last().unwrap();
+    assert_eq!(dop(last, mall), Some(1), "{}", last.note);
+    assert!(last.note.contains("kept"), "{}", last.note);
+    assert!(
+        last.note.contains("0.0 left to Linux (not malleable)"),
+        "{}",
+        last.note
+    );
+}
+
+/// A malleable program whose work is one long region never has its DoP
+/// lowered (it would keep the smaller team for the rest of its run), and is
+/// still left to Linux with its whole team after its co-runner exits.
+#[test]
+fn one_region_that_outlives_its_co_runner_keeps_its_team() {
+    let mut s = Script::new(Objective::Makespan);
+    let long = s.start(0, 2, true);
+    let early = s.start(1, 2, true);
+    for _ in 0..TRIAL_TICKS {
+        let p = s.tick(|id, asked| {
+            Some(if id == long {
+                one_region(500, 2)
+            } else {
+                loops(1000, asked.unwrap_or(2))
+            })
+        });
+        assert_ne!(dop(&p, long), Some(1), "{}", p.note);
+        assert!(unmanaged(&p), "{}", p.note);
+    }
+    let p = s.exit(early);
+    assert!(dop(&p, long).is_none_or(|d| d == 2), "{}", p.note);
+    for _ in 0..3 {
+        let p = s.tick(|_, _| Some(one_region(1000, 2)));
+        assert!(dop(&p, long).is_none_or(|d| d == 2), "{}", p.note);
+        assert!(
+            p.note
+                .contains("0.0 left to Linux (DoP lever: no region ended yet"),
+            "{}",
+            p.note
+        );
+    }
+}
+
+/// An app that arrives mid-run starts a new trial: the app already running
+/// gets its whole team back while Linux alone is measured, then both are
+/// shrunk to one CPU each.
+#[test]
+fn a_mid_run_arrival_is_tried_afresh() {
+    let mut s = Script::new(Objective::Makespan);
+    let first = s.start(0, 2, true);
+    for _ in 0..4 {
+        let p = s.tick(|_, asked| Some(loops(1000, asked.unwrap_or(2))));
+        // Alone, it is not oversubscribed: whole team.
+        assert_eq!(dop(&p, first), Some(2), "{}", p.note);
+    }
+    let mut late = pending_app(1, 2);
+    late.spec = Arc::new(coloc_model::AppSpec {
+        malleable: true,
+        ..(*late.spec).clone()
+    });
+    s.apps.push(late);
+    let p = s.decide(Trigger::Arrival(AppId { app: 1, rep: 0 }));
+    assert!(p.for_app(AppId { app: 1, rep: 0 }).unwrap().admit);
+    let second = AppId { app: 1, rep: 0 };
+    {
+        let now = s.now;
+        let a = s.app_mut(second);
+        a.state = AppState::Running;
+        a.started_at = Some(now);
+        a.threads = vec![200, 201];
+    }
+    let p = s.decide(Trigger::ThreadsChanged(second));
+    assert!(p.note.contains("measuring Linux alone"), "{}", p.note);
+    let mut last = p;
+    for _ in 0..TRIAL_TICKS + 1 {
+        last = s.tick(|_, asked| Some(loops(1000, asked.unwrap_or(2))));
+    }
+    assert_eq!(dop(&last, first), Some(1), "{}", last.note);
+    assert_eq!(dop(&last, second), Some(1), "{}", last.note);
+}
+
+/// When one of two space-shared apps exits early, the other is asked for its
+/// whole team at once (no longer oversubscribed).
+#[test]
+fn an_early_exit_gives_the_other_app_its_whole_team() {
+    let mut s = Script::new(Objective::Makespan);
+    let a = s.start(0, 2, true);
+    let b = s.start(1, 2, true);
+    let mut p = Plan::default();
+    for _ in 0..TRIAL_TICKS + 1 {
+        p = s.tick(|_, asked| Some(loops(1000, asked.unwrap_or(2))));
+    }
+    assert_eq!((dop(&p, a), dop(&p, b)), (Some(1), Some(1)), "{}", p.note);
+    let p = s.exit(b);
+    assert_eq!(dop(&p, a), Some(2), "{}", p.note);
+}
+
+/// Decisions are checked against outcomes: two apps that progress 20% slower
+/// with one thread each than sharing the CPUs with two are given back to Linux
+/// (full teams); at 10% faster, space sharing is kept.
+#[test]
+fn space_sharing_is_kept_only_where_it_does_not_slow_the_apps() {
+    for (space_iters, kept) in [(800, false), (1100, true)] {
+        let mut s = Script::new(Objective::Makespan);
+        let a = s.start(0, 2, true);
+        let b = s.start(1, 2, true);
+        let mut p = Plan::default();
+        for _ in 0..TRIAL_TICKS + 3 {
+            p = s.tick(|_, asked| {
+                Some(match asked {
+                    Some(1) => loops(space_iters, 1),
+                    _ => loops(1000, 2),
+                })
+            });
+        }
+        let want = if kept { Some(1) } else { Some(2) };
+        assert_eq!((dop(&p, a), dop(&p, b)), (want, want), "{}", p.note);
+        let verdict = if kept { "kept" } else { "back to Linux" };
+        assert!(p.note.contains(verdict), "{}", p.note);
+    }
+}
+
+/// The lever evidence: regions must have ended, and recently.
+#[test]
+fn a_lever_acts_only_while_regions_end() {
+    let mut s = Script::new(Objective::Makespan);
+    let a = s.start(0, 2, true);
+    let mut ticks = 0;
+    while s.auto.evidence[&a].regions < MIN_REGIONS {
+        s.tick(|_, _| Some(loops(10, 2)));
+        ticks += 1;
+    }
+    assert_eq!(ticks, 1, "5 regions a tick");
+    assert!(s.auto.evidence[&a].lever_acts(s.now));
+    let silent = LEVER_WINDOW.as_millis() / TICK.as_millis() + 1;
+    for _ in 0..silent {
+        s.tick(|_, _| Some(one_region(10, 2)));
+    }
+    assert!(!s.auto.evidence[&a].lever_acts(s.now));
+}
+
+/// `latency`: batch apps run at nice 10 while a latency-class app runs, and a
+/// latency app's team is never shrunk. `art`: nice grows with the CPU time an
+/// app has had (the app that had more runs at nice ART_NICE_STEP).
+#[test]
+fn objectives_set_nice_values() {
+    let mut s = Script::new(Objective::Latency);
+    let batch = s.start(0, 2, true);
+    let lat = AppId { app: 1, rep: 0 };
+    s.apps.push(AppView {
+        spec: Arc::new(coloc_model::AppSpec {
+            class: AppClass::Latency,
+            malleable: true,
+            ..(*running_app(1, &[200, 201]).spec).clone()
+        }),
+        ..running_app(1, &[200, 201])
+    });
+    let mut p = Plan::default();
+    for _ in 0..TRIAL_TICKS + 1 {
+        p = s.tick(|_, asked| Some(loops(1000, asked.unwrap_or(2))));
+    }
+    let nice = |p: &Plan, id| p.for_app(id).unwrap().sched.nice;
+    assert_eq!(nice(&p, batch), Some(LATENCY_NICE), "{}", p.note);
+    assert_eq!(nice(&p, lat), Some(0));
+    assert_eq!(dop(&p, lat), None, "{}", p.note);
+    let p = s.exit(lat);
+    assert_eq!(
+        nice(&p, batch),
+        Some(0),
+        "back to nice 0 once the latency app left"
+    );
+
+    let mut s = Script::new(Objective::Art);
+    let old = s.start(0, 2, true);
+    s.tick(|_, _| Some(loops(1000, 2)));
+    let young = s.start(1, 1, false);
+    let p = s.tick(|id, _| (id == old).then(|| loops(1000, 2)));
+    assert_eq!(nice(&p, young), Some(0), "{}", p.note);
+    assert_eq!(nice(&p, old), Some(ART_NICE_STEP), "{}", p.note);
+}
+
+#[test]
+fn objectives_parse_by_name() {
+    for o in Objective::ALL {
+        assert_eq!(o.name().parse::<Objective>(), Ok(o));
+    }
+    let e = "speed".parse::<Objective>().unwrap_err();
+    assert!(e.to_string().contains("`speed`"), "{e}");
+    assert_eq!(Objective::default(), Objective::Makespan);
+}
