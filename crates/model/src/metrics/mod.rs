@@ -10,7 +10,8 @@
 //!   (NuPoCo §6, with [`SoloTimes`]), failed instances, coloc's own CPU use and
 //!   policy decision time.
 //! - Across repeated runs of several policies ([`Comparison`]): mean, spread,
-//!   confidence intervals, NTT against a baseline and Welch t-tests (ReSense §3.5).
+//!   log-scale intervals, NTT against a baseline and rank tests (ReSense §3.5;
+//!   see [`crate::stats`] for why these statistics).
 //! - Reference points of a mix from solo times at each thread count
 //!   ([`reference`](mod@reference)): the CPU-work lower bound of its makespan and an SJF
 //!   reference for its ART.
@@ -30,7 +31,7 @@ mod testtrace;
 mod timeline;
 
 pub use app::{AppMetrics, Repetition};
-pub use compare::{Comparison, PolicyStats};
+pub use compare::{Comparison, PolicyStats, Samples};
 pub use reference::SoloCurves;
 pub use run::{RunFigures, RunMetrics};
 pub use solo::SoloTimes;

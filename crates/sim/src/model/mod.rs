@@ -85,6 +85,18 @@ pub struct AppModel {
 }
 
 impl AppModel {
+    /// The same app with every phase's work multiplied by `factor`: a shorter
+    /// (or longer) run of the same structure — serial setup, the same number
+    /// of parallel regions, serial steps — for tests that need seconds of
+    /// simulated time rather than minutes.
+    pub fn scaled(&self, factor: f64) -> Self {
+        let mut m = self.clone();
+        for p in &mut m.phases {
+            p.ginstr *= factor;
+        }
+        m
+    }
+
     /// Total work, 10^9 instructions.
     pub fn total_ginstr(&self) -> f64 {
         self.phases.iter().map(|p| p.ginstr).sum()
