@@ -254,7 +254,7 @@ impl Policy for Nupoco {
     }
 
     /// One decision (§5): profile and size the apps' sections, reserve what the
-    /// shared rules give ([`crate::cores::board`]), then either split the free
+    /// shared rules give (`cores::board`), then either split the free
     /// cores among steady sections (Algorithms 1 and 2) or hand them to the
     /// sections being profiled.
     fn decide(&mut self, view: &View<'_>) -> Plan {
