@@ -6,7 +6,9 @@
 //! (docs/simulator.md, The oracle). This is the one place the CLI turns a
 //! policy name into a policy.
 
-use std::io::Write;
+use std::io::{self, IsTerminal, Write};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, ValueEnum};
@@ -150,7 +152,31 @@ pub fn choose(
         .progress_chars("=> "),
     );
     bar.set_prefix(ORACLE);
+    // The space is counted (and, when small, enumerated) before the first batch:
+    // keep the clock moving meanwhile. Without a terminal the bar is hidden, so
+    // a line every 10 s says how far the search is.
+    bar.set_message("counting the search space");
+    bar.enable_steady_tick(Duration::from_millis(250));
+    let lines = (!io::stderr().is_terminal()).then(|| Mutex::new(Instant::now()));
+    if lines.is_some() {
+        eprintln!(
+            "{ORACLE}: searching the static configurations of {}",
+            workload.name
+        );
+    }
     let progress = |p: &oracle::Progress| {
+        if let Some(last) = lines.as_ref().and_then(|l| l.lock().ok()).as_deref_mut() {
+            if last.elapsed() >= Duration::from_secs(10) || p.evaluated >= p.planned {
+                *last = Instant::now();
+                eprintln!(
+                    "{ORACLE}: {}/{} configurations evaluated{}",
+                    p.evaluated,
+                    p.planned,
+                    p.best_makespan
+                        .map_or(String::new(), |m| format!(", best makespan {m:.2} s"))
+                );
+            }
+        }
         bar.set_length(p.planned as u64);
         bar.set_position(p.evaluated as u64);
         if let Some(m) = p.best_makespan {

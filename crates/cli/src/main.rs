@@ -9,9 +9,11 @@ mod cmd;
 mod context;
 mod db;
 mod host;
+mod html;
 mod load;
 mod output;
 mod progress;
+mod runs;
 mod target;
 
 use std::io::IsTerminal;

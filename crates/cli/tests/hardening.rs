@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{coloc, coloc_output, read_trace, text};
 use coloc_model::TraceEvent;
+use common::{coloc, coloc_output, read_trace, text};
 use users::TestUser;
 
 /// A workload of one app running `argv`.
@@ -67,13 +67,19 @@ fn sighup_and_sigquit_stop_the_run_and_restore() {
             }) {
                 break pid as u32;
             }
-            assert!(t0.elapsed() < Duration::from_secs(20), "the app never started");
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "the app never started"
+            );
             std::thread::sleep(Duration::from_millis(20));
         };
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
         let t0 = Instant::now();
         while child.try_wait().unwrap().is_none() {
-            assert!(t0.elapsed() < Duration::from_secs(20), "{sig} did not stop coloc");
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "{sig} did not stop coloc"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         let output = child.wait_with_output().unwrap();
@@ -141,7 +147,10 @@ fn logs_written_to_a_file_have_no_colour_codes() {
     // stderr is a pipe here, as it is a file under `2> log`.
     let o = coloc_output(&["run", w.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     let (_, err) = text(&o);
-    assert!(err.contains("/nonexistent/program"), "the error is logged: {err}");
+    assert!(
+        err.contains("/nonexistent/program"),
+        "the error is logged: {err}"
+    );
     assert!(!err.contains('\u{1b}'), "no escape codes: {err:?}");
 }
 
@@ -150,7 +159,13 @@ fn logs_written_to_a_file_have_no_colour_codes() {
 fn a_db_in_a_missing_directory_is_an_error_and_creates_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("no/such/dir/p.sqlite");
-    let o = coloc_output(&["profiles", "import", "--db", db.to_str().unwrap(), "/dev/null"]);
+    let o = coloc_output(&[
+        "profiles",
+        "import",
+        "--db",
+        db.to_str().unwrap(),
+        "/dev/null",
+    ]);
     let (_, err) = text(&o);
     assert!(!o.status.success());
     assert!(err.contains("does not exist"), "{err}");
@@ -186,8 +201,7 @@ fn a_trace_naming_a_huge_app_index_is_refused() {
     let path = out.join("trace.jsonl");
     let good = std::fs::read_to_string(&path).unwrap();
     let mut lines: Vec<&str> = good.lines().collect();
-    let hostile =
-        r#"{"event":"arrive","t":0,"app":{"app":4000000000,"rep":0}}"#.to_string();
+    let hostile = r#"{"event":"arrive","t":0,"app":{"app":4000000000,"rep":0}}"#.to_string();
     lines.insert(1, &hostile);
     let bad = dir.path().join("bad.jsonl");
     std::fs::write(&bad, lines.join("\n")).unwrap();
@@ -215,7 +229,16 @@ fn a_journal_directory_planted_by_another_user_is_not_used() {
     std::fs::create_dir(&planted).unwrap();
     attacker.chown(&planted);
     let o = Command::new("runuser")
-        .args(["-u", &victim.name, "--", "env", "-u", "XDG_RUNTIME_DIR", "-u", "XDG_STATE_HOME"])
+        .args([
+            "-u",
+            &victim.name,
+            "--",
+            "env",
+            "-u",
+            "XDG_RUNTIME_DIR",
+            "-u",
+            "XDG_STATE_HOME",
+        ])
         .arg(format!("HOME={}", home.path().display()))
         .arg(env!("CARGO_BIN_EXE_coloc"))
         .arg("restore")
@@ -267,7 +290,10 @@ fn workload_sched_and_memory_settings_are_applied_under_native() {
                 break pid as u32;
             }
         }
-        assert!(t0.elapsed() < Duration::from_secs(20), "the app never started");
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the app never started"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();

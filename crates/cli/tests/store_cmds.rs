@@ -316,8 +316,9 @@ fn runs_warn_about_missing_profiles_only_for_resense() {
     store.put(&a).unwrap();
     drop(store);
 
-    let out = dir.path().join("out");
     let run = |policy: &str| {
+        // A run never reuses an existing trace: one directory per policy.
+        let out = dir.path().join(format!("out-{policy}"));
         let o = coloc(
             &[
                 "sim",

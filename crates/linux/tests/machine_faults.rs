@@ -90,7 +90,8 @@ fn an_unwritable_journal_fails_the_launch() {
 /// CPU time of this process so far.
 fn cpu_so_far() -> Duration {
     let u = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF).unwrap();
-    let tv = |t: nix::sys::time::TimeVal| Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000);
+    let tv =
+        |t: nix::sys::time::TimeVal| Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000);
     tv(u.user_time()) + tv(u.system_time())
 }
 

@@ -226,6 +226,6 @@ fn dop_records_of_a_dead_coloc_are_removed() {
         std::fs::write(f, "").unwrap();
     }
     let removed = remove_stale_dop_records(dir.path(), Path::new("/proc")).unwrap();
-    assert_eq!(removed, [stale.clone()]);
+    assert_eq!(removed, std::slice::from_ref(&stale));
     assert!(!stale.exists() && live.exists() && other.exists());
 }

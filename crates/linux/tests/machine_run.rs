@@ -192,11 +192,8 @@ fn a_descendant_that_outlives_its_app_gets_its_cpus_back() {
         MachineEvent::ThreadsChanged { tids, .. } if tids.len() >= 2 => Some(tids.clone()),
         _ => None,
     });
-    let bg: u32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    // The shell may be seen before it has written the pid.
+    let bg = read_pid_file(&pidfile);
     assert!(
         tids.contains(&bg),
         "the background sleep {bg} is tracked: {tids:?}"
@@ -238,19 +235,7 @@ fn finish_ends_running_apps_and_escaped_descendants() {
         _ => None,
     });
     // Three tasks can be seen before the escaped shell has written its pid.
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    let escaped: u32 = loop {
-        let pid = std::fs::read_to_string(&pidfile)
-            .ok()
-            .and_then(|t| t.trim().parse().ok());
-        match pid {
-            Some(pid) => break pid,
-            None if std::time::Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(10))
-            }
-            None => panic!("{} was never written", pidfile.display()),
-        }
-    };
+    let escaped = read_pid_file(&pidfile);
     assert_eq!(cpus_of(escaped, escaped).unwrap().to_string(), one);
     assert!(!journals(dir.path()).is_empty(), "changes are journaled");
     let usage = m.finish().unwrap();
@@ -281,14 +266,29 @@ fn descendants_that_outlive_their_app_end_with_the_run() {
     wait_for(&mut m, Duration::from_secs(5), |e| {
         matches!(e, MachineEvent::Exited { app, .. } if *app == id(0)).then_some(())
     });
-    let bg: u32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    // The shell may be seen before it has written the pid.
+    let bg = read_pid_file(&pidfile);
     assert!(running(bg), "still running while the run goes on");
     m.finish().unwrap();
     assert!(!running(bg), "ended with the run");
+}
+
+/// The pid a test's shell writes to `path`, waiting up to 5 s for it: the
+/// shell's tasks can be seen before it has written the file.
+fn read_pid_file(path: &std::path::Path) -> u32 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let pid = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| t.trim().parse().ok());
+        match pid {
+            Some(pid) => return pid,
+            None if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            None => panic!("{} was never written", path.display()),
+        }
+    }
 }
 
 /// Whether `pid` exists and is not a zombie.
@@ -408,11 +408,17 @@ fn an_app_that_sets_its_own_affinity_is_put_back_then_respected() {
         "{:?}",
         out[0].refused
     );
-    assert_eq!(cpus_of(l.pid, l.pid).unwrap().to_string(), first.to_string());
+    assert_eq!(
+        cpus_of(l.pid, l.pid).unwrap().to_string(),
+        first.to_string()
+    );
     // From now on the app's choice stands, and is no longer a drift.
     let out = m.apply(&plan);
     assert_eq!(out[0].affinity_drift, 0);
-    assert_eq!(cpus_of(l.pid, l.pid).unwrap().to_string(), first.to_string());
+    assert_eq!(
+        cpus_of(l.pid, l.pid).unwrap().to_string(),
+        first.to_string()
+    );
     m.finish().unwrap();
     assert!(journals(dir.path()).is_empty());
 }

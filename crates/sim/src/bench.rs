@@ -147,13 +147,14 @@ pub enum BenchError {
 /// Runs both benchmarks, the engine under `native` and `equal` (about half a
 /// minute in a release build).
 pub fn sim_speed() -> Result<SimSpeed, BenchError> {
-    sim_speed_for(&["native", "equal"])
+    sim_speed_for(&["native", "equal"], &|_| {})
 }
 
 /// Runs both benchmarks, the engine under each of `policies` (names of
 /// `coloc_policy::POLICIES`; the context is empty, as for a run without a
-/// profile store).
-pub fn sim_speed_for(policies: &[&str]) -> Result<SimSpeed, BenchError> {
+/// profile store). `progress` is told what starts next, before each run (a
+/// run can take tens of seconds).
+pub fn sim_speed_for(policies: &[&str], progress: &dyn Fn(&str)) -> Result<SimSpeed, BenchError> {
     let fail = |e: &dyn fmt::Display| BenchError::Run(e.to_string());
     let dynamic = parse_workload("bench-dynamic-8.toml", DYNAMIC).map_err(|e| fail(&e))?;
     let engine = policies
@@ -163,6 +164,7 @@ pub fn sim_speed_for(policies: &[&str]) -> Result<SimSpeed, BenchError> {
                 .iter()
                 .find(|p| p.name == *name)
                 .ok_or_else(|| fail(&coloc_policy::UnknownPolicy(name.to_string())))?;
+            progress(&format!("engine: {name} on nupoco-amd64"));
             engine_run(&dynamic, info)
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -172,6 +174,9 @@ pub fn sim_speed_for(policies: &[&str]) -> Result<SimSpeed, BenchError> {
         max_configs: ORACLE_CONFIGS,
         ..OracleOptions::default()
     };
+    progress(&format!(
+        "oracle: {ORACLE_CONFIGS} configurations on opteron48"
+    ));
     let t0 = Instant::now();
     let report = oracle::search(&p, &w, &opts).map_err(|e| fail(&e))?;
     Ok(SimSpeed {

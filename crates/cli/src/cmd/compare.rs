@@ -13,11 +13,14 @@ use coloc_model::metrics::{Comparison, RunMetrics, SoloTimes};
 use coloc_model::{Trace, Workload};
 
 use crate::choice::{check_name, choose, Choice, OracleArgs};
+use crate::cmd::mixes::Reference;
+use crate::cmd::report::write_html;
 use crate::cmd::solo;
 use crate::context::policy_context;
 use crate::host::stop_flag;
 use crate::output::{default_out_dir, text_out};
 use crate::progress::Progress;
+use crate::runs::{open, Manifest, Saved};
 use crate::target::{MachineArgs, Target};
 
 #[derive(Debug, Args)]
@@ -44,6 +47,10 @@ pub struct CompareArgs {
     /// Print the comparison as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also write a self-contained HTML page of the comparison to FILE (as
+    /// `coloc report DIR --html FILE` does later).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     #[command(flatten)]
     pub machine: MachineArgs,
     #[command(flatten)]
@@ -104,6 +111,12 @@ pub fn main(args: CompareArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&cmp)?);
     } else {
         print!("{}", cmp.render());
+        // Against the workload's reference points, where `coloc solo --threads`
+        // measured them on this machine.
+        if let Some(curves) = solo::load_saved_curves(&workload, &target)? {
+            let cpus = target.topology().cpus().len() as u32;
+            print!("{}", Reference::of(&workload, &curves, cpus).table(&cmp).1);
+        }
         if solo.is_none() {
             println!(
                 "(no solo times for this workload on {}: run `coloc solo {}{}` for Hmean speedup)",
@@ -117,7 +130,18 @@ pub fn main(args: CompareArgs) -> Result<()> {
         }
         println!("traces: {}", out.display());
     }
+    if let Some(file) = &args.html {
+        write_comparison_html(&out, &cmp, file)?;
+    }
     Ok(())
+}
+
+/// The comparison's page, from the traces just written.
+pub fn write_comparison_html(out: &Path, cmp: &Comparison, file: &Path) -> Result<()> {
+    let Saved::Comparison(saved) = open(out, Some(&cmp.baseline))? else {
+        bail!("{} is not a comparison's directory", out.display());
+    };
+    write_html(file, || saved.html(cmp))
 }
 
 /// Refuses unknown policies, a baseline not among them and zero repeats before
@@ -153,6 +177,15 @@ pub fn run_comparison(target: &Target, plan: &Plan<'_>) -> Result<Comparison> {
 /// `plan.policies` resolved (see [`choose`]).
 pub fn run_choices(target: &Target, plan: &Plan<'_>, choices: &[Choice]) -> Result<Comparison> {
     let stop = stop_flag()?;
+    // Written first, so that `coloc report` reads even an interrupted comparison.
+    Manifest {
+        workload: plan.workload.name.clone(),
+        policies: choices.iter().map(|c| c.name().to_string()).collect(),
+        baseline: plan.baseline.to_string(),
+        repeat: plan.repeat,
+        solo: plan.solo.cloned(),
+    }
+    .write(plan.out)?;
     let ctx = policy_context(target, plan.workload, plan.policies)?;
     let total_runs = choices.len() as u32 * plan.repeat;
     let instances: u64 = plan.workload.apps.iter().map(|a| u64::from(a.repeat)).sum();

@@ -8,7 +8,7 @@ use clap::Args;
 use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::workload::parse_workload;
 
-use crate::cmd::compare::{check_policies, run_comparison, Plan};
+use crate::cmd::compare::{check_policies, run_comparison, write_comparison_html, Plan};
 use crate::host::Host;
 use crate::output::default_out_dir;
 use crate::target::Target;
@@ -27,6 +27,9 @@ pub struct DemoArgs {
     /// Directory for the traces [default: coloc-runs/demo/compare-TIME].
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Also write a self-contained HTML page of the comparison to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Print the built-in workload file and exit.
     #[arg(long)]
     pub show: bool,
@@ -64,5 +67,8 @@ pub fn main(args: DemoArgs) -> Result<()> {
     )?;
     print!("{}", cmp.render());
     println!("traces: {}", out.display());
+    if let Some(file) = &args.html {
+        write_comparison_html(&out, &cmp, file)?;
+    }
     Ok(())
 }

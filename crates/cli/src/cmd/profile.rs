@@ -43,7 +43,6 @@ use coloc_model::profile::{
     characterization_plan, AppIdentity, AppProfile, Configurations, LevelPlan, LevelProfile,
     LevelResult, NotCharacterizable, PlatformFingerprint, Sensitivity, Signal,
 };
-use coloc_model::trace::ExitStatus;
 use coloc_model::{AppSpec, Cpu, CpuSet, StaticMapping, TraceEvent, Workload};
 use coloc_policy::PolicyContext;
 use coloc_sim::characterize::{characterize, CharacterizeOptions};
@@ -439,7 +438,7 @@ impl HostRuns<'_> {
         if !status.success() {
             return Ok(Err(format!(
                 "{}; its output is in {}",
-                describe_exit(status),
+                status,
                 dir.display()
             )));
         }
@@ -468,14 +467,6 @@ fn pinned_alone(workload: &Workload, app: &AppSpec, cpus: &[Cpu]) -> Workload {
         name: format!("{}-profile-{}", workload.name, app.name),
         epoch: workload.epoch,
         apps: vec![alone],
-    }
-}
-
-fn describe_exit(status: &ExitStatus) -> String {
-    match status {
-        ExitStatus::Code(c) => format!("exited with code {c}"),
-        ExitStatus::Signal(s) => format!("killed by signal {s}"),
-        ExitStatus::FailedToStart(why) => format!("failed to start: {why}"),
     }
 }
 

@@ -1,32 +1,43 @@
-//! `coloc report`: every metric again, from a trace alone.
+//! `coloc report`: every metric again, from traces alone: one run's, or a whole
+//! comparison's (the directory `compare` and `demo` print), as tables, JSON or
+//! an HTML page.
 
-use std::io::BufReader;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
 use coloc_model::metrics::RunMetrics;
-use coloc_model::{AppId, Trace, TraceEvent};
+
+use crate::runs::{open, read_trace, Saved, SavedComparison};
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A run's output directory (or its trace.jsonl).
+    /// A run's output directory (or its trace.jsonl), or a comparison's directory
+    /// (as `compare` and `demo` print it).
     pub dir: PathBuf,
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// Also write a self-contained HTML page (core map, per-app series, metrics;
+    /// for a comparison, the distributions too) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// For a comparison: the policy NTT and p-values are relative to [default:
+    /// the one `compare` used].
+    #[arg(long)]
+    pub baseline: Option<String>,
 }
 
 pub fn main(args: ReportArgs) -> Result<()> {
-    let path = if args.dir.is_dir() {
-        args.dir.join("trace.jsonl")
-    } else {
-        args.dir.clone()
-    };
-    let file = std::fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?;
-    let trace =
-        Trace::read(BufReader::new(file)).with_context(|| format!("reading {}", path.display()))?;
-    check_app_indices(&trace).with_context(|| format!("reading {}", path.display()))?;
+    match open(&args.dir, args.baseline.as_deref())? {
+        Saved::Run(path) => report_run(&path, &args),
+        Saved::Comparison(c) => report_comparison(&c, &args),
+    }
+}
+
+fn report_run(path: &Path, args: &ReportArgs) -> Result<()> {
+    let trace = read_trace(path)?;
     let metrics = RunMetrics::from_trace(&trace, None);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&metrics)?);
@@ -37,47 +48,48 @@ pub fn main(args: ReportArgs) -> Result<()> {
         );
         print!("{}", metrics.render());
     }
+    if let Some(file) = &args.html {
+        write_html(file, || crate::html::run_page(&trace, &metrics))?;
+    }
     Ok(())
 }
 
-/// Every app a trace's events name must be one of its workload's apps: metrics
-/// are built per app index, and an index far beyond the workload (a corrupt or
-/// hostile trace) would otherwise make billions of empty entries.
-pub fn check_app_indices(trace: &Trace) -> Result<()> {
-    let apps = trace.header.workload.apps.len();
-    let check = |what: &str, id: AppId| {
-        anyhow::ensure!(
-            (id.app as usize) < apps,
-            "event {what} names app {}, and the workload has {apps} app(s)",
-            id.app
+fn report_comparison(saved: &SavedComparison, args: &ReportArgs) -> Result<()> {
+    let cmp = saved.comparison()?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&cmp)?);
+    } else {
+        let runs: Vec<String> = saved
+            .runs
+            .iter()
+            .map(|(p, r)| format!("{p} {}", r.len()))
+            .collect();
+        println!(
+            "{}: comparison in {} (runs: {}; baseline {})",
+            saved.manifest.workload,
+            saved.dir.display(),
+            runs.join(", "),
+            cmp.baseline
         );
-        Ok(())
-    };
-    for (i, event) in trace.events.iter().enumerate() {
-        let what = format!("{} (after the header)", i + 1);
-        match event {
-            TraceEvent::Arrive { app, .. }
-            | TraceEvent::Start { app, .. }
-            | TraceEvent::Threads { app, .. }
-            | TraceEvent::IdleWhileWaiting { app, .. }
-            | TraceEvent::Exit { app, .. } => check(&what, *app)?,
-            TraceEvent::Plan { plan, .. } => {
-                for p in &plan.apps {
-                    check(&what, p.app)?;
-                }
-            }
-            TraceEvent::Applied { outcomes, .. } => {
-                for o in outcomes {
-                    check(&what, o.app)?;
-                }
-            }
-            TraceEvent::Obs(obs) => {
-                for a in &obs.apps {
-                    check(&what, a.app)?;
-                }
-            }
-            TraceEvent::Header(_) | TraceEvent::End { .. } => {}
-        }
+        print!("{}", cmp.render());
     }
+    if let Some(file) = &args.html {
+        write_html(file, || saved.html(&cmp))?;
+    }
+    Ok(())
+}
+
+/// Writes the page `make` renders to `file` and says where, how large and how
+/// long it took (on standard error, so JSON output stays clean).
+pub fn write_html(file: &Path, make: impl FnOnce() -> Result<String>) -> Result<()> {
+    let t0 = Instant::now();
+    let page = make()?;
+    std::fs::write(file, &page).with_context(|| format!("writing {}", file.display()))?;
+    eprintln!(
+        "html: {} ({:.1} KiB, rendered in {:.2} s)",
+        file.display(),
+        page.len() as f64 / 1024.0,
+        t0.elapsed().as_secs_f64()
+    );
     Ok(())
 }

@@ -1,5 +1,5 @@
 //! [`LinuxMachine`]: the real backend behind the Manager's [`Machine`] trait
-//! (DESIGN.md, The loop and Safety).
+//! (docs/architecture.md, Machine backends; docs/safety.md).
 //!
 //! - **launch** (`launch.rs`): the command runs in its own process group with
 //!   stdout/stderr in `<out_dir>/<app>-<rep>.out/.err` and `OMP_NUM_THREADS` set
@@ -164,9 +164,8 @@ pub(crate) enum InstanceError {
 /// CPU time (user + system) this process has used so far, all threads.
 fn own_cpu() -> Result<Duration, MachineError> {
     let usage = getrusage(UsageWho::RUSAGE_SELF).map_err(|e| other("getrusage", e))?;
-    let tv = |t: nix::sys::time::TimeVal| {
-        Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000)
-    };
+    let tv =
+        |t: nix::sys::time::TimeVal| Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000);
     Ok(tv(usage.user_time()) + tv(usage.system_time()))
 }
 
@@ -364,6 +363,7 @@ impl LinuxMachine {
                 Some(f) => PathBuf::from(f),
                 None => stdout_path,
             },
+            last_samples: Default::default(),
         };
         let launched = Launched {
             pid: main.pid,
@@ -416,10 +416,20 @@ impl Machine for LinuxMachine {
         let counters = &mut self.counters;
         let apps = self
             .instances
-            .iter()
+            .iter_mut()
             .map(|i| {
                 i.dop.heartbeat();
-                sample::sample_app(proc, i.id, i.pid(), &i.tracker, counters, i.dop.sample())
+                let pid = i.pid();
+                let omp = i.dop.sample();
+                sample::sample_app(
+                    proc,
+                    i.id,
+                    pid,
+                    &i.tracker,
+                    &mut i.last_samples,
+                    counters,
+                    omp,
+                )
             })
             .collect();
         let instances = &self.instances;
@@ -464,7 +474,11 @@ impl Machine for LinuxMachine {
             }
             inst.dop.remove();
         }
-        end_leftovers(&self.proc, std::mem::take(&mut self.leftovers), TERMINATE_GRACE);
+        end_leftovers(
+            &self.proc,
+            std::mem::take(&mut self.leftovers),
+            TERMINATE_GRACE,
+        );
         if refused.is_empty() {
             self.journal
                 .remove()

@@ -128,7 +128,6 @@ pub fn until_threads(pid: u32, n: usize) {
     panic!("{pid} never had {n} threads");
 }
 
-
 #[path = "users.rs"]
 mod users;
 #[allow(unused_imports)] // each test file uses its own subset

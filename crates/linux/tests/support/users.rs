@@ -24,7 +24,12 @@ impl TestUser {
         // Parallel tests take turns at /etc/passwd's lock.
         for _ in 0..20 {
             let status = std::process::Command::new("useradd")
-                .args(["--system", "--no-create-home", "--shell", "/usr/sbin/nologin"])
+                .args([
+                    "--system",
+                    "--no-create-home",
+                    "--shell",
+                    "/usr/sbin/nologin",
+                ])
                 .arg(&name)
                 .status();
             match status {
@@ -54,7 +59,9 @@ impl TestUser {
 impl Drop for TestUser {
     fn drop(&mut self) {
         for _ in 0..20 {
-            let status = std::process::Command::new("userdel").arg(&self.name).status();
+            let status = std::process::Command::new("userdel")
+                .arg(&self.name)
+                .status();
             if status.is_ok_and(|s| s.success()) {
                 return;
             }

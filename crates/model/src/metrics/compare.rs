@@ -1,11 +1,13 @@
-//! Repeated runs of several policies side by side (DESIGN.md: measured against the
-//! plain Linux scheduler; ReSense §3.5 and NuPoCo §6 for the statistics).
+//! Repeated runs of several policies side by side, measured against a baseline
+//! (the plain Linux scheduler, usually). ReSense §3.5 and NuPoCo §7.3 for the
+//! figures; the statistics (geometric means with log-scale intervals, rank
+//! tests) and why they fit run times are in [`crate::stats`].
 
 use serde::Serialize;
 
 use super::run::RunMetrics;
 use super::table::{finish, fixed, interval, new_table, p_value};
-use crate::stats::{welch_p_value, Summary};
+use crate::stats::{rank_p_value, ratio_ci95, Summary};
 
 /// One policy's repeated runs, summarised.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -22,13 +24,21 @@ pub struct PolicyStats {
     pub throughput: Option<Summary>,
     /// Hmean speedup; None unless every run has one.
     pub hmean_speedup: Option<Summary>,
-    /// Normalized total turnaround time: mean makespan over the baseline's mean
-    /// makespan (NuPoCo §6). 1 for the baseline; below 1 is better.
+    /// Normalized total turnaround time (NuPoCo §7.3): geometric-mean makespan over
+    /// the baseline's. 1 for the baseline; below 1 is better. Over repeated runs
+    /// the geometric mean keeps one collapsed run from standing for all of them
+    /// (with one run each it is the paper's ratio of makespans).
     pub ntt: Option<f64>,
-    /// Two-sided Welch t-test p-values against the baseline's runs (ReSense §3.5);
-    /// None for the baseline itself and when either side has fewer than two runs.
+    /// 95% interval of the NTT ([`ratio_ci95`]); None for the baseline and when
+    /// either side has fewer than two runs.
+    pub ntt_ci95: Option<(f64, f64)>,
+    /// Two-sided Mann–Whitney U p-values against the baseline's runs
+    /// ([`rank_p_value`]); None for the baseline itself and when either side has
+    /// fewer than two runs.
     pub p_makespan: Option<f64>,
     pub p_art: Option<f64>,
+    /// The per-run values the figures above summarise (for plots).
+    pub samples: Samples,
 }
 
 /// Several policies' runs of one workload, compared with a baseline policy.
@@ -39,19 +49,37 @@ pub struct Comparison {
     pub policies: Vec<PolicyStats>,
 }
 
-/// The per-run values a comparison is made of.
-struct Samples {
-    makespan: Vec<f64>,
-    art: Vec<f64>,
-    throughput: Vec<f64>,
+/// The per-run values a comparison is made of, in run order (runs without a
+/// value are left out).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Samples {
+    pub makespan: Vec<f64>,
+    pub art: Vec<f64>,
+    pub throughput: Vec<f64>,
+    /// Per workload app (name): its mean wall time in each run where it has one.
+    pub app_wall: Vec<(String, Vec<f64>)>,
 }
 
 impl Samples {
     fn of(runs: &[RunMetrics]) -> Samples {
+        let mut app_wall: Vec<(String, Vec<f64>)> = Vec::new();
+        for run in runs {
+            for app in &run.apps {
+                let i = match app_wall.iter().position(|(n, _)| *n == app.name) {
+                    Some(i) => i,
+                    None => {
+                        app_wall.push((app.name.clone(), Vec::new()));
+                        app_wall.len() - 1
+                    }
+                };
+                app_wall[i].1.extend(app.mean_wall_secs());
+            }
+        }
         Samples {
             makespan: runs.iter().filter_map(RunMetrics::makespan_secs).collect(),
             art: runs.iter().filter_map(|r| r.figures.art_secs).collect(),
             throughput: runs.iter().filter_map(|r| r.figures.throughput).collect(),
+            app_wall,
         }
     }
 }
@@ -65,11 +93,7 @@ impl Comparison {
             .iter()
             .find(|(p, _)| p == baseline)
             .map(|(_, r)| Samples::of(r));
-        let base_mean = base
-            .as_ref()
-            .and_then(|b| Summary::of(&b.makespan))
-            .map(|s| s.mean)
-            .filter(|m| *m > 0.0);
+        let base_gmean = base.as_ref().and_then(|b| Summary::of(&b.makespan)?.gmean);
         let policies = runs
             .iter()
             .map(|(policy, runs)| {
@@ -82,13 +106,18 @@ impl Comparison {
                     policy: policy.clone(),
                     runs: runs.len(),
                     failed: runs.iter().map(|r| r.figures.failed).sum(),
-                    ntt: makespan.zip(base_mean).map(|(m, b)| m.mean / b),
+                    ntt: makespan
+                        .and_then(|m| m.gmean)
+                        .zip(base_gmean)
+                        .map(|(m, b)| m / b),
+                    ntt_ci95: vs_base.and_then(|b| ratio_ci95(&mine.makespan, &b.makespan)),
                     makespan,
                     art: Summary::of(&mine.art),
                     throughput: Summary::of(&mine.throughput),
                     hmean_speedup: hmeans.and_then(|h| Summary::of(&h)),
-                    p_makespan: vs_base.and_then(|b| welch_p_value(&mine.makespan, &b.makespan)),
-                    p_art: vs_base.and_then(|b| welch_p_value(&mine.art, &b.art)),
+                    p_makespan: vs_base.and_then(|b| rank_p_value(&mine.makespan, &b.makespan)),
+                    p_art: vs_base.and_then(|b| rank_p_value(&mine.art, &b.art)),
+                    samples: mine,
                 }
             })
             .collect();
@@ -103,53 +132,58 @@ impl Comparison {
         self.policies.iter().any(|p| p.policy == self.baseline)
     }
 
-    /// One row per policy, then a one-line legend of the columns.
+    /// One row per policy, then a legend of the columns.
     pub fn render(&self) -> String {
         let mut table = new_table(&[
             "policy",
             "runs",
             "failed",
             "makespan s",
-            "sd",
-            "CV %",
             "makespan 95% CI",
+            "CV %",
             "p makespan",
             "ART s",
             "ART 95% CI",
             "p ART",
             "throughput /s",
             "NTT",
+            "NTT 95% CI",
             "Hmean speedup",
         ]);
         for p in &self.policies {
             let base = p.policy == self.baseline;
             // The baseline is not tested against itself: blank, not "-".
-            let p_cell = |v| if base { String::new() } else { p_value(v) };
+            let blank_if_base = |cell: String| if base { String::new() } else { cell };
+            let gmean = |s: Option<Summary>| s.and_then(|s| s.gmean);
             let mean = |s: Option<Summary>| s.map(|s| s.mean);
             table.add_row(vec![
                 p.policy.clone(),
                 p.runs.to_string(),
                 p.failed.to_string(),
-                fixed(mean(p.makespan), 3),
-                fixed(p.makespan.and_then(|s| s.sd), 3),
-                fixed(p.makespan.and_then(|s| s.cv).map(|c| c * 100.0), 1),
+                fixed(gmean(p.makespan), 3),
                 interval(p.makespan.and_then(|s| s.ci95), 3),
-                p_cell(p.p_makespan),
-                fixed(mean(p.art), 3),
+                fixed(p.makespan.and_then(|s| s.cv).map(|c| c * 100.0), 1),
+                blank_if_base(p_value(p.p_makespan)),
+                fixed(gmean(p.art), 3),
                 interval(p.art.and_then(|s| s.ci95), 3),
-                p_cell(p.p_art),
+                blank_if_base(p_value(p.p_art)),
                 fixed(mean(p.throughput), 4),
                 fixed(p.ntt, 3),
+                blank_if_base(interval(p.ntt_ci95, 3)),
                 fixed(mean(p.hmean_speedup), 3),
             ]);
         }
         let mut out = finish(&table);
         out += &format!(
-            "makespan: first arrival to last exit (mean, sd, CV = sd/mean, 95% t interval \
-             over runs); ART: mean arrival-to-exit time; p: two-sided Welch t-test against \
-             {b}; throughput: sum of 1/wall time; NTT: mean makespan / {b}'s; Hmean speedup: \
-             harmonic mean of solo / co-located wall time; failed: failed instances over all \
-             runs; -: not available (fewer than two runs, or no data)\n",
+            "makespan: first arrival to last exit; ART: mean arrival-to-exit time of a run. \
+             Both: geometric mean over runs with its 95% interval (Student t on log times, \
+             so never below 0); CV = sd / arithmetic mean. p: two-sided Mann-Whitney U rank \
+             test against {b} (exact up to 8 runs a side, ties included; with n runs a side \
+             the smallest p possible is 2 / C(2n, n): 0.1 for n = 3, 0.0079 for n = 5). NTT: geometric-mean \
+             makespan / {b}'s, 95% interval by Welch t on log makespans. throughput: sum of \
+             1 / wall time, mean over runs; Hmean speedup: harmonic mean of solo / \
+             co-located wall time; failed: failed instances over all runs; -: not available \
+             (fewer than two runs, or no data)\n",
             b = self.baseline
         );
         if !self.has_baseline() {

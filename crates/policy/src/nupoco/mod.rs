@@ -26,7 +26,7 @@
 //! Serial sections get one core (and keep their idle ones while no other app
 //! wants them); every core runs at most one active thread
 //! (cores are allocated whole and threads pinned one per core); apps whose DoP
-//! coloc cannot change get placement only ([`crate::cores::board`]). A serial app's
+//! coloc cannot change get placement only (`cores/board.rs`). A serial app's
 //! DoP is left unchanged (the plan gives none): it keeps the DoP of its last
 //! parallel section for its next one, and no plan ever asks for more threads
 //! than the CPUs it gives. OpenMP applies a DoP when a region starts while
@@ -253,144 +253,163 @@ impl Policy for Nupoco {
         }
     }
 
+    /// One decision (§5): profile and size the apps' sections, reserve what the
+    /// shared rules give ([`crate::cores::board`]), then either split the free
+    /// cores among steady sections (Algorithms 1 and 2) or hand them to the
+    /// sections being profiled.
     fn decide(&mut self, view: &View<'_>) -> Plan {
         let map = CoreMap::new(view.topology);
         let (system, rates) = network(view.topology, &map, self.calibration.as_ref());
+        let cfg = self.cfg.clone();
         let model = Model {
-            cfg: &self.cfg,
+            cfg: &cfg,
             map: &map,
             system: &system,
         };
-        self.tracks
-            .retain(|id, _| view.apps.iter().any(|a| a.id == *id));
-        for a in view.running().filter(|a| a.spec.malleable) {
-            self.tracks.entry(a.id).or_default().update(&model, view, a);
-        }
-
-        let running: Vec<&AppView> = view.running().collect();
-        self.levers.retain(view);
-        let stuck: Vec<Option<u32>> = running
-            .iter()
-            .map(|a| self.levers.stuck(&map, view, a))
-            .collect();
-        let needs: Vec<(&AppView, Need)> = running
-            .iter()
-            .zip(stuck)
-            .map(|(a, s)| match s {
-                Some(team) => (*a, Need::Fixed { threads: team }),
-                None => (*a, self.need(a)),
-            })
-            .collect();
+        let needs = self.needs(&model, view);
         let pending: Vec<&AppView> = view.pending().collect();
         let mut board = Board::new(&map);
         let admitted = reserve(&map, &mut board, &needs, &pending);
-
-        let parallel: Vec<(&AppView, Phase)> = needs
-            .iter()
-            .filter(|(_, n)| *n == Need::Parallel)
-            .map(|(a, _)| (*a, self.tracks[&a.id].phase()))
-            .collect();
-        let profiling: Vec<(&AppView, Step)> = parallel
-            .iter()
-            .filter_map(|(a, p)| match p {
-                Phase::Profiling(s) => Some((*a, *s)),
-                _ => None,
-            })
-            .collect();
-        let steady: Vec<(&AppView, f64)> = parallel
-            .iter()
-            .filter_map(|(a, p)| match p {
-                Phase::Parallel(mrr) => Some((*a, *mrr)),
-                _ => None,
-            })
-            .collect();
-
+        let (profiling, steady) = self.sections(&needs);
         let mut note = format!("{}: {rates}", self.name());
         if profiling.is_empty() {
-            let free = board.free();
-            let level = map.level_for(&free, steady.len());
-            let units = map.units(&free, level);
-            let mrr: Vec<f64> = steady.iter().map(|s| s.1).collect();
-            let spread = model.spread();
-            let got = Contest {
-                system: &system,
-                map: &map,
-                mrr: &mrr,
-                spread: &spread,
-            }
-            .allocate(&units);
-            if !steady.is_empty() {
-                let _ = write!(note, "; unit {}", level.label());
-            }
-            let mut base = vec![None; map.len()];
-            for ((a, _), cores) in steady.iter().zip(&got) {
-                for &c in cores {
-                    base[c] = Some(a.id);
-                }
-            }
-            let owners = match self.variant {
-                Variant::Full => {
-                    let access = measured_access(&map, view).unwrap_or_else(|| {
-                        let mut v = vec![0.0; map.llcs];
-                        for (c, o) in base.iter().enumerate() {
-                            if let Some(id) = o {
-                                v[map.llc[c]] +=
-                                    steady.iter().find(|s| s.0.id == *id).map_or(0.0, |s| s.1);
-                            }
-                        }
-                        v
-                    });
-                    let round = Round {
-                        map: &map,
-                        access: &access,
-                        mrr: |id: AppId| steady.iter().find(|s| s.0.id == id).map_or(0.0, |s| s.1),
-                        threshold: self.cfg.swap_threshold,
-                        count: self.cfg.swap_cores,
-                    };
-                    let (owners, swapped) =
-                        self.swaps
-                            .place(base, view.now, self.cfg.placement_period, &round);
-                    if swapped > 0 {
-                        let _ = write!(note, "; swapped {swapped} core pair(s)");
-                    }
-                    owners
-                }
-                Variant::Greedy => {
-                    // Same counts, cores in topology order.
-                    let mut pool = (0..map.len()).filter(|&c| base[c].is_some());
-                    let mut owners = vec![None; map.len()];
-                    for ((a, _), cores) in steady.iter().zip(&got) {
-                        for c in pool.by_ref().take(cores.len()) {
-                            owners[c] = Some(a.id);
-                        }
-                    }
-                    owners
-                }
-            };
-            for (c, o) in owners.into_iter().enumerate() {
-                if o.is_some() {
-                    board.owner[c] = o;
-                }
-            }
+            self.split_steady(&model, view, &steady, &mut board, &mut note);
         } else {
-            for (a, _) in &steady {
-                board.take(a.id, 1, &current_cores(&map, a));
-            }
-            let free = map.interleave(&board.free());
-            let n = profiling.len();
-            for (j, (a, step)) in profiling.iter().enumerate() {
-                let share: Vec<usize> = free.iter().skip(j).step_by(n).copied().collect();
-                let keep = match step {
-                    Step::Full => share.len(),
-                    Step::Half => share.len().div_ceil(2),
-                };
-                for &c in &share[..keep.max(1).min(share.len())] {
-                    board.owner[c] = Some(a.id);
-                }
+            share_for_profiling(&map, &steady, &profiling, &mut board);
+        }
+        board.finish(&map, &needs);
+        self.plan(view, &map, &needs, &admitted, &board, note)
+    }
+}
+
+impl Nupoco {
+    /// What each running app needs this decision, after its section track
+    /// (§5.1) and its DoP lever have seen the latest observation: an app whose
+    /// lever has not acted keeps cores for the team it runs.
+    fn needs<'v>(&mut self, model: &Model<'_>, view: &View<'v>) -> Vec<(&'v AppView, Need)> {
+        self.tracks
+            .retain(|id, _| view.apps.iter().any(|a| a.id == *id));
+        for a in view.running().filter(|a| a.spec.malleable) {
+            self.tracks.entry(a.id).or_default().update(model, view, a);
+        }
+        self.levers.retain(view);
+        view.running()
+            .map(|a| match self.levers.stuck(model.map, view, a) {
+                Some(team) => (a, Need::Fixed { threads: team }),
+                None => (a, self.need(a)),
+            })
+            .collect()
+    }
+
+    /// The apps in parallel sections, split into those being profiled (with
+    /// their step) and those in a steady section (with their MRR).
+    #[allow(clippy::type_complexity)]
+    fn sections<'v>(
+        &self,
+        needs: &[(&'v AppView, Need)],
+    ) -> (Vec<(&'v AppView, Step)>, Vec<(&'v AppView, f64)>) {
+        let mut profiling = Vec::new();
+        let mut steady = Vec::new();
+        for (a, _) in needs.iter().filter(|(_, n)| *n == Need::Parallel) {
+            match self.tracks[&a.id].phase() {
+                Phase::Profiling(s) => profiling.push((*a, s)),
+                Phase::Parallel(mrr) => steady.push((*a, mrr)),
+                Phase::Serial => {}
             }
         }
+        (profiling, steady)
+    }
 
-        board.finish(&map, &needs);
+    /// Algorithm 1 gives the free units to the steady sections; Algorithm 2
+    /// (or, for `nupoco-greedy`, topology order) decides which cores they are.
+    fn split_steady(
+        &mut self,
+        model: &Model<'_>,
+        view: &View<'_>,
+        steady: &[(&AppView, f64)],
+        board: &mut Board,
+        note: &mut String,
+    ) {
+        let map = model.map;
+        let free = board.free();
+        let level = map.level_for(&free, steady.len());
+        let units = map.units(&free, level);
+        let mrr: Vec<f64> = steady.iter().map(|s| s.1).collect();
+        let spread = model.spread();
+        let got = Contest {
+            system: model.system,
+            map,
+            mrr: &mrr,
+            spread: &spread,
+        }
+        .allocate(&units);
+        if !steady.is_empty() {
+            let _ = write!(note, "; unit {}", level.label());
+        }
+        let mut base = vec![None; map.len()];
+        for ((a, _), cores) in steady.iter().zip(&got) {
+            for &c in cores {
+                base[c] = Some(a.id);
+            }
+        }
+        let mrr_of = |id: AppId| steady.iter().find(|s| s.0.id == id).map_or(0.0, |s| s.1);
+        let owners = match self.variant {
+            Variant::Full => {
+                let access = measured_access(map, view).unwrap_or_else(|| {
+                    let mut v = vec![0.0; map.llcs];
+                    for (c, o) in base.iter().enumerate() {
+                        if let Some(id) = o {
+                            v[map.llc[c]] += mrr_of(*id);
+                        }
+                    }
+                    v
+                });
+                let round = Round {
+                    map,
+                    access: &access,
+                    mrr: mrr_of,
+                    threshold: self.cfg.swap_threshold,
+                    count: self.cfg.swap_cores,
+                };
+                let (owners, swapped) =
+                    self.swaps
+                        .place(base, view.now, self.cfg.placement_period, &round);
+                if swapped > 0 {
+                    let _ = write!(note, "; swapped {swapped} core pair(s)");
+                }
+                owners
+            }
+            Variant::Greedy => {
+                // Same counts, cores in topology order.
+                let mut pool = (0..map.len()).filter(|&c| base[c].is_some());
+                let mut owners = vec![None; map.len()];
+                for ((a, _), cores) in steady.iter().zip(&got) {
+                    for c in pool.by_ref().take(cores.len()) {
+                        owners[c] = Some(a.id);
+                    }
+                }
+                owners
+            }
+        };
+        for (c, o) in owners.into_iter().enumerate() {
+            if o.is_some() {
+                board.owner[c] = o;
+            }
+        }
+    }
+
+    /// The plan: held apps wait, every other app's team is pinned one thread
+    /// per owned core, parallel sections get their core count as DoP; the note
+    /// says what each app got and why.
+    fn plan(
+        &self,
+        view: &View<'_>,
+        map: &CoreMap,
+        needs: &[(&AppView, Need)],
+        admitted: &[AppId],
+        board: &Board,
+        mut note: String,
+    ) -> Plan {
         let mut apps = Vec::with_capacity(view.apps.len());
         for a in view.apps {
             if !a.is_running() && !admitted.contains(&a.id) {
@@ -418,11 +437,37 @@ impl Policy for Nupoco {
                 let _ = write!(note, " mrr {:.3e}/s via {}", e.mrr, e.method);
             }
             apps.push(AppPlan {
-                placement: pin_team(&map, a, &cores),
+                placement: pin_team(map, a, &cores),
                 dop,
                 ..AppPlan::native(a.id)
             });
         }
         Plan { apps, note }
+    }
+}
+
+/// While sections are being profiled (§5.1), steady sections keep one core
+/// each where they are and the profiled sections split the rest, each over
+/// every memory node.
+fn share_for_profiling(
+    map: &CoreMap,
+    steady: &[(&AppView, f64)],
+    profiling: &[(&AppView, Step)],
+    board: &mut Board,
+) {
+    for (a, _) in steady {
+        board.take(a.id, 1, &current_cores(map, a));
+    }
+    let free = map.interleave(&board.free());
+    let n = profiling.len();
+    for (j, (a, step)) in profiling.iter().enumerate() {
+        let share: Vec<usize> = free.iter().skip(j).step_by(n).copied().collect();
+        let keep = match step {
+            Step::Full => share.len(),
+            Step::Half => share.len().div_ceil(2),
+        };
+        for &c in &share[..keep.max(1).min(share.len())] {
+            board.owner[c] = Some(a.id);
+        }
     }
 }

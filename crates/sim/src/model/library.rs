@@ -1,8 +1,8 @@
-//! Named app models with the character of the papers' benchmarks (issue 3 §2).
+//! Named app models with the character of the papers' benchmarks (docs/simulator.md, Apps).
 //!
 //! The numbers are plausible, not measured: each model is tuned to show the
 //! behaviour its paper reports, and the comment says which. Calibration against
-//! real runs (issue 3, later) replaces them model by model. Work amounts give
+//! real runs (docs/simulator.md, Validation) replaces them model by model. Work amounts give
 //! solo runs of tens of seconds with 4–8 threads on the papers' machines.
 
 use super::{AppModel, Phase};
@@ -274,8 +274,8 @@ pub fn models() -> Vec<AppModel> {
             ..base("protobuf", "Tang et al. protocol buffers: batch, light on caches and bus")
         },
         // The C/OpenMP kernels of crates/workloads at their default arguments, so
-        // that simulated and real runs of one workload compare (issue 3,
-        // Validation: against reality; coloc_sim::calibrate). Instruction counts
+        // that simulated and real runs of one workload compare (docs/simulator.md,
+        // Validation; coloc_sim::calibrate). Instruction counts
         // come from the loops as compiled (gcc -O2, x86-64); CPIs from their
         // instruction mix on a Zen core; the machine's own figures (clock,
         // memory, LLC hit, barrier and slice costs) are fitted on kvm-2cpu.

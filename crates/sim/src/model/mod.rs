@@ -1,4 +1,4 @@
-//! Simulated applications (issue 3 §2): what an app does, as the contention model
+//! Simulated applications (docs/simulator.md, Apps): what an app does, as the contention model
 //! needs it — phases of work, how much of it touches the last-level cache and
 //! memory, how big its working sets are, and how its threads synchronize.
 //!
@@ -45,7 +45,7 @@ impl Phase {
     }
 }
 
-/// A simulated application's character (issue 3 §2).
+/// A simulated application's character (docs/simulator.md, Apps).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AppModel {
     /// The name workload files give as `model`.

@@ -31,20 +31,33 @@ fn three_policies_three_runs() {
     let [native, equal, batch] = &c.policies[..] else {
         panic!("three rows")
     };
-    // NTT: mean makespan over native's 11 s.
+    // NTT: geometric-mean makespan over native's, (8*9*10)^(1/3) / (10*11*12)^(1/3).
     assert_eq!(native.ntt, Some(1.0));
-    assert!(close(equal.ntt.unwrap(), 9.0 / 11.0));
-    assert!(close(batch.ntt.unwrap(), 12.0 / 11.0));
+    assert!(close(equal.ntt.unwrap(), (720.0f64 / 1320.0).cbrt()));
+    assert!(close(batch.ntt.unwrap(), (1728.0f64 / 1320.0).cbrt()));
     // The baseline is not tested against itself.
-    assert_eq!((native.p_makespan, native.p_art), (None, None));
-    // equal vs native: both variances 1, t = -2 / sqrt(2/3), df = 4;
-    // p = I_{4/(4+t^2)}(2, 1/2) = 0.0704840 (mpmath).
-    assert!((equal.p_makespan.unwrap() - 0.0704840).abs() < 5e-7);
-    // batch vs native: batch is constant, so df = 2 and t = 1 / sqrt(1/3) = sqrt(3);
-    // for df = 2 the tail has a closed form, p = 1 - sqrt(3/5) = 0.2254033.
-    assert!((batch.p_makespan.unwrap() - (1.0 - 0.6f64.sqrt())).abs() < 1e-9);
+    assert_eq!(
+        (native.p_makespan, native.p_art, native.ntt_ci95),
+        (None, None, None)
+    );
+    // equal vs native, exact Mann-Whitney: midranks 1 2 3.5 | 3.5 5 6 (the two
+    // 10s tie), U = 6.5 - 6 = 0.5, |U - 4.5| = 4; of the 20 splits of the
+    // midranks 4 are as extreme: p = 0.2. batch [12 12 12] vs native: 8 of 20,
+    // p = 0.4 (both counted with Python's itertools).
+    assert!(close(equal.p_makespan.unwrap(), 0.2));
+    assert!(close(batch.p_makespan.unwrap(), 0.4));
     // One instance per run: ART = makespan, so the same tests come out.
     assert_eq!(equal.p_art, equal.p_makespan);
+    let (lo, hi) = equal.ntt_ci95.unwrap();
+    assert!(
+        lo < equal.ntt.unwrap() && equal.ntt.unwrap() < hi,
+        "[{lo}, {hi}]"
+    );
+    assert_eq!(equal.samples.makespan, [8.0, 9.0, 10.0]);
+    assert_eq!(
+        equal.samples.app_wall,
+        [("a".to_string(), vec![8.0, 9.0, 10.0])]
+    );
     let m = native.makespan.unwrap();
     assert_eq!((m.n, m.mean, m.sd), (3, 11.0, Some(1.0)));
     assert_eq!(batch.makespan.unwrap().cv, Some(0.0));
@@ -57,7 +70,7 @@ fn three_policies_three_runs() {
     assert_eq!(native.hmean_speedup, None);
     let shown = c.render();
     assert!(!shown.contains("NaN"), "{shown}");
-    assert!(shown.contains("| 0.0705 |"), "{shown}");
+    assert!(shown.contains("| 0.2000 |"), "{shown}");
 }
 
 #[test]
@@ -69,16 +82,16 @@ fn single_run_shows_dashes() {
     let equal = &c.policies[1];
     assert_eq!(equal.makespan.unwrap().sd, None);
     assert_eq!((equal.p_makespan, equal.p_art), (None, None));
-    assert_eq!(equal.ntt, Some(0.8));
+    assert!(close(equal.ntt.unwrap(), 0.8));
     let shown = c.render();
     let table: Vec<&str> = shown.lines().take(4).collect();
     assert_eq!(
         table,
         [
-            "| policy | runs | failed | makespan s | sd | CV % | makespan 95% CI | p makespan |  ART s | ART 95% CI | p ART | throughput /s |   NTT | Hmean speedup |",
-            "|--------|------|--------|------------|----|------|-----------------|------------|--------|------------|-------|---------------|-------|---------------|",
-            "| native |    1 |      0 |     10.000 |  - |    - |               - |            | 10.000 |          - |       |        0.1000 | 1.000 |             - |",
-            "| equal  |    1 |      0 |      8.000 |  - |    - |               - |          - |  8.000 |          - |     - |        0.1250 | 0.800 |             - |",
+            "| policy | runs | failed | makespan s | makespan 95% CI | CV % | p makespan |  ART s | ART 95% CI | p ART | throughput /s |   NTT | NTT 95% CI | Hmean speedup |",
+            "|--------|------|--------|------------|-----------------|------|------------|--------|------------|-------|---------------|-------|------------|---------------|",
+            "| native |    1 |      0 |     10.000 |               - |    - |            | 10.000 |          - |       |        0.1000 | 1.000 |            |             - |",
+            "| equal  |    1 |      0 |      8.000 |               - |    - |          - |  8.000 |          - |     - |        0.1250 | 0.800 |          - |             - |",
         ]
     );
     assert!(shown
