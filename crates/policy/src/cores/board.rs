@@ -176,8 +176,8 @@ pub(crate) fn reserve(
 /// loops inside it) keeps the team it started with: shrinking its cores to a
 /// smaller DoP stacks its threads, and growing its DoP after a co-runner left
 /// never comes. An app is *stuck* when a whole observation interval passed
-/// inside one region (no region completed, the shim's report) — its first
-/// region, or one seen for [`REGION_PATIENCE`] — with a team other than the
+/// inside one region (no region completed, the shim's report) — before its
+/// [`PATIENT_AFTER_REGIONS`]th region, or one seen for [`REGION_PATIENCE`] — with a team other than the
 /// cores its plan gives it — larger: its threads queue; smaller: cores
 /// idle that others could use; it stays stuck until that region ends, and
 /// meanwhile needs placement for its team ([`Need::Fixed`]), not a DoP.
@@ -200,6 +200,11 @@ pub(crate) struct Levers {
 /// programs built from many loop-nest regions, far shorter than a program
 /// whose whole computation is one region.
 pub(crate) const REGION_PATIENCE: Duration = Duration::from_millis(250);
+
+/// Regions an app must have completed before [`REGION_PATIENCE`] applies: the
+/// evidence that its regions end often. An app with fewer (a one-region
+/// program, or one with a handful of long regions) is stuck after one interval.
+pub(crate) const PATIENT_AFTER_REGIONS: u64 = 3;
 
 impl Levers {
     /// Forgets apps that left.
@@ -241,7 +246,8 @@ impl Levers {
         }
         let prev = omp(view.prev)?;
         let long = prev.regions_completed == last.regions_completed
-            && (last.regions_completed == 0 || seen.saturating_sub(since) >= REGION_PATIENCE);
+            && (last.regions_completed < PATIENT_AFTER_REGIONS
+                || seen.saturating_sub(since) >= REGION_PATIENCE);
         let cores = current_cores(map, app).len();
         let managed = app.spec.malleable
             && app
