@@ -8,6 +8,8 @@
 //! - `decide`: how long each policy takes to decide, on fixture topologies.
 //! - `sim`: the simulator's speed: events per second of an 8-app
 //!   dynamic workload on the 64-core platform, oracle configurations per second.
+//! - `mixes`: the real-program suite under several policies against the
+//!   reference points of each mix.
 //! - `nupoco`: the cost of NuPoCo's Algorithm 1 and of a steady decision at 64
 //!   cores / 8 nodes (NuPoCo §7.5 reports 1.8 ms).
 
@@ -90,6 +92,11 @@ enum Bench {
         )]
         policies: Vec<String>,
     },
+    /// The real-program mixes (bench/mixes, after `scripts/setup --bench`)
+    /// under several policies, interleaved: makespan over its lower bound, ART
+    /// over the SJF reference, NTT and p-values against native, auto's worst
+    /// case.
+    Mixes(crate::cmd::mixes::MixesArgs),
     /// Cost of NuPoCo's Algorithm 1 (DoP computation) with 2, 4 and 8 apps and of a
     /// steady nupoco decision, at 64 cores / 8 nodes.
     Nupoco {
@@ -142,6 +149,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
             print!("{}", coloc_sim::bench::sim_speed_for(&names, &progress)?);
             Ok(())
         }
+        Bench::Mixes(args) => crate::cmd::mixes::main(args),
         Bench::Nupoco { runs } => {
             debug_build_note();
             print!("{}", coloc_policy::bench::nupoco_cost(runs)?);
