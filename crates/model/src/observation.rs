@@ -1,4 +1,4 @@
-//! Raw samples, as a backend collects them (STYLE.md: raw samples, then pure models).
+//! Raw samples, as a backend collects them (docs/architecture.md, Conventions: raw samples, then pure models).
 //!
 //! Both the Linux backend and the simulator emit this one type; the trace stores it
 //! unchanged, so every rate and metric can be recomputed later. Counters are

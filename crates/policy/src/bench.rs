@@ -1,4 +1,4 @@
-//! The cost of NuPoCo's decisions at NuPoCo's scale (STYLE.md: performance
+//! The cost of NuPoCo's decisions at NuPoCo's scale (docs/architecture.md, Conventions: performance
 //! figures come from commands that print them, never from timed tests):
 //! `coloc bench nupoco` and
 //! `cargo run --release -p coloc-policy --example nupoco_decide` print

@@ -1,4 +1,4 @@
-//! How fast the simulator is (STYLE.md: performance numbers come from a
+//! How fast the simulator is (docs/architecture.md, Conventions: performance numbers come from a
 //! command that prints them, never from timed tests): `coloc bench sim` and
 //! `cargo run --release -p coloc-sim --example sim_speed` print [`sim_speed`].
 //!

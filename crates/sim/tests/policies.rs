@@ -1,5 +1,5 @@
 //! Every policy in `coloc_policy::POLICIES` runs through the unchanged Manager
-//! on SimMachine (STYLE.md, one conformance test for every policy): a small
+//! on SimMachine (docs/architecture.md, Conventions: one conformance test for every policy): a small
 //! dynamic workload — staggered arrivals, a repeated app, a malleable OpenMP
 //! app, a latency-class app, more threads than CPUs at the peak — must finish,
 //! every instance must start after it arrived and exit successfully, and every

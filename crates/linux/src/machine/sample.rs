@@ -1,4 +1,4 @@
-//! Raw samples of an instance's threads from /proc (STYLE.md: raw samples, then
+//! Raw samples of an instance's threads from /proc (docs/architecture.md, Conventions: raw samples, then
 //! pure models): cumulative counters only, rates are computed elsewhere.
 //!
 //! Cost follows what changed: `schedstat` (three numbers) is read first, and

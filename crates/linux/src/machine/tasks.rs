@@ -1,4 +1,4 @@
-//! Reading tasks from procfs under a configurable root (STYLE.md: readers take a
+//! Reading tasks from procfs under a configurable root (docs/architecture.md, Conventions: readers take a
 //! root path), with the `procfs` crate's parsers.
 //!
 //! A task is named by (pid, tid, start time): the start time (field 22 of

@@ -1,5 +1,5 @@
 //! Metrics computed from a trace alone, so `coloc report` recomputes everything
-//! without re-running (docs/architecture.md, The loop; STYLE.md, raw samples then pure models).
+//! without re-running (docs/architecture.md: The loop, Conventions).
 //!
 //! - Per instance: wall time (start to exit, ReSense §3's execution time) and
 //!   response time (arrival to exit: waiting plus execution), the app's own metric,

@@ -1,6 +1,6 @@
 //! What two consecutive observations say about an app's parallel section: where
 //! its busy threads ran, how many memory requests they issued, how fast it
-//! progressed. Rates come from the difference of cumulative counters (STYLE.md:
+//! progressed. Rates come from the difference of cumulative counters (docs/architecture.md, Conventions:
 //! raw samples, then pure models).
 
 use std::time::Duration;
