@@ -13,7 +13,7 @@
 //!   log-scale intervals, NTT against a baseline and rank tests (ReSense §3.5;
 //!   see [`crate::stats`] for why these statistics).
 //! - Reference points of a mix from solo times at each thread count
-//!   ([`reference`]): the CPU-work lower bound of its makespan and an SJF
+//!   ([`reference`](mod@reference)): the CPU-work lower bound of its makespan and an SJF
 //!   reference for its ART.
 //!
 //! Everything here is pure: no I/O, tables rendered to strings with fixed decimals.
