@@ -242,8 +242,8 @@ fn scaling(threads: &[u32], each: Duration, policy: &str, epoch: Duration) -> Re
         each.as_secs_f64()
     );
     println!(
-        "{:>8} {:>14} {:>16} {:>14}",
-        "threads", "% of a core", "CPU ms / epoch", "CPU s / wall s"
+        "{:>8} {:>14} {:>16} {:>17}",
+        "threads", "% of a core", "CPU ms / epoch", "epochs observed"
     );
     let stop = stop_flag()?;
     for &n in threads {
@@ -265,7 +265,7 @@ fn scaling(threads: &[u32], each: Duration, policy: &str, epoch: Duration) -> Re
         let ctx = policy_context(&target, &workload, &[policy])?;
         let out = default_out_dir(&workload.name, &format!("bench-{policy}"));
         let mut quiet = Progress::new(&format!("{n} threads"), 1);
-        let (summary, _) = target.run(
+        let (summary, events) = target.run(
             &workload,
             policy,
             &ctx,
@@ -278,12 +278,18 @@ fn scaling(threads: &[u32], each: Duration, policy: &str, epoch: Duration) -> Re
         quiet.finish(String::new());
         anyhow::ensure!(!summary.interrupted, "interrupted");
         let u = summary.usage;
-        let epochs = (u.wall.as_secs_f64() / epoch.as_secs_f64()).max(1.0);
+        // Epochs the loop actually observed: a loop that cannot keep up
+        // observes fewer, and CPU per wall time alone would hide it.
+        let observed = events
+            .iter()
+            .filter(|e| matches!(e, coloc_model::TraceEvent::Obs(_)))
+            .count();
+        let due = (u.wall.as_secs_f64() / epoch.as_secs_f64()).floor() as usize;
         println!(
-            "{n:>8} {:>14.2} {:>16.3} {:>14.4}",
+            "{n:>8} {:>14.2} {:>16.3} {:>17}",
             u.percent_of_core(),
-            u.cpu.as_secs_f64() * 1e3 / epochs,
-            u.cpu.as_secs_f64() / u.wall.as_secs_f64().max(1e-9)
+            u.cpu.as_secs_f64() * 1e3 / observed.max(1) as f64,
+            format!("{observed}/{due}")
         );
     }
     Ok(())
