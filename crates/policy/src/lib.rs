@@ -9,7 +9,6 @@ use coloc_model::{Plan, View};
 
 pub mod auto;
 pub mod baseline;
-pub mod bench;
 pub(crate) mod cores;
 pub mod invariants;
 pub mod nupoco;

@@ -11,7 +11,6 @@ pub mod engine;
 pub use engine::{AppLaunch, Engine, EngineEvent};
 pub mod machine;
 pub use machine::SimMachine;
-pub mod bench;
 pub mod calibrate;
 pub mod characterize;
 pub mod gen;

@@ -68,7 +68,7 @@ pub struct Engine {
     next_id: u32,
     next_balance_ns: Option<u64>,
     /// Intervals solved so far (each a contention fixed point): the unit of
-    /// the simulator's speed (`coloc_sim::bench`).
+    /// the simulator's speed (`coloc bench sim`).
     steps: u64,
 }
 

@@ -1,6 +1,6 @@
-//! How fast the simulator is (docs/architecture.md, Conventions: performance numbers come from a
-//! command that prints them, never from timed tests): `coloc bench sim` and
-//! `cargo run --release -p coloc-sim --example sim_speed` print [`sim_speed`].
+//! How fast the simulator is (docs/architecture.md, Conventions: performance
+//! numbers come from a command that prints them, never from timed tests):
+//! `coloc bench sim` prints [`sim_speed_for`].
 //!
 //! - **Engine**: an 8-app dynamic workload (arrivals spread over 30 s, two
 //!   apps repeated) on the 64-core NuPoCo AMD platform, run by the Manager
@@ -15,14 +15,16 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use anyhow::{bail, Context, Result};
+
 use coloc_manager::{run, RunOptions, DEFAULT_EPOCH};
 use coloc_model::workload::parse_workload;
 use coloc_model::{TraceEvent, Workload};
 use coloc_policy::{PolicyContext, PolicyInfo};
 
-use crate::oracle::{self, OracleOptions};
-use crate::platform::platform;
-use crate::SimMachine;
+use coloc_sim::oracle::{self, OracleOptions};
+use coloc_sim::platform::platform;
+use coloc_sim::SimMachine;
 
 /// The engine benchmark's workload: NuPoCo- and ReSense-like apps, 8
 /// threads each, arriving over 30 s.
@@ -130,46 +132,32 @@ impl OracleSpeed {
     }
 }
 
-/// Everything [`sim_speed`] measured.
+/// Everything [`sim_speed_for`] measured.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimSpeed {
     pub engine: Vec<EngineSpeed>,
     pub oracle: OracleSpeed,
 }
 
-/// Why a benchmark could not run (a bug: its inputs are built in).
-#[derive(Debug, thiserror::Error)]
-pub enum BenchError {
-    #[error("bench: {0}")]
-    Run(String),
-}
-
-/// Runs both benchmarks, the engine under `native` and `equal` (about half a
-/// minute in a release build).
-pub fn sim_speed() -> Result<SimSpeed, BenchError> {
-    sim_speed_for(&["native", "equal"], &|_| {})
-}
-
 /// Runs both benchmarks, the engine under each of `policies` (names of
 /// `coloc_policy::POLICIES`; the context is empty, as for a run without a
 /// profile store). `progress` is told what starts next, before each run (a
 /// run can take tens of seconds).
-pub fn sim_speed_for(policies: &[&str], progress: &dyn Fn(&str)) -> Result<SimSpeed, BenchError> {
-    let fail = |e: &dyn fmt::Display| BenchError::Run(e.to_string());
-    let dynamic = parse_workload("bench-dynamic-8.toml", DYNAMIC).map_err(|e| fail(&e))?;
+pub fn sim_speed_for(policies: &[&str], progress: &dyn Fn(&str)) -> Result<SimSpeed> {
+    let dynamic = parse_workload("bench-dynamic-8.toml", DYNAMIC)?;
     let engine = policies
         .iter()
         .map(|name| {
             let info = coloc_policy::POLICIES
                 .iter()
                 .find(|p| p.name == *name)
-                .ok_or_else(|| fail(&coloc_policy::UnknownPolicy(name.to_string())))?;
+                .ok_or_else(|| coloc_policy::UnknownPolicy(name.to_string()))?;
             progress(&format!("engine: {name} on nupoco-amd64"));
             engine_run(&dynamic, info)
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    let w = parse_workload("bench-oracle-4x8.toml", STATIC).map_err(|e| fail(&e))?;
-    let p = platform("opteron48").ok_or_else(|| fail(&"no opteron48 platform"))?;
+        .collect::<Result<Vec<_>>>()?;
+    let w = parse_workload("bench-oracle-4x8.toml", STATIC)?;
+    let p = platform("opteron48").context("no opteron48 platform")?;
     let opts = OracleOptions {
         max_configs: ORACLE_CONFIGS,
         ..OracleOptions::default()
@@ -178,7 +166,7 @@ pub fn sim_speed_for(policies: &[&str], progress: &dyn Fn(&str)) -> Result<SimSp
         "oracle: {ORACLE_CONFIGS} configurations on opteron48"
     ));
     let t0 = Instant::now();
-    let report = oracle::search(&p, &w, &opts).map_err(|e| fail(&e))?;
+    let report = oracle::search(&p, &w, &opts)?;
     Ok(SimSpeed {
         engine,
         oracle: OracleSpeed {
@@ -189,10 +177,9 @@ pub fn sim_speed_for(policies: &[&str], progress: &dyn Fn(&str)) -> Result<SimSp
     })
 }
 
-fn engine_run(w: &Workload, info: &PolicyInfo) -> Result<EngineSpeed, BenchError> {
+fn engine_run(w: &Workload, info: &PolicyInfo) -> Result<EngineSpeed> {
     let policy = info.name;
-    let fail = |e: &dyn fmt::Display| BenchError::Run(format!("{policy}: {e}"));
-    let p = platform("nupoco-amd64").ok_or_else(|| fail(&"no nupoco-amd64 platform"))?;
+    let p = platform("nupoco-amd64").context("no nupoco-amd64 platform")?;
     let mut machine = SimMachine::new(p, 1);
     let mut pol = info.make(&PolicyContext::default());
     let opts = RunOptions {
@@ -203,11 +190,12 @@ fn engine_run(w: &Workload, info: &PolicyInfo) -> Result<EngineSpeed, BenchError
     };
     let mut trace: Vec<TraceEvent> = Vec::new();
     let t0 = Instant::now();
-    run(&mut machine, pol.as_mut(), w, &opts, &mut trace).map_err(|e| fail(&e))?;
+    run(&mut machine, pol.as_mut(), w, &opts, &mut trace)
+        .with_context(|| format!("bench: {policy}"))?;
     let wall = t0.elapsed();
     let simulated = match trace.last() {
         Some(TraceEvent::End { t, .. }) => *t,
-        _ => return Err(fail(&"the trace has no end")),
+        _ => bail!("bench: {policy}: the trace has no end"),
     };
     Ok(EngineSpeed {
         policy,

@@ -1,8 +1,6 @@
-//! The cost of NuPoCo's decisions at NuPoCo's scale (docs/architecture.md, Conventions: performance
-//! figures come from commands that print them, never from timed tests):
-//! `coloc bench nupoco` and
-//! `cargo run --release -p coloc-policy --example nupoco_decide` print
-//! [`nupoco_cost`].
+//! The cost of NuPoCo's decisions at NuPoCo's scale (docs/architecture.md,
+//! Conventions: performance figures come from commands that print them, never
+//! from timed tests): `coloc bench nupoco` prints [`nupoco_cost`].
 //!
 //! NuPoCo §7.5 reports 1.8 ms per thread-count selection (Algorithm 1) and
 //! 1.5 ms per placement round (Algorithm 2) on its 64-core, 8-node AMD
@@ -20,14 +18,15 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use anyhow::{bail, Context, Result};
 use coloc_model::observation::{Counters, Signals};
 use coloc_model::{
     AppId, AppSample, AppSpec, AppState, AppView, Observation, OmpSample, Plan, ThreadSample,
     Topology, Trigger, View,
 };
 
-use crate::nupoco::{compute_dop, Nupoco, NupocoConfig, Variant};
-use crate::Policy;
+use coloc_policy::nupoco::{compute_dop, Nupoco, NupocoConfig, Variant};
+use coloc_policy::Policy;
 
 /// The 64-core AMD machine of NuPoCo §7.1: 4 packages × 2 nodes × 8 cores, one
 /// L3 per node, an L2 per core pair.
@@ -112,19 +111,10 @@ impl fmt::Display for NupocoCost {
     }
 }
 
-/// Why the benchmark could not measure a steady decision.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BenchError {
-    #[error("bench: the built-in topology `{0}` is invalid: {1}")]
-    Topology(&'static str, String),
-    #[error("bench: nupoco still profiles after every app's window, the steady decision cannot be timed: {0}")]
-    NotSteady(String),
-}
-
 /// Times Algorithm 1 and a steady `nupoco` decision, `runs` calls each.
-pub fn nupoco_cost(runs: u32) -> Result<NupocoCost, BenchError> {
+pub fn nupoco_cost(runs: u32) -> Result<NupocoCost> {
     let topo = Topology::synthetic("nupoco-amd64", TOPOLOGY)
-        .map_err(|e| BenchError::Topology(TOPOLOGY, e.to_string()))?;
+        .with_context(|| format!("bench: the built-in topology `{TOPOLOGY}` is invalid"))?;
     // 1e3 .. 5e7 requests per second of CPU time per core.
     let rates: Vec<f64> = (0..APPS)
         .map(|i| 1e3 * 10f64.powf(f64::from(i) * 4.7 / f64::from(APPS - 1)))
@@ -159,7 +149,10 @@ pub fn nupoco_cost(runs: u32) -> Result<NupocoCost, BenchError> {
         plan = bench.step(Duration::from_millis(50));
     }
     if plan.note.contains("profiling") {
-        return Err(BenchError::NotSteady(plan.note));
+        bail!(
+            "bench: nupoco still profiles after every app's window, the steady decision cannot be timed: {}",
+            plan.note
+        );
     }
     let decide = Timing::of(runs, || {
         plan = black_box(bench.step(Duration::from_millis(50)));

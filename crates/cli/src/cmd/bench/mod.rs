@@ -13,6 +13,9 @@
 //! - `nupoco`: the cost of NuPoCo's Algorithm 1 and of a steady decision at 64
 //!   cores / 8 nodes (NuPoCo §7.5 reports 1.8 ms).
 
+mod nupoco;
+mod sim;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -146,13 +149,13 @@ pub fn main(args: BenchArgs) -> Result<()> {
                     started.elapsed().as_secs_f64()
                 )
             };
-            print!("{}", coloc_sim::bench::sim_speed_for(&names, &progress)?);
+            print!("{}", sim::sim_speed_for(&names, &progress)?);
             Ok(())
         }
         Bench::Mixes(args) => crate::cmd::mixes::main(args),
         Bench::Nupoco { runs } => {
             debug_build_note();
-            print!("{}", coloc_policy::bench::nupoco_cost(runs)?);
+            print!("{}", nupoco::nupoco_cost(runs)?);
             Ok(())
         }
     }
