@@ -111,10 +111,11 @@ impl Board {
 }
 
 impl Board {
-    /// Ends a decision: cores nobody took, then cores reserved for threads that
-    /// do not exist yet, go one at a time, in turn, to apps whose live team has
-    /// more threads than cores ([`queued`]; free cores where the app runs now
-    /// first); the free ones left stay with the serial apps that had them.
+    /// Ends a decision: cores reserved for threads that do not exist yet go one
+    /// at a time, in turn, to apps whose live team has more threads than cores
+    /// ([`queued`]), and so do cores nobody took, to fixed apps only (where they
+    /// run now first; a parallel section's free cores are its policy's
+    /// choice); the free ones left stay with the serial apps that had them.
     /// Cores given here are lent: they count in no DoP ([`Board::own`]).
     pub fn finish(&mut self, map: &CoreMap, view: &View<'_>, needs: &[(&AppView, Need)]) {
         loop {
@@ -123,7 +124,13 @@ impl Board {
                 if self.owned(app.id).len() >= queued(view, app, *need) {
                     continue;
                 }
-                let got = match self.take(app.id, 1, &current_cores(map, app)).first() {
+                // A parallel section's free cores are its policy's choice (a
+                // profiling step, a climb): it borrows only unformed ones.
+                let free = match need {
+                    Need::Fixed { .. } => self.take(app.id, 1, &current_cores(map, app)),
+                    _ => Vec::new(),
+                };
+                let got = match free.first() {
                     Some(&c) => Some(c),
                     None => self.borrow_unformed(app.id),
                 };
