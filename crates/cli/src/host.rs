@@ -1,5 +1,5 @@
 //! This machine: where coloc keeps its journal and data, and how a run on the real
-//! machine is set up (DESIGN.md, Safety: stale journals are restored at every start).
+//! machine is set up (docs/safety.md: stale journals are restored at every start).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -150,7 +150,7 @@ impl Host {
 }
 
 /// Every signal whose default action ends the process and that a process may
-/// handle (docs/signals.md): SIGKILL and SIGSTOP cannot be caught, and the fault
+/// handle (docs/safety.md): SIGKILL and SIGSTOP cannot be caught, and the fault
 /// signals (SIGSEGV, SIGBUS, SIGILL, SIGFPE) are bugs, not requests to stop.
 /// SIGPIPE is left ignored, as Rust sets it: a closed pipe is a write error.
 /// (SIGABRT, SIGSYS and SIGTRAP are faults too.)

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use coloc_model::metrics::{Comparison, RunMetrics, SoloTimes};
-use coloc_model::{AppId, Trace, TraceEvent};
+use coloc_model::Trace;
 use serde::{Deserialize, Serialize};
 
 /// The comparison's description, in its directory.
@@ -57,55 +57,15 @@ pub struct SavedComparison {
     pub runs: Vec<(String, Vec<PathBuf>)>,
 }
 
-/// Reads a trace file and checks its app indices ([`check_app_indices`]).
+/// Reads a trace file and checks its app indices ([`Trace::check_app_indices`]).
 pub fn read_trace(path: &Path) -> Result<Trace> {
     let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let trace =
         Trace::read(BufReader::new(file)).with_context(|| format!("reading {}", path.display()))?;
-    check_app_indices(&trace).with_context(|| format!("reading {}", path.display()))?;
+    trace
+        .check_app_indices()
+        .with_context(|| format!("reading {}", path.display()))?;
     Ok(trace)
-}
-
-/// Every app a trace's events name must be one of its workload's apps: metrics
-/// are built per app index, and an index far beyond the workload (a corrupt or
-/// hostile trace) would otherwise make billions of empty entries.
-pub fn check_app_indices(trace: &Trace) -> Result<()> {
-    let apps = trace.header.workload.apps.len();
-    let check = |what: &str, id: AppId| {
-        anyhow::ensure!(
-            (id.app as usize) < apps,
-            "event {what} names app {}, and the workload has {apps} app(s)",
-            id.app
-        );
-        Ok(())
-    };
-    for (i, event) in trace.events.iter().enumerate() {
-        let what = format!("{} (after the header)", i + 1);
-        match event {
-            TraceEvent::Arrive { app, .. }
-            | TraceEvent::Start { app, .. }
-            | TraceEvent::Threads { app, .. }
-            | TraceEvent::IdleWhileWaiting { app, .. }
-            | TraceEvent::Exit { app, .. } => check(&what, *app)?,
-            TraceEvent::Plan { plan, .. } => {
-                for p in &plan.apps {
-                    check(&what, p.app)?;
-                }
-            }
-            TraceEvent::Applied { outcomes, .. } => {
-                for o in outcomes {
-                    check(&what, o.app)?;
-                }
-            }
-            TraceEvent::Obs(obs) => {
-                for a in &obs.apps {
-                    check(&what, a.app)?;
-                }
-            }
-            TraceEvent::Header(_) | TraceEvent::End { .. } => {}
-        }
-    }
-    Ok(())
 }
 
 /// What `path` holds: a trace file, a run directory or a comparison directory.

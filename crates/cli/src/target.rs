@@ -1,5 +1,5 @@
 //! Where a workload runs: this Linux machine, or a simulated platform
-//! (DESIGN.md, Machine backends). Every command that runs workloads takes the same
+//! (docs/architecture.md, Machine backends). Every command that runs workloads takes the same
 //! `--sim PLATFORM [--seed S]` options and then does the same thing on either
 //! backend, through the one Manager loop, writing the same trace format.
 

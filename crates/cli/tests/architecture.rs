@@ -21,6 +21,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("linux", 2),
     ("sim", 3),
     ("cli", 4),
+    ("fuzz", 4),
 ];
 
 fn crates_dir() -> PathBuf {

@@ -460,9 +460,11 @@ fn app_pixels(
                 i32::from(rgb[i + 2]),
             );
             total += 1;
-            if b > r + 40 && b > g {
+            // The palette's blue (31, 119, 180) and orange (255, 127, 14), even
+            // at the lightest shade over the rows' grey, keep these orders.
+            if b > r + 25 && b > g {
                 blue += 1;
-            } else if r > b + 60 && r > g {
+            } else if r > b + 40 && r > g {
                 orange += 1;
             }
         }
@@ -492,10 +494,12 @@ fn both_run_pages_render_in_chromium() {
             "{}: core map at {area:?}: {blue} blue and {orange} orange pixels of {total}",
             page.display()
         );
-        // The map is wide, and each app covers at least 1% of it.
+        // The map is wide and at least 2% coloured, and each app shows (how much
+        // of a real run's map an app fills depends on how busy the machine was).
         assert!(area.2 - area.0 > 1000, "{area:?}");
+        assert!((blue + orange) * 50 > total, "{}", page.display());
         assert!(
-            blue * 100 > total && orange * 100 > total,
+            blue * 500 > total && orange * 500 > total,
             "{}",
             page.display()
         );

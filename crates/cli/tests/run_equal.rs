@@ -1,4 +1,4 @@
-//! `coloc run --policy equal` on real kernels (issue 2, Done when): while the run
+//! `coloc run --policy equal` on real kernels (docs/policies/baselines.md): while the run
 //! goes on, every thread of every app is on the CPUs the plan in force put it on
 //! (read from /proc/<pid>/task/*/status), and after the run every setting coloc
 //! changed is restored, including on a process that outlives its app.

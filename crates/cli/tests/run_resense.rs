@@ -1,4 +1,4 @@
-//! `coloc run --policy resense` on real kernels (issue 5, Done when): ReSensor is
+//! `coloc run --policy resense` on real kernels (docs/policies/resense.md, Tests): ReSensor is
 //! re-run on every arrival, exit and thread creation (ReSense §2.3), and each
 //! resulting mapping is what the apps' threads have in /proc
 //! (/proc/<pid>/task/*/status, Cpus_allowed_list) while they run.

@@ -1,4 +1,4 @@
-//! The Linux backend (DESIGN.md, Components: linux): topology from sysfs, process
+//! The Linux backend (docs/architecture.md, Components): topology from sysfs, process
 //! and thread tracking from /proc, actuators (affinity, scheduling, memory policy)
 //! with a journal so that nothing coloc changes outlives it unrecorded.
 

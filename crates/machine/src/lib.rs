@@ -1,4 +1,4 @@
-//! The backend interface (DESIGN.md, The loop): the Manager drives a `Machine`
+//! The backend interface (docs/architecture.md, The loop): the Manager drives a `Machine`
 //! without knowing whether it is the real Linux machine or the simulator.
 //!
 //! It sits below the Manager, in a crate of its own, so that the backends

@@ -1,4 +1,4 @@
-//! The Manager (DESIGN.md, The loop): it owns time, starts apps at their arrival
+//! The Manager (docs/architecture.md, The loop): it owns time, starts apps at their arrival
 //! times, asks the policy on every event and epoch, applies plans through a
 //! [`Machine`], and records everything in the trace.
 

@@ -1,4 +1,4 @@
-//! The Manager loop (DESIGN.md, The loop).
+//! The Manager loop (docs/architecture.md, The loop).
 //!
 //! Time is the machine's: wall time on Linux, simulated time in the simulator, so
 //! this code never reads a clock except to measure how long the policy took.
@@ -21,7 +21,7 @@ use crate::conservation::Conservation;
 use crate::record::Recorder;
 use coloc_machine::{LaunchRequest, Machine, MachineError, MachineEvent};
 
-/// Default policy epoch (DESIGN.md; NuPoCo and ReSense both decide at ~100 ms scale).
+/// Default policy epoch (docs/architecture.md; NuPoCo and ReSense both decide at ~100 ms scale).
 pub const DEFAULT_EPOCH: Duration = Duration::from_millis(100);
 
 /// Longest policy epoch, the workload format's longest duration (30 days).

@@ -1,4 +1,4 @@
-//! coloc's model: plain data and pure functions, no I/O (DESIGN.md, Components).
+//! coloc's model: plain data and pure functions, no I/O (docs/architecture.md, Components).
 //!
 //! Topology, workload descriptions, the View a policy sees and the Plan it returns,
 //! raw observations, the trace, and the metrics computed from it. Everything here is

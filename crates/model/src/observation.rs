@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::cpuset::Cpu;
 use crate::ids::{AppId, Tid};
 
-/// Which signal sources a sample came from (DESIGN.md, Signals, with fallbacks).
+/// Which signal sources a sample came from (docs/signals.md).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Signals {
     /// Hardware counters (cycles, instructions, LLC) were read.

@@ -1,4 +1,4 @@
-//! What a policy decides (DESIGN.md, The loop): per app, admission, placement,
+//! What a policy decides (docs/architecture.md, The loop): per app, admission, placement,
 //! degree of parallelism, memory policy and scheduling settings.
 
 use serde::{Deserialize, Serialize};

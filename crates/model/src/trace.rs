@@ -1,4 +1,4 @@
-//! The run trace: JSON lines, one event a line (DESIGN.md, The loop).
+//! The run trace: JSON lines, one event a line (docs/architecture.md, The loop).
 //!
 //! It keeps raw observations, not rates, so `coloc report` recomputes every metric
 //! from a trace without re-running (facebookincubator/below's replay model).
@@ -210,6 +210,8 @@ pub enum TraceError {
         "trace format version {0} is not supported (this coloc reads version {TRACE_VERSION})"
     )]
     Version(u32),
+    #[error("event {event} after the header names app {app}, and the workload has {apps} app(s)")]
+    AppIndex { event: usize, app: u32, apps: usize },
 }
 
 /// Writes events as JSON lines.
@@ -274,6 +276,38 @@ impl Trace {
             header,
             events: iter.collect(),
         })
+    }
+
+    /// Checks that every app the events name is one of the header's workload
+    /// apps. Metrics are built per app index, so a trace from elsewhere (corrupt
+    /// or hostile) naming app 4,000,000,000 would otherwise make billions of
+    /// empty entries; readers of untrusted traces call this before computing.
+    pub fn check_app_indices(&self) -> Result<(), TraceError> {
+        let apps = self.header.workload.apps.len();
+        for (i, event) in self.events.iter().enumerate() {
+            let mut named: Vec<AppId> = Vec::new();
+            match event {
+                TraceEvent::Arrive { app, .. }
+                | TraceEvent::Start { app, .. }
+                | TraceEvent::Threads { app, .. }
+                | TraceEvent::IdleWhileWaiting { app, .. }
+                | TraceEvent::Exit { app, .. } => named.push(*app),
+                TraceEvent::Plan { plan, .. } => named.extend(plan.apps.iter().map(|p| p.app)),
+                TraceEvent::Applied { outcomes, .. } => {
+                    named.extend(outcomes.iter().map(|o| o.app))
+                }
+                TraceEvent::Obs(obs) => named.extend(obs.apps.iter().map(|a| a.app)),
+                TraceEvent::Header(_) | TraceEvent::End { .. } => {}
+            }
+            if let Some(bad) = named.iter().find(|id| id.app as usize >= apps) {
+                return Err(TraceError::AppIndex {
+                    event: i + 1,
+                    app: bad.app,
+                    apps,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Observations at which work conservation was broken (an app's waiting

@@ -1,4 +1,4 @@
-//! What a policy sees (DESIGN.md, The loop): the topology, every app that has arrived
+//! What a policy sees (docs/architecture.md, The loop): the topology, every app that has arrived
 //! and not yet left, and the latest raw observations.
 
 use std::sync::Arc;

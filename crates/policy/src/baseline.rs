@@ -1,4 +1,4 @@
-//! What users do today (DESIGN.md, The policies: native, batch, equal, static).
+//! What users do today (docs/policies/baselines.md).
 //!
 //! Problem: coloc's gains must be shown against the practices they replace — the
 //! plain Linux scheduler, an exclusive batch queue, a static CPU manager that hands

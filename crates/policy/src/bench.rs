@@ -29,7 +29,7 @@ use coloc_model::{
 use crate::nupoco::{compute_dop, Nupoco, NupocoConfig, Variant};
 use crate::Policy;
 
-/// The 64-core AMD machine of NuPoCo §6: 4 packages × 2 nodes × 8 cores, one
+/// The 64-core AMD machine of NuPoCo §7.1: 4 packages × 2 nodes × 8 cores, one
 /// L3 per node, an L2 per core pair.
 const TOPOLOGY: &str = "package:4 numa:2 l3(8M):1 l2(2M):4 core:2";
 

@@ -1,4 +1,4 @@
-//! Policies (DESIGN.md, The policies): each is a pure function of a [`View`] — plus
+//! Policies (docs/architecture.md, Policies): each is a pure function of a [`View`] — plus
 //! state it keeps itself — returning a [`Plan`]. No policy touches /proc, a clock or
 //! a syscall, so the same code is unit-tested with tables, runs on Linux and runs in
 //! the simulator.

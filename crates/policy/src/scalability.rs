@@ -19,7 +19,7 @@
 //! handed out linearly in topology order, as C3PO and SBMP partition (§2.1),
 //! one thread per core. Serial sections get one core, apps whose DoP coloc
 //! cannot change get placement only, exactly as under NuPoCo
-//! ([`crate::cores::board`]'s shared reservation rules), so the two differ only in
+//! (`cores/board.rs`'s shared reservation rules), so the two differ only in
 //! how they size parallel sections. Among those rules: an app whose DoP lever
 //! has not acted (one long region, so the climb never sees its new DoP) gets
 //! cores for the team it runs until that region ends, and cores nobody uses go

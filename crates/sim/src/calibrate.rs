@@ -1,4 +1,4 @@
-//! Validation against reality (issue 3, Validation; DESIGN.md, The simulator:
+//! Validation against reality (docs/simulator.md, Validation:
 //! "validated, not trusted"): the workload kernels of crates/workloads run on
 //! this machine and in the simulator, case by case, and the machine figures of
 //! the simulated platform are fitted to the measured times.

@@ -1,4 +1,4 @@
-//! Generated workloads of library models (DESIGN.md, Workload files: `coloc gen`),
+//! Generated workloads of library models (docs/workload-format.md, Generated workloads),
 //! built the way ReSense built its experiments (§3).
 //!
 //! A workload `{ts_1(BM_1, k_1) … ts_n(BM_n, k_n)}`: benchmark BM_i arrives at

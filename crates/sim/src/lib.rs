@@ -1,4 +1,4 @@
-//! The simulator (DESIGN.md, The simulator; issue 3): modeled platforms, app
+//! The simulator (docs/simulator.md): modeled platforms, app
 //! models, a fluid event-driven contention engine and [`SimMachine`], the
 //! backend that lets the Manager and every policy run unchanged in simulated time.
 

@@ -1,5 +1,5 @@
 //! [`SimMachine`]: the simulator behind the Manager's [`Machine`] trait
-//! (DESIGN.md, The loop), so the Manager and every policy run unchanged in
+//! (docs/architecture.md, The loop), so the Manager and every policy run unchanged in
 //! simulated time.
 //!
 //! Apps come from `spec.model` (a library model, or one registered with

@@ -1,4 +1,4 @@
-//! Calibration support (issue 3, Validation: against reality): the case
+//! Calibration support (docs/simulator.md, Validation): the case
 //! list, the simulated side, the measurements file and the fit.
 
 use coloc_model::workload::{parse_workload, to_toml};

@@ -1,4 +1,4 @@
-//! The papers' qualitative findings, reproduced by the simulator (issue 3,
+//! The papers' qualitative findings, reproduced by the simulator (docs/simulator.md,
 //! Validation). Each test runs models pinned to a sharing configuration and
 //! compares run times; the comments say which paper result it stands for.
 
@@ -216,7 +216,7 @@ fn content_analyzer_best_mapping_depends_on_corunner() {
     }
 }
 
-/// DESIGN.md: unpinned threads follow the seeded balancer model, which is where
+/// docs/simulator.md, The engine: unpinned threads follow the seeded balancer model, which is where
 /// run-to-run variation comes from; pinning removes it. Two 6-thread apps on
 /// Westmere: over five seeds native gives at least two different exit times,
 /// pinned gives one; the same seed always gives the same times.

@@ -9,39 +9,8 @@ use coloc_manager::{run, LaunchRequest, Machine, RunOptions};
 use coloc_model::testutils::app_spec;
 use coloc_model::workload::parse_workload;
 use coloc_model::{AppId, AppPlan, TraceEvent};
-use coloc_sim::model::{model, AppModel, Phase, PhaseKind};
+use coloc_sim::model::{model, AppModel};
 use coloc_sim::{platform, SimMachine};
-
-/// A library model with every phase's work scaled by `factor` and every
-/// parallel phase cut into `regions` consecutive parallel regions. The library
-/// runs a parallel section as one region, but the codes it stands for (NPB
-/// BT/FT/EP) run many short loops per time step, and an OpenMP runtime applies
-/// a new DoP at the next region start (the shim's DoP channel; NuPoCo §6 too,
-/// at loop granularity). Scaling keeps a mix at seconds of simulated time, so a
-/// debug-build test takes seconds, with the structure — serial setup, parallel
-/// sections, serial steps — unchanged.
-fn scaled(name: &str, factor: f64, regions: usize) -> AppModel {
-    let mut m = model(name).unwrap();
-    m.phases = m
-        .phases
-        .iter()
-        .flat_map(|p| {
-            let n = if p.kind == PhaseKind::Parallel {
-                regions
-            } else {
-                1
-            };
-            std::iter::repeat_n(
-                Phase {
-                    kind: p.kind,
-                    ginstr: p.ginstr * factor / n as f64,
-                },
-                n,
-            )
-        })
-        .collect();
-    m
-}
 
 /// Lets simulated time reach `t` (the machine returns early at thread events).
 fn advance(m: &mut SimMachine, t: Duration) {
@@ -52,7 +21,8 @@ fn advance(m: &mut SimMachine, t: Duration) {
 
 /// A malleable OpenMP model reports its section, team and progress; a
 /// pthreads model reports nothing. `bt` on westmere (12 CPUs) with 4 threads:
-/// a 4e9-instruction serial setup, then 5 × (80e9 parallel, 0.5e9 serial).
+/// a 4e9-instruction serial setup, then 5 × (80e9 parallel in 20 regions,
+/// 0.5e9 serial).
 /// (The machine returns early at thread events, hence `advance`.)
 #[test]
 fn omp_state_follows_the_phases() {
@@ -97,20 +67,20 @@ fn omp_state_follows_the_phases() {
         "{a:?} {b:?}"
     );
     assert!(b.parallel_ns >= a.parallel_ns + 999_000_000, "{a:?} {b:?}");
-    // A region is 80e9 instructions over 4 threads (≈ 10 s here): by 25 s at
-    // least one has completed, each worth 80e9 / 1e6 iterations.
+    // A region is 80e9 / 20 instructions over 4 threads (≈ 0.5 s here): by
+    // 25 s many have completed, each worth 4e9 / 1e6 iterations.
     advance(&mut m, Duration::from_secs(25));
     let c = omp(&mut m).unwrap();
-    assert!(c.regions_completed >= 1, "{c:?}");
+    assert!(c.regions_completed >= 20, "{c:?}");
     assert!(
-        c.iterations_completed >= c.regions_completed * 80_000,
+        c.iterations_completed >= c.regions_completed * 4_000,
         "{c:?}"
     );
 }
 
 /// A Table 2 mix on the 64-core AMD platform: each model one thread per CPU,
 /// malleable, all started together (§7.4), with a fifth of the library's work
-/// and 20 regions per parallel section. Returns the makespan and the plan notes.
+/// ([`AppModel::scaled`]). Returns the makespan and the plan notes.
 fn mix(policy: &str, models: &[&str], seed: u64) -> (Duration, Vec<String>) {
     let mut text = String::from("name = \"mix\"\nepoch = \"50ms\"\n");
     for n in models {
@@ -118,7 +88,10 @@ fn mix(policy: &str, models: &[&str], seed: u64) -> (Duration, Vec<String>) {
             &format!("[[app]]\nname = \"{n}\"\nmodel = \"{n}\"\nthreads = 0\nmalleable = true\n");
     }
     let w = parse_workload("mix.toml", &text).unwrap();
-    let small: Vec<AppModel> = models.iter().map(|n| scaled(n, 0.2, 20)).collect();
+    let small: Vec<AppModel> = models
+        .iter()
+        .map(|n| model(n).unwrap().scaled(0.2))
+        .collect();
     let mut m = SimMachine::new(platform("nupoco-amd64").unwrap(), seed).with_models(small);
     let mut p = coloc_policy::by_name(policy).unwrap();
     let opts = RunOptions {

@@ -1,4 +1,4 @@
-//! The oracle (issue 3 item 5): on a 4-CPU machine of two L2 pairs it finds
+//! The oracle (docs/simulator.md, The oracle): on a 4-CPU machine of two L2 pairs it finds
 //! what brute force over every raw placement (and DoP) finds; its counts are
 //! the hand-computed ones; a space larger than `max_configs` is searched
 //! bounded and says so; its best plan replays through the Manager as a policy

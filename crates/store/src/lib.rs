@@ -1,4 +1,4 @@
-//! The profile store (DESIGN.md, Components: store): one SQLite file holding apps'
+//! The profile store (docs/architecture.md, Components): one SQLite file holding apps'
 //! profiles (ReSense §2.2: characterize once per platform, reuse in every run) and
 //! machines' memory calibrations (NuPoCo §4.3), both keyed by platform.
 //!
@@ -39,7 +39,7 @@ pub struct ProfileSummary {
     pub platform: PlatformFingerprint,
     /// Per level, its label and its score (None where not characterizable).
     pub levels: Vec<(String, Option<f64>)>,
-    /// The signals the scored levels were measured with (DESIGN.md, Signals:
+    /// The signals the scored levels were measured with (docs/signals.md:
     /// every profile records which), each once, in level order.
     pub signals: Vec<Signal>,
     /// When it was last written, seconds since the Unix epoch.

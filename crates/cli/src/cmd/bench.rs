@@ -8,6 +8,8 @@
 //! - `decide`: how long each policy takes to decide, on fixture topologies.
 //! - `sim`: the simulator's speed: events per second of an 8-app
 //!   dynamic workload on the 64-core platform, oracle configurations per second.
+//! - `mixes`: the real-program suite under several policies against the
+//!   reference points of each mix.
 //! - `nupoco`: the cost of NuPoCo's Algorithm 1 and of a steady decision at 64
 //!   cores / 8 nodes (NuPoCo §7.5 reports 1.8 ms).
 
@@ -49,6 +51,22 @@ enum Bench {
         /// Policy epoch.
         #[arg(long, value_parser = crate::parse_epoch, default_value = "100ms")]
         epoch: Duration,
+        /// Instead of the workload: the scaling curve, coloc's CPU use while it
+        /// manages one app of N sleeping threads, for each N given (e.g.
+        /// `--threads 10,100,1000,2000`).
+        #[arg(long, value_delimiter = ',', conflicts_with = "workload")]
+        threads: Vec<u32>,
+        /// How long each point of the scaling curve runs.
+        #[arg(long, value_parser = humantime::parse_duration, default_value = "5s")]
+        duration: Duration,
+    },
+    /// The app of the scaling curve: N threads that sleep for a while, then exit.
+    #[command(hide = true)]
+    Sleepers {
+        #[arg(long)]
+        threads: u32,
+        #[arg(long, value_parser = humantime::parse_duration)]
+        duration: Duration,
     },
     /// Decision latency of every policy with N apps on each fixture topology.
     Decide {
@@ -74,6 +92,11 @@ enum Bench {
         )]
         policies: Vec<String>,
     },
+    /// The real-program mixes (bench/mixes, after `scripts/setup --bench`)
+    /// under several policies, interleaved: makespan over its lower bound, ART
+    /// over the SJF reference, NTT and p-values against native, auto's worst
+    /// case.
+    Mixes(crate::cmd::mixes::MixesArgs),
     /// Cost of NuPoCo's Algorithm 1 (DoP computation) with 2, 4 and 8 apps and of a
     /// steady nupoco decision, at 64 cores / 8 nodes.
     Nupoco {
@@ -86,10 +109,28 @@ enum Bench {
 pub fn main(args: BenchArgs) -> Result<()> {
     match args.what {
         Bench::Overhead {
+            threads,
+            duration,
+            policy,
+            epoch,
+            ..
+        } if !threads.is_empty() => scaling(&threads, duration, &policy, epoch),
+        Bench::Overhead {
             workload,
             policy,
             epoch,
+            ..
         } => overhead(workload, &policy, epoch),
+        Bench::Sleepers { threads, duration } => {
+            let all: Vec<_> = (1..threads.max(1))
+                .map(|_| std::thread::spawn(move || std::thread::sleep(duration)))
+                .collect();
+            std::thread::sleep(duration);
+            for t in all {
+                let _ = t.join();
+            }
+            Ok(())
+        }
         Bench::Decide {
             apps,
             threads,
@@ -108,6 +149,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
             print!("{}", coloc_sim::bench::sim_speed_for(&names, &progress)?);
             Ok(())
         }
+        Bench::Mixes(args) => crate::cmd::mixes::main(args),
         Bench::Nupoco { runs } => {
             debug_build_note();
             print!("{}", coloc_policy::bench::nupoco_cost(runs)?);
@@ -181,6 +223,67 @@ fn overhead(path: Option<PathBuf>, policy: &str, epoch: Duration) -> Result<()> 
         println!(
             "  note: the 1% target is stated for the default epoch of {} ms",
             DEFAULT_EPOCH.as_millis()
+        );
+    }
+    Ok(())
+}
+
+/// The thread-count scaling curve of coloc's own cost: for each N, one app of
+/// N sleeping threads (`coloc bench sleepers`) managed for `each`, and coloc's
+/// CPU use over that run. Sleeping threads isolate coloc's cost of tracking,
+/// sampling and applying from the apps' competition for the CPUs.
+fn scaling(threads: &[u32], each: Duration, policy: &str, epoch: Duration) -> Result<()> {
+    debug_build_note();
+    let target = Target::Host(Host::new()?);
+    let exe = std::env::current_exe()?;
+    println!(
+        "coloc bench overhead: scaling with threads, policy {policy}, epoch {} ms, {:.1} s per point",
+        epoch.as_millis(),
+        each.as_secs_f64()
+    );
+    println!(
+        "{:>8} {:>14} {:>16} {:>14}",
+        "threads", "% of a core", "CPU ms / epoch", "CPU s / wall s"
+    );
+    let stop = stop_flag()?;
+    for &n in threads {
+        let command = [
+            exe.display().to_string(),
+            "bench".into(),
+            "sleepers".into(),
+            "--threads".into(),
+            n.to_string(),
+            "--duration".into(),
+            format!("{}ms", each.as_millis()),
+        ];
+        let quoted: Vec<String> = command.iter().map(|a| format!("{a:?}")).collect();
+        let text = format!(
+            "name = \"scaling-{n}\"\n[[app]]\nname = \"sleepers\"\ncommand = [{}]\nthreads = 1\n",
+            quoted.join(", ")
+        );
+        let workload = target.resolve(parse_workload("<bench overhead --threads>", &text)?)?;
+        let ctx = policy_context(&target, &workload, &[policy])?;
+        let out = default_out_dir(&workload.name, &format!("bench-{policy}"));
+        let mut quiet = Progress::new(&format!("{n} threads"), 1);
+        let (summary, _) = target.run(
+            &workload,
+            policy,
+            &ctx,
+            &out,
+            epoch,
+            0,
+            Some(stop.clone()),
+            &mut quiet,
+        )?;
+        quiet.finish(String::new());
+        anyhow::ensure!(!summary.interrupted, "interrupted");
+        let u = summary.usage;
+        let epochs = (u.wall.as_secs_f64() / epoch.as_secs_f64()).max(1.0);
+        println!(
+            "{n:>8} {:>14.2} {:>16.3} {:>14.4}",
+            u.percent_of_core(),
+            u.cpu.as_secs_f64() * 1e3 / epochs,
+            u.cpu.as_secs_f64() / u.wall.as_secs_f64().max(1e-9)
         );
     }
     Ok(())

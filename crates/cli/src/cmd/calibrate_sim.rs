@@ -1,5 +1,5 @@
-//! `coloc calibrate-sim`: the simulator against reality (issue 3, Validation;
-//! DESIGN.md, The simulator: "validated, not trusted").
+//! `coloc calibrate-sim`: the simulator against reality (docs/simulator.md,
+//! Validation: "validated, not trusted").
 //!
 //! The calibration cases of `coloc_sim::calibrate` — each workload kernel
 //! alone at 1 and 2 threads, every pair under `native` and `equal` — are

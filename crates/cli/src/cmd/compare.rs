@@ -13,6 +13,7 @@ use coloc_model::metrics::{Comparison, RunMetrics, SoloTimes};
 use coloc_model::{Trace, Workload};
 
 use crate::choice::{check_name, choose, Choice, OracleArgs};
+use crate::cmd::mixes::Reference;
 use crate::cmd::report::write_html;
 use crate::cmd::solo;
 use crate::context::policy_context;
@@ -110,6 +111,12 @@ pub fn main(args: CompareArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&cmp)?);
     } else {
         print!("{}", cmp.render());
+        // Against the workload's reference points, where `coloc solo --threads`
+        // measured them on this machine.
+        if let Some(curves) = solo::load_saved_curves(&workload, &target)? {
+            let cpus = target.topology().cpus().len() as u32;
+            print!("{}", Reference::of(&workload, &curves, cpus).table(&cmp).1);
+        }
         if solo.is_none() {
             println!(
                 "(no solo times for this workload on {}: run `coloc solo {}{}` for Hmean speedup)",

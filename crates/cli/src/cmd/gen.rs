@@ -1,5 +1,5 @@
 //! `coloc gen`: workloads of library models made the way ReSense made its
-//! experiments (§3; DESIGN.md, Workload files), written as ordinary workload
+//! experiments (§3; docs/workload-format.md, Generated workloads), written as ordinary workload
 //! files that `coloc sim` and `coloc compare --sim` read back.
 //!
 //! - `--size small|medium|large`: a dynamic workload (§3.2–3.4: 2, 4 or 8 apps

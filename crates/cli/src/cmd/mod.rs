@@ -7,6 +7,7 @@ pub mod compare;
 pub mod demo;
 pub mod gen;
 pub mod list;
+pub mod mixes;
 pub mod profile;
 pub mod profiles;
 pub mod report;

@@ -115,6 +115,8 @@ pub struct Timeline {
     pub quiet_plans: usize,
     /// Plans in force per instance, in time order.
     plans: BTreeMap<AppId, Vec<InForce>>,
+    /// First and last observation of each instance, seconds.
+    sampled: BTreeMap<AppId, (f64, f64)>,
 }
 
 /// Cumulative counters of one thread at the previous observation.
@@ -176,6 +178,7 @@ impl Timeline {
             markers: Vec::new(),
             quiet_plans: 0,
             plans: BTreeMap::new(),
+            sampled: BTreeMap::new(),
         };
         tl.fold_events(trace, topo_cpus.len());
         tl.fold_observations(&obs);
@@ -351,41 +354,48 @@ impl Timeline {
         self.fill_dops(obs);
     }
 
-    /// The DoP of each app per bin: the last one each instance acknowledged in
-    /// the bin, summed over instances (instances of one app rarely overlap).
+    /// The DoP of each app per bin: at the bin's last observation of the app,
+    /// summed over its instances sampled then (instances of one app rarely
+    /// overlap; repetitions that follow each other in one bin do not add up).
+    /// Also records when each instance was sampled first and last.
     fn fill_dops(&mut self, obs: &[&coloc_model::Observation]) {
-        let mut per_bin: HashMap<(usize, usize), BTreeMap<AppId, u32>> = HashMap::new();
         for o in obs {
-            let bin = self.bin_of(o.at.as_secs_f64());
+            let at = o.at.as_secs_f64();
+            let bin = self.bin_of(at);
+            let mut dops: BTreeMap<usize, u32> = BTreeMap::new();
             for s in &o.apps {
+                let span = self.sampled.entry(s.app).or_insert((at, at));
+                span.1 = at;
                 if let Some(omp) = &s.omp {
-                    per_bin
-                        .entry((s.app.app as usize, bin))
-                        .or_default()
-                        .insert(s.app, omp.dop_seen.unwrap_or(omp.team_size));
+                    *dops.entry(s.app.app as usize).or_default() +=
+                        omp.dop_seen.unwrap_or(omp.team_size);
                 }
             }
-        }
-        for ((app, bin), dops) in per_bin {
-            self.apps[app][bin].dop = Some(dops.values().sum());
+            for (app, dop) in dops {
+                self.apps[app][bin].dop = Some(dop);
+            }
         }
     }
 
     /// CPUs granted per app per bin: the plans in force at each bin's end for the
-    /// app's instances that are running then (an instance counts from its first
-    /// plan to its last sample).
+    /// app's instances sampled in the bin (between their first and last
+    /// observation), summed.
     fn fill_granted(&mut self) {
         for (id, list) in &self.plans {
-            let Some(app) = self.apps.get_mut(id.app as usize) else {
+            let (Some(app), Some(&(first, last))) =
+                (self.apps.get_mut(id.app as usize), self.sampled.get(id))
+            else {
                 continue;
             };
             for (bin, ab) in app.iter_mut().enumerate() {
-                let end = self.t0 + self.width * (bin + 1) as f64;
+                let start = self.t0 + self.width * bin as f64;
+                let end = start + self.width;
+                if last < start || first >= end {
+                    continue;
+                }
                 let i = list.partition_point(|p| p.from < end);
                 if let Some(p) = i.checked_sub(1).map(|i| &list[i]) {
-                    if ab.seen {
-                        *ab.granted.get_or_insert(0) += p.granted;
-                    }
+                    *ab.granted.get_or_insert(0) += p.granted;
                 }
             }
         }
@@ -592,6 +602,35 @@ mod tests {
         }
         let total: f64 = tl.cells[1].iter().map(CpuUse::total).sum();
         assert!((total - 9.99).abs() < 1e-6, "{total}");
+    }
+
+    #[test]
+    fn a_finished_instance_no_longer_counts_in_cpus_granted() {
+        // a's first run is sampled in [0, 1] with CPUs 0-1, its second in [2, 3]
+        // with CPU 0: bins of 1 s grant 2, nothing of a's (no sample), then 1.
+        let rep = |r: u32, at: f64, run: f64| {
+            let mut e = obs(at, &[(0, 10 + r, 0, run)]);
+            if let TraceEvent::Obs(o) = &mut e {
+                o.apps[0].app.rep = r;
+            }
+            e
+        };
+        let mut second = plan(2.0, &["0"]);
+        if let TraceEvent::Plan { plan, .. } = &mut second {
+            plan.apps[0].app.rep = 1;
+        }
+        let tl = Timeline::of(&trace(vec![
+            plan(0.0, &["0-1"]),
+            rep(0, 0.0, 0.0),
+            rep(0, 1.0, 1.0),
+            second,
+            rep(1, 2.0, 0.0),
+            rep(1, 3.0, 1.0),
+        ]));
+        assert_eq!((tl.bins, tl.width), (3, 1.0));
+        let granted: Vec<Option<usize>> = tl.apps[0].iter().map(|b| b.granted).collect();
+        // Bin 1 ([1, 2)) holds the first run's last sample (at 1 s) only.
+        assert_eq!(granted, [Some(2), Some(2), Some(1)]);
     }
 
     #[test]

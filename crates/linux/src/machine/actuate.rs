@@ -196,13 +196,13 @@ impl TaskSettings {
         let Some(expected) = &self.affinity.in_force else {
             return Drift::None;
         };
-        let Ok(actual) = sys::affinity(self.task.tid) else {
-            // Gone: the apply that follows finds out and counts it.
-            return Drift::None;
-        };
-        if actual == *expected {
+        // Gone (an error): the apply that follows finds out and counts it.
+        if sys::affinity_is(self.task.tid, expected).unwrap_or(true) {
             return Drift::None;
         }
+        let Ok(actual) = sys::affinity(self.task.tid) else {
+            return Drift::None;
+        };
         self.drifts += 1;
         self.affinity.in_force = Some(actual.clone());
         if self.drifts > MAX_REAPPLY {
@@ -340,6 +340,48 @@ impl TaskSettings {
         Ok(outcome)
     }
 
+    /// Journals, without waiting for the disk, the original of each setting
+    /// `want` changes for the first time, so that [`TaskSettings::apply`] finds
+    /// it recorded; the caller syncs the journal once before applying (see
+    /// [`Journal`]). An original that cannot be read is left to `apply`, which
+    /// tells a vanished thread from a refusal.
+    pub fn journal_originals(
+        &mut self,
+        want: &Wanted,
+        proc: &ProcRoot,
+        journal: &mut Journal,
+    ) -> Result<(), JournalError> {
+        if *want == self.in_force() {
+            return Ok(());
+        }
+        let task = self.task;
+        let tid = task.tid;
+        first_original(
+            &want.affinity,
+            &mut self.affinity,
+            &task,
+            journal,
+            Original::Affinity,
+            || sys::affinity(tid).ok(),
+        )?;
+        first_original(
+            &want.nice,
+            &mut self.nice,
+            &task,
+            journal,
+            Original::Nice,
+            || read_nice(proc, &task).ok(),
+        )?;
+        first_original(
+            &want.slice_ns,
+            &mut self.slice_ns,
+            &task,
+            journal,
+            Original::SliceNs,
+            || read_slice(tid).ok(),
+        )
+    }
+
     /// Puts back every original coloc changed.
     pub fn restore(
         &mut self,
@@ -361,7 +403,9 @@ impl TaskSettings {
         let before = refused.len();
         let outcome = self.restore(proc, journal, refused)?;
         if self.touched() && refused.len() == before {
-            journal.append(&Entry::released(&self.task))?;
+            // Not waited for: a lost `released` line only makes a recovery
+            // put back again what is back already. The caller syncs.
+            journal.record(&Entry::released(&self.task))?;
         }
         Ok(outcome)
     }
@@ -379,9 +423,29 @@ fn inherit<T: Clone + PartialEq>(
     let Some(original) = base else { return Ok(()) };
     let Some(now) = current() else { return Ok(()) };
     if now != *original {
-        journal.append(&Entry::changed(task, record(original.clone())))?;
+        // Nothing is changed after this: the caller syncs once for all threads.
+        journal.record(&Entry::changed(task, record(original.clone())))?;
         slot.original = Some(original.clone());
         slot.in_force = Some(now);
+    }
+    Ok(())
+}
+
+/// See [`TaskSettings::journal_originals`]: one setting.
+fn first_original<T: Clone + PartialEq>(
+    want: &Option<T>,
+    slot: &mut Slot<T>,
+    task: &TaskId,
+    journal: &mut Journal,
+    record: impl FnOnce(T) -> Original,
+    read: impl FnOnce() -> Option<T>,
+) -> Result<(), JournalError> {
+    if want.is_none() || *want == slot.in_force || slot.original.is_some() {
+        return Ok(());
+    }
+    if let Some(original) = read() {
+        journal.record(&Entry::changed(task, record(original.clone())))?;
+        slot.original = Some(original);
     }
     Ok(())
 }

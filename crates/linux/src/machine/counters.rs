@@ -1,4 +1,4 @@
-//! Hardware counters per thread (DESIGN.md, Signals, with fallbacks): cycles,
+//! Hardware counters per thread (docs/signals.md): cycles,
 //! instructions, LLC references and LLC misses through `perf_event_open`,
 //! where the machine has them. Many VMs and containers do not; a probe at start
 //! says so once, and samples then carry no counters and `hw_counters = false`

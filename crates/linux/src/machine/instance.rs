@@ -39,6 +39,8 @@ pub(crate) struct Instance {
     pub pending_refused: Vec<String>,
     /// Where the app's metric is read from when it exits.
     pub output: PathBuf,
+    /// Each thread's last sample (`sample.rs`: reused while it does not run).
+    pub last_samples: super::sample::LastSamples,
 }
 
 /// The CPUs of a placement for a thread the plan does not name: the set for
@@ -75,6 +77,7 @@ impl Instance {
                 self.settings.insert(*task, s);
             }
         }
+        journal.sync()?;
         Ok(changed)
     }
 
@@ -91,6 +94,9 @@ impl Instance {
             ..ApplyOutcome::default()
         };
         let threads: Vec<TaskId> = self.tracker.threads().copied().collect();
+        // First every thread's drift and originals, journaled with one sync;
+        // then the changes.
+        let mut wants = Vec::with_capacity(threads.len());
         for task in threads {
             let settings = self
                 .settings
@@ -117,6 +123,18 @@ impl Instance {
                 nice: plan.sched.nice.map(i32::from),
                 slice_ns: plan.sched.slice_us.map(|us| u64::from(us) * 1000),
             };
+            if let Err(e) = settings.journal_originals(&want, proc, journal) {
+                out.refused.push(format!("{e}: settings left unchanged"));
+                return out;
+            }
+            wants.push((task, want));
+        }
+        if let Err(e) = journal.sync() {
+            out.refused.push(format!("{e}: settings left unchanged"));
+            return out;
+        }
+        for (task, want) in wants {
+            let settings = self.settings.get_mut(&task).expect("inserted above");
             let result = settings.apply(&want, proc, journal, &mut out.refused);
             if task.tid == self.tracker.main() {
                 let main = settings.base();
@@ -162,6 +180,7 @@ impl Instance {
         for settings in self.settings.values_mut() {
             settings.release(proc, journal, &mut refused)?;
         }
+        journal.sync()?;
         self.settings.clear();
         Ok(refused)
     }

@@ -1,5 +1,5 @@
 //! [`LinuxMachine`]: the real backend behind the Manager's [`Machine`] trait
-//! (DESIGN.md, The loop and Safety).
+//! (docs/architecture.md, Machine backends; docs/safety.md).
 //!
 //! - **launch** (`launch.rs`): the command runs in its own process group with
 //!   stdout/stderr in `<out_dir>/<app>-<rep>.out/.err` and `OMP_NUM_THREADS` set
@@ -363,6 +363,7 @@ impl LinuxMachine {
                 Some(f) => PathBuf::from(f),
                 None => stdout_path,
             },
+            last_samples: Default::default(),
         };
         let launched = Launched {
             pid: main.pid,
@@ -415,10 +416,20 @@ impl Machine for LinuxMachine {
         let counters = &mut self.counters;
         let apps = self
             .instances
-            .iter()
+            .iter_mut()
             .map(|i| {
                 i.dop.heartbeat();
-                sample::sample_app(proc, i.id, i.pid(), &i.tracker, counters, i.dop.sample())
+                let pid = i.pid();
+                let omp = i.dop.sample();
+                sample::sample_app(
+                    proc,
+                    i.id,
+                    pid,
+                    &i.tracker,
+                    &mut i.last_samples,
+                    counters,
+                    omp,
+                )
             })
             .collect();
         let instances = &self.instances;

@@ -1,5 +1,5 @@
 //! Restoring settings a coloc process changed and could not put back itself,
-//! because it crashed or was killed (DESIGN.md, Safety: "at the next start
+//! because it crashed or was killed (docs/safety.md: "at the next start
 //! after a crash").
 //!
 //! A journal belongs to a dead coloc when no process has its pid with its start

@@ -1,5 +1,5 @@
 //! Which threads make up an app instance: its main process, every descendant
-//! process (started later included) and all their threads (DESIGN.md, The loop:
+//! process (started later included) and all their threads (docs/architecture.md, The loop:
 //! "threads changed" is an event the policy reacts to).
 
 use std::collections::BTreeMap;

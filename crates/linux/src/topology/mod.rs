@@ -1,4 +1,4 @@
-//! The machine's topology from sysfs (DESIGN.md, Topology): packages, dies, NUMA
+//! The machine's topology from sysfs (docs/architecture.md, Topology): packages, dies, NUMA
 //! nodes with their memory, data and unified caches with the CPUs sharing them,
 //! cores and PUs, restricted to the CPUs this process may use.
 //!

@@ -1,5 +1,5 @@
 //! Repeated runs of several policies side by side, measured against a baseline
-//! (the plain Linux scheduler, usually). ReSense §3.5 and NuPoCo §6 for the
+//! (the plain Linux scheduler, usually). ReSense §3.5 and NuPoCo §7.3 for the
 //! figures; the statistics (geometric means with log-scale intervals, rank
 //! tests) and why they fit run times are in [`crate::stats`].
 
@@ -24,7 +24,7 @@ pub struct PolicyStats {
     pub throughput: Option<Summary>,
     /// Hmean speedup; None unless every run has one.
     pub hmean_speedup: Option<Summary>,
-    /// Normalized total turnaround time (NuPoCo §6): geometric-mean makespan over
+    /// Normalized total turnaround time (NuPoCo §7.3): geometric-mean makespan over
     /// the baseline's. 1 for the baseline; below 1 is better. Over repeated runs
     /// the geometric mean keeps one collapsed run from standing for all of them
     /// (with one run each it is the paper's ratio of makespans).

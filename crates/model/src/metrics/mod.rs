@@ -1,19 +1,19 @@
 //! Metrics computed from a trace alone, so `coloc report` recomputes everything
-//! without re-running (DESIGN.md, The loop; STYLE.md, raw samples then pure models).
+//! without re-running (docs/architecture.md, The loop; STYLE.md, raw samples then pure models).
 //!
 //! - Per instance: wall time (start to exit, ReSense §3's execution time) and
 //!   response time (arrival to exit: waiting plus execution), the app's own metric,
 //!   and how fast coloc reacted (start to first applied plan, thread change to
 //!   placement).
 //! - Per run ([`RunMetrics`]): average response time and throughput (ReSense §3),
-//!   makespan (NuPoCo §6's total turnaround time), Hmean speedup over solo runs
-//!   (NuPoCo §6, with [`SoloTimes`]), failed instances, coloc's own CPU use and
+//!   makespan (NuPoCo §7.3's total turnaround time), Hmean speedup over solo runs
+//!   (NuPoCo §7.3, with [`SoloTimes`]), failed instances, coloc's own CPU use and
 //!   policy decision time.
 //! - Across repeated runs of several policies ([`Comparison`]): mean, spread,
 //!   log-scale intervals, NTT against a baseline and rank tests (ReSense §3.5;
 //!   see [`crate::stats`] for why these statistics).
 //! - Reference points of a mix from solo times at each thread count
-//!   ([`reference`]): the CPU-work lower bound of its makespan and an SJF
+//!   ([`reference`](mod@reference)): the CPU-work lower bound of its makespan and an SJF
 //!   reference for its ART.
 //!
 //! Everything here is pure: no I/O, tables rendered to strings with fixed decimals.

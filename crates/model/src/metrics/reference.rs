@@ -173,6 +173,33 @@ pub fn against_reference(
         .collect()
 }
 
+/// `policy`'s mean makespan over the best mean makespan of the other
+/// policies (the best choice in hindsight), with that policy's name; None
+/// when either is missing.
+pub fn over_best_other(policies: &[super::PolicyStats], policy: &str) -> Option<(f64, String)> {
+    let own = policies
+        .iter()
+        .find(|p| p.policy == policy)?
+        .makespan
+        .as_ref()?
+        .mean;
+    let best = policies
+        .iter()
+        .filter(|p| p.policy != policy)
+        .filter_map(|p| Some((p.makespan.as_ref()?.mean, p.policy.clone())))
+        .min_by(|a, b| a.0.total_cmp(&b.0))?;
+    (best.0 > 0.0).then(|| (own / best.0, best.1))
+}
+
+/// The geometric mean of positive ratios (across mixes, the mean of
+/// "x times the reference"); None for none.
+pub fn geometric_mean(ratios: &[f64]) -> Option<f64> {
+    if ratios.is_empty() || ratios.iter().any(|r| *r <= 0.0) {
+        return None;
+    }
+    Some((ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp())
+}
+
 /// A table of [`against_reference`]'s rows, with the reference points in the
 /// header.
 pub fn render_against_reference(
@@ -260,6 +287,15 @@ mod tests {
         // An idle gap: one app arriving at 10 s runs at once.
         let apps = [app(10.0, &[(1, 2.0)])];
         assert_eq!(sjf_art(&apps, 2), Some(2.0));
+    }
+
+    #[test]
+    fn geometric_mean_of_ratios() {
+        // (1.0 * 1.21)^(1/2) = 1.1
+        let gm = geometric_mean(&[1.0, 1.21]).unwrap();
+        assert!((gm - 1.1).abs() < 1e-12, "{gm}");
+        assert_eq!(geometric_mean(&[]), None);
+        assert_eq!(geometric_mean(&[1.0, 0.0]), None);
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub struct RunFigures {
     /// None when an instance took no measurable time (the sum would be infinite).
     pub throughput: Option<f64>,
     /// First arrival to last exit, failed instances included: the total
-    /// turnaround time that NuPoCo §6 normalises into NTT.
+    /// turnaround time that NuPoCo §7.3 normalises into NTT.
     pub makespan_secs: Option<f64>,
     /// Harmonic mean over instances of solo mean / co-located wall time (NuPoCo
     /// §6: speedup that also reflects fairness). None unless every app with a

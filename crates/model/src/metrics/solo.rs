@@ -1,5 +1,5 @@
 //! Solo wall times: each app alone on the machine, the denominator of speedup
-//! (NuPoCo §6 reports Hmean speedup relative to standalone execution).
+//! (NuPoCo §7.3 reports Hmean speedup relative to standalone execution).
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,5 @@
 //! A profile as a table: per level the runs' means, the score of Equation 1 and
-//! its spread over repetitions, and the signal (ReSense §2.2; DESIGN.md, Signals:
+//! its spread over repetitions, and the signal (ReSense §2.2; docs/signals.md:
 //! every profile says what it was measured with), then why the other levels have
 //! no score.
 

@@ -1,5 +1,5 @@
 //! hwloc XML topologies (`lstopo --of xml`), the format HPC users already have for
-//! their servers (DESIGN.md, Topology), so offline platforms can be described
+//! their servers (docs/architecture.md, Topology), so offline platforms can be described
 //! without access to the machine.
 //!
 //! Both the hwloc 2.x format and the older 1.x one are read. Only the CPU side is

@@ -1,5 +1,5 @@
 //! The machine as a tree: machine > package > NUMA node > groups (buses) > caches >
-//! cores > PUs (DESIGN.md, Topology).
+//! cores > PUs (docs/architecture.md, Topology).
 //!
 //! Every reader (sysfs, hwloc XML, the simulator's built-in platforms, the synthetic
 //! test builder) produces the same flat description — PUs plus the CPU sets of the

@@ -1,4 +1,4 @@
-//! Shared resources: every object that two or more cores share (DESIGN.md, Topology).
+//! Shared resources: every object that two or more cores share (docs/architecture.md, Topology).
 //!
 //! ReSense characterizes an app once per shared-resource *level* (§2.2), NuPoCo
 //! models each memory controller (§3.3), Tang et al. distinguish cache, bus and

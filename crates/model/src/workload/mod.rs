@@ -1,4 +1,4 @@
-//! Workload descriptions (DESIGN.md, Workload files): what to run, when, how often.
+//! Workload descriptions (docs/workload-format.md): what to run, when, how often.
 //!
 //! Parsing and validation here touch nothing but the text (ripgrep's two-stage
 //! configuration: this is the "low" stage). Resolving commands against the machine

@@ -2,7 +2,7 @@
 //!
 //! # Format
 //!
-//! TOML, one `[[app]]` table per application (DESIGN.md, Workload files):
+//! TOML, one `[[app]]` table per application (docs/workload-format.md):
 //!
 //! ```toml
 //! name = "two-barriers"   # optional; defaults to the file stem

@@ -14,15 +14,15 @@
 //!    with its length known in advance, which auto does not assume.
 //! 2. Levers: an app's DoP lever *acts* when it is malleable, its runtime
 //!    answers through the DoP channel, and regions end often (at least
-//!    [`evidence::MIN_REGIONS`] so far, the last within
-//!    [`evidence::LEVER_WINDOW`]). Apps whose lever does not act are left to
+//!    `evidence::MIN_REGIONS` so far, the last within
+//!    `evidence::LEVER_WINDOW`). Apps whose lever does not act are left to
 //!    Linux with their whole team.
 //! 3. Space sharing: while the apps' threads outnumber the CPUs and some lever
 //!    acts, each such app gets a DoP of an equal share of the CPUs left by the
 //!    apps whose threads are fixed. Placement stays with Linux (work
 //!    conserving: no CPU is kept from a waiting thread), and a DoP never goes
 //!    below 1.
-//! 4. Checked against outcomes ([`trial`]): for every set of co-running apps,
+//! 4. Checked against outcomes (`auto/trial.rs`): for every set of co-running apps,
 //!    auto measures their progress left to Linux, then under space sharing,
 //!    and goes back to Linux for that set if space sharing measurably slowed
 //!    them; a new set (arrival, exit) is tried afresh.

@@ -26,7 +26,7 @@
 //! Serial sections get one core (and keep their idle ones while no other app
 //! wants them); every core runs at most one active thread
 //! (cores are allocated whole and threads pinned one per core); apps whose DoP
-//! coloc cannot change get placement only ([`crate::cores::board`]). A serial app's
+//! coloc cannot change get placement only (`cores/board.rs`). A serial app's
 //! DoP is left unchanged (the plan gives none): it keeps the DoP of its last
 //! parallel section for its next one, and no plan ever asks for more threads
 //! than the CPUs it gives. OpenMP applies a DoP when a region starts while
@@ -254,7 +254,7 @@ impl Policy for Nupoco {
     }
 
     /// One decision (§5): profile and size the apps' sections, reserve what the
-    /// shared rules give ([`crate::cores::board`]), then either split the free
+    /// shared rules give (`cores::board`), then either split the free
     /// cores among steady sections (Algorithms 1 and 2) or hand them to the
     /// sections being profiled.
     fn decide(&mut self, view: &View<'_>) -> Plan {

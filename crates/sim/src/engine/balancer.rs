@@ -1,5 +1,5 @@
-//! A model of the Linux load balancer for threads coloc does not pin (DESIGN.md,
-//! The simulator): topology-blind, by load only, with seeded randomness.
+//! A model of the Linux load balancer for threads coloc does not pin (docs/simulator.md,
+//! The engine): topology-blind, by load only, with seeded randomness.
 //!
 //! - **Placement** of a new or woken thread whose CPU is not allowed: the
 //!   least-loaded allowed CPU, ties broken at random — which L2/L3 or socket it

@@ -1,4 +1,4 @@
-//! The contention model (DESIGN.md, The simulator): from who runs where to how
+//! The contention model (docs/simulator.md): from who runs where to how
 //! fast every thread progresses, for one interval between two events.
 //!
 //! A thread's time per instruction is its compute time (CPI / frequency), plus

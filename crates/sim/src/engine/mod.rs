@@ -1,4 +1,4 @@
-//! The fluid, event-driven engine (DESIGN.md, The simulator; issue 3 §3–4).
+//! The fluid, event-driven engine (docs/simulator.md, The engine).
 //!
 //! Between two events every thread's progress rate is constant, so time jumps
 //! from event to event: the end of an app's current phase (or of a migration's

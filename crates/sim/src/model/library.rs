@@ -1,8 +1,8 @@
-//! Named app models with the character of the papers' benchmarks (issue 3 §2).
+//! Named app models with the character of the papers' benchmarks (docs/simulator.md, Apps).
 //!
 //! The numbers are plausible, not measured: each model is tuned to show the
 //! behaviour its paper reports, and the comment says which. Calibration against
-//! real runs (issue 3, later) replaces them model by model. Work amounts give
+//! real runs (docs/simulator.md, Validation) replaces them model by model. Work amounts give
 //! solo runs of tens of seconds with 4–8 threads on the papers' machines.
 
 use super::{AppModel, Phase};
@@ -27,14 +27,45 @@ fn base(name: &str, about: &str) -> AppModel {
     }
 }
 
-/// `n` iterations of a parallel section followed by a short serial step.
+/// `n` iterations of a parallel section followed by a short serial step, each
+/// section one parallel region.
 fn iterations(setup: f64, parallel: f64, serial: f64, n: usize) -> Vec<Phase> {
+    sections(setup, parallel, 1, serial, n)
+}
+
+/// Parallel regions per parallel section of the NPB models: NPB's OpenMP
+/// codes open a region per loop nest (`!$omp parallel do`), several per time
+/// step, so a section of a model (many time steps) is many back-to-back
+/// regions of tens of milliseconds on a full machine. An OpenMP runtime applies
+/// a new DoP at a region start, so this is how often DoP control can act.
+const REGIONS_PER_SECTION: usize = 20;
+
+/// `n` iterations of a parallel section of `regions` back-to-back parallel
+/// regions (the section's work split evenly) followed by a short serial step.
+fn sections(setup: f64, parallel: f64, regions: usize, serial: f64, n: usize) -> Vec<Phase> {
     let mut v = vec![Phase::serial(setup)];
     for _ in 0..n {
-        v.push(Phase::parallel(parallel));
+        v.extend(std::iter::repeat_n(
+            Phase::parallel(parallel / regions as f64),
+            regions,
+        ));
         v.push(Phase::serial(serial));
     }
     v
+}
+
+/// NPB SP's character (NuPoCo Table 1: Type A, high memory demand, huge data),
+/// shared by the `sp` model and its one-region variant.
+fn sp_like(name: &str, about: &str) -> AppModel {
+    AppModel {
+        cpi: 0.8,
+        llc_apki: 18.0,
+        reuse: 0.4,
+        private_mb: 128.0,
+        mlp: 4.0,
+        barriers_per_ginstr: 60.0,
+        ..base(name, about)
+    }
 }
 
 /// Every built-in model.
@@ -74,7 +105,7 @@ pub fn models() -> Vec<AppModel> {
         // NPB FT class D: Type A in NuPoCo Table 1 (high CPU, high memory, huge
         // data); the most negative ReSense scores (Table V: -233 Opteron L3).
         AppModel {
-            phases: iterations(8.0, 60.0, 0.5, 6),
+            phases: sections(8.0, 60.0, REGIONS_PER_SECTION, 0.5, 6),
             cpi: 0.8,
             llc_apki: 30.0,
             reuse: 0.3,
@@ -85,7 +116,7 @@ pub fn models() -> Vec<AppModel> {
         },
         // NPB IS: random-access bucket sort, memory-bound (ReSense Table V: -52 Opteron L3).
         AppModel {
-            phases: iterations(4.0, 25.0, 0.5, 10),
+            phases: sections(4.0, 25.0, REGIONS_PER_SECTION, 0.5, 10),
             cpi: 1.0,
             llc_apki: 35.0,
             reuse: 0.2,
@@ -96,7 +127,7 @@ pub fn models() -> Vec<AppModel> {
         },
         // NPB MG: streaming multigrid sweeps (ReSense Table V: -67 Opteron L3, -43 socket).
         AppModel {
-            phases: iterations(4.0, 40.0, 0.3, 8),
+            phases: sections(4.0, 40.0, REGIONS_PER_SECTION, 0.3, 8),
             cpi: 0.7,
             llc_apki: 25.0,
             reuse: 0.35,
@@ -107,7 +138,7 @@ pub fn models() -> Vec<AppModel> {
         },
         // NPB BT: Type A with medium memory demand (NuPoCo Table 1).
         AppModel {
-            phases: iterations(4.0, 80.0, 0.5, 5),
+            phases: sections(4.0, 80.0, REGIONS_PER_SECTION, 0.5, 5),
             cpi: 0.7,
             llc_apki: 8.0,
             reuse: 0.6,
@@ -118,16 +149,21 @@ pub fn models() -> Vec<AppModel> {
         },
         // NPB SP: Type A, high memory demand, huge data (NuPoCo Table 1).
         AppModel {
-            phases: iterations(4.0, 60.0, 0.5, 6),
-            cpi: 0.8,
-            llc_apki: 18.0,
-            reuse: 0.4,
-            private_mb: 128.0,
-            mlp: 4.0,
-            barriers_per_ginstr: 60.0,
-            ..base("sp", "NPB SP: scalar-pentadiagonal solver, CPU- and memory-heavy (NuPoCo Type A)")
+            phases: sections(4.0, 60.0, REGIONS_PER_SECTION, 0.5, 6),
+            ..sp_like("sp", "NPB SP: scalar-pentadiagonal solver, CPU- and memory-heavy (NuPoCo Type A)")
         },
-        // NPB EP: Type B, almost no memory traffic, perfectly scalable.
+        // SP as C/C++ OpenMP codes are often written: the whole solver is one
+        // parallel region (`omp parallel` around the time-step loop, worksharing
+        // `omp for` inside, serial steps under `omp single`). Its team is sized
+        // once, when that region starts; a DoP chosen later never reaches it,
+        // so DoP control can only place its threads (compare `sp`, whose many
+        // short regions each take the current DoP).
+        AppModel {
+            phases: vec![Phase::serial(4.0), Phase::parallel(363.0)],
+            ..sp_like("sp-one-region", "NPB SP written as one long parallel region: its DoP is fixed when the region starts")
+        },
+        // NPB EP: Type B, almost no memory traffic, perfectly scalable; its
+        // whole computation is one parallel region, as in NPB EP.
         AppModel {
             phases: vec![Phase::serial(0.5), Phase::parallel(400.0)],
             cpi: 0.6,
@@ -238,8 +274,8 @@ pub fn models() -> Vec<AppModel> {
             ..base("protobuf", "Tang et al. protocol buffers: batch, light on caches and bus")
         },
         // The C/OpenMP kernels of crates/workloads at their default arguments, so
-        // that simulated and real runs of one workload compare (issue 3,
-        // Validation: against reality; coloc_sim::calibrate). Instruction counts
+        // that simulated and real runs of one workload compare (docs/simulator.md,
+        // Validation; coloc_sim::calibrate). Instruction counts
         // come from the loops as compiled (gcc -O2, x86-64); CPIs from their
         // instruction mix on a Zen core; the machine's own figures (clock,
         // memory, LLC hit, barrier and slice costs) are fitted on kvm-2cpu.

@@ -1,4 +1,4 @@
-//! Simulated applications (issue 3 §2): what an app does, as the contention model
+//! Simulated applications (docs/simulator.md, Apps): what an app does, as the contention model
 //! needs it — phases of work, how much of it touches the last-level cache and
 //! memory, how big its working sets are, and how its threads synchronize.
 //!
@@ -45,7 +45,7 @@ impl Phase {
     }
 }
 
-/// A simulated application's character (issue 3 §2).
+/// A simulated application's character (docs/simulator.md, Apps).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AppModel {
     /// The name workload files give as `model`.
@@ -85,6 +85,18 @@ pub struct AppModel {
 }
 
 impl AppModel {
+    /// The same app with every phase's work multiplied by `factor`: a shorter
+    /// (or longer) run of the same structure — serial setup, the same number
+    /// of parallel regions, serial steps — for tests that need seconds of
+    /// simulated time rather than minutes.
+    pub fn scaled(&self, factor: f64) -> Self {
+        let mut m = self.clone();
+        for p in &mut m.phases {
+            p.ginstr *= factor;
+        }
+        m
+    }
+
     /// Total work, 10^9 instructions.
     pub fn total_ginstr(&self) -> f64 {
         self.phases.iter().map(|p| p.ginstr).sum()

@@ -22,13 +22,13 @@ const EVAL_EPOCH: Duration = Duration::from_secs(3600);
 pub struct Scores {
     /// Exit time of each app (workload order), seconds after the start.
     pub exit_s: Vec<f64>,
-    /// Time from the start to the last exit (NuPoCo §6's total turnaround time).
+    /// Time from the start to the last exit (NuPoCo §7.3's total turnaround time).
     pub makespan: f64,
     /// Mean response time, arrival to exit (ReSense §3; every app arrives at 0).
     pub art: f64,
     /// Σ 1 / execution time, 1/s (ReSense §3's throughput).
     pub throughput: f64,
-    /// Harmonic mean of the speedups solo / co-located (NuPoCo §6), when solo
+    /// Harmonic mean of the speedups solo / co-located (NuPoCo §7.3), when solo
     /// times are known.
     pub hmean: Option<f64>,
 }

@@ -1,4 +1,4 @@
-//! The oracle (DESIGN.md, The policies: oracle; issue 3 item 5): the best
+//! The oracle (docs/simulator.md, The oracle): the best
 //! possible static decision for a static workload, found by simulating it.
 //!
 //! Problem: every policy is judged against the best it could have done. For a
@@ -42,13 +42,13 @@ pub use search::search;
 /// What the oracle optimizes, one at a time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Metric {
-    /// Time to the last exit (NuPoCo §6's total turnaround time); lower is better.
+    /// Time to the last exit (NuPoCo §7.3's total turnaround time); lower is better.
     Makespan,
     /// Average response time (ReSense §3); lower is better.
     Art,
     /// Σ 1 / execution time (ReSense §3); higher is better.
     Throughput,
-    /// Harmonic mean of speedups over solo runs (NuPoCo §6); higher is better.
+    /// Harmonic mean of speedups over solo runs (NuPoCo §7.3); higher is better.
     Hmean,
 }
 

@@ -1,5 +1,5 @@
 //! The oracle's search space: sharing configurations up to topology symmetry
-//! (DESIGN.md, Topology: "two placements that a topology automorphism maps onto
+//! (docs/architecture.md, Topology: "two placements that a topology automorphism maps onto
 //! each other are one sharing configuration", Tang et al. Table 2).
 //!
 //! A *raw placement* says how many threads of each app run on each CPU (the

@@ -1,4 +1,4 @@
-//! The papers' machines, described from the figures the papers give (issue 3 §1).
+//! The papers' machines, described from the figures the papers give (docs/simulator.md, Platforms).
 //!
 //! Topologies come from the papers' platform tables and figures; where a paper
 //! names no frequency or bandwidth, the figure is the vendor's for the processor

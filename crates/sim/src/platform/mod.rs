@@ -1,4 +1,4 @@
-//! Modeled platforms (DESIGN.md, The simulator; issue 3 §1): a topology plus the
+//! Modeled platforms (docs/simulator.md, Platforms): a topology plus the
 //! few numbers the contention model needs — core frequency, cache and memory
 //! latencies, memory-controller and link bandwidths.
 //!

@@ -1,0 +1,183 @@
+//! `coloc bench mixes`: the real-program mixes of `bench/mixes/` under several
+//! policies, interleaved, each judged against the reference points of its mix
+//! (`coloc_model::metrics::reference`): makespan over the CPU-work lower bound,
+//! ART over the SJF reference, NTT and p-values against native, and how far
+//! `auto` is from the best other policy on each mix.
+//!
+//! Solo times at every thread count from 1 to the machine's CPUs are measured
+//! first (or reused with `--reuse-solo`, as `coloc solo --threads` saved them).
+//! Times on a machine shared with other work are noisy: the table is a
+//! measurement of that machine at that time.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::Args;
+use coloc_manager::DEFAULT_EPOCH;
+use coloc_model::metrics::reference::{
+    against_reference, geometric_mean, makespan_lower_bound, over_best_other,
+    render_against_reference, sjf_art, AgainstReference, MixApp,
+};
+use coloc_model::metrics::{Comparison, SoloCurves, SoloTimes};
+use coloc_model::Workload;
+
+use crate::cmd::compare::{check_policies, run_comparison, Plan};
+use crate::cmd::solo;
+use crate::host::Host;
+use crate::output::default_out_dir;
+use crate::target::Target;
+
+#[derive(Debug, Args)]
+pub struct MixesArgs {
+    /// Directory of mix workload files (`*.toml`), run from the repository root.
+    #[arg(default_value = "bench/mixes")]
+    pub dir: PathBuf,
+    /// Policies, comma-separated; NTT and p-values are relative to `native`.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "native,batch,equal,nupoco,auto"
+    )]
+    pub policies: Vec<String>,
+    /// Runs per policy and mix.
+    #[arg(long, default_value_t = 5)]
+    pub repeat: u32,
+    /// Solo runs per app and thread count.
+    #[arg(long, default_value_t = 1)]
+    pub solo_repeat: u32,
+    /// Reuse solo times saved by an earlier run where there are some.
+    #[arg(long)]
+    pub reuse_solo: bool,
+    /// Directory for every run's trace [default: coloc-runs/mixes/bench-TIME].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// The mix files of `dir`, by name.
+fn mix_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    anyhow::ensure!(!files.is_empty(), "no *.toml mix in {}", dir.display());
+    Ok(files)
+}
+
+/// A mix's reference points on `cpus` CPUs from its apps' solo curves.
+pub struct Reference {
+    pub bound: Option<f64>,
+    pub sjf: Option<f64>,
+    /// Each app's solo time at its own thread count (for NTT).
+    pub solo: SoloTimes,
+}
+
+impl Reference {
+    pub fn of(workload: &Workload, curves: &SoloCurves, cpus: u32) -> Reference {
+        let mut apps = Vec::new();
+        let mut solo = SoloTimes::default();
+        for a in &workload.apps {
+            let curve = curves.curve(&a.name).unwrap_or_default();
+            if let Some(t) = curve.get(&a.threads) {
+                solo.add(&a.name, *t);
+            }
+            apps.push(MixApp {
+                arrive: a.arrive_at.as_secs_f64(),
+                solo: curve,
+            });
+        }
+        Reference {
+            bound: makespan_lower_bound(&apps, cpus),
+            sjf: sjf_art(&apps, cpus),
+            solo,
+        }
+    }
+
+    /// Each policy of `cmp` against these reference points, as a table.
+    pub fn table(&self, cmp: &Comparison) -> (Vec<AgainstReference>, String) {
+        let rows = against_reference(&cmp.policies, self.bound, self.sjf);
+        let text = render_against_reference(&rows, self.bound, self.sjf);
+        (rows, text)
+    }
+}
+
+pub fn main(args: MixesArgs) -> Result<()> {
+    check_policies(&args.policies, "native", args.repeat)?;
+    let target = Target::Host(Host::new()?);
+    let cpus = target.topology().cpus().len() as u32;
+    let out = args
+        .out
+        .unwrap_or_else(|| default_out_dir("mixes", "bench"));
+    let mut over_bound = Vec::new();
+    let mut worst: Option<(f64, String)> = None;
+    for path in mix_files(&args.dir)? {
+        let workload = target.load(&path)?;
+        let dir = out.join(&workload.name);
+        let saved = if args.reuse_solo {
+            solo::load_saved_curves(&workload, &target)?
+        } else {
+            None
+        };
+        let curves = match saved {
+            Some(c) => c,
+            None => {
+                let threads: Vec<u32> = (1..=cpus).collect();
+                let c = solo::measure_curves(
+                    &target,
+                    &workload,
+                    &threads,
+                    args.solo_repeat,
+                    &dir.join("solo"),
+                )?;
+                solo::save_curves(&workload, &target, &c)?;
+                c
+            }
+        };
+        let reference = Reference::of(&workload, &curves, cpus);
+        let cmp = run_comparison(
+            &target,
+            &Plan {
+                workload: &workload,
+                policies: &args.policies,
+                baseline: "native",
+                repeat: args.repeat,
+                out: &dir,
+                epoch: workload.epoch.unwrap_or(DEFAULT_EPOCH),
+                solo: Some(&reference.solo),
+            },
+        )?;
+        println!("## {} ({})\n", workload.name, path.display());
+        print!("{}", curves.render());
+        println!();
+        print!("{}", cmp.render());
+        println!();
+        let (rows, table) = reference.table(&cmp);
+        print!("{table}");
+        if let Some((r, best)) = over_best_other(&cmp.policies, "auto") {
+            println!("auto / best other ({best}): {r:.3}");
+            if worst.as_ref().is_none_or(|w| r > w.0) {
+                worst = Some((r, workload.name.clone()));
+            }
+        }
+        if let Some(r) = rows
+            .iter()
+            .find(|r| r.policy == "auto")
+            .and_then(|r| r.makespan_over_bound)
+        {
+            over_bound.push(r);
+        }
+        println!();
+    }
+    if let Some((r, mix)) = worst {
+        println!("auto's worst case: {r:.3} x the best other policy's makespan ({mix})");
+    }
+    if let Some(gm) = geometric_mean(&over_bound) {
+        println!(
+            "auto's geometric-mean makespan over the lower bound: {gm:.3} ({} mixes)",
+            over_bound.len()
+        );
+    }
+    println!("traces: {}", out.display());
+    Ok(())
+}
