@@ -182,7 +182,7 @@ impl Policy for Scalability {
             }
         }
 
-        board.finish(&map, &needs);
+        board.finish(&map, view, &needs);
         let apps = view
             .apps
             .iter()

@@ -23,7 +23,17 @@
 //!   team it runs, like a fixed app, until its region ends;
 //! - cores left over after every app got its share go to fixed apps that have
 //!   more threads than cores ([`Board::finish`]), so that no core idles while
-//!   their threads queue (work conservation), before serial apps keep theirs.
+//!   their threads queue (work conservation), before serial apps keep theirs;
+//! - a fixed app keeps cores for the team it was asked to start (NuPoCo pins a
+//!   non-malleable section's threads to its cores, §3.2), but a core reserved
+//!   for a thread that does not exist yet is *lent* ([`Board::finish`]) to an
+//!   app whose live team has more threads than cores — a fixed app, or a
+//!   parallel section that started with the team of its last DoP before the
+//!   smaller DoP of this decision applies (§5.2 sizes the *next* region). A
+//!   lent core counts in no DoP, and goes back to its app at the first decision
+//!   after its team formed (thread creation triggers one). Without this the
+//!   core idles for as long as the team takes to form while another team
+//!   queues, which the Manager's work-conservation check reports.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -47,12 +57,18 @@ pub(crate) enum Need {
 #[derive(Clone, Debug)]
 pub(crate) struct Board {
     pub owner: Vec<Option<AppId>>,
+    /// Cores reserved for threads of a fixed app that do not exist yet.
+    unformed: Vec<Core>,
+    /// Cores lent this decision (to their current owner).
+    lent: Vec<bool>,
 }
 
 impl Board {
     pub fn new(map: &CoreMap) -> Self {
         Self {
             owner: vec![None; map.len()],
+            unformed: Vec::new(),
+            lent: vec![false; map.len()],
         }
     }
 
@@ -65,6 +81,15 @@ impl Board {
     pub fn owned(&self, app: AppId) -> Vec<Core> {
         (0..self.owner.len())
             .filter(|&c| self.owner[c] == Some(app))
+            .collect()
+    }
+
+    /// The cores `app` owns for itself: those it owns minus those lent to it,
+    /// which its DoP must not count.
+    pub fn own(&self, app: AppId) -> Vec<Core> {
+        self.owned(app)
+            .into_iter()
+            .filter(|&c| !self.lent[c])
             .collect()
     }
 
@@ -87,23 +112,32 @@ impl Board {
 }
 
 impl Board {
-    /// Ends a decision: cores nobody took go one at a time, in turn, to fixed
-    /// apps with more live threads than cores (where they run now first); the rest
-    /// stay with the serial apps that had them.
-    pub fn finish(&mut self, map: &CoreMap, needs: &[(&AppView, Need)]) {
+    /// Ends a decision: cores reserved for threads that do not exist yet go one
+    /// at a time, in turn, to apps whose live team has more threads than cores
+    /// ([`queued`]), and so do cores nobody took, to fixed apps only (where they
+    /// run now first; a parallel section's free cores are its policy's
+    /// choice); the free ones left stay with the serial apps that had them.
+    /// Cores given here are lent: they count in no DoP ([`Board::own`]).
+    pub fn finish(&mut self, map: &CoreMap, view: &View<'_>, needs: &[(&AppView, Need)]) {
         loop {
             let mut lent = false;
             for (app, need) in needs {
-                let Need::Fixed { threads } = need else {
+                if self.owned(app.id).len() >= queued(view, app, *need) {
                     continue;
-                };
-                if self.free().is_empty() {
-                    break;
                 }
-                // Threads it has now: a team not formed yet cannot use a core.
-                let live = (*threads as usize).min(app.threads.len());
-                if self.owned(app.id).len() < live {
-                    lent |= !self.take(app.id, 1, &current_cores(map, app)).is_empty();
+                // A parallel section's free cores are its policy's choice (a
+                // profiling step, a climb): it borrows only unformed ones.
+                let free = match need {
+                    Need::Fixed { .. } => self.take(app.id, 1, &current_cores(map, app)),
+                    _ => Vec::new(),
+                };
+                let got = match free.first() {
+                    Some(&c) => Some(c),
+                    None => self.borrow_unformed(app.id),
+                };
+                if let Some(c) = got {
+                    self.lent[c] = true;
+                    lent = true;
                 }
             }
             if !lent {
@@ -117,6 +151,17 @@ impl Board {
         }
     }
 
+    /// Moves one core reserved for a team not yet formed to `app`.
+    fn borrow_unformed(&mut self, app: AppId) -> Option<Core> {
+        let i = self
+            .unformed
+            .iter()
+            .position(|&c| self.owner[c] != Some(app))?;
+        let c = self.unformed.remove(i);
+        self.owner[c] = Some(app);
+        Some(c)
+    }
+
     /// Gives `app` back the cores of its current plan that nobody took.
     fn keep_idle(&mut self, map: &CoreMap, app: &AppView) {
         for c in current_cores(map, app) {
@@ -124,6 +169,24 @@ impl Board {
                 self.owner[c] = Some(app.id);
             }
         }
+    }
+}
+
+/// How many of an app's threads want a CPU now: a serial app's one; a fixed
+/// app's live threads, up to the count it is placed for; a parallel section's
+/// team as last observed (its live threads when no region was seen running —
+/// a region that started since).
+fn queued(view: &View<'_>, app: &AppView, need: Need) -> usize {
+    let live = app.threads.len();
+    match need {
+        Need::Serial => 1,
+        Need::Fixed { threads } => (threads as usize).min(live),
+        Need::Parallel => view
+            .last
+            .and_then(|o| o.app(app.id))
+            .and_then(|s| s.omp.as_ref())
+            .filter(|s| s.in_parallel)
+            .map_or(live, |s| (s.team_size as usize).min(live)),
     }
 }
 
@@ -155,7 +218,13 @@ pub(crate) fn reserve(
             Need::Fixed { threads } => (*threads as usize).clamp(1, fair),
             Need::Parallel => continue,
         };
-        board.take(app.id, n, &current_cores(map, app));
+        // Cores for the threads it has first, where they run now; the rest
+        // wait for its team and are lent meanwhile (`Board::finish`).
+        let live = app.threads.len().clamp(1, n);
+        let here = current_cores(map, app);
+        board.take(app.id, live, &here);
+        let ahead = board.take(app.id, n - live, &here);
+        board.unformed.extend(ahead);
     }
     let parallel = needs.iter().filter(|(_, n)| *n == Need::Parallel).count();
     let mut room = board.free().len().saturating_sub(parallel);
@@ -259,5 +328,122 @@ impl Levers {
             return Some(last.team_size);
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use coloc_model::testutils::running_app;
+    use coloc_model::{Topology, Trigger};
+
+    use super::*;
+
+    /// An app's live threads and requested team, and what it needs.
+    struct Setup {
+        live: u32,
+        requested: u32,
+        /// Cores the policy's split gives a parallel app; None: a fixed app.
+        share: Option<usize>,
+    }
+
+    /// One decision on an 8-core machine, three running apps (so a fixed app is
+    /// reserved at most 8 / 3 = 2 cores): what each app owns after `finish`,
+    /// and how many of those are its own (not lent).
+    fn decide(setups: &[Setup]) -> Vec<(usize, usize)> {
+        let topo =
+            Topology::synthetic("eight", "package:1 numa:1 l3(8M):1 l2(256K):8 core:1").unwrap();
+        let map = CoreMap::new(&topo);
+        let apps: Vec<AppView> = setups
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let tids: Vec<u32> = (0..s.live).map(|k| 100 * i as u32 + k).collect();
+                AppView {
+                    threads_requested: s.requested,
+                    ..running_app(i as u32, &tids)
+                }
+            })
+            .collect();
+        let view = View {
+            now: std::time::Duration::ZERO,
+            trigger: Trigger::Epoch,
+            topology: &topo,
+            apps: &apps,
+            last: None,
+            prev: None,
+        };
+        let needs: Vec<(&AppView, Need)> = apps
+            .iter()
+            .zip(setups)
+            .map(|(a, s)| match s.share {
+                Some(_) => (a, Need::Parallel),
+                None => (
+                    a,
+                    Need::Fixed {
+                        threads: s.live.max(s.requested),
+                    },
+                ),
+            })
+            .collect();
+        let mut board = Board::new(&map);
+        assert!(reserve(&map, &mut board, &needs, &[]).is_empty());
+        for (a, s) in apps.iter().zip(setups) {
+            if let Some(n) = s.share {
+                board.take(a.id, n, &[]);
+            }
+        }
+        board.finish(&map, &view, &needs);
+        apps.iter()
+            .map(|a| (board.owned(a.id).len(), board.own(a.id).len()))
+            .collect()
+    }
+
+    /// Apps: a parallel section, then a fixed app whose team has not formed
+    /// (or has), then a fixed app with `c` live threads. The defect: the
+    /// second app's core for a thread not created yet idled while the parallel
+    /// section's team (started with the last DoP, 5) queued on its 4 cores.
+    #[test]
+    fn a_core_reserved_for_a_team_not_yet_formed_is_lent_to_a_queued_team() {
+        let par = |live, share| Setup {
+            live,
+            requested: live,
+            share: Some(share),
+        };
+        let fixed = |live, requested| Setup {
+            live,
+            requested,
+            share: None,
+        };
+        // (case, apps, (owned, own) per app)
+        let cases = [
+            (
+                "the parallel team queues: it borrows the unformed core",
+                [par(5, 4), fixed(1, 4), fixed(2, 2)],
+                [(5, 4), (1, 1), (2, 2)],
+            ),
+            (
+                "both queue: the first in turn borrows it, the other waits",
+                [par(5, 4), fixed(1, 4), fixed(8, 8)],
+                [(5, 4), (1, 1), (2, 2)],
+            ),
+            (
+                "a fixed app queues: it borrows the unformed core",
+                [par(4, 4), fixed(1, 4), fixed(8, 8)],
+                [(4, 4), (1, 1), (3, 2)],
+            ),
+            (
+                "nobody queues: the core waits for its team",
+                [par(4, 4), fixed(1, 4), fixed(2, 2)],
+                [(4, 4), (2, 2), (2, 2)],
+            ),
+            (
+                "the team formed: its cores are its own",
+                [par(5, 4), fixed(4, 4), fixed(2, 2)],
+                [(4, 4), (2, 2), (2, 2)],
+            ),
+        ];
+        for (case, setups, want) in cases {
+            assert_eq!(decide(&setups), want, "{case}");
+        }
     }
 }

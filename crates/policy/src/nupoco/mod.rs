@@ -277,7 +277,7 @@ impl Policy for Nupoco {
         } else {
             share_for_profiling(&map, &steady, &profiling, &mut board);
         }
-        board.finish(&map, &needs);
+        board.finish(&map, view, &needs);
         self.plan(view, &map, &needs, &admitted, &board, note)
     }
 }
@@ -418,9 +418,11 @@ impl Nupoco {
                 continue;
             }
             let cores = map.interleave(&board.owned(a.id));
+            // Lent cores serve the team running now, not the next region.
+            let own = board.own(a.id).len();
             let need = needs.iter().find(|(x, _)| x.id == a.id).map(|n| n.1);
             let phase = self.tracks.get(&a.id).map(Track::phase);
-            let dop = (need == Some(Need::Parallel)).then_some(cores.len().max(1) as u32);
+            let dop = (need == Some(Need::Parallel)).then_some(own.max(1) as u32);
             let _ = write!(note, "; {} ", a.id);
             let _ = match (need, phase) {
                 (None, _) => write!(note, "start on 1 core"),
@@ -431,8 +433,11 @@ impl Nupoco {
                     write!(note, "profiling ({}) on {} core(s)", s.label(), cores.len())
                 }
                 (_, Some(Phase::Serial)) | (Some(Need::Serial), _) => write!(note, "serial"),
-                _ => write!(note, "dop {}", cores.len()),
+                _ => write!(note, "dop {own}"),
             };
+            if cores.len() > own {
+                let _ = write!(note, " (+{} lent)", cores.len() - own);
+            }
             if let Some(e) = self.estimate(a.id) {
                 let _ = write!(note, " mrr {:.3e}/s via {}", e.mrr, e.method);
             }
