@@ -105,6 +105,9 @@ fn spread(home: Home, nodes: usize, node: usize) -> f64 {
     }
 }
 
+/// The rates of one interval: CPU shares, then each runner's time per
+/// instruction outside the memory queues, then the fixed point of queueing
+/// delay and activity (see the module doc).
 pub(crate) fn solve(
     layout: &Layout,
     params: &Params,
@@ -112,105 +115,12 @@ pub(crate) fn solve(
     teams: &[Team],
 ) -> Solution {
     let n = runners.len();
-    let ncpu = layout.cpus.len();
-    // CPU shares.
-    let mut weight_on = vec![0.0; ncpu];
-    let mut count_on = vec![0usize; ncpu];
-    for r in runners {
-        weight_on[r.cpu] += r.weight;
-        count_on[r.cpu] += 1;
-    }
-    let share: Vec<f64> = runners
-        .iter()
-        .map(|r| r.weight / weight_on[r.cpu])
-        .collect();
-
-    // LLC occupancy: private sets plus one shared set per team present.
-    let mut demand = vec![0.0; layout.llcs()];
-    let mut team_in_llc = vec![vec![0usize; layout.llcs()]; teams.len()];
-    for r in runners {
-        let l = layout.llc[r.cpu];
-        demand[l] += r.model.private_mb * MIB;
-        if team_in_llc[r.team][l] == 0 {
-            demand[l] += r.model.shared_mb * MIB;
-        }
-        team_in_llc[r.team][l] += 1;
-    }
-    let fit: Vec<f64> = demand
-        .iter()
-        .zip(&layout.llc_bytes)
-        .map(|(d, c)| if *d <= *c { 1.0 } else { c / d })
-        .collect();
-
-    let f_hz = params.freq_ghz * 1e9;
+    let (share, count_on) = cpu_shares(layout, runners);
+    let (fit, team_in_llc) = llc_fit(layout, runners, teams);
     let statics: Vec<Static> = runners
         .iter()
-        .map(|r| {
-            let m = r.model;
-            let l = layout.llc[r.cpu];
-            let refs_pi = m.llc_apki / 1000.0;
-            let miss = 1.0 - m.reuse * fit[l];
-            let sharers = team_in_llc[r.team][l].max(1) as f64;
-            let priv_pi = refs_pi * (1.0 - m.shared_fraction) * miss;
-            let shared_pi = refs_pi * m.shared_fraction * miss / sharers;
-            let team = &teams[r.team];
-            let mates = team.members.len().saturating_sub(1);
-            // Teammates that may hold a written shared line: under another
-            // package (far), another LLC of this package (near), or another
-            // CPU under this LLC (the line moves between private caches
-            // through the shared one, at about the cost of a hit in it).
-            let (far, near, same) =
-                team.members
-                    .iter()
-                    .map(|&j| &runners[j])
-                    .fold((0, 0, 0), |(f, nr, sm), o| {
-                        if o.cpu == r.cpu {
-                            (f, nr, sm)
-                        } else if layout.llc[o.cpu] == l {
-                            (f, nr, sm + 1)
-                        } else if layout.package[o.cpu] == layout.package[r.cpu] {
-                            (f, nr + 1, sm)
-                        } else {
-                            (f + 1, nr, sm)
-                        }
-                    });
-            let holders = far + near + same;
-            let (coh_pi, coh_cost) = if mates == 0 || holders == 0 {
-                (0.0, 0.0)
-            } else {
-                let pi =
-                    refs_pi * m.shared_fraction * m.write_sharing * holders as f64 / mates as f64;
-                let cost = (far as f64 * params.xfer_far_ns
-                    + near as f64 * params.xfer_near_ns
-                    + same as f64 * params.llc_hit_cycles / params.freq_ghz)
-                    / holders as f64;
-                (pi, cost * 1e-9)
-            };
-            let mut mem_pi = vec![0.0; layout.mem_nodes];
-            let mut latency = 0.0;
-            for (node, slot) in mem_pi.iter_mut().enumerate() {
-                *slot = priv_pi * spread(r.private_home, layout.mem_nodes, node)
-                    + shared_pi * spread(r.shared_home, layout.mem_nodes, node);
-                let remote = if node == layout.mem_node[r.cpu] {
-                    0.0
-                } else {
-                    params.remote_latency_ns
-                };
-                latency += *slot * (params.mem_latency_ns + remote) * 1e-9 / m.mlp;
-            }
-            let hits = refs_pi - priv_pi - shared_pi;
-            Static {
-                refs_pi,
-                coh_pi,
-                think: m.cpi / f_hz
-                    + hits * params.llc_hit_cycles / f_hz / m.mlp
-                    + coh_pi * coh_cost
-                    + latency,
-                mem_pi,
-            }
-        })
+        .map(|r| static_of(layout, params, runners, teams, &fit, &team_in_llc, r))
         .collect();
-
     let oversubscribed: Vec<bool> = teams
         .iter()
         .map(|t| t.members.iter().any(|&j| count_on[runners[j].cpu] > 1))
@@ -219,30 +129,7 @@ pub(crate) fn solve(
     let mut activity = vec![1.0; n];
     let mut sol = Solution::default();
     for _ in 0..MAX_ITERATIONS {
-        // Customers: per CPU, share- and activity-weighted request rates.
-        let mut per_cpu = vec![vec![0.0; layout.mem_nodes]; ncpu];
-        for (j, r) in runners.iter().enumerate() {
-            for (m, pi) in statics[j].mem_pi.iter().enumerate() {
-                per_cpu[r.cpu][m] += share[j] * activity[j] * pi / statics[j].think;
-            }
-        }
-        let loads: Vec<NodeLoad> = (0..layout.cpu_nodes())
-            .map(|i| {
-                let busy: Vec<&Vec<f64>> = (0..ncpu)
-                    .filter(|&c| layout.cpu_node[c] == i && per_cpu[c].iter().any(|&x| x > 0.0))
-                    .map(|c| &per_cpu[c])
-                    .collect();
-                let k = busy.len().max(1) as f64;
-                let mrr: Vec<f64> = (0..layout.mem_nodes)
-                    .map(|m| busy.iter().map(|v| v[m]).sum::<f64>() / k)
-                    .collect();
-                NodeLoad {
-                    cores: busy.len() as u32,
-                    llc_read: mrr.clone(),
-                    mrr,
-                }
-            })
-            .collect();
+        let loads = node_loads(layout, runners, &statics, &share, &activity);
         let mrt = layout.numa.predict(&loads).mrt;
         let own: Vec<f64> = runners
             .iter()
@@ -262,37 +149,12 @@ pub(crate) fn solve(
         let mut team_rate = Vec::with_capacity(teams.len());
         let mut useful = vec![0.0; n];
         for (t, team) in teams.iter().enumerate() {
-            let k = team.members.len();
-            let slowest = team
-                .members
-                .iter()
-                .map(|&j| own[j])
-                .fold(f64::INFINITY, f64::min);
-            let per_thread = if team.parallel && k > 1 {
-                let m = runners[team.members[0]].model;
-                // Critical sections serialize across the CPUs the team runs on;
-                // teammates time-sharing one CPU are serialized by the CPU already
-                // (a waiter blocks and lets the holder run).
-                let mut cpus: Vec<CpuIdx> = team.members.iter().map(|&j| runners[j].cpu).collect();
-                cpus.sort_unstable();
-                cpus.dedup();
-                let locked = slowest / (1.0 + m.lock_fraction * (cpus.len() - 1) as f64);
-                let levels = (k as f64).log2().ceil();
-                let packages = team.members.iter().map(|&j| layout.package[runners[j].cpu]);
-                let spans = packages.clone().min() != packages.max();
-                let mut barrier = params.barrier_ns * 1e-9 * levels * if spans { 2.0 } else { 1.0 };
-                if oversubscribed[t] && !team.passive {
-                    barrier += team.slice_s / 2.0;
-                }
-                1.0 / (1.0 / locked + m.barriers_per_ginstr * 1e-9 * barrier)
-            } else {
-                slowest
-            };
+            let per_thread = team_pace(layout, params, runners, team, oversubscribed[t], &own);
             for &j in &team.members {
                 useful[j] = per_thread;
                 next[j] = (per_thread / own[j]).min(1.0);
             }
-            team_rate.push(per_thread * k as f64);
+            team_rate.push(per_thread * team.members.len() as f64);
         }
         let delta = next
             .iter()
@@ -318,6 +180,207 @@ pub(crate) fn solve(
         }
     }
     sol
+}
+
+/// Per runner, its fraction of its CPU (time-sharing by weight); per CPU, how
+/// many runners it has.
+fn cpu_shares(layout: &Layout, runners: &[Runner<'_>]) -> (Vec<f64>, Vec<usize>) {
+    let ncpu = layout.cpus.len();
+    let mut weight_on = vec![0.0; ncpu];
+    let mut count_on = vec![0usize; ncpu];
+    for r in runners {
+        weight_on[r.cpu] += r.weight;
+        count_on[r.cpu] += 1;
+    }
+    let share = runners
+        .iter()
+        .map(|r| r.weight / weight_on[r.cpu])
+        .collect();
+    (share, count_on)
+}
+
+/// LLC occupancy: private sets plus one shared set per team present. Per LLC,
+/// the fraction of the demand that fits; per team and LLC, its runners there.
+fn llc_fit(layout: &Layout, runners: &[Runner<'_>], teams: &[Team]) -> (Vec<f64>, Vec<Vec<usize>>) {
+    let mut demand = vec![0.0; layout.llcs()];
+    let mut team_in_llc = vec![vec![0usize; layout.llcs()]; teams.len()];
+    for r in runners {
+        let l = layout.llc[r.cpu];
+        demand[l] += r.model.private_mb * MIB;
+        if team_in_llc[r.team][l] == 0 {
+            demand[l] += r.model.shared_mb * MIB;
+        }
+        team_in_llc[r.team][l] += 1;
+    }
+    let fit = demand
+        .iter()
+        .zip(&layout.llc_bytes)
+        .map(|(d, c)| if *d <= *c { 1.0 } else { c / d })
+        .collect();
+    (fit, team_in_llc)
+}
+
+/// A runner's quantities that do not depend on the fixed point: its LLC
+/// references and misses per instruction, where its misses go, its
+/// coherence traffic and its time per instruction outside the memory queues.
+fn static_of(
+    layout: &Layout,
+    params: &Params,
+    runners: &[Runner<'_>],
+    teams: &[Team],
+    fit: &[f64],
+    team_in_llc: &[Vec<usize>],
+    r: &Runner<'_>,
+) -> Static {
+    let m = r.model;
+    let f_hz = params.freq_ghz * 1e9;
+    let l = layout.llc[r.cpu];
+    let refs_pi = m.llc_apki / 1000.0;
+    let miss = 1.0 - m.reuse * fit[l];
+    let sharers = team_in_llc[r.team][l].max(1) as f64;
+    let priv_pi = refs_pi * (1.0 - m.shared_fraction) * miss;
+    let shared_pi = refs_pi * m.shared_fraction * miss / sharers;
+    let (coh_pi, coh_cost) = coherence(layout, params, runners, &teams[r.team], r, refs_pi);
+    let mut mem_pi = vec![0.0; layout.mem_nodes];
+    let mut latency = 0.0;
+    for (node, slot) in mem_pi.iter_mut().enumerate() {
+        *slot = priv_pi * spread(r.private_home, layout.mem_nodes, node)
+            + shared_pi * spread(r.shared_home, layout.mem_nodes, node);
+        let remote = if node == layout.mem_node[r.cpu] {
+            0.0
+        } else {
+            params.remote_latency_ns
+        };
+        latency += *slot * (params.mem_latency_ns + remote) * 1e-9 / m.mlp;
+    }
+    let hits = refs_pi - priv_pi - shared_pi;
+    Static {
+        refs_pi,
+        coh_pi,
+        think: m.cpi / f_hz
+            + hits * params.llc_hit_cycles / f_hz / m.mlp
+            + coh_pi * coh_cost
+            + latency,
+        mem_pi,
+    }
+}
+
+/// Coherence transfers per instruction of `r` and their mean cost in seconds.
+/// Teammates that may hold a written shared line sit under another package
+/// (far), another LLC of this package (near), or another CPU under this LLC
+/// (the line moves between private caches through the shared one, at about
+/// the cost of a hit in it).
+fn coherence(
+    layout: &Layout,
+    params: &Params,
+    runners: &[Runner<'_>],
+    team: &Team,
+    r: &Runner<'_>,
+    refs_pi: f64,
+) -> (f64, f64) {
+    let m = r.model;
+    let l = layout.llc[r.cpu];
+    let mates = team.members.len().saturating_sub(1);
+    let (far, near, same) =
+        team.members
+            .iter()
+            .map(|&j| &runners[j])
+            .fold((0, 0, 0), |(f, nr, sm), o| {
+                if o.cpu == r.cpu {
+                    (f, nr, sm)
+                } else if layout.llc[o.cpu] == l {
+                    (f, nr, sm + 1)
+                } else if layout.package[o.cpu] == layout.package[r.cpu] {
+                    (f, nr + 1, sm)
+                } else {
+                    (f + 1, nr, sm)
+                }
+            });
+    let holders = far + near + same;
+    if mates == 0 || holders == 0 {
+        return (0.0, 0.0);
+    }
+    let pi = refs_pi * m.shared_fraction * m.write_sharing * holders as f64 / mates as f64;
+    let cost = (far as f64 * params.xfer_far_ns
+        + near as f64 * params.xfer_near_ns
+        + same as f64 * params.llc_hit_cycles / params.freq_ghz)
+        / holders as f64;
+    (pi, cost * 1e-9)
+}
+
+/// The queueing network's customers: per CPU node, its busy CPUs and their
+/// mean share- and activity-weighted request rate to each memory node.
+fn node_loads(
+    layout: &Layout,
+    runners: &[Runner<'_>],
+    statics: &[Static],
+    share: &[f64],
+    activity: &[f64],
+) -> Vec<NodeLoad> {
+    let ncpu = layout.cpus.len();
+    let mut per_cpu = vec![vec![0.0; layout.mem_nodes]; ncpu];
+    for (j, r) in runners.iter().enumerate() {
+        for (m, pi) in statics[j].mem_pi.iter().enumerate() {
+            per_cpu[r.cpu][m] += share[j] * activity[j] * pi / statics[j].think;
+        }
+    }
+    (0..layout.cpu_nodes())
+        .map(|i| {
+            let busy: Vec<&Vec<f64>> = (0..ncpu)
+                .filter(|&c| layout.cpu_node[c] == i && per_cpu[c].iter().any(|&x| x > 0.0))
+                .map(|c| &per_cpu[c])
+                .collect();
+            let k = busy.len().max(1) as f64;
+            let mrr: Vec<f64> = (0..layout.mem_nodes)
+                .map(|m| busy.iter().map(|v| v[m]).sum::<f64>() / k)
+                .collect();
+            NodeLoad {
+                cores: busy.len() as u32,
+                llc_read: mrr.clone(),
+                mrr,
+            }
+        })
+        .collect()
+}
+
+/// Instructions per second of each member of `team`, given each runner's own
+/// pace `own`: a bulk-synchronous team progresses at its slowest member's
+/// pace, slowed by critical sections across its CPUs and by its barriers
+/// (longer across packages, and by half a slice when time-shared threads
+/// spin for a teammate that is not running).
+fn team_pace(
+    layout: &Layout,
+    params: &Params,
+    runners: &[Runner<'_>],
+    team: &Team,
+    oversubscribed: bool,
+    own: &[f64],
+) -> f64 {
+    let k = team.members.len();
+    let slowest = team
+        .members
+        .iter()
+        .map(|&j| own[j])
+        .fold(f64::INFINITY, f64::min);
+    if !(team.parallel && k > 1) {
+        return slowest;
+    }
+    let m = runners[team.members[0]].model;
+    // Critical sections serialize across the CPUs the team runs on;
+    // teammates time-sharing one CPU are serialized by the CPU already
+    // (a waiter blocks and lets the holder run).
+    let mut cpus: Vec<CpuIdx> = team.members.iter().map(|&j| runners[j].cpu).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    let locked = slowest / (1.0 + m.lock_fraction * (cpus.len() - 1) as f64);
+    let levels = (k as f64).log2().ceil();
+    let packages = team.members.iter().map(|&j| layout.package[runners[j].cpu]);
+    let spans = packages.clone().min() != packages.max();
+    let mut barrier = params.barrier_ns * 1e-9 * levels * if spans { 2.0 } else { 1.0 };
+    if oversubscribed && !team.passive {
+        barrier += team.slice_s / 2.0;
+    }
+    1.0 / (1.0 / locked + m.barriers_per_ginstr * 1e-9 * barrier)
 }
 
 const MIB: f64 = 1024.0 * 1024.0;
