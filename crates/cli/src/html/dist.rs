@@ -125,32 +125,51 @@ fn policy_label(names: &[&str], x: f64) -> String {
     }
 }
 
+/// A chart with one column per policy (named below it) and a value axis from
+/// 0 to `hi`, its mesh drawn: what the strip plots and the NTT plot share.
+fn policy_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    title: &str,
+    names: &[&str],
+    hi: f64,
+    y_desc: &str,
+) -> Result<
+    ChartContext<
+        'a,
+        SVGBackend<'b>,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+> {
+    let n = names.len();
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 14))
+        .margin(6)
+        .x_label_area_size(26)
+        .y_label_area_size(64)
+        .build_cartesian_2d(-0.5..n as f64 - 0.5, 0.0..hi)?;
+    let label = |x: &f64| policy_label(names, *x);
+    chart
+        .configure_mesh()
+        .x_labels(2 * n + 1)
+        .x_label_formatter(&label)
+        .disable_x_mesh()
+        .y_labels(8)
+        .y_label_formatter(&|v: &f64| significant(*v))
+        .y_desc(y_desc)
+        .light_line_style(RGBColor(238, 238, 238))
+        .draw()?;
+    Ok(chart)
+}
+
 fn strip_chart(id: &str, title: &str, names: &[&str], values: &[Vec<f64>]) -> Result<String> {
     let Some(hi) = axis_top(values.iter().flatten().copied()) else {
         return Ok(String::new());
     };
-    let n = names.len();
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 14))
-            .margin(6)
-            .x_label_area_size(26)
-            .y_label_area_size(64)
-            .build_cartesian_2d(-0.5..n as f64 - 0.5, 0.0..hi)?;
-        let label = |x: &f64| policy_label(names, *x);
-        chart
-            .configure_mesh()
-            .x_labels(2 * n + 1)
-            .x_label_formatter(&label)
-            .disable_x_mesh()
-            .y_labels(8)
-            .y_label_formatter(&|v: &f64| significant(*v))
-            .y_desc("s")
-            .light_line_style(RGBColor(238, 238, 238))
-            .draw()?;
+        let mut chart = policy_chart(&root, title, names, hi, "s")?;
         for (i, v) in values.iter().enumerate() {
             if v.is_empty() {
                 continue;
@@ -225,23 +244,7 @@ fn ntt_chart(cmp: &Comparison) -> Result<String> {
             "NTT: geometric-mean makespan / {}'s, with 95% interval (below 1 is better)",
             cmp.baseline
         );
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 14))
-            .margin(6)
-            .x_label_area_size(26)
-            .y_label_area_size(64)
-            .build_cartesian_2d(-0.5..n as f64 - 0.5, 0.0..hi)?;
-        let label = |x: &f64| policy_label(&names, *x);
-        chart
-            .configure_mesh()
-            .x_labels(2 * n + 1)
-            .x_label_formatter(&label)
-            .disable_x_mesh()
-            .y_labels(8)
-            .y_label_formatter(&|v: &f64| significant(*v))
-            .y_desc("NTT")
-            .light_line_style(RGBColor(238, 238, 238))
-            .draw()?;
+        let mut chart = policy_chart(&root, &title, &names, hi, "NTT")?;
         chart.draw_series([PathElement::new(
             vec![(-0.5, 1.0), (n as f64 - 0.5, 1.0)],
             RGBColor(150, 150, 150).stroke_width(1),
