@@ -39,6 +39,46 @@ fn running(pid: u32) -> bool {
     })
 }
 
+/// `coloc run W --policy P --out OUT` in the background, stderr piped.
+fn spawn_run(w: &Path, policy: &str, out: &Path, stdout: Stdio) -> std::process::Child {
+    coloc()
+        .arg("run")
+        .arg(w)
+        .args(["--policy", policy, "--out"])
+        .arg(out)
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The pid of the run's first app once its trace holds an `event` (within
+/// 20 s): `start` once it has started, `applied` once a plan is in force.
+fn started_pid(out: &Path, event: &str) -> u32 {
+    let trace = out.join("trace.jsonl");
+    let t0 = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&trace).unwrap_or_default();
+        let events: Vec<serde_json::Value> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        if events.iter().any(|v| v["event"] == event) {
+            if let Some(pid) = events
+                .iter()
+                .find_map(|v| (v["event"] == "start").then(|| v["pid"].as_u64())?)
+            {
+                return pid as u32;
+            }
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the app never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// SIGHUP (the terminal closed) and SIGQUIT killed coloc without restoring;
 /// every terminating signal that can be handled now stops the run cleanly.
 #[test]
@@ -47,32 +87,9 @@ fn sighup_and_sigquit_stop_the_run_and_restore() {
         let dir = tempfile::tempdir().unwrap();
         let w = workload(dir.path(), &["sleep", "30"]);
         let out = dir.path().join("run");
-        let mut child = coloc()
-            .arg("run")
-            .arg(&w)
-            .args(["--policy", "equal", "--out"])
-            .arg(&out)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_run(&w, "equal", &out, Stdio::piped());
         // Wait until the app has started (its Start event is in the trace).
-        let trace = out.join("trace.jsonl");
-        let t0 = Instant::now();
-        let app_pid = loop {
-            let text = std::fs::read_to_string(&trace).unwrap_or_default();
-            if let Some(pid) = text.lines().find_map(|l| {
-                let v: serde_json::Value = serde_json::from_str(l).ok()?;
-                (v["event"] == "start").then(|| v["pid"].as_u64())?
-            }) {
-                break pid as u32;
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "the app never started"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let app_pid = started_pid(&out, "start");
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
         let t0 = Instant::now();
         while child.try_wait().unwrap().is_none() {
@@ -268,34 +285,9 @@ fn workload_sched_and_memory_settings_are_applied_under_native() {
     )
     .unwrap();
     let out = dir.path().join("run");
-    let child = coloc()
-        .arg("run")
-        .arg(&w)
-        .args(["--policy", "native", "--out"])
-        .arg(&out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let trace = out.join("trace.jsonl");
-    let t0 = Instant::now();
-    let pid = loop {
-        let text = std::fs::read_to_string(&trace).unwrap_or_default();
-        // The first apply after the start: the plan is in force on every thread.
-        if text.contains("\"event\":\"applied\"") {
-            if let Some(pid) = text.lines().find_map(|l| {
-                let v: serde_json::Value = serde_json::from_str(l).ok()?;
-                (v["event"] == "start").then(|| v["pid"].as_u64())?
-            }) {
-                break pid as u32;
-            }
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "the app never started"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let child = spawn_run(&w, "native", &out, Stdio::null());
+    // The first apply after the start: the plan is in force on every thread.
+    let pid = started_pid(&out, "applied");
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let nice: i32 = stat[stat.rfind(')').unwrap() + 2..]
         .split(' ')
