@@ -184,16 +184,7 @@ fn a_descendant_that_outlives_its_app_gets_its_cpus_back() {
     let one = cpus.first().unwrap().to_string();
     let dir = tempfile::tempdir().unwrap();
     let mut m = machine(dir.path());
-    let pidfile = dir.path().join("bg.pid");
-    let script = format!("sleep 30 & echo $! > {}; sleep 0.5", pidfile.display());
-    let app = spec("parent", 1, &["sh", "-c", &script]);
-    let l = launch(&mut m, id(0), &app, &shared(id(0), &one));
-    let tids = wait_for(&mut m, Duration::from_secs(5), |e| match e {
-        MachineEvent::ThreadsChanged { tids, .. } if tids.len() >= 2 => Some(tids.clone()),
-        _ => None,
-    });
-    // The shell may be seen before it has written the pid.
-    let bg = read_pid_file(&pidfile);
+    let (l, tids, bg) = launch_with_background(&mut m, dir.path(), &one);
     assert!(
         tids.contains(&bg),
         "the background sleep {bg} is tracked: {tids:?}"
@@ -255,22 +246,33 @@ fn descendants_that_outlive_their_app_end_with_the_run() {
     let one = cpus.first().unwrap().to_string();
     let dir = tempfile::tempdir().unwrap();
     let mut m = machine(dir.path());
-    let pidfile = dir.path().join("bg.pid");
-    let script = format!("sleep 30 & echo $! > {}; sleep 0.5", pidfile.display());
-    let app = spec("parent", 1, &["sh", "-c", &script]);
-    launch(&mut m, id(0), &app, &shared(id(0), &one));
-    wait_for(&mut m, Duration::from_secs(5), |e| match e {
-        MachineEvent::ThreadsChanged { tids, .. } if tids.len() >= 2 => Some(()),
-        _ => None,
-    });
+    let (_, _, bg) = launch_with_background(&mut m, dir.path(), &one);
     wait_for(&mut m, Duration::from_secs(5), |e| {
         matches!(e, MachineEvent::Exited { app, .. } if *app == id(0)).then_some(())
     });
-    // The shell may be seen before it has written the pid.
-    let bg = read_pid_file(&pidfile);
     assert!(running(bg), "still running while the run goes on");
     m.finish().unwrap();
     assert!(!running(bg), "ended with the run");
+}
+
+/// Launches app 0: a shell pinned to `cpus` that starts `sleep 30` in the
+/// background and exits half a second later. Returns the launch, the app's
+/// tasks once both are seen, and the background sleep's pid.
+fn launch_with_background(
+    m: &mut LinuxMachine,
+    dir: &std::path::Path,
+    cpus: &str,
+) -> (coloc_manager::Launched, Vec<u32>, u32) {
+    let pidfile = dir.join("bg.pid");
+    let script = format!("sleep 30 & echo $! > {}; sleep 0.5", pidfile.display());
+    let app = spec("parent", 1, &["sh", "-c", &script]);
+    let l = launch(m, id(0), &app, &shared(id(0), cpus));
+    let tids = wait_for(m, Duration::from_secs(5), |e| match e {
+        MachineEvent::ThreadsChanged { tids, .. } if tids.len() >= 2 => Some(tids.clone()),
+        _ => None,
+    });
+    // The shell may be seen before it has written the pid.
+    (l, tids, read_pid_file(&pidfile))
 }
 
 /// The pid a test's shell writes to `path`, waiting up to 5 s for it: the
