@@ -51,6 +51,19 @@ pub struct RunOptions {
     pub stop: Option<Arc<AtomicBool>>,
 }
 
+impl RunOptions {
+    /// A run in simulated time: seeded, with no wall-clock start and nothing
+    /// to interrupt it (the simulator, its benchmarks and tests).
+    pub fn simulated(epoch: Duration, seed: u64) -> Self {
+        Self {
+            epoch,
+            seed: Some(seed),
+            started_unix: 0.0,
+            stop: None,
+        }
+    }
+}
+
 /// Why a run ended with an error. Settings were restored in every case.
 #[derive(Debug, thiserror::Error)]
 pub enum ManagerError {

@@ -39,12 +39,7 @@ fn engine(c: &mut Criterion) {
                 let mut machine = SimMachine::new(p.clone(), 1);
                 let mut pol = coloc_policy::by_name_with(policy, &PolicyContext::default())
                     .expect("a registry policy");
-                let opts = RunOptions {
-                    epoch: DEFAULT_EPOCH,
-                    seed: Some(1),
-                    started_unix: 0.0,
-                    stop: None,
-                };
+                let opts = RunOptions::simulated(DEFAULT_EPOCH, 1);
                 let mut trace: Vec<TraceEvent> = Vec::new();
                 run(&mut machine, pol.as_mut(), black_box(&w), &opts, &mut trace)
                     .expect("the mix runs");

@@ -253,12 +253,7 @@ fn simulate(platform: &Platform, case: &Case) -> Result<SimResult, CalibrateErro
     let w = case.workload(Side::Sim);
     let mut policy = coloc_policy::by_name(case.policy).map_err(|e| fail(e.to_string()))?;
     let mut machine = SimMachine::new(platform.clone(), 1);
-    let opts = RunOptions {
-        epoch: DEFAULT_EPOCH,
-        seed: Some(1),
-        started_unix: 0.0,
-        stop: None,
-    };
+    let opts = RunOptions::simulated(DEFAULT_EPOCH, 1);
     let mut times = Times {
         start: vec![None; w.apps.len()],
         exit: vec![None; w.apps.len()],

@@ -51,12 +51,7 @@ fn run_under(policy: &str) -> Vec<TraceEvent> {
     let w = parse_workload("one-region.toml", WORKLOAD).unwrap();
     let mut m = SimMachine::new(platform("kvm-2cpu").unwrap(), 1).with_models(models());
     let mut p = by_name(policy).unwrap();
-    let opts = RunOptions {
-        epoch: w.epoch.unwrap(),
-        seed: Some(1),
-        started_unix: 0.0,
-        stop: None,
-    };
+    let opts = RunOptions::simulated(w.epoch.unwrap(), 1);
     let mut trace = Vec::new();
     let summary = run(&mut m, p.as_mut(), &w, &opts, &mut trace).unwrap();
     assert_eq!(summary.failed, 0, "{policy}");

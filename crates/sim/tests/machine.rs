@@ -135,12 +135,7 @@ fn exits(policy: &str, seed: u64) -> Vec<(AppId, Duration, Option<f64>)> {
     let w = parse_workload("sim-small.toml", WORKLOAD).unwrap();
     let mut m = SimMachine::new(platform("westmere").unwrap(), seed);
     let mut p = coloc_policy::by_name(policy).unwrap();
-    let opts = RunOptions {
-        epoch: Duration::from_millis(100),
-        seed: Some(seed),
-        started_unix: 0.0,
-        stop: None,
-    };
+    let opts = RunOptions::simulated(Duration::from_millis(100), seed);
     let mut trace: Vec<TraceEvent> = Vec::new();
     let summary = run(&mut m, p.as_mut(), &w, &opts, &mut trace).unwrap();
     assert_eq!((summary.instances, summary.failed), (2, 0), "{policy}");
@@ -210,12 +205,7 @@ fn examples_parse_and_run() {
     let w = parse_workload("tang-pairs.toml", &text).unwrap();
     let mut m = SimMachine::new(platform("clovertown").unwrap(), 1);
     let mut p = coloc_policy::by_name("equal").unwrap();
-    let opts = RunOptions {
-        epoch: w.epoch.unwrap(),
-        seed: Some(1),
-        started_unix: 0.0,
-        stop: None,
-    };
+    let opts = RunOptions::simulated(w.epoch.unwrap(), 1);
     let mut trace: Vec<TraceEvent> = Vec::new();
     let summary = run(&mut m, p.as_mut(), &w, &opts, &mut trace).unwrap();
     assert_eq!((summary.instances, summary.failed), (2, 0));

@@ -44,12 +44,7 @@ fn total_turnaround(file: &str, policy: &str) -> Duration {
     };
     let mut m = SimMachine::new(amd, 1).with_models(models);
     let mut p = coloc_policy::by_name_with(policy, &ctx).unwrap();
-    let opts = RunOptions {
-        epoch: w.epoch.unwrap(),
-        seed: Some(1),
-        started_unix: 0.0,
-        stop: None,
-    };
+    let opts = RunOptions::simulated(w.epoch.unwrap(), 1);
     let mut trace: Vec<TraceEvent> = Vec::new();
     let summary = run(&mut m, p.as_mut(), &w, &opts, &mut trace).unwrap();
     assert_eq!((summary.instances, summary.failed), (w.apps.len(), 0));

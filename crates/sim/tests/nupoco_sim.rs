@@ -94,12 +94,7 @@ fn mix(policy: &str, models: &[&str], seed: u64) -> (Duration, Vec<String>) {
         .collect();
     let mut m = SimMachine::new(platform("nupoco-amd64").unwrap(), seed).with_models(small);
     let mut p = coloc_policy::by_name(policy).unwrap();
-    let opts = RunOptions {
-        epoch: Duration::from_millis(50),
-        seed: Some(seed),
-        started_unix: 0.0,
-        stop: None,
-    };
+    let opts = RunOptions::simulated(Duration::from_millis(50), seed);
     let mut trace: Vec<TraceEvent> = Vec::new();
     let summary = run(&mut m, p.as_mut(), &w, &opts, &mut trace).unwrap();
     assert_eq!(

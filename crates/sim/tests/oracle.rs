@@ -44,12 +44,7 @@ fn workload(text: &str) -> Workload {
 fn replay(p: &Platform, w: &Workload, config: &Config, epoch: Duration) -> Vec<f64> {
     let mut m = SimMachine::new(p.clone(), 1);
     let mut policy = OraclePolicy::new(config.clone());
-    let opts = RunOptions {
-        epoch,
-        seed: Some(1),
-        started_unix: 0.0,
-        stop: None,
-    };
+    let opts = RunOptions::simulated(epoch, 1);
     let mut trace: Vec<TraceEvent> = Vec::new();
     run(&mut m, &mut policy, w, &opts, &mut trace).unwrap();
     let mut exits = vec![f64::NAN; w.apps.len()];

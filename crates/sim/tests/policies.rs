@@ -128,12 +128,7 @@ fn every_policy_runs_a_dynamic_workload_to_the_end() {
                 SimMachine::new(platform("clovertown").unwrap(), seed).with_models(models());
             let mut p = info.make(&PolicyContext::default());
             assert_eq!(p.name(), info.name);
-            let opts = RunOptions {
-                epoch: w.epoch.unwrap(),
-                seed: Some(seed),
-                started_unix: 0.0,
-                stop: None,
-            };
+            let opts = RunOptions::simulated(w.epoch.unwrap(), seed);
             let mut trace: Vec<TraceEvent> = Vec::new();
             let summary = run(&mut m, p.as_mut(), &w, &opts, &mut trace)
                 .unwrap_or_else(|e| panic!("{} (seed {seed}): {e:#}", info.name));

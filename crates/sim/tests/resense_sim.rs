@@ -97,12 +97,7 @@ fn plans(policy: &str, profiles: Vec<AppProfile>) -> Vec<Plan> {
     let mut ctx = PolicyContext::default();
     ctx.profiles.extend(profiles);
     let mut p = by_name_with(policy, &ctx).unwrap();
-    let opts = RunOptions {
-        epoch: Duration::from_millis(100),
-        seed: Some(1),
-        started_unix: 0.0,
-        stop: None,
-    };
+    let opts = RunOptions::simulated(Duration::from_millis(100), 1);
     let mut trace: Vec<TraceEvent> = Vec::new();
     let summary = run(&mut machine, p.as_mut(), &w, &opts, &mut trace).unwrap();
     assert_eq!((summary.instances, summary.failed), (2, 0));

@@ -85,12 +85,7 @@ pub(crate) fn evaluate(
 ) -> Result<Scores, OracleError> {
     let mut machine = SimMachine::new(platform.clone(), seed);
     let mut policy = OraclePolicy::new(config.clone());
-    let opts = RunOptions {
-        epoch: EVAL_EPOCH,
-        seed: Some(seed),
-        started_unix: 0.0,
-        stop: None,
-    };
+    let opts = RunOptions::simulated(EVAL_EPOCH, seed);
     let mut exits = Exits {
         at: vec![None; workload.apps.len()],
         failure: None,

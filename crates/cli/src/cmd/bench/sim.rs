@@ -182,12 +182,7 @@ fn engine_run(w: &Workload, info: &PolicyInfo) -> Result<EngineSpeed> {
     let p = platform("nupoco-amd64").context("no nupoco-amd64 platform")?;
     let mut machine = SimMachine::new(p, 1);
     let mut pol = info.make(&PolicyContext::default());
-    let opts = RunOptions {
-        epoch: DEFAULT_EPOCH,
-        seed: Some(1),
-        started_unix: 0.0,
-        stop: None,
-    };
+    let opts = RunOptions::simulated(DEFAULT_EPOCH, 1);
     let mut trace: Vec<TraceEvent> = Vec::new();
     let t0 = Instant::now();
     run(&mut machine, pol.as_mut(), w, &opts, &mut trace)
