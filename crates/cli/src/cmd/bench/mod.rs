@@ -17,14 +17,16 @@ mod nupoco;
 mod sim;
 
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use coloc_manager::DEFAULT_EPOCH;
+use coloc_manager::{RunSummary, DEFAULT_EPOCH};
 use coloc_model::metrics::RunMetrics;
 use coloc_model::workload::parse_workload;
-use coloc_model::{AppId, AppState, AppView, Topology, Trace, Trigger, View};
+use coloc_model::{AppId, AppState, AppView, Topology, Trace, TraceEvent, Trigger, View, Workload};
 
 use crate::context::policy_context;
 use crate::host::{stop_flag, Host};
@@ -168,28 +170,43 @@ fn debug_build_note() {
     }
 }
 
+/// One run of a benchmark's workload under `policy` into its own output
+/// directory, with a progress bar labelled `label`; an interrupted run is an
+/// error (its figures would mean nothing).
+fn bench_run(
+    target: &Target,
+    workload: &Workload,
+    policy: &str,
+    epoch: Duration,
+    stop: Arc<AtomicBool>,
+    label: &str,
+) -> Result<(RunSummary, Vec<TraceEvent>)> {
+    let ctx = policy_context(target, workload, &[policy])?;
+    let out = default_out_dir(&workload.name, &format!("bench-{policy}"));
+    let total: u64 = workload.apps.iter().map(|a| u64::from(a.repeat)).sum();
+    let mut progress = Progress::new(label, total);
+    let (summary, events) = target.run(
+        workload,
+        policy,
+        &ctx,
+        &out,
+        epoch,
+        0,
+        Some(stop),
+        &mut progress,
+    )?;
+    progress.finish(String::new());
+    anyhow::ensure!(!summary.interrupted, "interrupted");
+    Ok((summary, events))
+}
+
 fn overhead(path: Option<PathBuf>, policy: &str, epoch: Duration) -> Result<()> {
     let target = Target::Host(Host::new()?);
     let workload = match &path {
         Some(p) => target.load(p)?,
         None => target.resolve(parse_workload("<built-in bench-overhead>", BENCH_WORKLOAD)?)?,
     };
-    let ctx = policy_context(&target, &workload, &[policy])?;
-    let out = default_out_dir(&workload.name, &format!("bench-{policy}"));
-    let total: u64 = workload.apps.iter().map(|a| u64::from(a.repeat)).sum();
-    let mut progress = Progress::new(policy, total);
-    let (summary, events) = target.run(
-        &workload,
-        policy,
-        &ctx,
-        &out,
-        epoch,
-        0,
-        Some(stop_flag()?),
-        &mut progress,
-    )?;
-    progress.finish(String::new());
-    anyhow::ensure!(!summary.interrupted, "interrupted");
+    let (summary, events) = bench_run(&target, &workload, policy, epoch, stop_flag()?, policy)?;
     let m = RunMetrics::from_trace(&Trace::from_events(events)?, None);
     println!(
         "coloc bench overhead: workload {}, policy {policy}, epoch {} ms",
@@ -265,27 +282,20 @@ fn scaling(threads: &[u32], each: Duration, policy: &str, epoch: Duration) -> Re
             quoted.join(", ")
         );
         let workload = target.resolve(parse_workload("<bench overhead --threads>", &text)?)?;
-        let ctx = policy_context(&target, &workload, &[policy])?;
-        let out = default_out_dir(&workload.name, &format!("bench-{policy}"));
-        let mut quiet = Progress::new(&format!("{n} threads"), 1);
-        let (summary, events) = target.run(
+        let (summary, events) = bench_run(
+            &target,
             &workload,
             policy,
-            &ctx,
-            &out,
             epoch,
-            0,
-            Some(stop.clone()),
-            &mut quiet,
+            stop.clone(),
+            &format!("{n} threads"),
         )?;
-        quiet.finish(String::new());
-        anyhow::ensure!(!summary.interrupted, "interrupted");
         let u = summary.usage;
         // Epochs the loop actually observed: a loop that cannot keep up
         // observes fewer, and CPU per wall time alone would hide it.
         let observed = events
             .iter()
-            .filter(|e| matches!(e, coloc_model::TraceEvent::Obs(_)))
+            .filter(|e| matches!(e, TraceEvent::Obs(_)))
             .count();
         let due = (u.wall.as_secs_f64() / epoch.as_secs_f64()).floor() as usize;
         println!(
