@@ -310,18 +310,6 @@ impl Trace {
         Ok(())
     }
 
-    /// Observations at which work conservation was broken (an app's waiting
-    /// threads kept off idle CPUs for more than an epoch), per app.
-    pub fn idle_while_waiting(&self) -> std::collections::BTreeMap<AppId, usize> {
-        let mut n = std::collections::BTreeMap::new();
-        for e in &self.events {
-            if let TraceEvent::IdleWhileWaiting { app, .. } = e {
-                *n.entry(*app).or_default() += 1;
-            }
-        }
-        n
-    }
-
     pub fn observations(&self) -> impl Iterator<Item = &Observation> {
         self.events.iter().filter_map(|e| match e {
             TraceEvent::Obs(o) => Some(o.as_ref()),
