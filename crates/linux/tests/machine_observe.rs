@@ -127,7 +127,7 @@ fn samples_come_from_proc_and_say_which_signals() {
     assert_eq!(a.pid, l.pid);
     assert!(a.rss_bytes > 0);
     assert!(a.threads.len() >= 2, "{a:?}");
-    let main = a.threads.iter().find(|t| t.tid == l.pid).unwrap();
+    let main = a.thread(l.pid).unwrap();
     assert!(main.run_ns > 0 && main.cpu.is_some(), "{main:?}");
     assert!(main.minor_faults > 0, "{main:?}");
     if obs.signals.hw_counters {

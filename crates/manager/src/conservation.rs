@@ -57,14 +57,8 @@ pub fn shortfalls(
         return Vec::new();
     }
     let delta = |app: AppId, tid: Tid, field: fn(&coloc_model::ThreadSample) -> u64| {
-        let now = last
-            .app(app)
-            .and_then(|s| s.threads.iter().find(|t| t.tid == tid))
-            .map_or(0, field);
-        let before = prev
-            .app(app)
-            .and_then(|s| s.threads.iter().find(|t| t.tid == tid))
-            .map_or(0, field);
+        let sample = |o: &Observation| o.app(app).and_then(|s| s.thread(tid)).map_or(0, field);
+        let (now, before) = (sample(last), sample(prev));
         now.saturating_sub(before) as f64
     };
     let mut busy: BTreeMap<u32, f64> = BTreeMap::new();

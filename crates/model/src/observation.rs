@@ -68,6 +68,14 @@ pub struct AppSample {
     pub omp: Option<OmpSample>,
 }
 
+impl AppSample {
+    /// Thread `tid`'s sample, if it was seen (the earlier sample of a thread
+    /// whose counters a rate compares).
+    pub fn thread(&self, tid: Tid) -> Option<&ThreadSample> {
+        self.threads.iter().find(|t| t.tid == tid)
+    }
+}
+
 /// The OpenMP side of an app, cumulative like the thread counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OmpSample {

@@ -42,7 +42,7 @@ pub(crate) fn section_sample(map: &CoreMap, view: &View<'_>, app: AppId) -> Opti
     let mut busy = vec![false; map.len()];
     let (mut run_ns, mut misses, mut counted) = (0u64, 0u64, true);
     for t in &b.threads {
-        let Some(before) = a.threads.iter().find(|x| x.tid == t.tid) else {
+        let Some(before) = a.thread(t.tid) else {
             continue;
         };
         let ran = t.run_ns.saturating_sub(before.run_ns);

@@ -234,7 +234,7 @@ fn measured_access(map: &CoreMap, view: &View<'_>) -> Option<Vec<f64>> {
         for t in &s.threads {
             let refs = |x: &coloc_model::ThreadSample| x.counters.and_then(|c| c.llc_references);
             let old = before
-                .and_then(|b| b.threads.iter().find(|x| x.tid == t.tid))
+                .and_then(|b| b.thread(t.tid))
                 .and_then(refs)
                 .unwrap_or(0);
             if let (Some(now), Some(core)) = (refs(t), t.cpu.and_then(|c| map.core_of(c))) {

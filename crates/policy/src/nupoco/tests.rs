@@ -369,7 +369,7 @@ fn observe(
             uniq.sort_unstable();
             uniq.dedup();
             let (req, progress) = (x.rates)(&map.per_node(&uniq));
-            let old = |tid| before.and_then(|b| b.threads.iter().find(|t| t.tid == tid));
+            let old = |tid| before.and_then(|b| b.thread(tid));
             let threads = x
                 .app
                 .threads
