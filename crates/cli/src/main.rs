@@ -75,7 +75,7 @@ enum Command {
 /// `epoch` has (1 ms to 30 days).
 pub fn parse_epoch(s: &str) -> Result<std::time::Duration, String> {
     let d = humantime::parse_duration(s).map_err(|e| e.to_string())?;
-    coloc_manager::check_epoch(d)?;
+    coloc_model::workload::check_epoch(d).map_err(|e| e.to_string())?;
     Ok(d)
 }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use coloc_model::trace::{ExitStatus, Header, SelfUsage, TRACE_VERSION};
-use coloc_model::workload::MIN_EPOCH;
+use coloc_model::workload::{check_epoch, EpochOutOfRange};
 use coloc_model::{
     AppId, AppState, AppView, MemPolicy, Observation, Plan, TraceEvent, Trigger, View, Workload,
 };
@@ -23,21 +23,6 @@ use coloc_machine::{LaunchRequest, Machine, MachineError, MachineEvent};
 
 /// Default policy epoch (docs/architecture.md; NuPoCo and ReSense both decide at ~100 ms scale).
 pub const DEFAULT_EPOCH: Duration = Duration::from_millis(100);
-
-/// Longest policy epoch, the workload format's longest duration (30 days).
-pub const MAX_EPOCH: Duration = Duration::from_secs(30 * 24 * 3600);
-
-/// Whether `epoch` is one the loop can run with: at least 1 ms (traces store
-/// milliseconds, and an epoch of 0 would decide in a busy loop that never
-/// waits) and at most 30 days. The reason names the bounds.
-pub fn check_epoch(epoch: Duration) -> Result<(), String> {
-    if epoch < MIN_EPOCH || epoch > MAX_EPOCH {
-        return Err(format!(
-            "epoch {epoch:?} is out of range: it must be between 1ms and 30 days"
-        ));
-    }
-    Ok(())
-}
 
 /// How to run.
 #[derive(Debug, Clone)]
@@ -73,8 +58,8 @@ pub enum ManagerError {
     InvalidPlan { policy: String, violations: String },
     #[error("writing the trace: {0}")]
     Trace(#[from] std::io::Error),
-    #[error("{0}")]
-    Epoch(String),
+    #[error(transparent)]
+    Epoch(#[from] EpochOutOfRange),
 }
 
 /// What the run did, beyond the trace.
@@ -100,7 +85,7 @@ pub fn run(
     opts: &RunOptions,
     rec: &mut dyn Recorder,
 ) -> Result<RunSummary, ManagerError> {
-    check_epoch(opts.epoch).map_err(ManagerError::Epoch)?;
+    check_epoch(opts.epoch)?;
     let mut state = Loop::new(machine, policy, workload, opts);
     let result = state.main(rec);
     // Restore whatever happens; a failed restore is reported after the run's own error.

@@ -79,7 +79,7 @@ use regex::Regex;
 use toml::de::{DeTable, DeValue};
 
 use super::error::{Source, WorkloadError};
-use super::fields::{Fields, Value};
+use super::fields::{Fields, Value, MAX_DURATION};
 use super::{AppClass, AppSpec, MetricSpec, StaticMapping, Workload};
 use crate::cpuset::CpuSet;
 use crate::settings::{MemPolicy, SchedSettings};
@@ -89,6 +89,25 @@ pub const MAX_THREADS: u32 = 4096;
 
 /// Shortest policy epoch: traces store times in milliseconds.
 pub const MIN_EPOCH: Duration = Duration::from_millis(1);
+
+/// Longest policy epoch, the workload format's longest duration (30 days).
+pub const MAX_EPOCH: Duration = MAX_DURATION;
+
+/// An epoch the Manager cannot run with, wherever it came from (a workload
+/// file or `--epoch`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("epoch {0:?} is out of range: it must be between 1ms and 30 days")]
+pub struct EpochOutOfRange(pub Duration);
+
+/// Whether `epoch` is one the loop can run with: at least [`MIN_EPOCH`]
+/// (traces store milliseconds, and an epoch of 0 would decide in a busy loop
+/// that never waits) and at most [`MAX_EPOCH`].
+pub fn check_epoch(epoch: Duration) -> Result<(), EpochOutOfRange> {
+    if epoch < MIN_EPOCH || epoch > MAX_EPOCH {
+        return Err(EpochOutOfRange(epoch));
+    }
+    Ok(())
+}
 
 const TOP_KEYS: &[&str] = &["name", "epoch", "app"];
 const APP_KEYS: &[&str] = &[
