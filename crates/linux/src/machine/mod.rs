@@ -96,6 +96,10 @@ pub struct LinuxOptions {
     pub poll: Duration,
     /// Where DoP records are created (`/dev/shm`, shared memory).
     pub shm_dir: PathBuf,
+    /// Rescan an app's threads only after the kernel's process connector
+    /// reported a fork or exit in it (`proc_events.rs`), where the connector
+    /// is available; false rescans every app every poll.
+    pub process_events: bool,
 }
 
 impl Default for LinuxOptions {
@@ -110,6 +114,7 @@ impl Default for LinuxOptions {
             proc_root: PathBuf::from("/proc"),
             poll: Duration::from_millis(50),
             shm_dir: PathBuf::from("/dev/shm"),
+            process_events: true,
         }
     }
 }
@@ -199,9 +204,13 @@ impl LinuxMachine {
                 "no hardware counters ({reason}); observing schedstat, switches and faults only"
             ),
         }
-        let events = match ProcEvents::open() {
-            Ok(e) => Some(e),
-            Err(e) => {
+        let events = match opts.process_events.then(ProcEvents::open) {
+            None => {
+                tracing::info!("rescanning every instance's threads every poll, as asked");
+                None
+            }
+            Some(Ok(e)) => Some(e),
+            Some(Err(e)) => {
                 tracing::info!(
                     "no process connector ({e}); rescanning every instance's threads every poll"
                 );
