@@ -297,7 +297,7 @@ fn scaling(
             quoted.join(", ")
         );
         let workload = target.resolve(parse_workload("<bench overhead --threads>", &text)?)?;
-        let (summary, events) = bench_run(
+        let (summary, _) = bench_run(
             &target,
             &workload,
             policy,
@@ -308,10 +308,7 @@ fn scaling(
         let u = summary.usage;
         // Epochs the loop actually observed: a loop that cannot keep up
         // observes fewer, and CPU per wall time alone would hide it.
-        let observed = events
-            .iter()
-            .filter(|e| matches!(e, TraceEvent::Obs(_)))
-            .count();
+        let observed = summary.observations;
         let due = (u.wall.as_secs_f64() / epoch.as_secs_f64()).floor() as usize;
         println!(
             "{n:>8} {:>14.2} {:>16.3} {:>17}",
