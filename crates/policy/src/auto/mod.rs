@@ -48,9 +48,12 @@ use std::fmt::{self, Write as _};
 use std::str::FromStr;
 use std::time::Duration;
 
-use coloc_model::{AppClass, AppId, AppPlan, AppView, Plan, SchedSettings, View};
+use coloc_model::{
+    AppClass, AppId, AppPlan, AppView, CpuSet, Placement, Plan, SchedSettings, View,
+};
 
-use self::evidence::{progress, Evidence};
+use self::evidence::{progress, Evidence, Progress};
+use crate::baseline::topology_order;
 use self::trial::{Stage, Trial};
 use crate::Policy;
 
@@ -147,10 +150,10 @@ impl Auto {
 
     /// Whether this app's DoP may be set: its lever acts, and under `latency`
     /// it is not a latency app.
-    fn steer(&self, a: &AppView, now: Duration) -> bool {
+    fn steer(&self, a: &AppView) -> bool {
         a.spec.malleable
             && !(self.objective == Objective::Latency && a.spec.class == AppClass::Latency)
-            && self.evidence.get(&a.id).is_some_and(|e| e.lever_acts(now))
+            && self.evidence.get(&a.id).is_some_and(|e| e.lever_acts())
     }
 
     /// Scheduling settings the objective asks for, per running app.
@@ -194,6 +197,54 @@ impl Auto {
     }
 }
 
+/// Cuts `cpus` (in topology order) into one contiguous slice per weight,
+/// sized in proportion to the weights, each at least one CPU: every slice gets
+/// one CPU, the rest go by largest remainder of `rest · weight / total` (ties
+/// to the earlier app). With more weights than CPUs, each CPU is one slice and
+/// each app, in order, shares the slice whose apps have the least weight so
+/// far.
+pub(crate) fn partitions(cpus: &[u32], weights: &[u32]) -> Vec<CpuSet> {
+    let n = weights.len();
+    if n == 0 || cpus.is_empty() {
+        return vec![CpuSet::new(); n];
+    }
+    if n > cpus.len() {
+        let mut load = vec![0u64; cpus.len()];
+        return weights
+            .iter()
+            .map(|&w| {
+                let k = (0..cpus.len()).min_by_key(|&k| (load[k], k)).expect("cpus");
+                load[k] += u64::from(w.max(1));
+                CpuSet::single(cpus[k])
+            })
+            .collect();
+    }
+    let rest = (cpus.len() - n) as u64;
+    let total: u64 = weights.iter().map(|&w| u64::from(w.max(1))).sum();
+    let mut size: Vec<u64> = weights
+        .iter()
+        .map(|&w| 1 + rest * u64::from(w.max(1)) / total)
+        .collect();
+    let mut left = cpus.len() as u64 - size.iter().sum::<u64>();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&i| (std::cmp::Reverse(rest * u64::from(weights[i].max(1)) % total), i));
+    for &i in order.iter().cycle() {
+        if left == 0 {
+            break;
+        }
+        size[i] += 1;
+        left -= 1;
+    }
+    let mut start = 0usize;
+    size.iter()
+        .map(|&len| {
+            let slice = cpus[start..start + len as usize].iter().copied().collect();
+            start += len as usize;
+            slice
+        })
+        .collect()
+}
+
 impl Policy for Auto {
     fn name(&self) -> &'static str {
         "auto"
@@ -201,10 +252,12 @@ impl Policy for Auto {
 
     fn decide(&mut self, view: &View<'_>) -> Plan {
         let now = view.now;
-        let cpus = view.topology.cpus().len().max(1) as u32;
+        let order = topology_order(view);
+        let cpus = order.len().max(1) as u32;
         self.evidence
             .retain(|id, _| view.apps.iter().any(|a| a.id == *id));
-        let running: Vec<&AppView> = view.running().collect();
+        let mut running: Vec<&AppView> = view.running().collect();
+        running.sort_by_key(|a| (a.started_at, a.id));
         for a in &running {
             self.evidence.entry(a.id).or_default();
         }
@@ -215,11 +268,11 @@ impl Policy for Auto {
         let fresh = self.observe(view);
         let steered: Vec<AppId> = running
             .iter()
-            .filter(|a| self.steer(a, now))
+            .filter(|a| self.steer(a))
             .map(|a| a.id)
             .collect();
         let demand: u32 = running.iter().map(|a| Self::fixed_threads(a)).sum();
-        let applicable = demand > cpus && !steered.is_empty();
+        let applicable = demand > cpus && running.len() > 1;
         let sched = self.sched(&running);
         if self.trial.as_ref().is_none_or(|t| t.set != set) {
             self.trial = Some(Trial::new(set, now));
@@ -228,7 +281,7 @@ impl Policy for Auto {
         // The interval just observed counts for the trial of this set (if the
         // set was there all along).
         if let (true, Some(prev), Some(last)) = (fresh, view.prev, view.last) {
-            let work: Vec<(AppId, (f64, f64))> = trial
+            let work: Vec<(AppId, Progress)> = trial
                 .set
                 .iter()
                 .filter_map(|&id| progress(prev, last, id).map(|p| (id, p)))
@@ -243,21 +296,19 @@ impl Policy for Auto {
         {
             *trial = Trial::new(trial.set.clone(), now);
         }
-        let space = applicable && trial.space();
+        let own = applicable && trial.space();
         let stage = trial.describe();
 
-        // Shares: apps whose threads are fixed keep up to an equal share each;
-        // steered apps split the rest equally.
-        let fair = (cpus / running.len().max(1) as u32).max(1);
-        let fixed: u32 = running
+        // Auto's arrangement: a partition per running app, in proportion to
+        // the threads it runs (a steered app: the team it asked for).
+        let weights: Vec<u32> = running.iter().map(|a| Self::fixed_threads(a)).collect();
+        let slices: BTreeMap<AppId, CpuSet> = running
             .iter()
-            .filter(|a| !steered.contains(&a.id))
-            .map(|a| Self::fixed_threads(a).min(fair))
-            .sum();
-        let left = cpus.saturating_sub(fixed).max(steered.len() as u32);
+            .map(|a| a.id)
+            .zip(partitions(&order, &weights))
+            .collect();
 
         let mut note = format!("auto ({}): {stage}", self.objective);
-        let mut k = 0u32;
         let apps = view
             .apps
             .iter()
@@ -268,32 +319,42 @@ impl Policy for Auto {
                     return p;
                 }
                 p.sched = sched.get(&a.id).copied().unwrap_or_default();
-                let why = self
-                    .evidence
-                    .get(&a.id)
-                    .map(|e| e.lever_reason(now))
-                    .unwrap_or_default();
-                if !steered.contains(&a.id) {
-                    let _ = if a.spec.malleable {
-                        write!(note, "; {} left to Linux (DoP lever: {why})", a.id)
+                let why = if a.spec.malleable {
+                    self.evidence
+                        .get(&a.id)
+                        .map(|e| format!("DoP lever: {}", e.lever_reason()))
+                        .unwrap_or_default()
+                } else {
+                    "not malleable".to_string()
+                };
+                let slice = slices.get(&a.id).cloned().unwrap_or_default();
+                if !own {
+                    if steered.contains(&a.id) {
+                        // Its whole team back, once its next region starts.
+                        p.dop = Some(a.threads_requested.max(1));
+                        let _ = write!(note, "; {} full team, left to Linux", a.id);
                     } else {
-                        write!(note, "; {} left to Linux (not malleable)", a.id)
-                    };
-                } else if space {
-                    let n = steered.len() as u32;
-                    let share = (left / n + u32::from(k < left % n)).max(1);
-                    k += 1;
-                    let dop = share.min(a.threads_requested.max(1));
+                        let _ = write!(note, "; {} left to Linux ({why})", a.id);
+                    }
+                } else if steered.contains(&a.id) {
+                    let dop = (slice.len() as u32).clamp(1, a.threads_requested.max(1));
                     p.dop = Some(dop);
+                    p.placement = Placement::Shared(slice.clone());
                     let _ = write!(
                         note,
-                        "; {} dop {} ({} threads wanted on {cpus} CPUs; {why})",
-                        a.id, dop, demand
+                        "; {} dop {dop} on CPUs {} ({demand} threads wanted on {cpus} CPUs; {why})",
+                        a.id,
+                        slice.to_list()
                     );
                 } else {
-                    // Its whole team back, once its next region starts.
-                    p.dop = Some(a.threads_requested.max(1));
-                    let _ = write!(note, "; {} full team, left to Linux", a.id);
+                    p.placement = Placement::Shared(slice.clone());
+                    let _ = write!(
+                        note,
+                        "; {} {} thread(s) on CPUs {} ({demand} threads wanted on {cpus} CPUs; {why})",
+                        a.id,
+                        Self::fixed_threads(a),
+                        slice.to_list()
+                    );
                 }
                 if let Some(n) = p.sched.nice.filter(|n| *n != 0) {
                     let _ = write!(note, " nice {n}");

@@ -12,7 +12,7 @@ use coloc_model::{
     ThreadSample, Topology, Trigger, View,
 };
 
-use super::evidence::{LEVER_WINDOW, MIN_REGIONS};
+use crate::cores::lever::{MIN_REGIONS, PATIENCE};
 use super::trial::{MEASURE, SETTLE};
 use super::{Auto, Objective, ART_NICE_STEP, LATENCY_NICE};
 use crate::{invariants, Policy};
@@ -184,11 +184,17 @@ fn unmanaged(plan: &Plan) -> bool {
 /// set's start and one for the lever's evidence.
 const TRIAL_TICKS: u32 = MEASURE + SETTLE + MEASURE + 2;
 
-/// An app that cannot be made malleable keeps its threads and Linux's
-/// placement; the malleable one beside it, whose regions end often, is shrunk
-/// to the CPU the fixed app leaves (2 CPUs, fair share 1 each: dop 2 − 1 = 1)
-/// once Linux alone has been measured, and kept there because it progresses
-/// as well (1000 iterations a tick either way).
+/// The CPUs an app's plan gives it ("" when left to Linux).
+fn cpus(plan: &Plan, id: AppId) -> String {
+    plan.for_app(id).unwrap().placement.cpus().to_list()
+}
+
+/// An app that cannot be made malleable keeps its threads and gets a CPU
+/// partition of its own; the malleable one beside it, whose regions end
+/// often, is shrunk to the other CPU (2 CPUs, partitions in proportion to 4
+/// and 2 threads, at least one CPU each: 1 and 1) once Linux alone has been
+/// measured, and kept there because it progresses as well (1000 iterations a
+/// tick either way).
 #[test]
 fn a_malleable_app_beside_one_that_cannot_be_made_malleable() {
     let mut s = Script::new(Objective::Makespan);
@@ -200,23 +206,25 @@ fn a_malleable_app_beside_one_that_cannot_be_made_malleable() {
     }
     for p in &plans {
         assert_eq!(dop(p, fixed), None, "{}", p.note);
-        assert!(unmanaged(p), "{}", p.note);
     }
     // Linux alone first, with its whole team.
     assert_eq!(dop(&plans[0], mall), Some(2), "{}", plans[0].note);
+    assert!(unmanaged(&plans[0]), "{}", plans[0].note);
     let last = plans.last().unwrap();
     assert_eq!(dop(last, mall), Some(1), "{}", last.note);
+    assert_eq!((cpus(last, fixed), cpus(last, mall)), ("0".into(), "1".into()));
     assert!(last.note.contains("kept"), "{}", last.note);
     assert!(
-        last.note.contains("0.0 left to Linux (not malleable)"),
+        last.note.contains("0.0 4 thread(s) on CPUs 0") && last.note.contains("not malleable"),
         "{}",
         last.note
     );
 }
 
 /// A malleable program whose work is one long region never has its DoP
-/// lowered (it would keep the smaller team for the rest of its run), and is
-/// still left to Linux with its whole team after its co-runner exits.
+/// lowered (it would keep the smaller team for the rest of its run): it gets
+/// placement for its whole team instead, and is left to Linux with its whole
+/// team the moment its co-runner exits.
 #[test]
 fn one_region_that_outlives_its_co_runner_keeps_its_team() {
     let mut s = Script::new(Objective::Makespan);
@@ -230,11 +238,11 @@ fn one_region_that_outlives_its_co_runner_keeps_its_team() {
                 loops(1000, asked.unwrap_or(2))
             })
         });
-        assert_ne!(dop(&p, long), Some(1), "{}", p.note);
-        assert!(unmanaged(&p), "{}", p.note);
+        assert!(dop(&p, long).is_none_or(|d| d == 2), "{}", p.note);
     }
     let p = s.exit(early);
     assert!(dop(&p, long).is_none_or(|d| d == 2), "{}", p.note);
+    assert!(unmanaged(&p), "{}", p.note);
     for _ in 0..3 {
         let p = s.tick(|_, _| Some(one_region(1000, 2)));
         assert!(dop(&p, long).is_none_or(|d| d == 2), "{}", p.note);
@@ -332,17 +340,17 @@ fn a_lever_acts_only_while_regions_end() {
     let mut s = Script::new(Objective::Makespan);
     let a = s.start(0, 2, true);
     let mut ticks = 0;
-    while s.auto.evidence[&a].regions < MIN_REGIONS {
+    while s.auto.evidence[&a].clock.regions < MIN_REGIONS {
         s.tick(|_, _| Some(loops(10, 2)));
         ticks += 1;
     }
     assert_eq!(ticks, 1, "5 regions a tick");
-    assert!(s.auto.evidence[&a].lever_acts(s.now));
-    let silent = LEVER_WINDOW.as_millis() / TICK.as_millis() + 1;
+    assert!(s.auto.evidence[&a].lever_acts());
+    let silent = PATIENCE.as_millis() / TICK.as_millis() + 1;
     for _ in 0..silent {
         s.tick(|_, _| Some(one_region(10, 2)));
     }
-    assert!(!s.auto.evidence[&a].lever_acts(s.now));
+    assert!(!s.auto.evidence[&a].lever_acts());
 }
 
 /// `latency`: batch apps run at nice 10 while a latency-class app runs, and a

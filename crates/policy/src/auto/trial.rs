@@ -1,13 +1,23 @@
 //! Decisions checked against outcomes: for each set of co-running apps, auto
-//! first measures the apps' progress left to Linux, then under space sharing,
-//! and keeps space sharing only if it did not measurably slow them down
-//! (Thread Tranquilizer §3's keep-or-revert, judged by the apps' own progress
-//! as AToM judges by an app metric, Tang et al. §5).
+//! first measures the apps' progress left to Linux, then under its own
+//! arrangement (DoPs and CPU partitions), and keeps that arrangement only if it
+//! did not measurably slow them down (Thread Tranquilizer §3's keep-or-revert,
+//! judged by the apps' own progress as AToM judges by an app metric, Tang et
+//! al. §5).
+//!
+//! The verdict is the geometric mean of per-app ratios (progress rate under
+//! auto's arrangement / under Linux): each app measured in work
+//! ([`Measure::Work`]) counts with its own ratio; the apps measured only in
+//! CPU time ([`Measure::Cpu`]) count each with the ratio of their summed CPU
+//! rates, since CPU time moved from one of them to another is no progress for
+//! the mix.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use coloc_model::AppId;
+
+use super::evidence::{Measure, Progress};
 
 /// Observation intervals measured under each arrangement.
 pub const MEASURE: u32 = 3;
@@ -30,8 +40,9 @@ pub(super) enum Stage {
     Settled { space: bool, reason: String },
 }
 
-/// Work and seconds summed over the intervals of one arrangement, per app.
-type Tally = BTreeMap<AppId, (f64, f64)>;
+/// Work and seconds summed over the intervals of one arrangement, per app and
+/// how it was measured.
+type Tally = BTreeMap<(AppId, Measure), (f64, f64)>;
 
 /// The trial of one set of running apps.
 #[derive(Clone, Debug, PartialEq)]
@@ -73,15 +84,15 @@ impl Trial {
         &mut self,
         from: Duration,
         at: Duration,
-        work: &[(AppId, (f64, f64))],
+        work: &[(AppId, Progress)],
         applicable: bool,
     ) -> bool {
         if from < self.since {
             return false;
         }
         let add = |tally: &mut Tally| {
-            for (id, (w, s)) in work {
-                let e = tally.entry(*id).or_default();
+            for &(id, (m, w, s)) in work {
+                let e = tally.entry((id, m)).or_default();
                 e.0 += w;
                 e.1 += s;
             }
@@ -98,7 +109,7 @@ impl Trial {
                 } else {
                     Stage::Settled {
                         space: false,
-                        reason: "nothing for space sharing to act on".into(),
+                        reason: "nothing for its own arrangement to act on".into(),
                     }
                 };
             }
@@ -119,17 +130,30 @@ impl Trial {
         true
     }
 
-    /// Space against Linux alone: the geometric mean of each app's progress
-    /// rate ratio, over the apps that progressed under both.
+    /// Auto's arrangement against Linux alone (module docs).
     fn judge(&self) -> Stage {
-        let ratios: Vec<f64> = self
-            .space
-            .iter()
-            .filter_map(|(id, &(w, s))| {
-                let &(nw, ns) = self.native.get(id)?;
-                (w > 0.0 && s > 0.0 && nw > 0.0 && ns > 0.0).then(|| (w / s) / (nw / ns))
-            })
-            .collect();
+        fn rate(t: &Tally, key: &(AppId, Measure)) -> Option<(f64, f64)> {
+            t.get(key).copied().filter(|(w, s)| *w > 0.0 && *s > 0.0)
+        }
+        let mut ratios: Vec<f64> = Vec::new();
+        let (mut cpu, mut linux_cpu, mut cpu_apps) = (0.0, 0.0, 0usize);
+        for (key, _) in self.space.iter() {
+            let (Some((w, s)), Some((nw, ns))) = (rate(&self.space, key), rate(&self.native, key))
+            else {
+                continue;
+            };
+            match key.1 {
+                Measure::Work => ratios.push((w / s) / (nw / ns)),
+                Measure::Cpu => {
+                    cpu += w / s;
+                    linux_cpu += nw / ns;
+                    cpu_apps += 1;
+                }
+            }
+        }
+        if cpu_apps > 0 {
+            ratios.extend(std::iter::repeat_n(cpu / linux_cpu, cpu_apps));
+        }
         if ratios.is_empty() {
             return Stage::Settled {
                 space: false,
@@ -140,12 +164,12 @@ impl Trial {
         if gm >= 1.0 - TOLERANCE {
             Stage::Settled {
                 space: true,
-                reason: format!("space sharing ran at {gm:.2}x Linux's progress: kept"),
+                reason: format!("own arrangement ran at {gm:.2}x Linux's progress: kept"),
             }
         } else {
             Stage::Settled {
                 space: false,
-                reason: format!("space sharing ran at {gm:.2}x Linux's progress: back to Linux"),
+                reason: format!("own arrangement ran at {gm:.2}x Linux's progress: back to Linux"),
             }
         }
     }
@@ -157,7 +181,7 @@ impl Trial {
                 format!("measuring Linux alone ({intervals}/{MEASURE})")
             }
             Stage::Space { intervals } => format!(
-                "trying space sharing ({}/{MEASURE})",
+                "trying its own arrangement ({}/{MEASURE})",
                 intervals.saturating_sub(SETTLE)
             ),
             Stage::Settled { reason, .. } => reason.clone(),
