@@ -43,7 +43,8 @@ pub(super) enum Measure {
     /// (the DoP channel's report).
     Work,
     /// CPU time its threads had: the only progress seen of an app without the
-    /// DoP channel. It counts a thread that busy-waits as progressing, so a
+    /// DoP channel, or of one that reported no work both ways (OpenBLAS at a
+    /// DoP of 1 starts no region). It counts a thread that busy-waits as progressing, so a
     /// spinning team looks as fast under Linux as on its own CPUs; and CPU
     /// time moved between such apps is no gain for the mix, so the trial
     /// judges them as a group (`auto/trial.rs`).
@@ -54,14 +55,18 @@ pub(super) enum Measure {
 /// the amount and the interval's length in seconds.
 pub(super) type Progress = (Measure, f64, f64);
 
-/// What an app did between two observations ([`Measure`]). None when either
+/// What an app did between two observations, in each [`Measure`] it has:
+/// work when its runtime reports, and CPU time always. Empty when either
 /// observation misses the app.
-pub(super) fn progress(prev: &Observation, last: &Observation, app: AppId) -> Option<Progress> {
-    let (a, b) = (prev.app(app)?, last.app(app)?);
-    let secs = last.at.checked_sub(prev.at)?.as_secs_f64();
+pub(super) fn progress(prev: &Observation, last: &Observation, app: AppId) -> Vec<Progress> {
+    let (Some(a), Some(b)) = (prev.app(app), last.app(app)) else {
+        return Vec::new();
+    };
+    let secs = last.at.saturating_sub(prev.at).as_secs_f64();
     if secs <= 0.0 {
-        return None;
+        return Vec::new();
     }
+    let mut out = Vec::new();
     if let (Some(a), Some(b)) = (&a.omp, &b.omp) {
         let work = if b.iterations_completed > 0 {
             b.iterations_completed
@@ -69,12 +74,13 @@ pub(super) fn progress(prev: &Observation, last: &Observation, app: AppId) -> Op
         } else {
             b.regions_completed.saturating_sub(a.regions_completed)
         };
-        return Some((Measure::Work, work as f64, secs));
+        out.push((Measure::Work, work as f64, secs));
     }
     let cpu = |s: &AppSample| s.threads.iter().map(|t| t.run_ns).sum::<u64>();
-    Some((
+    out.push((
         Measure::Cpu,
         cpu(b).saturating_sub(cpu(a)) as f64 / 1e9,
         secs,
-    ))
+    ));
+    out
 }

@@ -284,7 +284,7 @@ impl Policy for Auto {
             let work: Vec<(AppId, Progress)> = trial
                 .set
                 .iter()
-                .filter_map(|&id| progress(prev, last, id).map(|p| (id, p)))
+                .flat_map(|&id| progress(prev, last, id).into_iter().map(move |p| (id, p)))
                 .collect();
             trial.record(prev.at, last.at, &work, applicable);
         }

@@ -6,9 +6,9 @@
 //! al. §5).
 //!
 //! The verdict is the geometric mean of per-app ratios (progress rate under
-//! auto's arrangement / under Linux): each app measured in work
-//! ([`Measure::Work`]) counts with its own ratio; the apps measured only in
-//! CPU time ([`Measure::Cpu`]) count each with the ratio of their summed CPU
+//! auto's arrangement / under Linux): each app that reported work both ways
+//! ([`Measure::Work`]) counts with its own ratio; the others, measured in CPU
+//! time ([`Measure::Cpu`]), count each with the ratio of their summed CPU
 //! rates, since CPU time moved from one of them to another is no progress for
 //! the mix.
 
@@ -135,20 +135,16 @@ impl Trial {
         fn rate(t: &Tally, key: &(AppId, Measure)) -> Option<(f64, f64)> {
             t.get(key).copied().filter(|(w, s)| *w > 0.0 && *s > 0.0)
         }
+        let both = |key| rate(&self.space, &key).zip(rate(&self.native, &key));
         let mut ratios: Vec<f64> = Vec::new();
         let (mut cpu, mut linux_cpu, mut cpu_apps) = (0.0, 0.0, 0usize);
-        for (key, _) in self.space.iter() {
-            let (Some((w, s)), Some((nw, ns))) = (rate(&self.space, key), rate(&self.native, key))
-            else {
-                continue;
-            };
-            match key.1 {
-                Measure::Work => ratios.push((w / s) / (nw / ns)),
-                Measure::Cpu => {
-                    cpu += w / s;
-                    linux_cpu += nw / ns;
-                    cpu_apps += 1;
-                }
+        for id in &self.set {
+            if let Some(((w, s), (nw, ns))) = both((*id, Measure::Work)) {
+                ratios.push((w / s) / (nw / ns));
+            } else if let Some(((w, s), (nw, ns))) = both((*id, Measure::Cpu)) {
+                cpu += w / s;
+                linux_cpu += nw / ns;
+                cpu_apps += 1;
             }
         }
         if cpu_apps > 0 {

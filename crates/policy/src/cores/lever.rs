@@ -13,15 +13,16 @@
 //! completed so far and how long the app has been in its current state — since
 //! the last region ended, or since its current region was first seen,
 //! whichever is later. Three outcomes:
-//! - [`Lever::Acts`]: at least [`MIN_REGIONS`] regions ended, and one ended in
-//!   the last interval or the app has been quiet for less than [`PATIENCE`];
-//! - [`Lever::Stuck`]: a whole interval passed without a region ending, and
-//!   either fewer than [`MIN_REGIONS`] regions ever ended (a one-region
-//!   program, or one with a handful of long regions) or none for
-//!   [`PATIENCE`];
-//! - [`Lever::Unknown`]: neither yet (a region ended in the last interval but
-//!   too few so far), and [`Lever::NoChannel`] when the runtime does not
-//!   answer through the DoP channel at all.
+//! - [`Lever::Stuck`]: the app is inside a region, a whole interval passed
+//!   without a region ending, and either fewer than [`MIN_REGIONS`] regions
+//!   ever ended (a one-region program, or one with a handful of long regions)
+//!   or it has been in this region for [`PATIENCE`];
+//! - [`Lever::Acts`]: otherwise, once at least [`MIN_REGIONS`] regions ended —
+//!   including in a serial section, since its next region takes the DoP (a
+//!   library such as OpenBLAS at a DoP of 1 runs serially and starts no
+//!   region at all while it stays there);
+//! - [`Lever::Unknown`]: too few regions so far, and [`Lever::NoChannel`] when
+//!   the runtime does not answer through the DoP channel at all.
 //!
 //! auto steers only apps whose lever [`Lever::Acts`]; the core allocation
 //! gives a *stuck* app in a region placement for its team instead of a DoP.
@@ -112,6 +113,7 @@ impl RegionClock {
         lever(
             self.steerable,
             self.regions,
+            self.in_parallel,
             self.ended_last,
             self.quiet(),
         )
@@ -127,22 +129,28 @@ impl RegionClock {
                 "{} region(s) ended, {MIN_REGIONS} needed",
                 self.regions
             ),
-            Lever::Stuck if self.regions == 0 && self.in_parallel => {
+            Lever::Stuck if self.regions == 0 => {
                 format!("no region ended yet, in one for {quiet:.2} s")
             }
-            Lever::Stuck if self.in_parallel => format!("in one region for {quiet:.2} s"),
-            Lever::Stuck => format!("no region for {quiet:.2} s"),
+            Lever::Stuck => format!("in one region for {quiet:.2} s"),
         }
     }
 }
 
 /// The rule on its inputs: whether the runtime answers on the DoP channel,
-/// the regions completed so far, whether one ended during the last interval,
-/// and how long the app has been in its current state (module docs).
-pub fn lever(steerable: bool, regions: u64, ended_last: bool, quiet: Duration) -> Lever {
+/// the regions completed so far, whether the app is inside a region, whether
+/// one ended during the last interval, and how long the app has been in its
+/// current state (module docs).
+pub fn lever(
+    steerable: bool,
+    regions: u64,
+    in_parallel: bool,
+    ended_last: bool,
+    quiet: Duration,
+) -> Lever {
     if !steerable {
         Lever::NoChannel
-    } else if !ended_last && (regions < MIN_REGIONS || quiet >= PATIENCE) {
+    } else if in_parallel && !ended_last && (regions < MIN_REGIONS || quiet >= PATIENCE) {
         Lever::Stuck
     } else if regions >= MIN_REGIONS {
         Lever::Acts
@@ -161,28 +169,34 @@ mod tests {
 
     #[test]
     fn the_rule_over_its_inputs() {
-        // (steerable, regions, ended in the last interval, quiet ms, lever)
+        // (steerable, regions, in a region, ended in the last interval,
+        // quiet ms, lever)
         let cases = [
-            (false, 100, true, 0, Lever::NoChannel),
-            (true, 0, true, 0, Lever::Unknown),
-            (true, 2, true, 0, Lever::Unknown),
+            (false, 100, true, true, 0, Lever::NoChannel),
+            (true, 0, true, true, 0, Lever::Unknown),
+            (true, 2, true, true, 0, Lever::Unknown),
             // Before MIN_REGIONS, one whole interval in a region is stuck.
-            (true, 0, false, 50, Lever::Stuck),
-            (true, 2, false, 50, Lever::Stuck),
-            (true, MIN_REGIONS, true, 0, Lever::Acts),
+            (true, 0, true, false, 50, Lever::Stuck),
+            (true, 2, true, false, 50, Lever::Stuck),
+            (true, MIN_REGIONS, true, true, 0, Lever::Acts),
             // After MIN_REGIONS, patience.
-            (true, 10, false, 50, Lever::Acts),
-            (true, 10, false, 249, Lever::Acts),
-            (true, 10, false, 250, Lever::Stuck),
-            (true, 10, false, 5000, Lever::Stuck),
+            (true, 10, true, false, 50, Lever::Acts),
+            (true, 10, true, false, 249, Lever::Acts),
+            (true, 10, true, false, 250, Lever::Stuck),
+            (true, 10, true, false, 5000, Lever::Stuck),
             // A region ended in the last interval: never stuck.
-            (true, 10, true, 5000, Lever::Acts),
+            (true, 10, true, true, 5000, Lever::Acts),
+            // In a serial section the next region takes the DoP, however
+            // long it has been; before MIN_REGIONS it is unknown.
+            (true, 10, false, false, 5000, Lever::Acts),
+            (true, 0, false, false, 5000, Lever::Unknown),
+            (true, 2, false, false, 50, Lever::Unknown),
         ];
-        for (steerable, regions, ended, quiet, want) in cases {
+        for (steerable, regions, par, ended, quiet, want) in cases {
             assert_eq!(
-                lever(steerable, regions, ended, MS(quiet)),
+                lever(steerable, regions, par, ended, MS(quiet)),
                 want,
-                "{steerable} {regions} {ended} {quiet}"
+                "{steerable} {regions} {par} {ended} {quiet}"
             );
         }
     }
