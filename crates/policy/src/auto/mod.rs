@@ -156,6 +156,40 @@ impl Auto {
             && self.evidence.get(&a.id).is_some_and(|e| e.lever_acts())
     }
 
+    /// The pending apps that wait (`makespan` only), oldest first admitted:
+    /// an app waits while every CPU already has an app of its own, its threads
+    /// would oversubscribe the CPUs, and the running set's trial has not
+    /// settled on Linux — equal's admission, so that a partition is not cut
+    /// in two; it is admitted once an app exits (a CPU frees) or the trial
+    /// finds Linux no slower.
+    fn admission(
+        objective: Objective,
+        view: &View<'_>,
+        running: &[&AppView],
+        demand: u32,
+        cpus: u32,
+        linux: bool,
+    ) -> Vec<AppId> {
+        let mut pending: Vec<&AppView> = view.pending().collect();
+        pending.sort_by_key(|a| (a.arrived_at, a.id));
+        let (mut count, mut demand) = (running.len() as u32, demand);
+        let mut held = Vec::new();
+        for a in pending {
+            let threads = Self::fixed_threads(a);
+            if objective == Objective::Makespan
+                && !linux
+                && count >= cpus
+                && demand + threads > cpus
+            {
+                held.push(a.id);
+            } else {
+                count += 1;
+                demand += threads;
+            }
+        }
+        held
+    }
+
     /// Scheduling settings the objective asks for, per running app.
     fn sched(&self, running: &[&AppView]) -> BTreeMap<AppId, SchedSettings> {
         let nice = |n: i8| SchedSettings {
@@ -296,13 +330,25 @@ impl Policy for Auto {
         {
             *trial = Trial::new(trial.set.clone(), now);
         }
-        let own = applicable && trial.space();
         let stage = trial.describe();
+        let linux = matches!(trial.stage, Stage::Settled { space: false, .. });
+        let held = Self::admission(self.objective, view, &running, demand, cpus, linux);
+        // Apps admitted now start in their partition: their set is tried
+        // afresh, auto's arrangement first.
+        let mut members = running.clone();
+        members.extend(view.pending().filter(|a| !held.contains(&a.id)));
+        let launching = members.len() > running.len();
+        let own = if launching {
+            let demand: u32 = members.iter().map(|a| Self::fixed_threads(a)).sum();
+            demand > cpus && members.len() > 1
+        } else {
+            applicable && trial.space()
+        };
 
-        // Auto's arrangement: a partition per running app, in proportion to
-        // the threads it runs (a steered app: the team it asked for).
-        let weights: Vec<u32> = running.iter().map(|a| Self::fixed_threads(a)).collect();
-        let slices: BTreeMap<AppId, CpuSet> = running
+        // Auto's arrangement: a partition per app, in proportion to the
+        // threads it runs (a steered app: the team it asked for).
+        let weights: Vec<u32> = members.iter().map(|a| Self::fixed_threads(a)).collect();
+        let slices: BTreeMap<AppId, CpuSet> = members
             .iter()
             .map(|a| a.id)
             .zip(partitions(&order, &weights))
@@ -315,7 +361,19 @@ impl Policy for Auto {
             .map(|a| {
                 let mut p = AppPlan::native(a.id);
                 if !a.is_running() {
-                    let _ = write!(note, "; {} admitted on arrival", a.id);
+                    if held.contains(&a.id) {
+                        let _ = write!(note, "; {} waits (every CPU has an app of its own)", a.id);
+                        return AppPlan::hold(a.id);
+                    }
+                    match slices.get(&a.id).filter(|_| own) {
+                        Some(slice) => {
+                            p.placement = Placement::Shared(slice.clone());
+                            let _ = write!(note, "; {} admitted on CPUs {}", a.id, slice.to_list());
+                        }
+                        None => {
+                            let _ = write!(note, "; {} admitted", a.id);
+                        }
+                    }
                     return p;
                 }
                 p.sched = sched.get(&a.id).copied().unwrap_or_default();

@@ -27,6 +27,20 @@ struct Tick {
     iterations: u64,
     in_parallel: bool,
     team: u32,
+    /// CPU time over the tick, ms, of an app without the DoP channel (None:
+    /// an OpenMP app reporting through it, CPU time from its team).
+    pthreads_cpu_ms: Option<u64>,
+}
+
+/// A pthreads app (no DoP channel) that had `cpu_ms` of CPU over the tick.
+fn pthreads(cpu_ms: u64) -> Tick {
+    Tick {
+        regions: 0,
+        iterations: 0,
+        in_parallel: false,
+        team: 0,
+        pthreads_cpu_ms: Some(cpu_ms),
+    }
 }
 
 /// An app with many short regions: 5 per tick, `iters` iterations, the team it
@@ -37,6 +51,7 @@ fn loops(iters: u64, team: u32) -> Tick {
         iterations: iters,
         in_parallel: true,
         team,
+        pthreads_cpu_ms: None,
     }
 }
 
@@ -47,6 +62,7 @@ fn one_region(iters: u64, team: u32) -> Tick {
         iterations: iters,
         in_parallel: true,
         team,
+        pthreads_cpu_ms: None,
     }
 }
 
@@ -111,13 +127,17 @@ impl Script {
         self.now += TICK;
         let mut samples = Vec::new();
         for a in &self.apps {
-            let Some(t) = f(a.id, self.asked(a.id)) else {
+            let asked = self.asked(a.id);
+            let Some(t) = f(a.id, asked) else {
                 continue;
             };
             let c = self.counters.entry(a.id).or_default();
             c.0 += t.regions;
             c.1 += t.iterations;
-            c.2 += u64::from(t.team.min(2)) * TICK.as_nanos() as u64 / 2;
+            c.2 += match t.pthreads_cpu_ms {
+                Some(ms) => ms * 1_000_000,
+                None => u64::from(t.team.min(2)) * TICK.as_nanos() as u64 / 2,
+            };
             samples.push(AppSample {
                 app: a.id,
                 pid: a.threads[0],
@@ -126,13 +146,13 @@ impl Script {
                     run_ns: c.2,
                     ..ThreadSample::default()
                 }],
-                omp: Some(OmpSample {
+                omp: t.pthreads_cpu_ms.is_none().then(|| OmpSample {
                     in_parallel: t.in_parallel,
                     team_size: t.team,
                     regions_completed: c.0,
                     iterations_completed: c.1,
                     parallel_ns: 0,
-                    dop_seen: Some(self.asked(a.id).unwrap_or(t.team)),
+                    dop_seen: Some(asked.unwrap_or(t.team)),
                 }),
                 ..AppSample::default()
             });
@@ -192,9 +212,10 @@ fn cpus(plan: &Plan, id: AppId) -> String {
 /// An app that cannot be made malleable keeps its threads and gets a CPU
 /// partition of its own; the malleable one beside it, whose regions end
 /// often, is shrunk to the other CPU (2 CPUs, partitions in proportion to 4
-/// and 2 threads, at least one CPU each: 1 and 1) once Linux alone has been
-/// measured, and kept there because it progresses as well (1000 iterations a
-/// tick either way).
+/// and 2 threads, at least one CPU each: 1 and 1) as soon as its lever acts.
+/// Then Linux alone is measured, and the partitions are kept because the
+/// malleable app progresses as well under them (1000 iterations a tick either
+/// way).
 #[test]
 fn a_malleable_app_beside_one_that_cannot_be_made_malleable() {
     let mut s = Script::new(Objective::Makespan);
@@ -207,9 +228,11 @@ fn a_malleable_app_beside_one_that_cannot_be_made_malleable() {
     for p in &plans {
         assert_eq!(dop(p, fixed), None, "{}", p.note);
     }
-    // Linux alone first, with its whole team.
-    assert_eq!(dop(&plans[0], mall), Some(2), "{}", plans[0].note);
-    assert!(unmanaged(&plans[0]), "{}", plans[0].note);
+    // Its own arrangement first, then Linux alone with the whole team.
+    assert_eq!(dop(&plans[0], mall), Some(1), "{}", plans[0].note);
+    assert_eq!(cpus(&plans[0], fixed), "0", "{}", plans[0].note);
+    let linux = plans.iter().find(|p| unmanaged(p)).expect("Linux measured");
+    assert_eq!(dop(linux, mall), Some(2), "{}", linux.note);
     let last = plans.last().unwrap();
     assert_eq!(dop(last, mall), Some(1), "{}", last.note);
     assert_eq!((cpus(last, fixed), cpus(last, mall)), ("0".into(), "1".into()));
@@ -255,9 +278,10 @@ fn one_region_that_outlives_its_co_runner_keeps_its_team() {
     }
 }
 
-/// An app that arrives mid-run starts a new trial: the app already running
-/// gets its whole team back while Linux alone is measured, then both are
-/// shrunk to one CPU each.
+/// An app that arrives mid-run starts a new trial: it is launched into a
+/// partition of its own beside the running app's, both are shrunk to one CPU
+/// each once their levers act, Linux alone is measured, and the partitions
+/// are kept.
 #[test]
 fn a_mid_run_arrival_is_tried_afresh() {
     let mut s = Script::new(Objective::Makespan);
@@ -274,8 +298,10 @@ fn a_mid_run_arrival_is_tried_afresh() {
     });
     s.apps.push(late);
     let p = s.decide(Trigger::Arrival(AppId { app: 1, rep: 0 }));
-    assert!(p.for_app(AppId { app: 1, rep: 0 }).unwrap().admit);
     let second = AppId { app: 1, rep: 0 };
+    assert!(p.for_app(second).unwrap().admit);
+    // Launched into its partition, next to the first app's.
+    assert_eq!((cpus(&p, first), cpus(&p, second)), ("0".into(), "1".into()));
     {
         let now = s.now;
         let a = s.app_mut(second);
@@ -284,7 +310,7 @@ fn a_mid_run_arrival_is_tried_afresh() {
         a.threads = vec![200, 201];
     }
     let p = s.decide(Trigger::ThreadsChanged(second));
-    assert!(p.note.contains("measuring Linux alone"), "{}", p.note);
+    assert!(p.note.contains("trying its own arrangement"), "{}", p.note);
     let mut last = p;
     for _ in 0..TRIAL_TICKS + 1 {
         last = s.tick(|_, asked| Some(loops(1000, asked.unwrap_or(2))));

@@ -1,7 +1,7 @@
 //! Decisions checked against outcomes: for each set of co-running apps, auto
-//! first measures the apps' progress left to Linux, then under its own
-//! arrangement (DoPs and CPU partitions), and keeps that arrangement only if it
-//! did not measurably slow them down (Thread Tranquilizer §3's keep-or-revert,
+//! first measures the apps' progress under its own arrangement (DoPs and CPU
+//! partitions), then left to Linux, and keeps its arrangement only if it did
+//! not measurably slow them down (Thread Tranquilizer §3's keep-or-revert,
 //! judged by the apps' own progress as AToM judges by an app metric, Tang et
 //! al. §5).
 //!
@@ -21,8 +21,8 @@ use super::evidence::{Measure, Progress};
 
 /// Observation intervals measured under each arrangement.
 pub const MEASURE: u32 = 3;
-/// Intervals skipped after switching to space sharing: a new DoP takes effect
-/// at each app's next region.
+/// Intervals skipped after each switch: a new DoP takes effect at each app's
+/// next region.
 pub const SETTLE: u32 = 1;
 /// Space sharing is kept unless the apps' progress under it, relative to
 /// Linux alone (geometric mean over the apps measured both ways), falls below
@@ -32,10 +32,13 @@ pub const TOLERANCE: f64 = 0.02;
 /// Where a trial stands.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Stage {
-    /// Left to Linux, measuring; `intervals` counted so far.
-    Native { intervals: u32 },
-    /// Space sharing, measuring after the settling intervals.
+    /// Auto's own arrangement (DoPs and CPU partitions), first: an app
+    /// launched into its partition sees it from its start, as libgomp reads
+    /// the CPUs it may use once, at start (it throttles its spin-waiting when
+    /// its team outnumbers them); measuring after the settling intervals.
     Space { intervals: u32 },
+    /// Left to Linux, measuring after the settling intervals.
+    Native { intervals: u32 },
     /// Decided: space sharing or not, and why.
     Settled { space: bool, reason: String },
 }
@@ -61,7 +64,7 @@ impl Trial {
     pub fn new(set: Vec<AppId>, now: Duration) -> Self {
         Self {
             set,
-            stage: Stage::Native { intervals: 0 },
+            stage: Stage::Space { intervals: 0 },
             since: now,
             native: Tally::new(),
             space: Tally::new(),
@@ -77,9 +80,9 @@ impl Trial {
     }
 
     /// Counts one observation interval starting at `from`, with each measured
-    /// app's (work, seconds); `applicable` says whether space sharing has
-    /// anything to act on now (the machine is oversubscribed and some app's
-    /// DoP lever acts). Returns true when the stage changed.
+    /// app's progress; `applicable` says whether auto's arrangement has
+    /// anything to act on now (at least two apps whose threads oversubscribe
+    /// the CPUs). Returns true when the stage changed.
     pub fn record(
         &mut self,
         from: Duration,
@@ -98,19 +101,10 @@ impl Trial {
             }
         };
         match &mut self.stage {
-            Stage::Native { intervals } => {
-                add(&mut self.native);
-                *intervals += 1;
-                if *intervals < MEASURE {
-                    return false;
-                }
-                self.stage = if applicable {
-                    Stage::Space { intervals: 0 }
-                } else {
-                    Stage::Settled {
-                        space: false,
-                        reason: "nothing for its own arrangement to act on".into(),
-                    }
+            Stage::Space { .. } if !applicable => {
+                self.stage = Stage::Settled {
+                    space: false,
+                    reason: "nothing for its own arrangement to act on".into(),
                 };
             }
             Stage::Space { intervals } => {
@@ -119,6 +113,17 @@ impl Trial {
                     return false;
                 }
                 add(&mut self.space);
+                if *intervals < SETTLE + MEASURE {
+                    return false;
+                }
+                self.stage = Stage::Native { intervals: 0 };
+            }
+            Stage::Native { intervals } => {
+                *intervals += 1;
+                if *intervals <= SETTLE {
+                    return false;
+                }
+                add(&mut self.native);
                 if *intervals < SETTLE + MEASURE {
                     return false;
                 }
@@ -173,9 +178,10 @@ impl Trial {
     /// The stage, for the trace.
     pub fn describe(&self) -> String {
         match &self.stage {
-            Stage::Native { intervals } => {
-                format!("measuring Linux alone ({intervals}/{MEASURE})")
-            }
+            Stage::Native { intervals } => format!(
+                "measuring Linux alone ({}/{MEASURE})",
+                intervals.saturating_sub(SETTLE)
+            ),
             Stage::Space { intervals } => format!(
                 "trying its own arrangement ({}/{MEASURE})",
                 intervals.saturating_sub(SETTLE)
