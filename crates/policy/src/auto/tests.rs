@@ -14,7 +14,7 @@ use coloc_model::{
 
 use crate::cores::lever::{MIN_REGIONS, PATIENCE};
 use super::trial::{MEASURE, SETTLE};
-use super::{Auto, Objective, ART_NICE_STEP, LATENCY_NICE};
+use super::{partitions, Auto, Objective, ART_NICE_STEP, LATENCY_NICE};
 use crate::{invariants, Policy};
 
 const TICK: Duration = Duration::from_millis(100);
@@ -124,11 +124,22 @@ impl Script {
 
     /// One tick: every app progresses as `f` says, given what was asked of it.
     fn tick(&mut self, f: impl Fn(AppId, Option<u32>) -> Option<Tick>) -> Plan {
+        self.tick_placed(|id, asked, _| f(id, asked))
+    }
+
+    /// One tick: every running app progresses as `f` says, given the DoP and
+    /// the CPUs ("" when left to Linux) its plan in force gives it.
+    fn tick_placed(&mut self, f: impl Fn(AppId, Option<u32>, &str) -> Option<Tick>) -> Plan {
         self.now += TICK;
         let mut samples = Vec::new();
-        for a in &self.apps {
+        for a in self.apps.iter().filter(|a| a.state == AppState::Running) {
             let asked = self.asked(a.id);
-            let Some(t) = f(a.id, asked) else {
+            let placed = a
+                .current
+                .as_ref()
+                .map(|p| p.placement.cpus().to_list())
+                .unwrap_or_default();
+            let Some(t) = f(a.id, asked, &placed) else {
                 continue;
             };
             let c = self.counters.entry(a.id).or_default();
@@ -427,4 +438,116 @@ fn objectives_parse_by_name() {
     let e = "speed".parse::<Objective>().unwrap_err();
     assert!(e.to_string().contains("`speed`"), "{e}");
     assert_eq!(Objective::default(), Objective::Makespan);
+}
+
+/// Two pthreads apps (no DoP channel) whose threads oversubscribe the CPUs get
+/// a CPU each from their start; the trial then measures Linux alone and judges
+/// by CPU time (their only progress): kept when they had as much CPU on their
+/// own CPUs (100 ms a tick each either way), back to Linux when they had 20%
+/// less (80 ms on their CPU against 100 ms under Linux).
+#[test]
+fn pthreads_apps_that_oversubscribe_get_partitions_judged_by_cpu_time() {
+    for (own_ms, kept) in [(100, true), (80, false)] {
+        let mut s = Script::new(Objective::Makespan);
+        let a = s.start(0, 2, false);
+        let b = s.start(1, 2, false);
+        let first = s.tick_placed(|_, _, cpus| Some(pthreads(if cpus.is_empty() { 100 } else { own_ms })));
+        assert_eq!((cpus(&first, a), cpus(&first, b)), ("0".into(), "1".into()), "{}", first.note);
+        let mut p = first;
+        for _ in 0..TRIAL_TICKS + 2 {
+            p = s.tick_placed(|_, _, cpus| Some(pthreads(if cpus.is_empty() { 100 } else { own_ms })));
+        }
+        if kept {
+            assert_eq!((cpus(&p, a), cpus(&p, b)), ("0".into(), "1".into()), "{}", p.note);
+            assert!(p.note.contains("1.00x Linux's progress: kept"), "{}", p.note);
+        } else {
+            assert!(unmanaged(&p), "{}", p.note);
+            assert!(p.note.contains("0.80x Linux's progress: back to Linux"), "{}", p.note);
+        }
+        assert!(p.apps.iter().all(|x| x.dop.is_none()), "{}", p.note);
+    }
+}
+
+/// Work conservation on an exit: the partitions of two fixed apps end with
+/// the decision on the exit of one of them, and the other gets every CPU
+/// (left to Linux: its threads no longer oversubscribe them).
+#[test]
+fn an_early_exit_gives_its_cpus_back_at_once() {
+    let mut s = Script::new(Objective::Makespan);
+    let a = s.start(0, 2, false);
+    let b = s.start(1, 2, false);
+    let mut p = Plan::default();
+    for _ in 0..TRIAL_TICKS + 1 {
+        p = s.tick(|_, _| Some(pthreads(100)));
+    }
+    assert_eq!(cpus(&p, a), "0", "{}", p.note);
+    let p = s.exit(b);
+    assert!(unmanaged(&p), "{}", p.note);
+    assert_eq!(dop(&p, a), None, "{}", p.note);
+}
+
+/// Admission under `makespan`: with every CPU already an app's own, a third
+/// app that arrives waits while the running pair's trial is under way or kept
+/// its partitions, and is admitted into the CPU freed when one of them exits.
+/// Under `art` it starts at once. Once the pair's trial settled on Linux, a
+/// newcomer is admitted at once too.
+#[test]
+fn an_arrival_beyond_the_cpus_waits_for_a_partition() {
+    let third = AppId { app: 2, rep: 0 };
+    let arrive = |s: &mut Script| {
+        s.apps.push(pending_app(2, 2));
+        s.decide(Trigger::Arrival(third))
+    };
+    // Kept partitions: the newcomer waits, then takes the freed CPU.
+    let mut s = Script::new(Objective::Makespan);
+    let a = s.start(0, 2, false);
+    let b = s.start(1, 2, false);
+    for _ in 0..TRIAL_TICKS + 1 {
+        s.tick(|_, _| Some(pthreads(100)));
+    }
+    let p = arrive(&mut s);
+    assert!(!p.for_app(third).unwrap().admit, "{}", p.note);
+    assert!(p.note.contains("2.0 waits"), "{}", p.note);
+    let p = s.tick(|_, _| Some(pthreads(100)));
+    assert!(!p.for_app(third).unwrap().admit, "{}", p.note);
+    let p = s.exit(a);
+    assert!(p.for_app(third).unwrap().admit, "{}", p.note);
+    assert_eq!((cpus(&p, b), cpus(&p, third)), ("0".into(), "1".into()), "{}", p.note);
+
+    // Settled on Linux (20% less CPU on their own CPUs): admitted at once.
+    let mut s = Script::new(Objective::Makespan);
+    s.start(0, 2, false);
+    s.start(1, 2, false);
+    for _ in 0..TRIAL_TICKS + 1 {
+        s.tick_placed(|_, _, cpus| Some(pthreads(if cpus.is_empty() { 100 } else { 80 })));
+    }
+    let p = arrive(&mut s);
+    assert!(p.for_app(third).unwrap().admit, "{}", p.note);
+
+    // `art` never holds an app back.
+    let mut s = Script::new(Objective::Art);
+    s.start(0, 2, false);
+    s.start(1, 2, false);
+    s.tick(|_, _| Some(pthreads(100)));
+    let p = arrive(&mut s);
+    assert!(p.for_app(third).unwrap().admit, "{}", p.note);
+}
+
+/// The partition rule: one CPU each, the rest in proportion to the threads
+/// (largest remainder, ties to the earlier app); more apps than CPUs share the
+/// least loaded CPU.
+#[test]
+fn partitions_follow_the_threads() {
+    let cases: [(&[u32], &[u32], &[&str]); 6] = [
+        (&[0, 1], &[2, 2], &["0", "1"]),
+        (&[0, 1], &[4, 2], &["0", "1"]),
+        (&[0, 1, 2, 3, 4, 5, 6, 7], &[6, 2], &["0-5", "6-7"]),
+        (&[0, 1, 2, 3, 4, 5, 6, 7], &[1, 1, 1], &["0-2", "3-5", "6-7"]),
+        (&[0, 1, 2, 3], &[8, 1, 1], &["0-1", "2", "3"]),
+        (&[0, 1], &[2, 1, 2], &["0", "1", "1"]),
+    ];
+    for (cpus, weights, want) in cases {
+        let got: Vec<String> = partitions(cpus, weights).iter().map(|c| c.to_list()).collect();
+        assert_eq!(got, want, "{cpus:?} {weights:?}");
+    }
 }
