@@ -10,33 +10,41 @@
 //! when it is.
 //!
 //! Approach, per decision:
-//! 1. Admission: every app starts when it arrives. Holding one back only pays
-//!    with its length known in advance, which auto does not assume.
-//! 2. Levers: an app's DoP lever *acts* when it is malleable, its runtime
-//!    answers through the DoP channel, and regions end often (at least
-//!    `evidence::MIN_REGIONS` so far, the last within
-//!    `evidence::LEVER_WINDOW`). Apps whose lever does not act are left to
-//!    Linux with their whole team.
-//! 3. Space sharing: while the apps' threads outnumber the CPUs and some lever
-//!    acts, each such app gets a DoP of an equal share of the CPUs left by the
-//!    apps whose threads are fixed. Placement stays with Linux (work
-//!    conserving: no CPU is kept from a waiting thread), and a DoP never goes
-//!    below 1.
-//! 4. Checked against outcomes (`auto/trial.rs`): for every set of co-running apps,
-//!    auto measures their progress left to Linux, then under space sharing,
-//!    and goes back to Linux for that set if space sharing measurably slowed
-//!    them; a new set (arrival, exit) is tried afresh.
+//! 1. Levers: an app's DoP lever *acts* by the rule shared with the core
+//!    allocation ([`crate::cores::lever`]): malleable, its runtime answers
+//!    through the DoP channel, at least `MIN_REGIONS` regions ended, and it is
+//!    not stuck inside one region for longer than `PATIENCE`.
+//! 2. Own arrangement, while at least two apps' threads oversubscribe the
+//!    CPUs: every running app gets an exclusive CPU partition ([`partitions`]:
+//!    one CPU each, the rest in proportion to its threads), and an app whose
+//!    lever acts gets a DoP of its partition's size. Apps whose thread count
+//!    cannot change thus stop sharing CPUs with other apps' threads (equal's
+//!    gain on barrier-heavy teams; libgomp also throttles its spin-waiting when
+//!    it starts with fewer CPUs than threads). Work conserving across apps:
+//!    partitions are recomputed at every decision, so an exit frees its CPUs
+//!    at once; inside a partition Linux balances the app's threads.
+//! 3. Admission (`makespan` only): an arriving app starts at once while some
+//!    CPU has no app of its own; otherwise it waits (equal's rule) until an
+//!    app exits, unless the running set's trial settled on Linux. An admitted
+//!    app launches into its partition.
+//! 4. Checked against outcomes (`auto/trial.rs`): for every set of co-running
+//!    apps, auto measures their progress under its own arrangement, then left
+//!    to Linux, and keeps its arrangement only if it did not measurably slow
+//!    them down; a new set (arrival, exit) is tried afresh. Progress is work
+//!    reported through the DoP channel, else CPU time.
 //! 5. Objective ([`Objective`]): `makespan` (the default) sets no scheduling
 //!    settings; `art` favours the apps that have had the least CPU (least
 //!    attained service, which shortens response times when lengths are
-//!    unknown) by nice value; `latency` lowers the priority of batch apps while
-//!    a latency-class app runs and never shrinks a latency app's team.
+//!    unknown) by nice value and never holds an app back; `latency` lowers the
+//!    priority of batch apps while a latency-class app runs and never shrinks
+//!    a latency app's team.
 //!
 //! Every plan's note says, per app, what auto chose and why.
 //!
 //! Not done yet: placement by ReSense's scores and Tang's heuristic from
-//! stored profiles, memory policy, and co-scheduling whole teams of
-//! non-malleable apps (time sharing by gangs); auto leaves those to Linux.
+//! stored profiles, memory policy, and co-scheduling whole teams by time
+//! slices (gang scheduling); partitions are sized by threads, not by stored
+//! solo scaling.
 
 mod evidence;
 #[cfg(test)]
