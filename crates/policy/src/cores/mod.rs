@@ -11,6 +11,7 @@
 //! in topology order.
 
 pub(crate) mod board;
+pub mod lever;
 pub(crate) mod sample;
 
 use coloc_model::calibration::memory_nodes;
