@@ -136,6 +136,9 @@ pub struct LinuxMachine {
     journal: Journal,
     counters: HwCounters,
     schedstat: bool,
+    /// How many threads' `schedstat` files sampling keeps open
+    /// ([`sample::schedstat_budget`]).
+    schedstat_files: usize,
     instances: Vec<Instance>,
     /// Processes of exited instances that were still running when their app
     /// exited (pid, start time), ended at [`Machine::finish`].
@@ -231,6 +234,7 @@ impl LinuxMachine {
             fresh: false,
             counters,
             schedstat,
+            schedstat_files: sample::schedstat_budget(),
             instances: Vec::new(),
             leftovers: Vec::new(),
             cpu_at_start: own_cpu()?,
@@ -463,6 +467,7 @@ impl Machine for LinuxMachine {
         let at = self.now();
         let proc = &self.proc;
         let counters = &mut self.counters;
+        let mut budget = self.schedstat_files;
         let apps = self
             .instances
             .iter_mut()
@@ -478,6 +483,7 @@ impl Machine for LinuxMachine {
                     &mut i.last_samples,
                     counters,
                     omp,
+                    &mut budget,
                 )
             })
             .collect();
