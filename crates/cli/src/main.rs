@@ -55,7 +55,7 @@ enum Command {
     Profiles(cmd::profiles::ProfilesArgs),
     /// Measure this machine's memory service rates (NuPoCo §4.3) and store them.
     Calibrate(cmd::calibrate::CalibrateArgs),
-    /// Run the built-in demo: two barrier-heavy OpenMP kernels, native vs equal.
+    /// Run the built-in demo: two barrier-heavy OpenMP kernels, native vs equal vs auto.
     Demo(cmd::demo::DemoArgs),
     /// List the policies.
     Policies,

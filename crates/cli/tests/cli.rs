@@ -176,3 +176,33 @@ fn sim_without_a_platform_is_refused_instead_of_defaulting() {
     assert!(!o.status.success());
     assert!(err.contains("--platform"), "{err}");
 }
+
+/// The README's first command runs the demo under native, equal and auto by
+/// default; one run each here, with the apps' threads checked by the Linux
+/// integration tests, so this checks the comparison's shape: every policy's
+/// row, no failed instance, the traces written.
+#[test]
+fn the_demo_compares_native_equal_and_auto() {
+    let out = tempfile::tempdir().unwrap();
+    let o = coloc(&[
+        "demo",
+        "--repeat",
+        "1",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("policies native, equal, auto"), "{stdout}");
+    for policy in ["native", "equal", "auto"] {
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("| {policy} ")))
+            .unwrap_or_else(|| panic!("no row for {policy}:\n{stdout}"));
+        // | policy | runs | failed | ...
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!((cells[2], cells[3]), ("1", "0"), "{row}");
+    }
+    let traces = std::fs::read_dir(out.path()).unwrap().count();
+    assert!(traces >= 3, "{traces} entries in {}", out.path().display());
+}

@@ -1,5 +1,6 @@
-//! `coloc demo`: the built-in workload under `native` and `equal`, compared — the
-//! effect coloc exists for, on whatever machine this is.
+//! `coloc demo`: the built-in workload under `native`, `equal` and `auto`
+//! (coloc's default policy), compared — the effect coloc exists for, on
+//! whatever machine this is.
 
 use std::path::PathBuf;
 
@@ -22,7 +23,7 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 3)]
     pub repeat: u32,
     /// Policies to compare, comma-separated (first = baseline).
-    #[arg(long, value_delimiter = ',', default_value = "native,equal")]
+    #[arg(long, value_delimiter = ',', default_value = "native,equal,auto")]
     pub policies: Vec<String>,
     /// Directory for the traces [default: coloc-runs/demo/compare-TIME].
     #[arg(long)]
