@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use coloc_model::trace::{ExitStatus, Header, SelfUsage, TRACE_VERSION};
 use coloc_model::workload::{check_epoch, EpochOutOfRange};
 use coloc_model::{
-    AppId, AppState, AppView, MemPolicy, Observation, Plan, TraceEvent, Trigger, View, Workload,
+    AppId, AppSpec, AppState, AppView, MemPolicy, Observation, Plan, TraceEvent, Trigger, View,
+    Workload,
 };
 use coloc_policy::{invariants, Policy};
 use regex::Regex;
@@ -77,6 +78,18 @@ pub struct RunSummary {
     pub idle_while_waiting: usize,
 }
 
+/// Apps that arrive while the Manager runs rather than from a workload file:
+/// the node service's (docs/service.md), which people start themselves.
+pub trait Inbox {
+    /// The apps that arrived since the last call, each arriving now. The i-th
+    /// app ever returned becomes app i of the run ([`AppId::app`]), so the
+    /// inbox knows the id of every app it hands over.
+    fn take(&mut self) -> Vec<AppSpec>;
+
+    /// How long the loop may wait for the machine before asking again.
+    fn latency(&self) -> Duration;
+}
+
 /// Runs `workload` on `machine` under `policy`, recording every event.
 pub fn run(
     machine: &mut dyn Machine,
@@ -85,8 +98,38 @@ pub fn run(
     opts: &RunOptions,
     rec: &mut dyn Recorder,
 ) -> Result<RunSummary, ManagerError> {
+    drive(machine, policy, workload, None, opts, rec)
+}
+
+/// Runs the same loop as [`run`] as a service: apps arrive from `inbox`, and it
+/// goes on with no app until `opts.stop` is set. `name` names the service's
+/// workload in the trace header.
+pub fn serve(
+    machine: &mut dyn Machine,
+    policy: &mut dyn Policy,
+    name: &str,
+    inbox: &mut dyn Inbox,
+    opts: &RunOptions,
+    rec: &mut dyn Recorder,
+) -> Result<RunSummary, ManagerError> {
+    let workload = Workload {
+        name: name.to_string(),
+        epoch: Some(opts.epoch),
+        apps: Vec::new(),
+    };
+    drive(machine, policy, &workload, Some(inbox), opts, rec)
+}
+
+fn drive<'a>(
+    machine: &'a mut dyn Machine,
+    policy: &'a mut dyn Policy,
+    workload: &Workload,
+    inbox: Option<&'a mut dyn Inbox>,
+    opts: &'a RunOptions,
+    rec: &mut dyn Recorder,
+) -> Result<RunSummary, ManagerError> {
     check_epoch(opts.epoch)?;
-    let mut state = Loop::new(machine, policy, workload, opts);
+    let mut state = Loop::new(machine, policy, workload, inbox, opts);
     let result = state.main(rec);
     // Restore whatever happens; a failed restore is reported after the run's own error.
     let usage = state.machine.finish();
@@ -110,7 +153,9 @@ pub fn run(
 struct Loop<'a> {
     machine: &'a mut dyn Machine,
     policy: &'a mut dyn Policy,
-    workload: &'a Workload,
+    /// The workload file's apps, then those the inbox handed over.
+    workload: Workload,
+    inbox: Option<&'a mut dyn Inbox>,
     opts: &'a RunOptions,
     /// Scheduled arrivals, earliest first.
     arrivals: Vec<(Duration, AppId)>,
@@ -128,7 +173,8 @@ impl<'a> Loop<'a> {
     fn new(
         machine: &'a mut dyn Machine,
         policy: &'a mut dyn Policy,
-        workload: &'a Workload,
+        workload: &Workload,
+        inbox: Option<&'a mut dyn Inbox>,
         opts: &'a RunOptions,
     ) -> Self {
         let mut arrivals: Vec<(Duration, AppId)> = workload
@@ -149,7 +195,8 @@ impl<'a> Loop<'a> {
         Self {
             machine,
             policy,
-            workload,
+            workload: workload.clone(),
+            inbox,
             opts,
             arrivals,
             apps: Vec::new(),
@@ -189,6 +236,7 @@ impl<'a> Loop<'a> {
                 return Ok(true);
             }
             let now = self.machine.now();
+            self.take_inbox(now);
             while let Some(&(at, id)) = self.arrivals.first().filter(|(at, _)| *at <= now) {
                 self.arrivals.remove(0);
                 self.arrive(at, id, rec)?;
@@ -207,17 +255,39 @@ impl<'a> Loop<'a> {
             while let Some(t) = trigger.take() {
                 trigger = self.decide_and_apply(t, rec)?;
             }
-            if self.apps.is_empty() && self.arrivals.is_empty() {
+            if self.apps.is_empty() && self.arrivals.is_empty() && self.inbox.is_none() {
                 return Ok(false);
             }
-            let deadline = self
+            let mut deadline = self
                 .arrivals
                 .first()
                 .map_or(next_epoch, |(at, _)| (*at).min(next_epoch));
+            if let Some(inbox) = &self.inbox {
+                deadline = deadline.min(now + inbox.latency());
+            }
             for event in self.machine.wait_until(deadline)? {
                 let t = self.handle(event, rec)?;
                 trigger.get_or_insert(t);
             }
+        }
+    }
+
+    /// Schedules the apps the inbox has for now, numbered in the order given.
+    fn take_inbox(&mut self, now: Duration) {
+        let Some(inbox) = self.inbox.as_mut() else {
+            return;
+        };
+        for spec in inbox.take() {
+            let id = AppId {
+                app: self.workload.apps.len() as u32,
+                rep: 0,
+            };
+            self.workload.apps.push(AppSpec {
+                arrive_at: now,
+                ..spec
+            });
+            let pos = self.arrivals.partition_point(|(t, _)| *t <= now);
+            self.arrivals.insert(pos, (now, id));
         }
     }
 
