@@ -125,9 +125,7 @@ struct Record {
 impl Recorder for Record {
     fn record(&mut self, event: &TraceEvent) -> io::Result<()> {
         if let TraceEvent::Plan { plan, .. } = event {
-            if !plan.note.is_empty() {
-                self.shared.lock().last_reason = plan.note.clone();
-            }
+            self.shared.lock().last_reason = plan.note.clone();
         }
         match &mut self.trace {
             Some(t) => {
@@ -206,13 +204,15 @@ pub fn readopt(shared: &Shared, saved: &Saved, proc_root: &Path) -> Vec<String> 
 
 /// Runs the daemon until `opts.stop` is set: the socket is served, the apps
 /// `opts.state` names are re-adopted, and the Manager's loop runs `policy` on
-/// `linux`. Every app is let go with its settings back at the end.
+/// `linux`. Every app is let go with its settings back at the end. `say`
+/// hears what was done with each app the state file named.
 pub fn run(
     linux: LinuxMachine,
     policy: Box<dyn Policy>,
     factory: PolicyFactory,
     opts: &DaemonOptions,
-) -> Result<(RunSummary, Vec<String>), DaemonError> {
+    say: impl Fn(&str),
+) -> Result<RunSummary, DaemonError> {
     let shared = Shared::default();
     shared.lock().policy = policy.name().to_string();
     let saved = Saved::read(&opts.state).unwrap_or_else(|e| {
@@ -220,7 +220,10 @@ pub fn run(
         Saved::default()
     });
     let proc_root = PathBuf::from("/proc");
-    let said = readopt(&shared, &saved, &proc_root);
+    for s in readopt(&shared, &saved, &proc_root) {
+        tracing::info!("{s}");
+        say(&s);
+    }
     let trace = match &opts.trace {
         Some(path) => Some(coloc_model::trace::TraceWriter::new(io::BufWriter::new(
             fs::File::create(path).map_err(|source| DaemonError::Trace {
@@ -272,5 +275,5 @@ pub fn run(
         let _ = t.flush();
     }
     let _ = io::stderr().flush();
-    Ok((result?, said))
+    Ok(result?)
 }

@@ -283,6 +283,7 @@ impl Machine for DaemonMachine {
         }
         e.start = Some(adopted.start);
         e.running = true;
+        e.threads_now = adopted.launched.tids.len();
         e.allowed = Some(adopted.allowed.to_list());
         e.notes.extend(notes.clone());
         let str_env = |v: &std::ffi::OsString| v.to_string_lossy().into_owned();
