@@ -31,6 +31,10 @@ pub struct DaemonArgs {
     /// The policy's epoch.
     #[arg(long, default_value = "100ms", value_parser = crate::parse_epoch)]
     pub epoch: Duration,
+    /// The file the managed apps are saved in for a successor [default:
+    /// daemon.state in the journal directory].
+    #[arg(long, value_name = "PATH")]
+    pub state: Option<PathBuf>,
     /// Also write everything the loop records to this trace file.
     #[arg(long, value_name = "PATH")]
     pub trace: Option<PathBuf>,
@@ -66,7 +70,10 @@ pub fn main(a: DaemonArgs) -> Result<()> {
     });
     let opts = DaemonOptions {
         socket: socket.clone(),
-        state: journal_dir()?.join("daemon.state"),
+        state: match &a.state {
+            Some(s) => s.clone(),
+            None => journal_dir()?.join("daemon.state"),
+        },
         epoch: a.epoch,
         stop: stop_flag()?,
         trace: a.trace.clone(),
@@ -104,6 +111,9 @@ fn detach(a: &DaemonArgs) -> Result<()> {
     }
     if let Some(s) = &a.socket.socket {
         cmd.arg("--socket").arg(s);
+    }
+    if let Some(s) = &a.state {
+        cmd.arg("--state").arg(s);
     }
     cmd.stdin(std::process::Stdio::null())
         .stdout(log.try_clone()?)

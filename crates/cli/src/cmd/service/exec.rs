@@ -81,7 +81,26 @@ fn resolve(program: &OsString) -> Result<PathBuf> {
         .with_context(|| format!("{}: not found on PATH", p.display()))
 }
 
-pub fn main(a: ExecArgs) -> Result<()> {
+/// `kernel:NAME ARGS` (a built-in kernel, `coloc kernels`) as the path of
+/// its executable; any other command as given.
+fn with_kernels(command: Vec<OsString>) -> Result<Vec<OsString>> {
+    match command[0].to_str() {
+        Some(k) if k.starts_with(coloc_workloads::KERNEL_PREFIX) => {
+            let argv: Vec<String> = command
+                .iter()
+                .map(|s| s.to_string_lossy().into_owned())
+                .collect();
+            Ok(coloc_workloads::resolve_argv(&argv)?
+                .into_iter()
+                .map(OsString::from)
+                .collect())
+        }
+        _ => Ok(command),
+    }
+}
+
+pub fn main(mut a: ExecArgs) -> Result<()> {
+    a.command = with_kernels(std::mem::take(&mut a.command))?;
     let program = resolve(&a.command[0])?;
     let mut conn = match Conn::open(&a.socket) {
         Ok(c) => c,
