@@ -81,6 +81,8 @@ enum Command {
     Status(cmd::service::status::StatusArgs),
     /// Switch the daemon's policy at run time (`policy set P`).
     Policy(cmd::service::status::PolicyArgs),
+    /// The daemon's apps live, per CPU (q quits).
+    Top(cmd::service::top::TopArgs),
 }
 
 /// `--epoch`: a duration (`100ms`, `2s`) within the bounds a workload file's
@@ -170,5 +172,6 @@ fn dispatch(command: Command) -> anyhow::Result<()> {
         Command::Release(a) => cmd::service::status::release(a),
         Command::Status(a) => cmd::service::status::main(a),
         Command::Policy(a) => cmd::service::status::policy(a),
+        Command::Top(a) => cmd::service::top::main(a),
     }
 }

@@ -5,6 +5,7 @@
 //! Events that arrive together (two exits in one poll) are decided together: the
 //! policy sees all of them in one View, and the trigger names the first.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -123,7 +124,7 @@ pub fn serve(
 fn drive<'a>(
     machine: &'a mut dyn Machine,
     policy: &'a mut dyn Policy,
-    workload: &Workload,
+    workload: &'a Workload,
     inbox: Option<&'a mut dyn Inbox>,
     opts: &'a RunOptions,
     rec: &mut dyn Recorder,
@@ -153,9 +154,14 @@ fn drive<'a>(
 struct Loop<'a> {
     machine: &'a mut dyn Machine,
     policy: &'a mut dyn Policy,
-    /// The workload file's apps, then those the inbox handed over.
-    workload: Workload,
+    workload: &'a Workload,
     inbox: Option<&'a mut dyn Inbox>,
+    /// The spec of every app that has a run to come or running: the
+    /// workload's, then those the inbox handed over. An app's leaves with its
+    /// last run, so a service that runs for months does not keep them all.
+    specs: BTreeMap<u32, Arc<AppSpec>>,
+    /// The number the inbox's next app gets.
+    next_app: u32,
     opts: &'a RunOptions,
     /// Scheduled arrivals, earliest first.
     arrivals: Vec<(Duration, AppId)>,
@@ -173,7 +179,7 @@ impl<'a> Loop<'a> {
     fn new(
         machine: &'a mut dyn Machine,
         policy: &'a mut dyn Policy,
-        workload: &Workload,
+        workload: &'a Workload,
         inbox: Option<&'a mut dyn Inbox>,
         opts: &'a RunOptions,
     ) -> Self {
@@ -195,8 +201,13 @@ impl<'a> Loop<'a> {
         Self {
             machine,
             policy,
-            workload: workload.clone(),
+            workload,
             inbox,
+            specs: (0..)
+                .zip(&workload.apps)
+                .map(|(i, a)| (i, Arc::new(a.clone())))
+                .collect(),
+            next_app: workload.apps.len() as u32,
             opts,
             arrivals,
             apps: Vec::new(),
@@ -279,13 +290,17 @@ impl<'a> Loop<'a> {
         };
         for spec in inbox.take() {
             let id = AppId {
-                app: self.workload.apps.len() as u32,
+                app: self.next_app,
                 rep: 0,
             };
-            self.workload.apps.push(AppSpec {
-                arrive_at: now,
-                ..spec
-            });
+            self.next_app += 1;
+            self.specs.insert(
+                id.app,
+                Arc::new(AppSpec {
+                    arrive_at: now,
+                    ..spec
+                }),
+            );
             let pos = self.arrivals.partition_point(|(t, _)| *t <= now);
             self.arrivals.insert(pos, (now, id));
         }
@@ -297,15 +312,15 @@ impl<'a> Loop<'a> {
         id: AppId,
         rec: &mut dyn Recorder,
     ) -> Result<(), ManagerError> {
-        let spec = &self.workload.apps[id.app as usize];
+        let spec = Arc::clone(&self.specs[&id.app]);
         rec.record(&TraceEvent::Arrive { t: at, app: id })?;
         self.apps.push(AppView {
             id,
-            spec: std::sync::Arc::new(spec.clone()),
+            threads_requested: spec.threads_on(self.machine.topology().cpus().len()),
+            spec,
             state: AppState::Pending,
             arrived_at: at,
             started_at: None,
-            threads_requested: spec.threads_on(self.machine.topology().cpus().len()),
             threads: Vec::new(),
             current: None,
         });
@@ -324,8 +339,7 @@ impl<'a> Loop<'a> {
                 status,
                 output,
             } => {
-                let spec = &self.workload.apps[app.app as usize];
-                let metric = spec
+                let metric = self.specs[&app.app]
                     .metric
                     .as_ref()
                     .zip(output.as_deref())
@@ -374,16 +388,18 @@ impl<'a> Loop<'a> {
         Ok(())
     }
 
-    /// ReSense's ts(BM, k): the next run of an app arrives when the last one exits.
+    /// ReSense's ts(BM, k): the next run of an app arrives when the last one
+    /// exits; after its last run, its spec is dropped.
     fn next_repetition(&mut self, app: AppId, at: Duration) {
-        let spec = &self.workload.apps[app.app as usize];
-        if app.rep + 1 < spec.repeat {
+        if app.rep + 1 < self.specs[&app.app].repeat {
             let next = AppId {
                 app: app.app,
                 rep: app.rep + 1,
             };
             let pos = self.arrivals.partition_point(|(t, _)| *t <= at);
             self.arrivals.insert(pos, (at, next));
+        } else {
+            self.specs.remove(&app.app);
         }
     }
 

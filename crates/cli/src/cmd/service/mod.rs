@@ -7,3 +7,4 @@ pub mod client;
 pub mod daemon;
 pub mod exec;
 pub mod status;
+pub mod top;
