@@ -393,3 +393,86 @@ fn a_request_of_another_protocol_version_is_refused() {
     BufReader::new(s).read_line(&mut line).unwrap();
     assert!(line.contains("protocol version 99"), "{line}");
 }
+
+/// The tmux server of one test, ended with the test.
+struct Tmux(String);
+
+impl Tmux {
+    fn cmd(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.0]);
+        c
+    }
+
+    fn capture(&self) -> String {
+        let out = self
+            .cmd()
+            .args(["capture-pane", "-p", "-t", "top"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("kill-server").status();
+    }
+}
+
+/// `coloc top` in a real terminal (tmux): the policy, a line per CPU with
+/// the app planned there, the app's row; `q` quits it.
+#[test]
+fn top_shows_the_apps_per_cpu_in_a_terminal() {
+    if !is_root() {
+        return;
+    }
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("skipped: tmux is not installed (scripts/setup installs it)");
+        return;
+    }
+    let svc = Service::new();
+    let mut started = Started::default();
+    svc.start("equal", &mut started);
+    let sleeper = Command::new("sleep").arg("60").spawn().unwrap();
+    let pid = sleeper.id();
+    started.children.push(sleeper);
+    let out = svc
+        .coloc(&["attach", &pid.to_string(), "--name", "napper"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out).1);
+
+    let tmux = Tmux(format!("coloc-top-{}", std::process::id()));
+    let top = format!(
+        "{} top --interval 200ms --socket {}",
+        env!("CARGO_BIN_EXE_coloc"),
+        svc.socket().display()
+    );
+    let ok = tmux
+        .cmd()
+        .args(["new-session", "-d", "-s", "top", "-x", "120", "-y", "30", &top])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let mut screen = String::new();
+    wait_for("coloc top's screen", || {
+        screen = tmux.capture();
+        screen.contains("napper") && screen.contains("CPU   0")
+    });
+    assert!(screen.contains("policy equal"), "{screen}");
+    let planned = screen
+        .lines()
+        .find(|l| l.contains("CPU") && l.contains("planned: napper"));
+    assert!(planned.is_some(), "no CPU planned for the app:\n{screen}");
+    assert!(screen.contains("1 managed app(s)"), "{screen}");
+
+    tmux.cmd().args(["send-keys", "-t", "top", "q"]).status().unwrap();
+    wait_for("coloc top to quit on q", || {
+        !tmux
+            .cmd()
+            .args(["has-session", "-t", "top"])
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+}
