@@ -5,6 +5,7 @@
 
 mod common;
 #[path = "../../linux/tests/support/users.rs"]
+#[allow(dead_code)] // chown: the other tests' part of it
 mod users;
 
 use std::os::unix::fs::PermissionsExt;
@@ -70,7 +71,14 @@ impl Service {
     fn start(&self, policy: &str, started: &mut Started) -> usize {
         let log = std::fs::File::create(self.dir.path().join("daemon.log")).unwrap();
         let child = coloc()
-            .args(["daemon", "--foreground", "--log-level", "info", "--policy", policy])
+            .args([
+                "daemon",
+                "--foreground",
+                "--log-level",
+                "info",
+                "--policy",
+                policy,
+            ])
             .arg("--socket")
             .arg(self.socket())
             .arg("--state")
@@ -94,7 +102,10 @@ impl Service {
     /// `coloc CMD --socket S ARGS...`.
     fn coloc(&self, args: &[&str]) -> Command {
         let mut c = coloc();
-        c.arg(args[0]).arg("--socket").arg(self.socket()).args(&args[1..]);
+        c.arg(args[0])
+            .arg("--socket")
+            .arg(self.socket())
+            .args(&args[1..]);
         c
     }
 
@@ -289,13 +300,20 @@ fn a_user_manages_only_its_own_processes() {
     assert!(stdout.contains("DoP is not managed"), "{stdout}");
 
     // Root attaches its own; the user can neither release nor see it.
-    let out = svc.coloc(&["attach", &root_pid.to_string()]).output().unwrap();
+    let out = svc
+        .coloc(&["attach", &root_pid.to_string()])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", text(&out).1);
     let out = as_user(&mut svc.coloc(&["release", &root_pid.to_string()]))
         .output()
         .unwrap();
     assert!(!out.status.success());
-    assert!(text(&out).1.contains("may release only its own"), "{}", text(&out).1);
+    assert!(
+        text(&out).1.contains("may release only its own"),
+        "{}",
+        text(&out).1
+    );
     let out = as_user(&mut svc.coloc(&["status", "--json"]))
         .output()
         .unwrap();
@@ -451,7 +469,17 @@ fn top_shows_the_apps_per_cpu_in_a_terminal() {
     );
     let ok = tmux
         .cmd()
-        .args(["new-session", "-d", "-s", "top", "-x", "120", "-y", "30", &top])
+        .args([
+            "new-session",
+            "-d",
+            "-s",
+            "top",
+            "-x",
+            "120",
+            "-y",
+            "30",
+            &top,
+        ])
         .status()
         .unwrap();
     assert!(ok.success());
@@ -467,7 +495,10 @@ fn top_shows_the_apps_per_cpu_in_a_terminal() {
     assert!(planned.is_some(), "no CPU planned for the app:\n{screen}");
     assert!(screen.contains("1 managed app(s)"), "{screen}");
 
-    tmux.cmd().args(["send-keys", "-t", "top", "q"]).status().unwrap();
+    tmux.cmd()
+        .args(["send-keys", "-t", "top", "q"])
+        .status()
+        .unwrap();
     wait_for("coloc top to quit on q", || {
         !tmux
             .cmd()

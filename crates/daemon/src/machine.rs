@@ -262,14 +262,18 @@ impl Machine for DaemonMachine {
         let adopted = match adopted {
             Ok(a) => a,
             Err(err) => {
-                let message = format!("{}", coloc_machine_chain(&err));
+                let err = MachineError::Launch {
+                    app: req.id,
+                    name: req.spec.name.clone(),
+                    source: Box::new(err),
+                };
                 if let Some(tx) = e.reply.take() {
                     let _ = tx.send(Reply::Error {
-                        message: message.clone(),
+                        message: err.launch_reason().unwrap_or_default(),
                     });
                 }
                 state.apps.remove(&req.id.app);
-                return Err(fail(message));
+                return Err(err);
             }
         };
         let mut notes = Vec::new();
@@ -354,7 +358,10 @@ impl Machine for DaemonMachine {
                 let Some(e) = state.apps.get_mut(&p.app.app) else {
                     continue;
                 };
-                if let Some(allowed) = e.allowed.as_deref().and_then(|a| CpuSet::parse_list(a).ok())
+                if let Some(allowed) = e
+                    .allowed
+                    .as_deref()
+                    .and_then(|a| CpuSet::parse_list(a).ok())
                 {
                     p.placement = within(&p.placement, &allowed);
                 }
@@ -392,18 +399,6 @@ impl Machine for DaemonMachine {
         }
         usage
     }
-}
-
-/// An error and its sources, joined by `: `.
-fn coloc_machine_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut cur = e.source();
-    while let Some(s) = cur {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        cur = s.source();
-    }
-    out
 }
 
 #[cfg(test)]

@@ -64,14 +64,23 @@ pub enum Reply {
         notes: Vec<String>,
     },
     /// `attach`: managed as app `app`.
-    Attached { app: u32, notes: Vec<String> },
+    Attached {
+        app: u32,
+        notes: Vec<String>,
+    },
     /// `release`: let go.
-    Released { app: u32 },
+    Released {
+        app: u32,
+    },
     Status(Status),
     /// The policy in force now.
-    Policy { policy: String },
+    Policy {
+        policy: String,
+    },
     /// A refusal or failure, said in full.
-    Error { message: String },
+    Error {
+        message: String,
+    },
 }
 
 /// What `coloc status` shows.

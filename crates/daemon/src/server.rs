@@ -163,10 +163,11 @@ fn handle(
             argv,
         } => {
             may_act(ctx, peer, pid)?;
-            let parent = procfs::process::Process::new_with_root(ctx.proc_root.join(pid.to_string()))
-                .and_then(|p| p.stat())
-                .map(|s| s.ppid as u32)
-                .map_err(|_| Refused(format!("no process {pid}")))?;
+            let parent =
+                procfs::process::Process::new_with_root(ctx.proc_root.join(pid.to_string()))
+                    .and_then(|p| p.stat())
+                    .map(|s| s.ppid as u32)
+                    .map_err(|_| Refused(format!("no process {pid}")))?;
             if parent != peer.pid {
                 return Err(Refused(format!(
                     "process {pid} is not a child of the caller (pid {})",

@@ -184,9 +184,6 @@ impl LinuxMachine {
 
     /// The instance whose main process is `pid`, if any.
     pub fn instance_of(&self, pid: u32) -> Option<AppId> {
-        self.instances
-            .iter()
-            .find(|i| i.pid() == pid)
-            .map(|i| i.id)
+        self.instances.iter().find(|i| i.pid() == pid).map(|i| i.id)
     }
 }

@@ -123,7 +123,10 @@ impl Conn {
             .read_line(&mut line)
             .with_context(|| format!("reading from {}", self.path.display()))?;
         if n == 0 {
-            bail!("the daemon at {} closed the connection", self.path.display());
+            bail!(
+                "the daemon at {} closed the connection",
+                self.path.display()
+            );
         }
         serde_json::from_str(&line).with_context(|| format!("the daemon's reply {line:?}"))
     }

@@ -43,7 +43,10 @@ pub struct DaemonArgs {
 }
 
 /// A fresh policy `name`, with what it reads from the store.
-fn make_policy(topology: &coloc_model::Topology, name: &str) -> Result<Box<dyn coloc_policy::Policy>> {
+fn make_policy(
+    topology: &coloc_model::Topology,
+    name: &str,
+) -> Result<Box<dyn coloc_policy::Policy>> {
     let choice = Choice::named(name)?;
     let target = Target::Host(Host {
         topology: topology.clone(),
@@ -65,9 +68,8 @@ pub fn main(a: DaemonArgs) -> Result<()> {
     let socket = a.socket.daemon_path()?;
     let policy = make_policy(&host.topology, &a.policy)?;
     let topology = host.topology.clone();
-    let factory: PolicyFactory = Arc::new(move |name: &str| {
-        make_policy(&topology, name).map_err(|e| format!("{e:#}"))
-    });
+    let factory: PolicyFactory =
+        Arc::new(move |name: &str| make_policy(&topology, name).map_err(|e| format!("{e:#}")));
     let opts = DaemonOptions {
         socket: socket.clone(),
         state: match &a.state {
@@ -120,7 +122,11 @@ fn detach(a: &DaemonArgs) -> Result<()> {
         .stderr(log);
     // SAFETY: setsid is async-signal-safe and touches only the child.
     unsafe {
-        cmd.pre_exec(|| nix::unistd::setsid().map(drop).map_err(std::io::Error::from));
+        cmd.pre_exec(|| {
+            nix::unistd::setsid()
+                .map(drop)
+                .map_err(std::io::Error::from)
+        });
     }
     let mut child = cmd.spawn().context("starting the daemon")?;
     let socket = a.socket.client_path()?;
@@ -143,5 +149,8 @@ fn detach(a: &DaemonArgs) -> Result<()> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    bail!("the daemon did not answer on {} within 30 s", socket.display())
+    bail!(
+        "the daemon did not answer on {} within 30 s",
+        socket.display()
+    )
 }

@@ -148,7 +148,11 @@ pub fn main(mut a: ExecArgs) -> Result<()> {
         threads: a.threads,
         pid: child.as_raw() as u32,
         argv: std::iter::once(program.display().to_string())
-            .chain(a.command[1..].iter().map(|s| s.to_string_lossy().into_owned()))
+            .chain(
+                a.command[1..]
+                    .iter()
+                    .map(|s| s.to_string_lossy().into_owned()),
+            )
             .collect(),
     })?;
     let mut go = std::fs::File::from(go_write);

@@ -72,9 +72,8 @@ fn cpu_lines(s: &Status) -> Vec<String> {
     }
     cpus.iter()
         .map(|c| {
-            let list = |m: &BTreeMap<u32, Vec<String>>| {
-                m.get(c).map_or("-".to_string(), |v| v.join(" "))
-            };
+            let list =
+                |m: &BTreeMap<u32, Vec<String>>| m.get(c).map_or("-".to_string(), |v| v.join(" "));
             format!(
                 "CPU {c:>3}  planned: {:<24} threads there: {}",
                 list(&planned),
