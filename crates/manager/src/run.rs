@@ -77,6 +77,9 @@ pub struct RunSummary {
     /// Observations at which some app's waiting threads had been kept off idle
     /// CPUs for more than an epoch ([`TraceEvent::IdleWhileWaiting`] events).
     pub idle_while_waiting: usize,
+    /// Observations made: fewer than the run's length over the epoch when the
+    /// loop could not keep up.
+    pub observations: usize,
 }
 
 /// Apps that arrive while the Manager runs rather than from a workload file:
@@ -148,6 +151,7 @@ fn drive<'a>(
         interrupted,
         usage: usage?,
         idle_while_waiting: state.idle_while_waiting,
+        observations: state.observations,
     })
 }
 
@@ -173,6 +177,7 @@ struct Loop<'a> {
     affinity_drift: u64,
     conservation: Conservation,
     idle_while_waiting: usize,
+    observations: usize,
 }
 
 impl<'a> Loop<'a> {
@@ -218,6 +223,7 @@ impl<'a> Loop<'a> {
             affinity_drift: 0,
             conservation: Conservation::default(),
             idle_while_waiting: 0,
+            observations: 0,
         }
     }
 
@@ -256,6 +262,7 @@ impl<'a> Loop<'a> {
             if now >= next_epoch {
                 let obs = self.machine.observe()?;
                 rec.record(&TraceEvent::Obs(Box::new(obs.clone())))?;
+                self.observations += 1;
                 self.prev = self.last.replace(obs);
                 self.check_conservation(rec)?;
                 trigger.get_or_insert(Trigger::Epoch);
