@@ -149,6 +149,8 @@ impl LinuxMachine {
             tids: inst.tracker.tids(),
         };
         self.instances.push(inst);
+        // Its threads predate anything the process connector reported.
+        self.fresh = true;
         Ok(Adopted {
             launched,
             start: stat.starttime,

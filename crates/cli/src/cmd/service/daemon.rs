@@ -50,6 +50,7 @@ fn make_policy(
     let choice = Choice::named(name)?;
     let target = Target::Host(Host {
         topology: topology.clone(),
+        process_events: true,
     });
     let workload = Workload {
         name: "daemon".into(),
