@@ -80,7 +80,11 @@ fn finish_restores_an_adopted_process_and_leaves_it_running() {
     });
     m.finish().unwrap();
     assert_eq!(cpus_of(pid, pid), Some(all));
-    assert!(journals(dir.path()).is_empty(), "{:?}", journals(dir.path()));
+    assert!(
+        journals(dir.path()).is_empty(),
+        "{:?}",
+        journals(dir.path())
+    );
 }
 
 #[test]
@@ -118,7 +122,10 @@ fn a_reused_pid_or_a_managed_one_is_refused() {
             ..adopt(pid, 0)
         })
         .unwrap_err();
-    assert!(matches!(err, AdoptError::Reused { expected: 1, .. }), "{err}");
+    assert!(
+        matches!(err, AdoptError::Reused { expected: 1, .. }),
+        "{err}"
+    );
     m.adopt(adopt(pid, 0)).unwrap();
     let err = m.adopt(adopt(pid, 1)).unwrap_err();
     assert!(matches!(err, AdoptError::Managed { .. }), "{err}");

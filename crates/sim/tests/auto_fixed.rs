@@ -85,7 +85,9 @@ fn auto_partitions_teams_it_cannot_shrink() {
         })
         .collect();
     assert!(
-        notes.iter().any(|n| n.contains("kept") && n.contains("on CPUs")),
+        notes
+            .iter()
+            .any(|n| n.contains("kept") && n.contains("on CPUs")),
         "{notes:#?}"
     );
 }

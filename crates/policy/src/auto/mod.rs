@@ -61,8 +61,8 @@ use coloc_model::{
 };
 
 use self::evidence::{progress, Evidence, Progress};
-use crate::baseline::topology_order;
 use self::trial::{Stage, Trial};
+use crate::baseline::topology_order;
 use crate::Policy;
 
 /// What auto optimizes.
@@ -269,7 +269,12 @@ pub(crate) fn partitions(cpus: &[u32], weights: &[u32]) -> Vec<CpuSet> {
         .collect();
     let mut left = cpus.len() as u64 - size.iter().sum::<u64>();
     let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by_key(|&i| (std::cmp::Reverse(rest * u64::from(weights[i].max(1)) % total), i));
+    order.sort_by_key(|&i| {
+        (
+            std::cmp::Reverse(rest * u64::from(weights[i].max(1)) % total),
+            i,
+        )
+    });
     for &i in order.iter().cycle() {
         if left == 0 {
             break;

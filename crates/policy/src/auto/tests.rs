@@ -12,9 +12,9 @@ use coloc_model::{
     ThreadSample, Topology, Trigger, View,
 };
 
-use crate::cores::lever::{MIN_REGIONS, PATIENCE};
 use super::trial::{MEASURE, SETTLE};
 use super::{partitions, Auto, Objective, ART_NICE_STEP, LATENCY_NICE};
+use crate::cores::lever::{MIN_REGIONS, PATIENCE};
 use crate::{invariants, Policy};
 
 const TICK: Duration = Duration::from_millis(100);
@@ -246,7 +246,10 @@ fn a_malleable_app_beside_one_that_cannot_be_made_malleable() {
     assert_eq!(dop(linux, mall), Some(2), "{}", linux.note);
     let last = plans.last().unwrap();
     assert_eq!(dop(last, mall), Some(1), "{}", last.note);
-    assert_eq!((cpus(last, fixed), cpus(last, mall)), ("0".into(), "1".into()));
+    assert_eq!(
+        (cpus(last, fixed), cpus(last, mall)),
+        ("0".into(), "1".into())
+    );
     assert!(last.note.contains("kept"), "{}", last.note);
     assert!(
         last.note.contains("0.0 4 thread(s) on CPUs 0") && last.note.contains("not malleable"),
@@ -312,7 +315,10 @@ fn a_mid_run_arrival_is_tried_afresh() {
     let second = AppId { app: 1, rep: 0 };
     assert!(p.for_app(second).unwrap().admit);
     // Launched into its partition, next to the first app's.
-    assert_eq!((cpus(&p, first), cpus(&p, second)), ("0".into(), "1".into()));
+    assert_eq!(
+        (cpus(&p, first), cpus(&p, second)),
+        ("0".into(), "1".into())
+    );
     {
         let now = s.now;
         let a = s.app_mut(second);
@@ -451,18 +457,39 @@ fn pthreads_apps_that_oversubscribe_get_partitions_judged_by_cpu_time() {
         let mut s = Script::new(Objective::Makespan);
         let a = s.start(0, 2, false);
         let b = s.start(1, 2, false);
-        let first = s.tick_placed(|_, _, cpus| Some(pthreads(if cpus.is_empty() { 100 } else { own_ms })));
-        assert_eq!((cpus(&first, a), cpus(&first, b)), ("0".into(), "1".into()), "{}", first.note);
+        let first =
+            s.tick_placed(|_, _, cpus| Some(pthreads(if cpus.is_empty() { 100 } else { own_ms })));
+        assert_eq!(
+            (cpus(&first, a), cpus(&first, b)),
+            ("0".into(), "1".into()),
+            "{}",
+            first.note
+        );
         let mut p = first;
         for _ in 0..TRIAL_TICKS + 2 {
-            p = s.tick_placed(|_, _, cpus| Some(pthreads(if cpus.is_empty() { 100 } else { own_ms })));
+            p = s.tick_placed(|_, _, cpus| {
+                Some(pthreads(if cpus.is_empty() { 100 } else { own_ms }))
+            });
         }
         if kept {
-            assert_eq!((cpus(&p, a), cpus(&p, b)), ("0".into(), "1".into()), "{}", p.note);
-            assert!(p.note.contains("1.00x Linux's progress: kept"), "{}", p.note);
+            assert_eq!(
+                (cpus(&p, a), cpus(&p, b)),
+                ("0".into(), "1".into()),
+                "{}",
+                p.note
+            );
+            assert!(
+                p.note.contains("1.00x Linux's progress: kept"),
+                "{}",
+                p.note
+            );
         } else {
             assert!(unmanaged(&p), "{}", p.note);
-            assert!(p.note.contains("0.80x Linux's progress: back to Linux"), "{}", p.note);
+            assert!(
+                p.note.contains("0.80x Linux's progress: back to Linux"),
+                "{}",
+                p.note
+            );
         }
         assert!(p.apps.iter().all(|x| x.dop.is_none()), "{}", p.note);
     }
@@ -512,7 +539,12 @@ fn an_arrival_beyond_the_cpus_waits_for_a_partition() {
     assert!(!p.for_app(third).unwrap().admit, "{}", p.note);
     let p = s.exit(a);
     assert!(p.for_app(third).unwrap().admit, "{}", p.note);
-    assert_eq!((cpus(&p, b), cpus(&p, third)), ("0".into(), "1".into()), "{}", p.note);
+    assert_eq!(
+        (cpus(&p, b), cpus(&p, third)),
+        ("0".into(), "1".into()),
+        "{}",
+        p.note
+    );
 
     // Settled on Linux (20% less CPU on their own CPUs): admitted at once.
     let mut s = Script::new(Objective::Makespan);
@@ -542,12 +574,19 @@ fn partitions_follow_the_threads() {
         (&[0, 1], &[2, 2], &["0", "1"]),
         (&[0, 1], &[4, 2], &["0", "1"]),
         (&[0, 1, 2, 3, 4, 5, 6, 7], &[6, 2], &["0-5", "6-7"]),
-        (&[0, 1, 2, 3, 4, 5, 6, 7], &[1, 1, 1], &["0-2", "3-5", "6-7"]),
+        (
+            &[0, 1, 2, 3, 4, 5, 6, 7],
+            &[1, 1, 1],
+            &["0-2", "3-5", "6-7"],
+        ),
         (&[0, 1, 2, 3], &[8, 1, 1], &["0-1", "2", "3"]),
         (&[0, 1], &[2, 1, 2], &["0", "1", "1"]),
     ];
     for (cpus, weights, want) in cases {
-        let got: Vec<String> = partitions(cpus, weights).iter().map(|c| c.to_list()).collect();
+        let got: Vec<String> = partitions(cpus, weights)
+            .iter()
+            .map(|c| c.to_list())
+            .collect();
         assert_eq!(got, want, "{cpus:?} {weights:?}");
     }
 }

@@ -125,10 +125,7 @@ impl RegionClock {
         match self.lever() {
             Lever::NoChannel => "no DoP channel".into(),
             Lever::Acts => format!("{} regions ended", self.regions),
-            Lever::Unknown => format!(
-                "{} region(s) ended, {MIN_REGIONS} needed",
-                self.regions
-            ),
+            Lever::Unknown => format!("{} region(s) ended, {MIN_REGIONS} needed", self.regions),
             Lever::Stuck if self.regions == 0 => {
                 format!("no region ended yet, in one for {quiet:.2} s")
             }

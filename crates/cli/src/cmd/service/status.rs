@@ -91,7 +91,13 @@ pub fn plan_cells(p: Option<&AppPlan>) -> [String; 4] {
     [cpus, dop, mem, sched]
 }
 
-fn row(a: &AppStatus) -> Vec<String> {
+/// The columns of an app's row, in [`row`]'s order.
+pub const COLUMNS: [&str; 11] = [
+    "app", "name", "pid", "kind", "state", "age", "threads", "cpus", "dop", "memory", "sched",
+];
+
+/// An app's row of `coloc status` and `coloc top`.
+pub fn row(a: &AppStatus) -> Vec<String> {
     let [cpus, dop, mem, sched] = plan_cells(a.plan.as_ref());
     vec![
         a.app.to_string(),
@@ -114,9 +120,7 @@ pub fn table(s: &Status) -> String {
         "daemon {} up {:.0}s, policy {}, CPUs {}\n",
         s.daemon_pid, s.uptime_secs, s.policy, s.cpus
     );
-    let head = [
-        "app", "name", "pid", "kind", "state", "age", "threads", "cpus", "dop", "memory", "sched",
-    ];
+    let head = COLUMNS;
     let rows: Vec<Vec<String>> = s.apps.iter().map(row).collect();
     let widths: Vec<usize> = (0..head.len())
         .map(|i| {

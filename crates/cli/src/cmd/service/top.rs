@@ -17,7 +17,7 @@ use ratatui::widgets::{Block, Paragraph, Row, Table};
 use ratatui::Frame;
 
 use super::client::SocketArgs;
-use super::status::{plan_cells, status};
+use super::status::{row, status, COLUMNS};
 
 #[derive(Debug, Args)]
 pub struct TopArgs {
@@ -104,25 +104,12 @@ fn draw(f: &mut Frame<'_>, s: &Status) {
         Paragraph::new(cpu_text).block(Block::bordered().title("per CPU")),
         cpu_area,
     );
-    let rows = s.apps.iter().map(|a| {
-        let [cpus, dop, mem, sched] = plan_cells(a.plan.as_ref());
-        Row::new(vec![
-            a.app.to_string(),
-            a.name.clone(),
-            a.pid.to_string(),
-            a.state.clone(),
-            format!("{:.0}s", a.age_secs),
-            a.threads.to_string(),
-            cpus,
-            dop,
-            mem,
-            sched,
-        ])
-    });
+    let rows = s.apps.iter().map(|a| Row::new(row(a)));
     let widths = [
         Constraint::Length(4),
         Constraint::Length(12),
         Constraint::Length(8),
+        Constraint::Length(9),
         Constraint::Length(12),
         Constraint::Length(6),
         Constraint::Length(7),
@@ -132,9 +119,7 @@ fn draw(f: &mut Frame<'_>, s: &Status) {
         Constraint::Min(10),
     ];
     let table = Table::new(rows, widths)
-        .header(Row::new(vec![
-            "app", "name", "pid", "state", "age", "threads", "cpus", "dop", "memory", "sched",
-        ]))
+        .header(Row::new(COLUMNS.to_vec()))
         .block(Block::bordered().title(format!("{} managed app(s)", s.apps.len())));
     f.render_widget(table, apps_area);
 }
