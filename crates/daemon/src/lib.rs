@@ -205,7 +205,8 @@ pub fn readopt(shared: &Shared, saved: &Saved, proc_root: &Path) -> Vec<String> 
 /// Runs the daemon until `opts.stop` is set: the socket is served, the apps
 /// `opts.state` names are re-adopted, and the Manager's loop runs `policy` on
 /// `linux`. Every app is let go with its settings back at the end. `say`
-/// hears what was done with each app the state file named.
+/// hears what was done with each app the state file named, then that the
+/// daemon listens.
 pub fn run(
     linux: LinuxMachine,
     policy: Box<dyn Policy>,
@@ -234,6 +235,12 @@ pub fn run(
         None => None,
     };
     let listener = bind(&opts.socket)?;
+    say(&format!(
+        "daemon {} listening on {} (policy {})",
+        std::process::id(),
+        opts.socket.display(),
+        policy.name()
+    ));
     let ctx = Context {
         shared: shared.clone(),
         factory,

@@ -54,7 +54,7 @@ pub struct Entry {
     /// Where the answer to the request that brought it goes (none for a
     /// re-adopted app: its client talked to the daemon that ended).
     pub reply: Option<Sender<Reply>>,
-    /// Handed to the loop ([`crate::machine`] numbers apps by this order).
+    /// Handed to the loop (which numbers apps in the order handed over).
     pub taken: bool,
     /// Adopted by the machine.
     pub running: bool,

@@ -66,13 +66,12 @@ pub fn main(a: DaemonArgs) -> Result<()> {
         return detach(&a);
     }
     let host = Host::new()?;
-    let socket = a.socket.daemon_path()?;
     let policy = make_policy(&host.topology, &a.policy)?;
     let topology = host.topology.clone();
     let factory: PolicyFactory =
         Arc::new(move |name: &str| make_policy(&topology, name).map_err(|e| format!("{e:#}")));
     let opts = DaemonOptions {
-        socket: socket.clone(),
+        socket: a.socket.daemon_path()?,
         state: match &a.state {
             Some(s) => s.clone(),
             None => journal_dir()?.join("daemon.state"),
@@ -82,12 +81,6 @@ pub fn main(a: DaemonArgs) -> Result<()> {
         trace: a.trace.clone(),
     };
     let linux = host.machine(&journal_dir()?.join("daemon-out"))?;
-    eprintln!(
-        "coloc: daemon {} listening on {} (policy {})",
-        std::process::id(),
-        socket.display(),
-        a.policy
-    );
     let summary = coloc_daemon::run(linux, policy, factory, &opts, |s| eprintln!("coloc: {s}"))?;
     eprintln!(
         "coloc: daemon stopped; {} app(s) managed, every setting restored",
