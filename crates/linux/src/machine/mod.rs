@@ -138,6 +138,9 @@ pub struct LinuxMachine {
     journal: Journal,
     counters: HwCounters,
     schedstat: bool,
+    /// How many threads' `schedstat` files sampling keeps open
+    /// ([`sample::schedstat_budget`]).
+    schedstat_files: usize,
     instances: Vec<Instance>,
     /// Processes of exited instances that were still running when their app
     /// exited (pid, start time), ended at [`Machine::finish`].
@@ -233,6 +236,7 @@ impl LinuxMachine {
             fresh: false,
             counters,
             schedstat,
+            schedstat_files: sample::schedstat_budget(),
             instances: Vec::new(),
             leftovers: Vec::new(),
             cpu_at_start: own_cpu()?,
@@ -469,6 +473,7 @@ impl Machine for LinuxMachine {
         let at = self.now();
         let proc = &self.proc;
         let counters = &mut self.counters;
+        let mut budget = self.schedstat_files;
         let apps = self
             .instances
             .iter_mut()
@@ -484,6 +489,7 @@ impl Machine for LinuxMachine {
                     &mut i.last_samples,
                     counters,
                     omp,
+                    &mut budget,
                 )
             })
             .collect();

@@ -18,7 +18,7 @@
 
 use std::collections::BTreeSet;
 
-use proc_connector::{EventMask, ProcConnector, ProcEvent};
+use proc_connector::{EventMask, NetlinkMessageIter, ProcConnector, ProcEvent};
 
 /// Socket receive buffer: room for a burst of ~16,000 events between polls
 /// (each is a 76-byte message in a 128-byte buffer slot, roughly).
@@ -89,19 +89,31 @@ impl ProcEvents {
     pub fn drain(&mut self) -> Touched {
         let mut groups = BTreeSet::new();
         loop {
-            match self.conn.recv(&mut self.buf) {
-                Ok(event) => groups.extend(Touched::groups_of(&event)),
+            // `recv_raw` (not `recv`, which reports an empty non-blocking
+            // socket as an I/O error) and every message of each datagram.
+            let n = match self.conn.recv_raw(&mut self.buf) {
+                Ok(n) => n,
                 Err(proc_connector::Error::WouldBlock) => return Touched::Groups(groups),
                 Err(proc_connector::Error::Interrupted) => continue,
                 // Overrun (ENOBUFS) and anything else: events may be lost.
-                Err(e) => {
-                    tracing::debug!("process events lost ({e}): rescanning every instance");
-                    // What is still queued after an overrun is read next poll.
-                    return Touched::Everything;
+                Err(e) => return lost(&e),
+            };
+            for msg in NetlinkMessageIter::new(&self.buf, n) {
+                match msg {
+                    Ok(Some(event)) => groups.extend(Touched::groups_of(&event)),
+                    Ok(None) => {}
+                    Err(e) => return lost(&e),
                 }
             }
         }
     }
+}
+
+/// Events may have been lost: every instance is rescanned (what is still
+/// queued is read at the next poll).
+fn lost(e: &proc_connector::Error) -> Touched {
+    tracing::debug!("process events lost ({e}): rescanning every instance");
+    Touched::Everything
 }
 
 #[cfg(test)]
@@ -150,6 +162,8 @@ mod tests {
     }
 
     /// On this machine (root, CONFIG_PROC_EVENTS) the connector opens; a
+    /// quiet poll names the groups that forked or exited (never
+    /// "everything", which would rescan every instance every poll), and a
     /// thread started here shows up as this process's group being touched.
     /// Without the connector the test says why and checks nothing else.
     #[test]
@@ -162,6 +176,8 @@ mod tests {
             }
         };
         events.drain();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(matches!(events.drain(), Touched::Groups(_)));
         std::thread::spawn(|| {}).join().unwrap();
         let me = std::process::id();
         // Events are delivered asynchronously; give them a moment.

@@ -11,11 +11,11 @@
 //!
 //! Approach, per decision:
 //! 1. Levers: an app's DoP lever *acts* by the rule shared with the core
-//!    allocation ([`crate::cores::lever`]): malleable, its runtime answers
+//!    allocation (`cores/lever.rs`): malleable, its runtime answers
 //!    through the DoP channel, at least `MIN_REGIONS` regions ended, and it is
 //!    not stuck inside one region for longer than `PATIENCE`.
 //! 2. Own arrangement, while at least two apps' threads oversubscribe the
-//!    CPUs: every running app gets an exclusive CPU partition ([`partitions`]:
+//!    CPUs: every running app gets an exclusive CPU partition (`partitions`:
 //!    one CPU each, the rest in proportion to its threads), and an app whose
 //!    lever acts gets a DoP of its partition's size. Apps whose thread count
 //!    cannot change thus stop sharing CPUs with other apps' threads (equal's
