@@ -69,6 +69,20 @@ enum Command {
     Gen(cmd::gen::GenArgs),
     /// Compare the simulator with measured times of the workload kernels.
     CalibrateSim(cmd::calibrate_sim::CalibrateSimArgs),
+    /// Run coloc as a node service managing the apps people start (docs/service.md).
+    Daemon(cmd::service::daemon::DaemonArgs),
+    /// Run a command under the daemon's management and exit with its status.
+    Exec(cmd::service::exec::ExecArgs),
+    /// Have the daemon manage an already running process tree (no DoP control).
+    Attach(cmd::service::status::AttachArgs),
+    /// Have the daemon let a process go, its settings restored.
+    Release(cmd::service::status::ReleaseArgs),
+    /// The daemon's managed apps and their plans.
+    Status(cmd::service::status::StatusArgs),
+    /// Switch the daemon's policy at run time (`policy set P`).
+    Policy(cmd::service::status::PolicyArgs),
+    /// The daemon's apps live, per CPU (q quits).
+    Top(cmd::service::top::TopArgs),
 }
 
 /// `--epoch`: a duration (`100ms`, `2s`) within the bounds a workload file's
@@ -152,5 +166,12 @@ fn dispatch(command: Command) -> anyhow::Result<()> {
         Command::Bench(a) => cmd::bench::main(a),
         Command::Gen(a) => cmd::gen::main(a),
         Command::CalibrateSim(a) => cmd::calibrate_sim::main(a),
+        Command::Daemon(a) => cmd::service::daemon::main(a),
+        Command::Exec(a) => cmd::service::exec::main(a),
+        Command::Attach(a) => cmd::service::status::attach(a),
+        Command::Release(a) => cmd::service::status::release(a),
+        Command::Status(a) => cmd::service::status::main(a),
+        Command::Policy(a) => cmd::service::status::policy(a),
+        Command::Top(a) => cmd::service::top::main(a),
     }
 }

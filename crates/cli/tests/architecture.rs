@@ -20,6 +20,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("manager", 2),
     ("linux", 2),
     ("sim", 3),
+    ("daemon", 3),
     ("cli", 4),
     ("fuzz", 4),
 ];

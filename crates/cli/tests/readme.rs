@@ -298,6 +298,8 @@ fn the_readme_commands_run_and_do_what_its_text_says() {
             assert!(mode & 0o111 != 0, "{cmd} is not executable");
             continue;
         }
+        // `sudo coloc ...` is a coloc command run as root.
+        let cmd = cmd.strip_prefix("sudo ").unwrap_or(&cmd).to_string();
         assert!(
             cmd.starts_with("coloc "),
             "README command `{cmd}` is of a kind this test does not know: run it here or mark its block"
@@ -307,8 +309,12 @@ fn the_readme_commands_run_and_do_what_its_text_says() {
             ran.push((cmd, r));
         } else {
             // Parses: clap refuses an unknown subcommand or option before it
-            // prints the help that a trailing --help asks for.
-            let r = scratch.run(&format!("{cmd} --help"));
+            // prints the help that a trailing --help asks for (before `--`:
+            // what follows is the command `coloc exec` runs).
+            let r = scratch.run(&match cmd.split_once(" -- ") {
+                Some((head, tail)) => format!("{head} --help -- {tail}"),
+                None => format!("{cmd} --help"),
+            });
             assert!(r.stdout.contains("Usage: coloc"), "{cmd}: {}", r.stdout);
             parsed += 1;
         }

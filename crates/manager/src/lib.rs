@@ -8,4 +8,4 @@ pub mod run;
 
 pub use coloc_machine::{LaunchRequest, Launched, Machine, MachineError, MachineEvent};
 pub use record::Recorder;
-pub use run::{run, ManagerError, RunOptions, RunSummary, DEFAULT_EPOCH};
+pub use run::{run, serve, Inbox, ManagerError, RunOptions, RunSummary, DEFAULT_EPOCH};

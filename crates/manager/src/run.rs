@@ -5,6 +5,7 @@
 //! Events that arrive together (two exits in one poll) are decided together: the
 //! policy sees all of them in one View, and the trigger names the first.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,7 +13,8 @@ use std::time::{Duration, Instant};
 use coloc_model::trace::{ExitStatus, Header, SelfUsage, TRACE_VERSION};
 use coloc_model::workload::{check_epoch, EpochOutOfRange};
 use coloc_model::{
-    AppId, AppState, AppView, MemPolicy, Observation, Plan, TraceEvent, Trigger, View, Workload,
+    AppId, AppSpec, AppState, AppView, MemPolicy, Observation, Plan, TraceEvent, Trigger, View,
+    Workload,
 };
 use coloc_policy::{invariants, Policy};
 use regex::Regex;
@@ -80,6 +82,18 @@ pub struct RunSummary {
     pub observations: usize,
 }
 
+/// Apps that arrive while the Manager runs rather than from a workload file:
+/// the node service's (docs/service.md), which people start themselves.
+pub trait Inbox {
+    /// The apps that arrived since the last call, each arriving now. The i-th
+    /// app ever returned becomes app i of the run ([`AppId::app`]), so the
+    /// inbox knows the id of every app it hands over.
+    fn take(&mut self) -> Vec<AppSpec>;
+
+    /// How long the loop may wait for the machine before asking again.
+    fn latency(&self) -> Duration;
+}
+
 /// Runs `workload` on `machine` under `policy`, recording every event.
 pub fn run(
     machine: &mut dyn Machine,
@@ -88,8 +102,38 @@ pub fn run(
     opts: &RunOptions,
     rec: &mut dyn Recorder,
 ) -> Result<RunSummary, ManagerError> {
+    drive(machine, policy, workload, None, opts, rec)
+}
+
+/// Runs the same loop as [`run`] as a service: apps arrive from `inbox`, and it
+/// goes on with no app until `opts.stop` is set. `name` names the service's
+/// workload in the trace header.
+pub fn serve(
+    machine: &mut dyn Machine,
+    policy: &mut dyn Policy,
+    name: &str,
+    inbox: &mut dyn Inbox,
+    opts: &RunOptions,
+    rec: &mut dyn Recorder,
+) -> Result<RunSummary, ManagerError> {
+    let workload = Workload {
+        name: name.to_string(),
+        epoch: Some(opts.epoch),
+        apps: Vec::new(),
+    };
+    drive(machine, policy, &workload, Some(inbox), opts, rec)
+}
+
+fn drive<'a>(
+    machine: &'a mut dyn Machine,
+    policy: &'a mut dyn Policy,
+    workload: &'a Workload,
+    inbox: Option<&'a mut dyn Inbox>,
+    opts: &'a RunOptions,
+    rec: &mut dyn Recorder,
+) -> Result<RunSummary, ManagerError> {
     check_epoch(opts.epoch)?;
-    let mut state = Loop::new(machine, policy, workload, opts);
+    let mut state = Loop::new(machine, policy, workload, inbox, opts);
     let result = state.main(rec);
     // Restore whatever happens; a failed restore is reported after the run's own error.
     let usage = state.machine.finish();
@@ -115,6 +159,13 @@ struct Loop<'a> {
     machine: &'a mut dyn Machine,
     policy: &'a mut dyn Policy,
     workload: &'a Workload,
+    inbox: Option<&'a mut dyn Inbox>,
+    /// The spec of every app that has a run to come or running: the
+    /// workload's, then those the inbox handed over. An app's leaves with its
+    /// last run, so a service that runs for months does not keep them all.
+    specs: BTreeMap<u32, Arc<AppSpec>>,
+    /// The number the inbox's next app gets.
+    next_app: u32,
     opts: &'a RunOptions,
     /// Scheduled arrivals, earliest first.
     arrivals: Vec<(Duration, AppId)>,
@@ -134,6 +185,7 @@ impl<'a> Loop<'a> {
         machine: &'a mut dyn Machine,
         policy: &'a mut dyn Policy,
         workload: &'a Workload,
+        inbox: Option<&'a mut dyn Inbox>,
         opts: &'a RunOptions,
     ) -> Self {
         let mut arrivals: Vec<(Duration, AppId)> = workload
@@ -155,6 +207,12 @@ impl<'a> Loop<'a> {
             machine,
             policy,
             workload,
+            inbox,
+            specs: (0..)
+                .zip(&workload.apps)
+                .map(|(i, a)| (i, Arc::new(a.clone())))
+                .collect(),
+            next_app: workload.apps.len() as u32,
             opts,
             arrivals,
             apps: Vec::new(),
@@ -195,6 +253,7 @@ impl<'a> Loop<'a> {
                 return Ok(true);
             }
             let now = self.machine.now();
+            self.take_inbox(now);
             while let Some(&(at, id)) = self.arrivals.first().filter(|(at, _)| *at <= now) {
                 self.arrivals.remove(0);
                 self.arrive(at, id, rec)?;
@@ -214,17 +273,43 @@ impl<'a> Loop<'a> {
             while let Some(t) = trigger.take() {
                 trigger = self.decide_and_apply(t, rec)?;
             }
-            if self.apps.is_empty() && self.arrivals.is_empty() {
+            if self.apps.is_empty() && self.arrivals.is_empty() && self.inbox.is_none() {
                 return Ok(false);
             }
-            let deadline = self
+            let mut deadline = self
                 .arrivals
                 .first()
                 .map_or(next_epoch, |(at, _)| (*at).min(next_epoch));
+            if let Some(inbox) = &self.inbox {
+                deadline = deadline.min(now + inbox.latency());
+            }
             for event in self.machine.wait_until(deadline)? {
                 let t = self.handle(event, rec)?;
                 trigger.get_or_insert(t);
             }
+        }
+    }
+
+    /// Schedules the apps the inbox has for now, numbered in the order given.
+    fn take_inbox(&mut self, now: Duration) {
+        let Some(inbox) = self.inbox.as_mut() else {
+            return;
+        };
+        for spec in inbox.take() {
+            let id = AppId {
+                app: self.next_app,
+                rep: 0,
+            };
+            self.next_app += 1;
+            self.specs.insert(
+                id.app,
+                Arc::new(AppSpec {
+                    arrive_at: now,
+                    ..spec
+                }),
+            );
+            let pos = self.arrivals.partition_point(|(t, _)| *t <= now);
+            self.arrivals.insert(pos, (now, id));
         }
     }
 
@@ -234,15 +319,15 @@ impl<'a> Loop<'a> {
         id: AppId,
         rec: &mut dyn Recorder,
     ) -> Result<(), ManagerError> {
-        let spec = &self.workload.apps[id.app as usize];
+        let spec = Arc::clone(&self.specs[&id.app]);
         rec.record(&TraceEvent::Arrive { t: at, app: id })?;
         self.apps.push(AppView {
             id,
-            spec: std::sync::Arc::new(spec.clone()),
+            threads_requested: spec.threads_on(self.machine.topology().cpus().len()),
+            spec,
             state: AppState::Pending,
             arrived_at: at,
             started_at: None,
-            threads_requested: spec.threads_on(self.machine.topology().cpus().len()),
             threads: Vec::new(),
             current: None,
         });
@@ -261,8 +346,7 @@ impl<'a> Loop<'a> {
                 status,
                 output,
             } => {
-                let spec = &self.workload.apps[app.app as usize];
-                let metric = spec
+                let metric = self.specs[&app.app]
                     .metric
                     .as_ref()
                     .zip(output.as_deref())
@@ -311,16 +395,18 @@ impl<'a> Loop<'a> {
         Ok(())
     }
 
-    /// ReSense's ts(BM, k): the next run of an app arrives when the last one exits.
+    /// ReSense's ts(BM, k): the next run of an app arrives when the last one
+    /// exits; after its last run, its spec is dropped.
     fn next_repetition(&mut self, app: AppId, at: Duration) {
-        let spec = &self.workload.apps[app.app as usize];
-        if app.rep + 1 < spec.repeat {
+        if app.rep + 1 < self.specs[&app.app].repeat {
             let next = AppId {
                 app: app.app,
                 rep: app.rep + 1,
             };
             let pos = self.arrivals.partition_point(|(t, _)| *t <= at);
             self.arrivals.insert(pos, (at, next));
+        } else {
+            self.specs.remove(&app.app);
         }
     }
 

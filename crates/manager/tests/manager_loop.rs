@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use coloc_manager::{
-    run, LaunchRequest, Launched, Machine, MachineError, MachineEvent, RunOptions,
+    run, serve, Inbox, LaunchRequest, Launched, Machine, MachineError, MachineEvent, RunOptions,
 };
 use coloc_model::testutils::{app_spec, fixture_topologies};
 use coloc_model::trace::{ApplyOutcome, ExitStatus, SelfUsage};
@@ -285,4 +285,109 @@ fn an_invalid_plan_stops_the_run_and_restores() {
     );
     assert!(m.finished);
     assert_eq!(m.applied, 0);
+}
+
+/// An inbox that hands over apps at given times (on the scripted machine's
+/// clock, read through a shared cell) and asks the loop to stop after the last.
+struct Timed {
+    now: std::rc::Rc<std::cell::Cell<Duration>>,
+    /// (arrives at ms, name, run ms), earliest first.
+    due: Vec<(u64, &'static str, u64)>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    stop_at: Duration,
+}
+
+impl Inbox for Timed {
+    fn take(&mut self) -> Vec<coloc_model::AppSpec> {
+        let now = self.now.get();
+        if now >= self.stop_at {
+            self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        let n = self
+            .due
+            .iter()
+            .take_while(|(at, _, _)| Duration::from_millis(*at) <= now)
+            .count();
+        self.due
+            .drain(..n)
+            .map(|(_, name, run_ms)| {
+                let mut s = app_spec(name, 2);
+                s.env.insert("RUN_MS".into(), run_ms.to_string());
+                s
+            })
+            .collect()
+    }
+
+    fn latency(&self) -> Duration {
+        Duration::from_millis(10)
+    }
+}
+
+/// A machine whose clock the inbox can read.
+struct Clocked(Scripted, std::rc::Rc<std::cell::Cell<Duration>>);
+
+impl Machine for Clocked {
+    fn kind(&self) -> String {
+        self.0.kind()
+    }
+    fn topology(&self) -> &Topology {
+        self.0.topology()
+    }
+    fn now(&self) -> Duration {
+        self.0.now()
+    }
+    fn launch(&mut self, req: LaunchRequest<'_>) -> Result<Launched, MachineError> {
+        self.0.launch(req)
+    }
+    fn wait_until(&mut self, deadline: Duration) -> Result<Vec<MachineEvent>, MachineError> {
+        let events = self.0.wait_until(deadline);
+        self.1.set(self.0.now());
+        events
+    }
+    fn observe(&mut self) -> Result<Observation, MachineError> {
+        self.0.observe()
+    }
+    fn apply(&mut self, plan: &Plan) -> Vec<ApplyOutcome> {
+        self.0.apply(plan)
+    }
+    fn finish(&mut self) -> Result<SelfUsage, MachineError> {
+        self.0.finish()
+    }
+}
+
+/// The service's loop is the run's: apps handed over by the inbox arrive when
+/// taken, are numbered in that order, queue under batch like a workload's, and
+/// the loop goes on with no app until it is stopped.
+#[test]
+fn serve_takes_apps_from_the_inbox_and_runs_until_stopped() {
+    let clock = std::rc::Rc::new(std::cell::Cell::new(Duration::ZERO));
+    let mut m = Clocked(Scripted::new(), clock.clone());
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut inbox = Timed {
+        now: clock,
+        // a at 50 ms for 100 ms; b and c together at 400 ms (after a long idle gap).
+        due: vec![(50, "a", 100), (400, "b", 200), (400, "c", 100)],
+        stop: stop.clone(),
+        stop_at: Duration::from_millis(1000),
+    };
+    let opts = RunOptions {
+        epoch: Duration::from_millis(100),
+        seed: None,
+        started_unix: 0.0,
+        stop: Some(stop),
+    };
+    let mut p = by_name("batch").unwrap();
+    let mut events = Vec::new();
+    let summary = serve(&mut m, p.as_mut(), "svc", &mut inbox, &opts, &mut events).unwrap();
+    assert_eq!(
+        lifetimes(&events),
+        vec![(0, 0, 50, 150), (1, 0, 400, 600), (2, 0, 600, 700)]
+    );
+    assert!(summary.interrupted, "it ran until stopped");
+    assert!(m.0.finished);
+    let TraceEvent::Header(h) = &events[0] else {
+        panic!("no header")
+    };
+    assert_eq!(h.workload.name, "svc");
+    assert!(h.workload.apps.is_empty());
 }

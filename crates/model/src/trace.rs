@@ -28,6 +28,9 @@ pub enum ExitStatus {
     Signal(i32),
     /// coloc could not start it (the message says why).
     FailedToStart(String),
+    /// It ended, but coloc cannot know how: a process the node service adopted
+    /// is not coloc's child, and nobody reported its status (docs/service.md).
+    Unknown,
 }
 
 impl ExitStatus {
@@ -43,6 +46,7 @@ impl std::fmt::Display for ExitStatus {
             ExitStatus::Code(c) => write!(f, "exited with code {c}"),
             ExitStatus::Signal(s) => write!(f, "killed by signal {s}"),
             ExitStatus::FailedToStart(why) => write!(f, "failed to start: {why}"),
+            ExitStatus::Unknown => write!(f, "ended (status unknown)"),
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod profile;
 pub mod profiles;
 pub mod report;
 pub mod run;
+pub mod service;
 pub mod sim;
 pub mod solo;
 pub mod topo;

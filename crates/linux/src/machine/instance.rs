@@ -21,7 +21,11 @@ use super::track::Tracker;
 #[derive(Debug)]
 pub(crate) struct Instance {
     pub id: AppId,
-    pub child: Child,
+    /// The main process as coloc's child; None for a process coloc adopted
+    /// (`LinuxMachine::adopt`): not coloc's to wait for, signal or end.
+    pub child: Option<Child>,
+    /// The main process's main thread.
+    pub main: TaskId,
     /// Readable once the main process exits (`exit_wait.rs`); None where the
     /// kernel has no pidfds.
     pub exit_fd: Option<std::os::fd::OwnedFd>,
@@ -56,7 +60,12 @@ pub(crate) fn default_cpus(p: &Placement) -> Option<coloc_model::CpuSet> {
 
 impl Instance {
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.main.pid
+    }
+
+    /// Whether coloc adopted this instance rather than starting it.
+    pub fn adopted(&self) -> bool {
+        self.child.is_none()
     }
 
     /// Re-reads the thread set: drops the settings of threads that exited and
@@ -186,23 +195,23 @@ impl Instance {
         Ok(refused)
     }
 
-    /// Sends `signal` to the instance's process group (it was started as its
-    /// leader); a group that is gone already is no error.
-    pub fn signal_group(&self, signal: Signal) {
-        match killpg(Pid::from_raw(self.pid() as i32), signal) {
-            Ok(()) | Err(Errno::ESRCH) => {}
-            Err(e) => tracing::warn!(pid = self.pid(), "{signal}: {e}"),
-        }
-    }
-
     /// Its exit status, once the main process has exited (reaping it).
-    pub fn try_exit(&mut self) -> std::io::Result<Option<ExitStatus>> {
-        Ok(self.child.try_wait()?.map(exit_status))
+    /// An adopted process is not coloc's child: its end is seen in /proc (gone,
+    /// a zombie, or its pid reused) and its status is unknown.
+    pub fn try_exit(&mut self, proc: &ProcRoot) -> std::io::Result<Option<ExitStatus>> {
+        match &mut self.child {
+            Some(child) => Ok(child.try_wait()?.map(exit_status)),
+            None if proc.is_alive(&self.main) => Ok(None),
+            None => Ok(Some(ExitStatus::Unknown)),
+        }
     }
 
     /// The text the metric is read from: the end of the metric file or of the
     /// standard output (see [`read_tail`]).
     pub fn output(&self) -> Option<String> {
+        if self.adopted() {
+            return None;
+        }
         match read_tail(&self.output, OUTPUT_TAIL) {
             Ok(text) => Some(text),
             Err(e) => {
@@ -252,21 +261,34 @@ fn exit_status(s: std::process::ExitStatus) -> ExitStatus {
 
 /// Ends instances still running at the end or on interruption: SIGTERM to each
 /// process group, `grace` to exit, then SIGKILL. Reaps every main process.
+/// Adopted instances are left running: coloc did not start them.
 pub(crate) fn terminate(instances: &mut [Instance], grace: Duration) {
-    for i in instances.iter() {
-        i.signal_group(Signal::SIGTERM);
+    let mut running: Vec<(u32, &mut Child)> = instances
+        .iter_mut()
+        .filter_map(|i| Some((i.main.pid, i.child.as_mut()?)))
+        .collect();
+    for (pid, _) in &running {
+        signal_group(*pid, Signal::SIGTERM);
     }
     let until = Instant::now() + grace;
-    let mut running: Vec<&mut Instance> = instances.iter_mut().collect();
     while !running.is_empty() && Instant::now() < until {
-        running.retain_mut(|i| matches!(i.child.try_wait(), Ok(None)));
+        running.retain_mut(|(_, c)| matches!(c.try_wait(), Ok(None)));
         std::thread::sleep(Duration::from_millis(10));
     }
-    for i in running {
-        i.signal_group(Signal::SIGKILL);
-        if let Err(e) = i.child.wait() {
-            tracing::warn!(pid = i.pid(), "waiting for the killed instance: {e}");
+    for (pid, child) in running {
+        signal_group(pid, Signal::SIGKILL);
+        if let Err(e) = child.wait() {
+            tracing::warn!(pid, "waiting for the killed instance: {e}");
         }
+    }
+}
+
+/// Sends `signal` to the process group of an instance coloc started (its main
+/// process `pid` leads it); a group that is gone already is no error.
+fn signal_group(pid: u32, signal: Signal) {
+    match killpg(Pid::from_raw(pid as i32), signal) {
+        Ok(()) | Err(Errno::ESRCH) => {}
+        Err(e) => tracing::warn!(pid, "{signal}: {e}"),
     }
 }
 

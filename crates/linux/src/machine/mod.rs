@@ -38,6 +38,7 @@
 //! process connector only says where to look.
 
 mod actuate;
+mod adopt;
 mod counters;
 mod dop;
 mod exit_wait;
@@ -64,6 +65,7 @@ use coloc_model::{CpuSet, Observation, Plan, Topology};
 use nix::sys::resource::{getrusage, UsageWho};
 
 pub use actuate::MAX_REAPPLY;
+pub use adopt::{Adopt, AdoptError, Adopted};
 pub use journal::{secure_dir, JournalError};
 pub use recover::{
     recover_stale_journals, remove_stale_dop_records, RecoveryError, RecoveryReport,
@@ -287,14 +289,17 @@ impl LinuxMachine {
                 false
             };
             let exited = inst
-                .try_exit()
+                .try_exit(&self.proc)
                 .map_err(|e| other(&format!("waiting for {} (pid {})", inst.id, inst.pid()), e))?;
             match exited {
                 Some(status) => {
                     let mut inst = self.instances.remove(k);
                     let main = inst.pid();
-                    self.leftovers
-                        .extend(inst.tracker.processes().filter(|(p, _)| *p != main));
+                    // An adopted app's descendants are not coloc's to end.
+                    if !inst.adopted() {
+                        self.leftovers
+                            .extend(inst.tracker.processes().filter(|(p, _)| *p != main));
+                    }
                     let refused = inst
                         .release_all(&self.proc, &mut self.journal)
                         .map_err(|e| other("restoring an exited instance", e))?;
@@ -404,7 +409,8 @@ impl LinuxMachine {
             base: started.main.base(),
             id: req.id,
             exit_fd: exit_wait::open(started.child.id()),
-            child: started.child,
+            child: Some(started.child),
+            main,
             tracker: Tracker::new(main),
             settings: [(main, started.main)].into_iter().collect(),
             dop: dop.control,
@@ -521,8 +527,11 @@ impl Machine for LinuxMachine {
                     refused.push(e.to_string());
                 }
             }
-            // What escaped the process group (a new session) is still tracked.
-            self.leftovers.extend(inst.tracker.processes());
+            // What escaped the process group (a new session) is still tracked;
+            // an adopted app and its descendants go on, their settings restored.
+            if !inst.adopted() {
+                self.leftovers.extend(inst.tracker.processes());
+            }
             match inst.release_all(&self.proc, &mut self.journal) {
                 Ok(r) => refused.extend(r),
                 Err(e) => refused.push(e.to_string()),

@@ -166,6 +166,7 @@ fn wall_cell(r: &Repetition) -> String {
         Some(ExitStatus::Code(c)) => format!("{}(exit={c})", fixed(r.wall_secs, 3)),
         Some(ExitStatus::Signal(s)) => format!("{}(signal={s})", fixed(r.wall_secs, 3)),
         Some(ExitStatus::FailedToStart(_)) => "(not started)".into(),
+        Some(ExitStatus::Unknown) => format!("{}(status unknown)", fixed(r.wall_secs, 3)),
         None => "(unfinished)".into(),
     }
 }

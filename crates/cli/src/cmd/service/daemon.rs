@@ -1,0 +1,150 @@
+//! `coloc daemon`: the node service. In the foreground it logs to stderr
+//! (what systemd keeps in the journal); without `--foreground` it starts
+//! itself detached, logging to `daemon.log` in the journal directory, and
+//! returns once the socket answers.
+
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use coloc_daemon::server::PolicyFactory;
+use coloc_daemon::DaemonOptions;
+use coloc_model::Workload;
+
+use super::client::SocketArgs;
+use crate::choice::Choice;
+use crate::context::policy_context;
+use crate::host::{journal_dir, stop_flag, Host};
+use crate::target::Target;
+
+#[derive(Debug, Args)]
+pub struct DaemonArgs {
+    /// Stay in the foreground, logging to stderr (for systemd and for trying it out).
+    #[arg(long)]
+    pub foreground: bool,
+    /// The policy to start with (`coloc policies`); `coloc policy set` switches it.
+    #[arg(long, default_value = "native")]
+    pub policy: String,
+    /// The policy's epoch.
+    #[arg(long, default_value = "100ms", value_parser = crate::parse_epoch)]
+    pub epoch: Duration,
+    /// The file the managed apps are saved in for a successor [default:
+    /// daemon.state in the journal directory].
+    #[arg(long, value_name = "PATH")]
+    pub state: Option<PathBuf>,
+    /// Also write everything the loop records to this trace file.
+    #[arg(long, value_name = "PATH")]
+    pub trace: Option<PathBuf>,
+    #[command(flatten)]
+    pub socket: SocketArgs,
+}
+
+/// A fresh policy `name`, with what it reads from the store.
+fn make_policy(
+    topology: &coloc_model::Topology,
+    name: &str,
+) -> Result<Box<dyn coloc_policy::Policy>> {
+    let choice = Choice::named(name)?;
+    let target = Target::Host(Host {
+        topology: topology.clone(),
+        process_events: true,
+    });
+    let workload = Workload {
+        name: "daemon".into(),
+        epoch: None,
+        apps: Vec::new(),
+    };
+    let ctx = policy_context(&target, &workload, &[name])?;
+    choice.make(&ctx)
+}
+
+pub fn main(a: DaemonArgs) -> Result<()> {
+    if !a.foreground {
+        return detach(&a);
+    }
+    let host = Host::new()?;
+    let policy = make_policy(&host.topology, &a.policy)?;
+    let topology = host.topology.clone();
+    let factory: PolicyFactory =
+        Arc::new(move |name: &str| make_policy(&topology, name).map_err(|e| format!("{e:#}")));
+    let opts = DaemonOptions {
+        socket: a.socket.daemon_path()?,
+        state: match &a.state {
+            Some(s) => s.clone(),
+            None => journal_dir()?.join("daemon.state"),
+        },
+        epoch: a.epoch,
+        stop: stop_flag()?,
+        trace: a.trace.clone(),
+    };
+    let linux = host.machine(&journal_dir()?.join("daemon-out"))?;
+    let summary = coloc_daemon::run(linux, policy, factory, &opts, |s| eprintln!("coloc: {s}"))?;
+    eprintln!(
+        "coloc: daemon stopped; {} app(s) managed, every setting restored",
+        summary.instances
+    );
+    Ok(())
+}
+
+/// Starts `coloc daemon --foreground` detached (new session, output to the
+/// log) and waits until its socket answers.
+fn detach(a: &DaemonArgs) -> Result<()> {
+    let log_path = journal_dir()?.join("daemon.log");
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .with_context(|| format!("opening {}", log_path.display()))?;
+    let mut cmd = std::process::Command::new(std::env::current_exe()?);
+    cmd.args(["daemon", "--foreground", "--policy", &a.policy])
+        .arg("--epoch")
+        .arg(format!("{}ms", a.epoch.as_millis()));
+    if let Some(t) = &a.trace {
+        cmd.arg("--trace").arg(t);
+    }
+    if let Some(s) = &a.socket.socket {
+        cmd.arg("--socket").arg(s);
+    }
+    if let Some(s) = &a.state {
+        cmd.arg("--state").arg(s);
+    }
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    // SAFETY: setsid is async-signal-safe and touches only the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::unistd::setsid()
+                .map(drop)
+                .map_err(std::io::Error::from)
+        });
+    }
+    let mut child = cmd.spawn().context("starting the daemon")?;
+    let socket = a.socket.client_path()?;
+    let until = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < until {
+        if let Some(status) = child.try_wait()? {
+            bail!(
+                "the daemon exited at start ({status}); see {}",
+                log_path.display()
+            );
+        }
+        if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+            println!(
+                "coloc daemon {} listening on {} (log: {})",
+                child.id(),
+                socket.display(),
+                log_path.display()
+            );
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    bail!(
+        "the daemon did not answer on {} within 30 s",
+        socket.display()
+    )
+}

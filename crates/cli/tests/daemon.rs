@@ -1,0 +1,509 @@
+//! The node service on the real machine (docs/service.md): `coloc daemon`
+//! with `coloc exec`, `attach`, `release` and `status`, checked against /proc.
+//! Tests that change other processes need root and say so when they skip;
+//! every process a test starts is ended when it ends, passed or failed.
+
+mod common;
+#[path = "../../linux/tests/support/users.rs"]
+#[allow(dead_code)] // chown: the other tests' part of it
+mod users;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use coloc_daemon::protocol::Status;
+use coloc_model::CpuSet;
+use common::{allowed_here, coloc, cpus_allowed, status_of, text, tids_of};
+use users::TestUser;
+
+fn is_root() -> bool {
+    if nix::unistd::geteuid().is_root() {
+        return true;
+    }
+    eprintln!("skipped: managing other processes' settings needs root");
+    false
+}
+
+/// Processes a test started, ended (SIGKILL, reaped) when it ends however it
+/// ends; `pids` are processes it did not spawn itself (the commands `coloc
+/// exec` runs).
+#[derive(Default)]
+struct Started {
+    children: Vec<Child>,
+    pids: Vec<u32>,
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        for &pid in &self.pids {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A daemon's files in a directory of the test's.
+struct Service {
+    dir: tempfile::TempDir,
+}
+
+impl Service {
+    fn new() -> Service {
+        let dir = tempfile::tempdir().unwrap();
+        // Reachable by a second user (the socket itself is 0666 for root).
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        Service { dir }
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.dir.path().join("coloc.sock")
+    }
+
+    /// `coloc daemon --foreground` with `policy`, answering on its socket.
+    fn start(&self, policy: &str, started: &mut Started) -> usize {
+        let log = std::fs::File::create(self.dir.path().join("daemon.log")).unwrap();
+        let child = coloc()
+            .args([
+                "daemon",
+                "--foreground",
+                "--log-level",
+                "info",
+                "--policy",
+                policy,
+            ])
+            .arg("--socket")
+            .arg(self.socket())
+            .arg("--state")
+            .arg(self.dir.path().join("daemon.state"))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        started.children.push(child);
+        let socket = self.socket();
+        wait_for("the daemon's socket", || {
+            std::os::unix::net::UnixStream::connect(&socket).is_ok()
+        });
+        started.children.len() - 1
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("daemon.log")).unwrap_or_default()
+    }
+
+    /// `coloc CMD --socket S ARGS...`.
+    fn coloc(&self, args: &[&str]) -> Command {
+        let mut c = coloc();
+        c.arg(args[0])
+            .arg("--socket")
+            .arg(self.socket())
+            .args(&args[1..]);
+        c
+    }
+
+    fn status(&self) -> Status {
+        let out = self.coloc(&["status", "--json"]).output().unwrap();
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "status: {stderr}\n{}", self.log());
+        serde_json::from_str(&stdout).unwrap()
+    }
+}
+
+/// Polls `done` for up to 30 s (a loaded machine is slow, not wrong).
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let until = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < until {
+        if done() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// Every thread of `pid` and the CPUs it may use.
+fn affinities(pid: u32) -> Vec<(u32, CpuSet)> {
+    tids_of(pid)
+        .into_iter()
+        .filter_map(|t| Some((t, cpus_allowed(&status_of(pid, t)?)?)))
+        .collect()
+}
+
+/// Whether every thread of every managed app runs where its plan says.
+fn placed_by_plan(s: &Status) -> bool {
+    s.apps.iter().all(|a| {
+        let Some(plan) = &a.plan else { return false };
+        let threads = affinities(a.pid);
+        !threads.is_empty()
+            && threads.iter().all(|(tid, cpus)| {
+                plan.placement
+                    .cpus_of(*tid)
+                    .is_some_and(|want| want == cpus)
+            })
+    })
+}
+
+/// A long OpenMP kernel (ended by the test).
+const KERNEL: &[&str] = &["kernel:compute", "--iters", "1000000000000"];
+
+/// Two `coloc exec` OpenMP kernels from two processes are placed by the plan;
+/// the daemon is killed with SIGKILL and they go on; a new daemon re-adopts
+/// them and places them again; when it stops, their settings are back, and
+/// each `coloc exec` exits with its command's status.
+#[test]
+fn exec_kernels_are_placed_and_readopted_after_the_daemon_is_killed() {
+    if !is_root() {
+        return;
+    }
+    let svc = Service::new();
+    let mut started = Started::default();
+    let first = svc.start("equal", &mut started);
+    let mut execs = Vec::new();
+    for name in ["k1", "k2"] {
+        let mut args = vec!["exec", "--malleable", "--name", name];
+        args.push("--socket");
+        let socket = svc.socket();
+        let socket = socket.to_str().unwrap().to_string();
+        let child = coloc()
+            .args(&args)
+            .arg(&socket)
+            .arg("--")
+            .args(KERNEL)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        started.children.push(child);
+        execs.push(started.children.len() - 1);
+    }
+    let mut status = Status::default();
+    wait_for("two running apps placed by the plan", || {
+        status = svc.status();
+        status.apps.len() == 2
+            && status.apps.iter().all(|a| a.state == "running")
+            && placed_by_plan(&status)
+    });
+    let pids: Vec<u32> = status.apps.iter().map(|a| a.pid).collect();
+    started.pids.extend(&pids);
+    // equal on this machine: the two apps get CPU sets of their own.
+    let sets: Vec<CpuSet> = status
+        .apps
+        .iter()
+        .map(|a| a.plan.as_ref().unwrap().placement.cpus())
+        .collect();
+    if allowed_here().len() >= 2 {
+        assert!(sets[0].is_disjoint(&sets[1]), "{sets:?}");
+    }
+
+    let daemon = &mut started.children[first];
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
+    for &pid in &pids {
+        assert!(
+            !affinities(pid).is_empty(),
+            "app {pid} ended with the daemon"
+        );
+    }
+
+    let second = svc.start("equal", &mut started);
+    wait_for("both apps re-adopted and placed", || {
+        status = svc.status();
+        status.apps.len() == 2
+            && status.apps.iter().all(|a| a.kind == "readopted")
+            && placed_by_plan(&status)
+    });
+    let mut found: Vec<u32> = status.apps.iter().map(|a| a.pid).collect();
+    found.sort();
+    let mut want = pids.clone();
+    want.sort();
+    assert_eq!(found, want);
+    assert!(svc.log().contains("re-adopting k1"), "{}", svc.log());
+
+    // A stopped daemon lets its apps go with their settings back.
+    let daemon = &mut started.children[second];
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert!(daemon.wait().unwrap().success(), "{}", svc.log());
+    let here = allowed_here();
+    for &pid in &pids {
+        for (tid, cpus) in affinities(pid) {
+            assert_eq!(cpus, here, "thread {tid} of {pid} kept coloc's CPUs");
+        }
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .unwrap();
+    }
+    for &i in &execs {
+        let status = started.children[i].wait().unwrap();
+        // The command's status: killed by SIGTERM, as a shell reports it.
+        assert_eq!(status.code(), Some(128 + 15));
+    }
+    assert!(!svc.socket().exists(), "the socket outlived its daemon");
+}
+
+/// An unprivileged user is refused on root's process and accepted on its
+/// own; its status shows its own apps only.
+#[test]
+fn a_user_manages_only_its_own_processes() {
+    if !is_root() {
+        return;
+    }
+    let Some(user) = TestUser::create("dmn") else {
+        return;
+    };
+    let svc = Service::new();
+    let mut started = Started::default();
+    svc.start("equal", &mut started);
+    let as_user = |cmd: &mut Command| {
+        let mut c = Command::new("setpriv");
+        c.arg(format!("--reuid={}", user.uid))
+            .arg(format!("--regid={}", user.uid))
+            .arg("--clear-groups")
+            .arg(cmd.get_program())
+            .args(cmd.get_args());
+        c
+    };
+    let roots = Command::new("sleep").arg("60").spawn().unwrap();
+    let root_pid = roots.id();
+    started.children.push(roots);
+    let own = as_user(Command::new("sleep").arg("60")).spawn().unwrap();
+    let own_pid = own.id();
+    started.children.push(own);
+
+    let out = as_user(&mut svc.coloc(&["attach", &root_pid.to_string()]))
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(stderr.contains("belongs to uid 0"), "{stderr}");
+    assert!(svc.log().contains("refused"), "{}", svc.log());
+
+    let out = as_user(&mut svc.coloc(&["attach", &own_pid.to_string()]))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("managing process"), "{stdout}");
+    assert!(stdout.contains("DoP is not managed"), "{stdout}");
+
+    // Root attaches its own; the user can neither release nor see it.
+    let out = svc
+        .coloc(&["attach", &root_pid.to_string()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out).1);
+    let out = as_user(&mut svc.coloc(&["release", &root_pid.to_string()]))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out).1.contains("may release only its own"),
+        "{}",
+        text(&out).1
+    );
+    let out = as_user(&mut svc.coloc(&["status", "--json"]))
+        .output()
+        .unwrap();
+    let seen: Status = serde_json::from_str(&text(&out).0).unwrap();
+    let pids: Vec<u32> = seen.apps.iter().map(|a| a.pid).collect();
+    assert_eq!(pids, vec![own_pid]);
+    assert_eq!(svc.status().apps.len(), 2);
+
+    // Released: its CPUs are back.
+    let out = as_user(&mut svc.coloc(&["release", &own_pid.to_string()]))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out).1);
+    let here = allowed_here();
+    for (tid, cpus) in affinities(own_pid) {
+        assert_eq!(cpus, here, "thread {tid} kept coloc's CPUs after release");
+    }
+    drop(started);
+    drop(user);
+}
+
+/// Short commands in a row and at once: each exits with its own status, and
+/// the daemon is left with nothing managed and still serving.
+#[test]
+fn short_execs_in_a_row_and_at_once_all_finish() {
+    if !is_root() {
+        return;
+    }
+    let svc = Service::new();
+    let mut started = Started::default();
+    let daemon = svc.start("equal", &mut started);
+    for i in 0..50 {
+        let code = i % 3;
+        let out = svc
+            .coloc(&["exec", "--", "sh", "-c", &format!("exit {code}")])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(code), "{}", text(&out).1);
+    }
+    let at_once: Vec<Child> = (0..10)
+        .map(|_| {
+            svc.coloc(&["exec", "--", "true"])
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in at_once {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", text(&out).1);
+    }
+    wait_for("no app left", || svc.status().apps.is_empty());
+    assert!(started.children[daemon].try_wait().unwrap().is_none());
+    assert!(!svc.log().contains("ERROR"), "{}", svc.log());
+}
+
+/// With no daemon, `coloc exec` says so; `--or-run` runs the command
+/// unmanaged and exits with its status.
+#[test]
+fn exec_without_a_daemon_says_so_or_runs_unmanaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket: &Path = &dir.path().join("none.sock");
+    let out = coloc()
+        .args(["exec", "--socket"])
+        .arg(socket)
+        .args(["--", "sh", "-c", "exit 7"])
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr.contains("no coloc daemon"), "{stderr}");
+    assert!(stderr.contains("--or-run"), "{stderr}");
+    let out = coloc()
+        .args(["exec", "--or-run", "--socket"])
+        .arg(socket)
+        .args(["--", "sh", "-c", "exit 7"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out).1);
+}
+
+/// A request of another protocol version is refused, naming both versions.
+#[test]
+fn a_request_of_another_protocol_version_is_refused() {
+    if !is_root() {
+        return;
+    }
+    use std::io::{BufRead, BufReader, Write};
+    let svc = Service::new();
+    let mut started = Started::default();
+    svc.start("native", &mut started);
+    let mut s = std::os::unix::net::UnixStream::connect(svc.socket()).unwrap();
+    s.write_all(b"{\"v\":99,\"request\":\"status\"}\n").unwrap();
+    let mut line = String::new();
+    BufReader::new(s).read_line(&mut line).unwrap();
+    assert!(line.contains("protocol version 99"), "{line}");
+}
+
+/// The tmux server of one test, ended with the test.
+struct Tmux(String);
+
+impl Tmux {
+    fn cmd(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.0]);
+        c
+    }
+
+    fn capture(&self) -> String {
+        let out = self
+            .cmd()
+            .args(["capture-pane", "-p", "-t", "top"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("kill-server").status();
+    }
+}
+
+/// `coloc top` in a real terminal (tmux): the policy, a line per CPU with
+/// the app planned there, the app's row; `q` quits it.
+#[test]
+fn top_shows_the_apps_per_cpu_in_a_terminal() {
+    if !is_root() {
+        return;
+    }
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("skipped: tmux is not installed (scripts/setup installs it)");
+        return;
+    }
+    let svc = Service::new();
+    let mut started = Started::default();
+    svc.start("equal", &mut started);
+    let sleeper = Command::new("sleep").arg("60").spawn().unwrap();
+    let pid = sleeper.id();
+    started.children.push(sleeper);
+    let out = svc
+        .coloc(&["attach", &pid.to_string(), "--name", "napper"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out).1);
+
+    let tmux = Tmux(format!("coloc-top-{}", std::process::id()));
+    let top = format!(
+        "{} top --interval 200ms --socket {}",
+        env!("CARGO_BIN_EXE_coloc"),
+        svc.socket().display()
+    );
+    let ok = tmux
+        .cmd()
+        .args([
+            "new-session",
+            "-d",
+            "-s",
+            "top",
+            "-x",
+            "120",
+            "-y",
+            "30",
+            &top,
+        ])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let mut screen = String::new();
+    wait_for("coloc top's screen", || {
+        screen = tmux.capture();
+        screen.contains("napper") && screen.contains("CPU   0")
+    });
+    assert!(screen.contains("policy equal"), "{screen}");
+    let planned = screen
+        .lines()
+        .find(|l| l.contains("CPU") && l.contains("planned: napper"));
+    assert!(planned.is_some(), "no CPU planned for the app:\n{screen}");
+    assert!(screen.contains("1 managed app(s)"), "{screen}");
+
+    tmux.cmd()
+        .args(["send-keys", "-t", "top", "q"])
+        .status()
+        .unwrap();
+    wait_for("coloc top to quit on q", || {
+        !tmux
+            .cmd()
+            .args(["has-session", "-t", "top"])
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+}

@@ -1,0 +1,286 @@
+//! coloc as a node service (docs/service.md).
+//!
+//! Problem: coloc managed only the apps it launched from a workload file; a
+//! cluster node or a shared workstation needs it to manage the apps people
+//! start themselves, with the same policies, machine, journal and trace
+//! (as numad, Kubernetes' CPU manager and sched_ext schedulers run).
+//!
+//! Approach: the daemon runs the Manager's own loop ([`coloc_manager::serve`])
+//! with apps arriving over a control socket ([`server`], [`protocol`]) instead
+//! of from a workload file, on a machine that adopts them ([`machine`]); it
+//! saves the apps it manages ([`state`]) so that a successor re-adopts them
+//! after a crash, and switches policy at run time ([`Switch`]).
+
+pub mod machine;
+pub mod protocol;
+pub mod server;
+pub mod shared;
+pub mod state;
+
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use coloc_linux::machine::LinuxMachine;
+use coloc_manager::{serve, Inbox, ManagerError, Recorder, RunOptions, RunSummary};
+use coloc_model::{AppSpec, Plan, TraceEvent, View};
+use coloc_policy::Policy;
+
+use crate::machine::DaemonMachine;
+use crate::server::{Context, PolicyFactory};
+use crate::shared::{Entry, Kind, Shared};
+use crate::state::{Saved, StateError};
+
+/// How the daemon runs.
+#[derive(Debug)]
+pub struct DaemonOptions {
+    pub socket: PathBuf,
+    /// Where the managed apps are saved for a successor.
+    pub state: PathBuf,
+    pub epoch: Duration,
+    pub stop: Arc<AtomicBool>,
+    /// Everything the loop records, as a trace (none when unset).
+    pub trace: Option<PathBuf>,
+}
+
+/// Why the daemon could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error("a coloc daemon already listens on {}", path.display())]
+    Running { path: PathBuf },
+    #[error("listening on {}", path.display())]
+    Listen {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("creating the trace {}", path.display())]
+    Trace {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error(transparent)]
+    Manager(#[from] ManagerError),
+}
+
+/// The policy in force, switched between decisions when asked
+/// (`coloc policy set`). A switch starts the new policy fresh.
+#[derive(Debug)]
+pub struct Switch {
+    current: Box<dyn Policy>,
+    shared: Shared,
+}
+
+impl Policy for Switch {
+    fn name(&self) -> &'static str {
+        self.current.name()
+    }
+
+    fn decide(&mut self, view: &View<'_>) -> Plan {
+        if let Some(next) = self.shared.lock().switch_to.take() {
+            tracing::info!("policy {} -> {}", self.current.name(), next.name());
+            self.current = next;
+        }
+        self.current.decide(view)
+    }
+}
+
+/// Hands the loop what the socket registered, in registration order.
+#[derive(Debug)]
+struct Registrations(Shared);
+
+impl Inbox for Registrations {
+    fn take(&mut self) -> Vec<AppSpec> {
+        let mut state = self.0.lock();
+        state
+            .apps
+            .values_mut()
+            .filter(|e| !e.taken)
+            .map(|e| {
+                e.taken = true;
+                e.spec()
+            })
+            .collect()
+    }
+
+    fn latency(&self) -> Duration {
+        machine::LATENCY
+    }
+}
+
+/// Keeps the last decision's reason for `coloc status`, and the trace.
+struct Record {
+    shared: Shared,
+    trace: Option<coloc_model::trace::TraceWriter<io::BufWriter<fs::File>>>,
+}
+
+impl Recorder for Record {
+    fn record(&mut self, event: &TraceEvent) -> io::Result<()> {
+        if let TraceEvent::Plan { plan, .. } = event {
+            self.shared.lock().last_reason = plan.note.clone();
+        }
+        match &mut self.trace {
+            Some(t) => {
+                t.write(event)?;
+                t.flush()
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+/// Binds the socket at `path`, replacing a stale one (its daemon is gone);
+/// refuses when a daemon answers there. Root's socket may be reached by every
+/// user (0666: the daemon checks each caller's credentials); a user's only
+/// by that user (0600).
+pub fn bind(path: &Path) -> Result<UnixListener, DaemonError> {
+    let err = |source| DaemonError::Listen {
+        path: path.to_path_buf(),
+        source,
+    };
+    if fs::symlink_metadata(path).is_ok() {
+        if UnixStream::connect(path).is_ok() {
+            return Err(DaemonError::Running {
+                path: path.to_path_buf(),
+            });
+        }
+        tracing::warn!(
+            "removing the stale socket {} (its daemon is gone)",
+            path.display()
+        );
+        fs::remove_file(path).map_err(err)?;
+    }
+    let listener = UnixListener::bind(path).map_err(err)?;
+    let mode = if nix::unistd::geteuid().is_root() {
+        0o666
+    } else {
+        0o600
+    };
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).map_err(err)?;
+    Ok(listener)
+}
+
+/// Registers for re-adoption every app `saved` names that still runs with its
+/// recorded start time; says what it did with each.
+pub fn readopt(shared: &Shared, saved: &Saved, proc_root: &Path) -> Vec<String> {
+    let mut said = Vec::new();
+    for a in &saved.apps {
+        let now = procfs::process::Process::new_with_root(proc_root.join(a.pid.to_string()))
+            .and_then(|p| p.stat());
+        match now {
+            Ok(s) if s.starttime == a.start && !matches!(s.state, 'Z' | 'X') => {
+                let mut e = Entry::new(
+                    a.name.clone(),
+                    Kind::Readopted,
+                    a.pid,
+                    a.uid,
+                    a.program.clone(),
+                );
+                e.class = a.class;
+                e.start = Some(a.start);
+                let app = shared.lock().register(e);
+                said.push(format!(
+                    "re-adopting {} (pid {}) as app {app}",
+                    a.name, a.pid
+                ));
+            }
+            Ok(_) => said.push(format!(
+                "{} (pid {}) ended and its pid was reused: left alone",
+                a.name, a.pid
+            )),
+            Err(_) => said.push(format!("{} (pid {}) has ended", a.name, a.pid)),
+        }
+    }
+    said
+}
+
+/// Runs the daemon until `opts.stop` is set: the socket is served, the apps
+/// `opts.state` names are re-adopted, and the Manager's loop runs `policy` on
+/// `linux`. Every app is let go with its settings back at the end. `say`
+/// hears what was done with each app the state file named, then that the
+/// daemon listens.
+pub fn run(
+    linux: LinuxMachine,
+    policy: Box<dyn Policy>,
+    factory: PolicyFactory,
+    opts: &DaemonOptions,
+    say: impl Fn(&str),
+) -> Result<RunSummary, DaemonError> {
+    let shared = Shared::default();
+    shared.lock().policy = policy.name().to_string();
+    let saved = Saved::read(&opts.state).unwrap_or_else(|e| {
+        tracing::warn!("{e}; starting without it");
+        Saved::default()
+    });
+    let proc_root = PathBuf::from("/proc");
+    for s in readopt(&shared, &saved, &proc_root) {
+        tracing::info!("{s}");
+        say(&s);
+    }
+    let trace = match &opts.trace {
+        Some(path) => Some(coloc_model::trace::TraceWriter::new(io::BufWriter::new(
+            fs::File::create(path).map_err(|source| DaemonError::Trace {
+                path: path.clone(),
+                source,
+            })?,
+        ))),
+        None => None,
+    };
+    let listener = bind(&opts.socket)?;
+    say(&format!(
+        "daemon {} listening on {} (policy {})",
+        std::process::id(),
+        opts.socket.display(),
+        policy.name()
+    ));
+    let ctx = Context {
+        shared: shared.clone(),
+        factory,
+        proc_root,
+        started: Instant::now(),
+        cpus: coloc_machine::Machine::topology(&linux).cpus().to_list(),
+        owner: nix::unistd::geteuid().as_raw(),
+    };
+    std::thread::spawn(move || server::serve(listener, ctx));
+    let mut machine = DaemonMachine::new(linux, shared.clone(), opts.state.clone());
+    let mut policy = Switch {
+        current: policy,
+        shared: shared.clone(),
+    };
+    let mut rec = Record {
+        shared: shared.clone(),
+        trace,
+    };
+    let run_opts = RunOptions {
+        epoch: opts.epoch,
+        seed: None,
+        started_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0),
+        stop: Some(Arc::clone(&opts.stop)),
+    };
+    let result = serve(
+        &mut machine,
+        &mut policy,
+        "daemon",
+        &mut Registrations(shared.clone()),
+        &run_opts,
+        &mut rec,
+    );
+    shared.lock().stopping = true;
+    let _ = fs::remove_file(&opts.socket);
+    if let Some(t) = &mut rec.trace {
+        let _ = t.flush();
+    }
+    let _ = io::stderr().flush();
+    Ok(result?)
+}

@@ -1,0 +1,188 @@
+//! What the socket's connections and the Manager's loop share (docs/service.md,
+//! Inside): registrations waiting for the loop, the apps it manages, requests
+//! to release or to switch policy. The loop owns the machine; connections only
+//! leave work here and wait for the answer on a channel, so no syscall on an
+//! app is ever made outside the loop's thread.
+
+use std::collections::BTreeMap;
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use coloc_model::trace::ExitStatus;
+use coloc_model::{AppClass, AppPlan, AppSpec};
+use coloc_policy::Policy;
+
+use crate::protocol::{AppStatus, Reply};
+
+/// How an app came to the daemon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `coloc exec`: a child of the client, waiting to exec its program.
+    Exec,
+    /// `coloc attach`: a running process tree.
+    Attach,
+    /// Managed by an earlier daemon that ended, found running at start.
+    Readopted,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Exec => "exec",
+            Kind::Attach => "attach",
+            Kind::Readopted => "readopted",
+        }
+    }
+}
+
+/// One app the daemon was asked to manage.
+#[derive(Debug)]
+pub struct Entry {
+    pub name: String,
+    pub class: AppClass,
+    pub kind: Kind,
+    pub pid: u32,
+    /// Its start time, when known before adoption (re-adoption checks it).
+    pub start: Option<u64>,
+    pub uid: u32,
+    pub malleable: bool,
+    /// The program (for the shim's runtime check and the record).
+    pub program: String,
+    pub threads: u32,
+    pub arrived: Instant,
+    /// Where the answer to the request that brought it goes (none for a
+    /// re-adopted app: its client talked to the daemon that ended).
+    pub reply: Option<Sender<Reply>>,
+    /// Handed to the loop (which numbers apps in the order handed over).
+    pub taken: bool,
+    /// Adopted by the machine.
+    pub running: bool,
+    /// The answer is ready, sent after the first apply (`exec` runs its
+    /// program only once its CPUs are set).
+    pub admitted: Option<Reply>,
+    /// Its client went away before it was admitted, or it was released
+    /// before: the loop drops it.
+    pub cancelled: Option<String>,
+    /// The status its `exec` client reported.
+    pub reported: Option<ExitStatus>,
+    /// Its `exec` client's connection closed.
+    pub client_gone: bool,
+    pub plan: Option<AppPlan>,
+    pub allowed: Option<String>,
+    pub self_managed: bool,
+    pub threads_now: usize,
+    pub notes: Vec<String>,
+}
+
+impl Entry {
+    pub fn new(name: String, kind: Kind, pid: u32, uid: u32, program: String) -> Self {
+        Self {
+            name,
+            class: AppClass::Batch,
+            kind,
+            pid,
+            start: None,
+            uid,
+            malleable: false,
+            program,
+            threads: 0,
+            arrived: Instant::now(),
+            reply: None,
+            taken: false,
+            running: false,
+            admitted: None,
+            cancelled: None,
+            reported: None,
+            client_gone: false,
+            plan: None,
+            allowed: None,
+            self_managed: false,
+            threads_now: 0,
+            notes: Vec::new(),
+        }
+    }
+
+    /// What it looks like to the loop's policy.
+    pub fn spec(&self) -> AppSpec {
+        AppSpec {
+            class: self.class,
+            malleable: self.malleable,
+            ..AppSpec::program(self.name.clone(), vec![self.program.clone()], self.threads)
+        }
+    }
+
+    pub fn status(&self, app: u32) -> AppStatus {
+        let state = match (self.running, self.self_managed) {
+            (false, _) => "waiting",
+            (true, false) => "running",
+            (true, true) => "self-managed",
+        };
+        AppStatus {
+            app,
+            name: self.name.clone(),
+            pid: self.pid,
+            uid: self.uid,
+            class: self.class,
+            state: state.into(),
+            kind: self.kind.as_str().into(),
+            age_secs: self.arrived.elapsed().as_secs_f64(),
+            threads: self.threads_now,
+            plan: self.plan.clone(),
+            allowed: self.allowed.clone(),
+            notes: self.notes.clone(),
+        }
+    }
+}
+
+/// A request to let an app go, answered once done.
+#[derive(Debug)]
+pub struct Release {
+    pub app: u32,
+    pub reply: Sender<Reply>,
+}
+
+/// The state behind the lock.
+#[derive(Debug, Default)]
+pub struct State {
+    /// Every app by its number in the run, until it leaves.
+    pub apps: BTreeMap<u32, Entry>,
+    /// The number the next registration gets.
+    pub next_app: u32,
+    pub releases: Vec<Release>,
+    /// A policy to switch to at the next decision.
+    pub switch_to: Option<Box<dyn Policy>>,
+    pub policy: String,
+    pub last_reason: String,
+    /// Set when the daemon stops: connections refuse new work.
+    pub stopping: bool,
+}
+
+impl State {
+    /// Registers `entry` and returns its app number.
+    pub fn register(&mut self, entry: Entry) -> u32 {
+        let app = self.next_app;
+        self.next_app += 1;
+        self.apps.insert(app, entry);
+        app
+    }
+
+    /// The app whose main process is `pid`.
+    pub fn app_of(&self, pid: u32) -> Option<u32> {
+        self.apps
+            .iter()
+            .find(|(_, e)| e.pid == pid && e.cancelled.is_none())
+            .map(|(a, _)| *a)
+    }
+}
+
+/// The shared state.
+#[derive(Debug, Clone, Default)]
+pub struct Shared(Arc<Mutex<State>>);
+
+impl Shared {
+    /// The state; a connection that panicked holding the lock leaves it usable.
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

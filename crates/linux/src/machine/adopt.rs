@@ -1,0 +1,191 @@
+//! Adopting processes coloc did not start, and letting them go again
+//! (docs/service.md).
+//!
+//! Problem: the node service manages apps people start themselves (`coloc
+//! exec`, `coloc attach`), not only the ones it forks from a workload file.
+//! Such a process is not coloc's child: coloc may not wait for it, signal it
+//! or end it, and its exit status is not coloc's to read.
+//!
+//! Approach: an adopted process becomes an [`Instance`] without a child
+//! handle. It is tracked, observed and acted on exactly like a launched one
+//! (same journal: every original is journaled and fsynced before the first
+//! change, docs/safety.md); its end is seen in /proc (gone, a zombie or its
+//! pid reused, by start time) and recorded with an unknown status; at
+//! `finish`, or when released, its settings are put back and it goes on
+//! running, with its descendants.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use coloc_machine::{Launched, MachineError};
+use coloc_model::{AppId, CpuSet, MemPolicy};
+
+use super::actuate::Base;
+use super::dop::{self, DopControl, DopLaunch};
+use super::tasks::TaskId;
+use super::track::Tracker;
+use super::{sys, Instance, LinuxMachine};
+
+/// A process to adopt.
+#[derive(Debug, Clone)]
+pub struct Adopt<'a> {
+    pub id: AppId,
+    pub pid: u32,
+    /// Its start time (field 22 of `/proc/<pid>/stat`) as the caller saw it: a
+    /// pid reused since is refused. None takes whatever process has the pid now.
+    pub start: Option<u64>,
+    /// Set up the shim's DoP record for it (only of use to a process that has
+    /// not exec'd its program yet: the shim is preloaded at exec).
+    pub malleable: bool,
+    /// The program it runs or will run (the shim checks its OpenMP runtime).
+    pub program: &'a str,
+    /// The DoP and CPUs the record starts with.
+    pub dop: u32,
+    pub cpus: Vec<u32>,
+}
+
+/// An adopted process.
+#[derive(Debug, Clone)]
+pub struct Adopted {
+    pub launched: Launched,
+    /// Its start time (what tells it from a later process with its pid).
+    pub start: u64,
+    /// The environment a process about to exec its program needs for its DoP
+    /// to be managed (the shim's preload and record); empty otherwise.
+    pub set_env: Vec<(OsString, OsString)>,
+    /// Variables to remove from that environment (OpenMP's own binding).
+    pub remove_env: Vec<String>,
+    /// Why its DoP is not managed, when it was asked to be and is not.
+    pub dop_unmanaged: Option<String>,
+    /// The CPUs it may run on now (its affinity, within its cpuset): coloc
+    /// places it inside these and never widens them.
+    pub allowed: CpuSet,
+}
+
+/// Why a process could not be adopted.
+#[derive(Debug, thiserror::Error)]
+pub enum AdoptError {
+    #[error("no process {pid} ({path})")]
+    Gone {
+        pid: u32,
+        path: PathBuf,
+        #[source]
+        source: procfs::ProcError,
+    },
+    #[error("process {pid} started at tick {found}, not {expected}: its pid was reused")]
+    Reused { pid: u32, expected: u64, found: u64 },
+    #[error("process {pid} is managed already (as app {app})")]
+    Managed { pid: u32, app: AppId },
+    #[error("reading the CPUs process {pid} may use")]
+    Affinity {
+        pid: u32,
+        #[source]
+        source: nix::errno::Errno,
+    },
+}
+
+impl LinuxMachine {
+    /// Takes over an existing process tree as instance `a.id`. Nothing is
+    /// changed yet: the next [`coloc_machine::Machine::apply`] journals and
+    /// changes its threads' settings like those of any instance.
+    pub fn adopt(&mut self, a: Adopt<'_>) -> Result<Adopted, AdoptError> {
+        let pid = a.pid;
+        if let Some(i) = self.instances.iter().find(|i| i.pid() == pid) {
+            return Err(AdoptError::Managed { pid, app: i.id });
+        }
+        let stat = self
+            .proc
+            .process_stat(pid)
+            .map_err(|source| AdoptError::Gone {
+                pid,
+                path: self.opts.proc_root.join(pid.to_string()),
+                source,
+            })?;
+        if let Some(expected) = a.start.filter(|s| *s != stat.starttime) {
+            return Err(AdoptError::Reused {
+                pid,
+                expected,
+                found: stat.starttime,
+            });
+        }
+        let allowed = sys::affinity(pid).map_err(|source| AdoptError::Affinity { pid, source })?;
+        let main = TaskId {
+            pid,
+            tid: pid,
+            start: stat.starttime,
+        };
+        let env = Default::default();
+        let dop = dop::prepare(&DopLaunch {
+            id: a.id,
+            malleable: a.malleable,
+            argv0: a.program,
+            env: &env,
+            dop: a.dop,
+            cpus: a.cpus,
+            shm_dir: &self.opts.shm_dir,
+        });
+        let dop_unmanaged = match &dop.control {
+            DopControl::NotManaged { reason, .. } => Some(reason.clone()),
+            _ => None,
+        };
+        let inst = Instance {
+            id: a.id,
+            child: None,
+            main,
+            exit_fd: super::exit_wait::open(pid),
+            tracker: Tracker::new(main),
+            settings: Default::default(),
+            base: Base::default(),
+            dop: dop.control,
+            memory: MemPolicy::Default,
+            memory_refused: None,
+            pending_refused: Vec::new(),
+            output: PathBuf::new(),
+            last_samples: Default::default(),
+        };
+        let launched = Launched {
+            pid,
+            argv: vec![a.program.to_string()],
+            tids: inst.tracker.tids(),
+        };
+        self.instances.push(inst);
+        // Its threads predate anything the process connector reported.
+        self.fresh = true;
+        Ok(Adopted {
+            launched,
+            start: stat.starttime,
+            set_env: dop.set_env,
+            remove_env: dop.remove_env.iter().map(|s| s.to_string()).collect(),
+            dop_unmanaged,
+            allowed,
+        })
+    }
+
+    /// Lets instance `id` go: every setting coloc changed is put back and it
+    /// goes on running (a launched one too; its end is no longer coloc's
+    /// business). Returns the settings that could not be restored, or None
+    /// when there is no such instance.
+    pub fn release(&mut self, id: AppId) -> Result<Option<Vec<String>>, MachineError> {
+        let Some(k) = self.instances.iter().position(|i| i.id == id) else {
+            return Ok(None);
+        };
+        let mut inst = self.instances.remove(k);
+        let refused = inst
+            .release_all(&self.proc, &mut self.journal)
+            .map_err(|e| super::other("restoring a released instance", e))?;
+        inst.dop.remove();
+        if let Some(child) = inst.child.take() {
+            // Reaped by a thread of its own, so it never stays a zombie.
+            std::thread::spawn(move || {
+                let mut child = child;
+                let _ = child.wait();
+            });
+        }
+        Ok(Some(refused))
+    }
+
+    /// The instance whose main process is `pid`, if any.
+    pub fn instance_of(&self, pid: u32) -> Option<AppId> {
+        self.instances.iter().find(|i| i.pid() == pid).map(|i| i.id)
+    }
+}
