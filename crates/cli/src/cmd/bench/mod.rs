@@ -115,7 +115,11 @@ enum Bench {
         #[arg(value_parser = ["nupoco"])]
         paper: String,
         /// Platforms, comma-separated [default: both of the paper's].
-        #[arg(long, value_delimiter = ',', default_value = "nupoco-amd64,nupoco-intel72")]
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "nupoco-amd64,nupoco-intel72"
+        )]
         platforms: Vec<String>,
         /// Only the scenarios whose names contain one of these (e.g. `s02,s10`).
         #[arg(long, value_delimiter = ',')]

@@ -30,9 +30,18 @@ use crate::target::{MachineArgs, Target};
 
 /// Table 2's scenarios, as example workloads.
 pub const SCENARIOS: [(&str, &str); 10] = [
-    ("s01-bt-ft", include_str!("../../../../../examples/sim/nupoco-table2/s01-bt-ft.toml")),
-    ("s02-bt-sp", include_str!("../../../../../examples/sim/nupoco-table2/s02-bt-sp.toml")),
-    ("s03-ft-sp", include_str!("../../../../../examples/sim/nupoco-table2/s03-ft-sp.toml")),
+    (
+        "s01-bt-ft",
+        include_str!("../../../../../examples/sim/nupoco-table2/s01-bt-ft.toml"),
+    ),
+    (
+        "s02-bt-sp",
+        include_str!("../../../../../examples/sim/nupoco-table2/s02-bt-sp.toml"),
+    ),
+    (
+        "s03-ft-sp",
+        include_str!("../../../../../examples/sim/nupoco-table2/s03-ft-sp.toml"),
+    ),
     (
         "s04-bt-ft-sp",
         include_str!("../../../../../examples/sim/nupoco-table2/s04-bt-ft-sp.toml"),
@@ -191,7 +200,11 @@ pub fn nupoco_table(
 
 /// Geometric mean of the positive values; None when there are none.
 fn gmean(values: &[f64]) -> Option<f64> {
-    let logs: Vec<f64> = values.iter().filter(|v| **v > 0.0).map(|v| v.ln()).collect();
+    let logs: Vec<f64> = values
+        .iter()
+        .filter(|v| **v > 0.0)
+        .map(|v| v.ln())
+        .collect();
     (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
 }
 
@@ -298,7 +311,12 @@ impl fmt::Display for NupocoTable {
             .zip(&hm[0])
             .filter_map(|(n, b)| n.zip(*b).map(|(n, b)| n / b))
             .collect();
-        writeln!(f, "{row} {} (paper {:.3}) |", cell(gmean(&gains)), 1.0 + p.hmean_gain)
+        writeln!(
+            f,
+            "{row} {} (paper {:.3}) |",
+            cell(gmean(&gains)),
+            1.0 + p.hmean_gain
+        )
     }
 }
 
@@ -330,9 +348,16 @@ mod tests {
         for (w, models) in all.iter().zip(TABLE2) {
             let got: Vec<&str> = w.apps.iter().filter_map(|a| a.model.as_deref()).collect();
             assert_eq!(got, models, "{}", w.name);
-            assert!(w.apps.iter().all(|a| a.malleable && a.threads == 0), "{}", w.name);
+            assert!(
+                w.apps.iter().all(|a| a.malleable && a.threads == 0),
+                "{}",
+                w.name
+            );
         }
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/sim/nupoco-table2");
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/sim/nupoco-table2"
+        );
         let mut files: Vec<String> = std::fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
