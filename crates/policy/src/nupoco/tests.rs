@@ -796,15 +796,10 @@ fn greedy_lays_cores_out_in_topology_order() {
 
 // --- Scalability -------------------------------------------------------------
 
-/// One app on amd-8node next to a serial one (47 free cores, step 48/16 = 3),
-/// its progress peaking at 44 cores: it starts at the whole share, can only go
-/// down, passes the peak and turns back, and keeps oscillating around it — the
-/// behaviour §7.4 reports for the hill climber. Every move waits for a sample
-/// taken at the DoP it asked for.
-#[test]
-fn scalability_climbs_to_the_peak_and_oscillates() {
-    let topo = &fixture_topologies()[1];
-    let mut actors = vec![
+/// App 0 in a parallel section with a team of 47, its progress peaking at 44
+/// cores, next to serial app 1.
+fn climbing_next_to_serial() -> Vec<Actor> {
+    vec![
         Actor {
             app: app(0, 48, true),
             in_parallel: true,
@@ -815,7 +810,18 @@ fn scalability_climbs_to_the_peak_and_oscillates() {
             }),
         },
         serial_actor(app(1, 2, true)),
-    ];
+    ]
+}
+
+/// One app on amd-8node next to a serial one (47 free cores, step 48/16 = 3),
+/// its progress peaking at 44 cores: it starts at the whole share, can only go
+/// down, passes the peak and turns back, and keeps oscillating around it — the
+/// behaviour §7.4 reports for the hill climber. Every move waits for a sample
+/// taken at the DoP it asked for.
+#[test]
+fn scalability_climbs_to_the_peak_and_oscillates() {
+    let topo = &fixture_topologies()[1];
+    let mut actors = climbing_next_to_serial();
     let mut p = Scalability::new(ScalabilityConfig::default());
     let times: Vec<u64> = (0..8).map(|k| 1000 + 50 * k).collect();
     let plans = drive(&mut p, topo, &mut actors, &times, false, follow_dop);
@@ -840,18 +846,7 @@ fn scalability_climbs_to_the_peak_and_oscillates() {
 fn scalability_keeps_cores_for_a_team_until_it_shrinks() {
     let topo = &fixture_topologies()[1];
     let map = CoreMap::new(topo);
-    let mut actors = vec![
-        Actor {
-            app: app(0, 48, true),
-            in_parallel: true,
-            team: 47,
-            rates: Box::new(|l: &[u32]| {
-                let d = f64::from(l.iter().sum::<u32>());
-                (0.0, 1e6 - (d - 44.0).powi(2) * 1e3)
-            }),
-        },
-        serial_actor(app(1, 2, true)),
-    ];
+    let mut actors = climbing_next_to_serial();
     let mut p = Scalability::new(ScalabilityConfig::default());
     let times: Vec<u64> = (0..10).map(|k| 1000 + 50 * k).collect();
     // The team each decision observed, and the DoP the runtime has pending.

@@ -20,7 +20,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use coloc_manager::DEFAULT_EPOCH;
-use coloc_model::metrics::{Comparison, SoloTimes};
+use coloc_model::metrics::{Comparison, PolicyStats, SoloTimes};
 use coloc_model::workload::parse_workload;
 use coloc_model::Workload;
 
@@ -209,8 +209,9 @@ fn gmean(values: &[f64]) -> Option<f64> {
 }
 
 impl NupocoTable {
-    /// NTT of `mode` in every scenario (None where it has none).
-    fn ntt(&self, mode: &str) -> Vec<Option<f64>> {
+    /// `figure` of `mode`'s statistics in every scenario (None where it has
+    /// none).
+    fn of(&self, mode: &str, figure: impl Fn(&PolicyStats) -> Option<f64>) -> Vec<Option<f64>> {
         self.scenarios
             .iter()
             .map(|s| {
@@ -218,24 +219,19 @@ impl NupocoTable {
                     .policies
                     .iter()
                     .find(|p| p.policy == mode)
-                    .and_then(|p| p.ntt)
+                    .and_then(&figure)
             })
             .collect()
     }
 
-    /// Mean Hmean speedup of `mode` in every scenario.
+    /// NTT of `mode` in every scenario.
+    fn ntt(&self, mode: &str) -> Vec<Option<f64>> {
+        self.of(mode, |p| p.ntt)
+    }
+
+    /// Mean Hmean speedup of `mode` (over its seeds) in every scenario.
     fn hmean(&self, mode: &str) -> Vec<Option<f64>> {
-        self.scenarios
-            .iter()
-            .map(|s| {
-                s.comparison
-                    .policies
-                    .iter()
-                    .find(|p| p.policy == mode)
-                    .and_then(|p| p.hmean_speedup.as_ref())
-                    .map(|h| h.mean)
-            })
-            .collect()
+        self.of(mode, |p| p.hmean_speedup.as_ref().map(|h| h.mean))
     }
 }
 
