@@ -7,28 +7,49 @@
 //! counters (switches, faults, migrations, hardware counters) can have moved:
 //! its last sample is reused without reading `stat` and `sched`, the costly
 //! files. An app of a thousand sleeping threads then costs a thousand small
-//! reads per epoch instead of three thousand large ones.
+//! reads per epoch instead of three thousand large ones. The `schedstat`
+//! files themselves stay open between epochs ([`SchedstatFile`]): opening
+//! was half of coloc's CPU time with 2,000 threads. Open files are limited
+//! to a budget (half the process's file limit, [`schedstat_budget`]); threads
+//! beyond it have their file opened at each read.
 
 use std::collections::BTreeMap;
 
 use coloc_model::{AppId, AppSample, OmpSample, ThreadSample};
+use nix::sys::resource::{getrlimit, Resource};
+use procfs::process::Schedstat;
 
 use super::counters::HwCounters;
-use super::tasks::{ProcRoot, TaskId};
+use super::tasks::{ProcRoot, SchedstatFile, TaskId};
 use super::track::Tracker;
 
-/// Each thread's last sample, to be reused while the thread does not run.
-pub(crate) type LastSamples = BTreeMap<TaskId, ThreadSample>;
+/// A thread's last sample, to be reused while the thread does not run, and
+/// its open `schedstat` where the budget allowed one.
+#[derive(Debug)]
+pub(crate) struct Last {
+    sample: ThreadSample,
+    schedstat: Option<SchedstatFile>,
+}
+
+/// Each thread's [`Last`].
+pub(crate) type LastSamples = BTreeMap<TaskId, Last>;
+
+/// How many `schedstat` files sampling may keep open: half the soft limit on
+/// open files, leaving the rest to everything else coloc opens.
+pub(crate) fn schedstat_budget() -> usize {
+    getrlimit(Resource::RLIMIT_NOFILE).map_or(0, |(soft, _)| (soft / 2) as usize)
+}
 
 /// One thread's counters; None if it vanished while being read. `last` is
-/// its previous sample, returned again if it has not run or waited since.
+/// its previous sample, returned again if it has not run or waited since;
+/// `sched` its current schedstat.
 pub(crate) fn sample_thread(
     proc: &ProcRoot,
     task: &TaskId,
     counters: &mut HwCounters,
     last: Option<&ThreadSample>,
+    sched: Schedstat,
 ) -> Option<ThreadSample> {
-    let sched = proc.task_schedstat(task.pid, task.tid).ok()?;
     if let Some(last) =
         last.filter(|l| l.run_ns == sched.sum_exec_runtime && l.wait_ns == sched.run_delay)
     {
@@ -65,6 +86,9 @@ pub(crate) fn sample_thread(
 }
 
 /// All threads of all processes of one instance, and their resident memory.
+/// `budget` is how many more `schedstat` files may stay open; it is lowered by
+/// those this instance keeps.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn sample_app(
     proc: &ProcRoot,
     app: AppId,
@@ -73,6 +97,7 @@ pub(crate) fn sample_app(
     last: &mut LastSamples,
     counters: &mut HwCounters,
     omp: Option<OmpSample>,
+    budget: &mut usize,
 ) -> AppSample {
     let page = procfs::page_size();
     let rss_bytes = tracker
@@ -84,11 +109,36 @@ pub(crate) fn sample_app(
         .sum();
     let mut now = LastSamples::new();
     for t in tracker.threads() {
-        if let Some(sample) = sample_thread(proc, t, counters, last.get(t)) {
-            now.insert(*t, sample);
+        let (before, file) = match last.remove(t) {
+            Some(Last { sample, schedstat }) => (Some(sample), schedstat),
+            None => (None, None),
+        };
+        // Its file stays open if it was; a new thread's is opened while the
+        // budget lasts.
+        let file = file.or_else(|| {
+            (*budget > 0)
+                .then(|| proc.open_task_schedstat(t.pid, t.tid).ok())
+                .flatten()
+        });
+        if file.is_some() {
+            *budget = budget.saturating_sub(1);
+        }
+        let sched = match &file {
+            Some(f) => f.read(),
+            None => proc.task_schedstat(t.pid, t.tid),
+        };
+        let Ok(sched) = sched else { continue };
+        if let Some(sample) = sample_thread(proc, t, counters, before.as_ref(), sched) {
+            now.insert(
+                *t,
+                Last {
+                    sample,
+                    schedstat: file,
+                },
+            );
         }
     }
-    let mut threads: Vec<ThreadSample> = now.values().cloned().collect();
+    let mut threads: Vec<ThreadSample> = now.values().map(|l| l.sample.clone()).collect();
     *last = now;
     threads.sort_by_key(|t| t.tid);
     AppSample {
@@ -140,17 +190,66 @@ mod tests {
         let mut counters = HwCounters::Unavailable {
             reason: "test".into(),
         };
+        let sched = || proc.task_schedstat(7, 7).unwrap();
         write_task(dir.path(), 10, 2000);
-        let first = sample_thread(&proc, &task, &mut counters, None).unwrap();
+        let first = sample_thread(&proc, &task, &mut counters, None, sched()).unwrap();
         assert_eq!(first.minor_faults, 10);
         // stat changes but schedstat does not: the thread did not run, the
         // last sample stands (stat is not read).
         write_task(dir.path(), 99, 2000);
-        let same = sample_thread(&proc, &task, &mut counters, Some(&first)).unwrap();
+        let same = sample_thread(&proc, &task, &mut counters, Some(&first), sched()).unwrap();
         assert_eq!(same, first);
         // It ran: everything is read again.
         write_task(dir.path(), 99, 3000);
-        let ran = sample_thread(&proc, &task, &mut counters, Some(&first)).unwrap();
+        let ran = sample_thread(&proc, &task, &mut counters, Some(&first), sched()).unwrap();
         assert_eq!((ran.minor_faults, ran.run_ns), (99, 3000));
+    }
+}
+
+#[cfg(test)]
+mod kept_open_tests {
+    use std::path::Path;
+    use std::sync::mpsc;
+
+    use super::*;
+
+    /// A `schedstat` kept open reads the thread's current run time at every
+    /// read, and fails once the thread has exited (it never names another).
+    #[test]
+    fn a_schedstat_kept_open_reads_current_values_and_fails_after_exit() {
+        let proc = ProcRoot::new(Path::new("/proc"));
+        let pid = std::process::id();
+        let (tid_tx, tid_rx) = mpsc::channel();
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let worker = std::thread::spawn(move || {
+            tid_tx.send(nix::unistd::gettid().as_raw() as u32).unwrap();
+            go_rx.recv().unwrap();
+            // Run for a while: at least 20 ms of CPU time.
+            let start = std::time::Instant::now();
+            let mut x = 0u64;
+            while start.elapsed() < std::time::Duration::from_millis(20) {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        });
+        let tid = tid_rx.recv().unwrap();
+        let file = proc.open_task_schedstat(pid, tid).unwrap();
+        assert!(file.read().is_ok(), "the live thread's schedstat reads");
+        go_tx.send(()).unwrap();
+        worker.join().unwrap();
+        assert!(
+            file.read().is_err(),
+            "the exited thread's open schedstat still reads"
+        );
+        // The values moved while it ran: read through a fresh open of this
+        // thread's own file, then again through the kept one.
+        let me = nix::unistd::gettid().as_raw() as u32;
+        let mine = proc.open_task_schedstat(pid, me).unwrap();
+        let a = mine.read().unwrap().sum_exec_runtime;
+        let start = std::time::Instant::now();
+        let mut x = 0u64;
+        while start.elapsed() < std::time::Duration::from_millis(20) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        assert!(mine.read().unwrap().sum_exec_runtime > a);
     }
 }

@@ -22,6 +22,23 @@ pub(crate) struct TaskId {
     pub start: u64,
 }
 
+/// A thread's `schedstat`, kept open between samples. Opening a /proc file
+/// (a path walk through the pid and task directories) costs more than
+/// reading it; read again from offset 0 it gives the current values, and
+/// once the thread has exited the read fails (the open file names that
+/// thread, never a later one with its id).
+#[derive(Debug)]
+pub(crate) struct SchedstatFile(fs::File);
+
+impl SchedstatFile {
+    pub fn read(&self) -> ProcResult<Schedstat> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = [0u8; 128];
+        let n = self.0.read_at(&mut buf, 0)?;
+        Schedstat::from_read(&buf[..n])
+    }
+}
+
 /// The procfs mount coloc reads (`/proc`, or a recorded tree in tests).
 #[derive(Clone, Debug)]
 pub(crate) struct ProcRoot(PathBuf);
@@ -50,6 +67,12 @@ impl ProcRoot {
 
     pub fn task_schedstat(&self, pid: u32, tid: u32) -> ProcResult<Schedstat> {
         Schedstat::from_file(self.task_file(pid, tid, "schedstat"))
+    }
+
+    /// The task's `schedstat` file, opened to be read again each epoch
+    /// ([`SchedstatFile`]).
+    pub fn open_task_schedstat(&self, pid: u32, tid: u32) -> io::Result<SchedstatFile> {
+        fs::File::open(self.task_file(pid, tid, "schedstat")).map(SchedstatFile)
     }
 
     /// Migrations and context switches from the task's `sched` file; None where
