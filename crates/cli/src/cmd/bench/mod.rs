@@ -205,16 +205,27 @@ pub fn main(args: BenchArgs) -> Result<()> {
                 scenarios.join(",")
             );
             let out = out.unwrap_or_else(|| default_out_dir("nupoco-table2", "bench-paper"));
-            for name in &platforms {
-                let figures = paper::PAPER
-                    .iter()
-                    .find(|p| p.platform == name)
-                    .with_context(|| {
-                        format!("--platforms: `{name}` is not one of the paper's (nupoco-amd64, nupoco-intel72)")
-                    })?;
+            // Every platform is checked before anything runs.
+            let figures = platforms
+                .iter()
+                .map(|name| {
+                    paper::PAPER
+                        .iter()
+                        .find(|p| p.platform == name)
+                        .with_context(|| {
+                            format!("--platforms: `{name}` is not one of the paper's (nupoco-amd64, nupoco-intel72)")
+                        })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            for figures in figures {
                 let progress = |what: &str| eprintln!("bench paper: {what}");
-                let table =
-                    paper::nupoco_table(*figures, &workloads, repeat, &out.join(name), &progress)?;
+                let table = paper::nupoco_table(
+                    *figures,
+                    &workloads,
+                    repeat,
+                    &out.join(figures.platform),
+                    &progress,
+                )?;
                 println!("{table}");
             }
             println!("traces: {}", out.display());
