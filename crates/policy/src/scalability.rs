@@ -23,7 +23,11 @@
 //! how they size parallel sections. Among those rules: an app whose DoP lever
 //! has not acted (one long region, so the climb never sees its new DoP) gets
 //! cores for the team it runs until that region ends, and cores nobody uses go
-//! to apps whose threads queue.
+//! to apps whose threads queue. Cores a climb gives up stay lent to the app
+//! until its runtime applies the smaller DoP at its next region
+//! (`Board::lend_to_team`): NuPoCo's cooperative work scheduler (§6.1)
+//! resizes a team at once, OpenMP's only between regions (docs/simulator.md,
+//! Limits).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -182,6 +186,13 @@ impl Policy for Scalability {
             }
         }
 
+        // Cores a climb gave up stay with the team until it shrinks.
+        for a in &parallel {
+            let lent = board.lend_to_team(&map, view, a);
+            if lent > 0 {
+                let _ = write!(note, "; {} keeps {lent} until its team shrinks", a.id);
+            }
+        }
         board.finish(&map, view, &needs);
         let apps = view
             .apps

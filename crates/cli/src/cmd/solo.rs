@@ -121,6 +121,24 @@ fn alone(
     Ok(walls)
 }
 
+/// Every app of `workload` alone at its own thread count, `repeat` times:
+/// the wall times Hmean speedup divides by.
+pub fn measure(
+    target: &Target,
+    workload: &Workload,
+    repeat: u32,
+    out: &std::path::Path,
+) -> Result<SoloTimes> {
+    let stop = stop_flag()?;
+    let mut solo = SoloTimes::default();
+    for (i, app) in workload.apps.iter().enumerate() {
+        for wall in alone(target, workload, i, None, repeat, out, &stop)? {
+            solo.add(&app.name, wall);
+        }
+    }
+    Ok(solo)
+}
+
 /// Every app of `workload` alone at each of `threads`, `repeat` times.
 pub fn measure_curves(
     target: &Target,
@@ -172,13 +190,7 @@ pub fn main(args: SoloArgs) -> Result<()> {
         println!("saved: {}", path.display());
         return Ok(());
     }
-    let stop = stop_flag()?;
-    let mut solo = SoloTimes::default();
-    for (i, app) in workload.apps.iter().enumerate() {
-        for wall in alone(&target, &workload, i, None, args.repeat, &out, &stop)? {
-            solo.add(&app.name, wall);
-        }
-    }
+    let solo = measure(&target, &workload, args.repeat, &out)?;
     let path = saved_path(&workload, &target);
     save(&path, &solo)?;
     print!("{}", solo.render());

@@ -151,6 +151,21 @@ impl Board {
         }
     }
 
+    /// Lends `app`, a parallel section, free cores (where it runs now first)
+    /// until it has one per thread of the team it runs now; returns how many.
+    /// A policy that just lowered the app's DoP calls this after sizing every
+    /// section: the OpenMP runtime applies a DoP at the next region, and until
+    /// then the old team on fewer cores would queue at every barrier while the
+    /// cores it gave up idle. Lent cores count in no DoP ([`Board::own`]).
+    pub fn lend_to_team(&mut self, map: &CoreMap, view: &View<'_>, app: &AppView) -> usize {
+        let short = queued(view, app, Need::Parallel).saturating_sub(self.owned(app.id).len());
+        let got = self.take(app.id, short, &current_cores(map, app));
+        for &c in &got {
+            self.lent[c] = true;
+        }
+        got.len()
+    }
+
     /// Moves one core reserved for a team not yet formed to `app`.
     fn borrow_unformed(&mut self, app: AppId) -> Option<Core> {
         let i = self
@@ -242,10 +257,10 @@ pub(crate) fn reserve(
 
 /// Which apps' DoP lever is stuck ([`Lever::Stuck`], the rule in
 /// [`super::lever`]) while they run a parallel region with a team other than
-/// the cores their plan gives them — larger: their threads queue; smaller:
-/// cores idle that others could use. Such an app stays stuck until that
-/// region ends, and meanwhile needs placement for its team ([`Need::Fixed`]),
-/// not a DoP.
+/// the DoP their plan asked for (the cores it gives, when it set none) —
+/// larger: their threads queue; smaller: cores idle that others could use.
+/// Such an app stays stuck until that region ends, and meanwhile needs
+/// placement for its team ([`Need::Fixed`]), not a DoP.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Levers {
     /// Stuck apps, with their regions completed when they were found stuck.
@@ -284,13 +299,19 @@ impl Levers {
             }
             None => {}
         }
-        let cores = current_cores(map, app).len();
+        // What the lever was asked: the plan's DoP, else its cores (cores
+        // lent to a team until it shrinks are no part of a DoP).
+        let asked = app
+            .current
+            .as_ref()
+            .and_then(|p| p.dop)
+            .map_or_else(|| current_cores(map, app).len(), |d| d as usize);
         let managed = app.spec.malleable
             && app
                 .current
                 .as_ref()
                 .is_some_and(|p| !p.placement.cpus().is_empty());
-        if managed && clock.lever() == Lever::Stuck && last.team_size as usize != cores {
+        if managed && clock.lever() == Lever::Stuck && last.team_size as usize != asked {
             self.stuck.insert(app.id, last.regions_completed);
             return Some(last.team_size);
         }

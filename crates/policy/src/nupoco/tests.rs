@@ -338,7 +338,8 @@ struct Actor {
 
 /// The next observation: every actor's first `team` threads ran the whole
 /// interval on the first CPU the last plan gave them; counters advance by the
-/// actor's rates at that layout. Progress is counted in millionths of an
+/// actor's rates at that layout, and a parallel section that progresses ends a
+/// region. Progress is counted in millionths of an
 /// iteration so integers keep the precision.
 fn observe(
     map: &CoreMap,
@@ -409,6 +410,12 @@ fn observe(
                 } else {
                     0
                 };
+            // Short regions (NPB's loop nests): one ends in every interval
+            // of progress in a parallel section.
+            let regions = before
+                .and_then(|b| b.omp.as_ref())
+                .map_or(0, |o| o.regions_completed)
+                + u64::from(x.in_parallel && progress > 0.0);
             AppSample {
                 app: x.app.id,
                 pid: x.app.threads[0],
@@ -416,6 +423,7 @@ fn observe(
                 omp: Some(OmpSample {
                     in_parallel: x.in_parallel,
                     team_size: x.team as u32,
+                    regions_completed: regions,
                     iterations_completed: iters,
                     ..OmpSample::default()
                 }),
@@ -788,15 +796,10 @@ fn greedy_lays_cores_out_in_topology_order() {
 
 // --- Scalability -------------------------------------------------------------
 
-/// One app on amd-8node next to a serial one (47 free cores, step 48/16 = 3),
-/// its progress peaking at 44 cores: it starts at the whole share, can only go
-/// down, passes the peak and turns back, and keeps oscillating around it — the
-/// behaviour §7.4 reports for the hill climber. Every move waits for a sample
-/// taken at the DoP it asked for.
-#[test]
-fn scalability_climbs_to_the_peak_and_oscillates() {
-    let topo = &fixture_topologies()[1];
-    let mut actors = vec![
+/// App 0 in a parallel section with a team of 47, its progress peaking at 44
+/// cores, next to serial app 1.
+fn climbing_next_to_serial() -> Vec<Actor> {
+    vec![
         Actor {
             app: app(0, 48, true),
             in_parallel: true,
@@ -807,7 +810,18 @@ fn scalability_climbs_to_the_peak_and_oscillates() {
             }),
         },
         serial_actor(app(1, 2, true)),
-    ];
+    ]
+}
+
+/// One app on amd-8node next to a serial one (47 free cores, step 48/16 = 3),
+/// its progress peaking at 44 cores: it starts at the whole share, can only go
+/// down, passes the peak and turns back, and keeps oscillating around it — the
+/// behaviour §7.4 reports for the hill climber. Every move waits for a sample
+/// taken at the DoP it asked for.
+#[test]
+fn scalability_climbs_to_the_peak_and_oscillates() {
+    let topo = &fixture_topologies()[1];
+    let mut actors = climbing_next_to_serial();
     let mut p = Scalability::new(ScalabilityConfig::default());
     let times: Vec<u64> = (0..8).map(|k| 1000 + 50 * k).collect();
     let plans = drive(&mut p, topo, &mut actors, &times, false, follow_dop);
@@ -821,6 +835,46 @@ fn scalability_climbs_to_the_peak_and_oscillates() {
     // sees 41 lose and turns back; 1.35 sees 44 beat 41 and goes on to 47.
     assert_eq!(dops, [47, 44, 44, 41, 41, 44, 44, 47], "{plans:#?}");
     assert_eq!(plans[0].for_app(id(1)).unwrap().dop, None);
+}
+
+/// The same climb, but as OpenMP does it: the team takes a new DoP at its next
+/// region, here one decision later. While the team is larger than the DoP
+/// the climb asked for, the cores it gave up stay with it (lent, not in its
+/// DoP), so no thread of the old team queues behind another at a barrier
+/// while a core idles; once the team has shrunk, the cores go.
+#[test]
+fn scalability_keeps_cores_for_a_team_until_it_shrinks() {
+    let topo = &fixture_topologies()[1];
+    let map = CoreMap::new(topo);
+    let mut actors = climbing_next_to_serial();
+    let mut p = Scalability::new(ScalabilityConfig::default());
+    let times: Vec<u64> = (0..10).map(|k| 1000 + 50 * k).collect();
+    // The team each decision observed, and the DoP the runtime has pending.
+    let observed = std::cell::RefCell::new(Vec::new());
+    let pending = std::cell::Cell::new(None::<u32>);
+    let lagging = |i: usize, p: Option<&AppPlan>, team: usize| {
+        if i != 0 {
+            return team;
+        }
+        observed.borrow_mut().push(team);
+        let next = pending.get().map_or(team, |d| d as usize);
+        pending.set(p.and_then(|p| p.dop));
+        next
+    };
+    let plans = drive(&mut p, topo, &mut actors, &times, false, lagging);
+    let observed = observed.into_inner();
+    let mut shrinks = 0;
+    for ((plan, t), team) in plans.iter().zip(&times).zip(&observed) {
+        let a0 = plan.for_app(id(0)).unwrap();
+        let dop = a0.dop.unwrap() as usize;
+        shrinks += usize::from(*team > dop);
+        assert_eq!(
+            cores_of(&map, a0),
+            dop.max(*team),
+            "{t}: dop {dop}, team {team}: {plan:#?}"
+        );
+    }
+    assert!(shrinks > 0, "the climb never shrank the team: {observed:?}");
 }
 
 // --- invariants over random views -------------------------------------------

@@ -12,8 +12,12 @@
 //!   reference points of each mix.
 //! - `nupoco`: the cost of NuPoCo's Algorithm 1 and of a steady decision at 64
 //!   cores / 8 nodes (NuPoCo §7.5 reports 1.8 ms).
+//! - `paper nupoco`: NuPoCo's Table 2 scenarios under its six execution modes
+//!   on its two machines in the simulator, NTT and Hmean speedup beside the
+//!   paper's figures (§7.4).
 
 mod nupoco;
+mod paper;
 mod sim;
 
 use std::path::PathBuf;
@@ -21,7 +25,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use coloc_manager::{RunSummary, DEFAULT_EPOCH};
 use coloc_model::metrics::RunMetrics;
@@ -107,6 +111,31 @@ enum Bench {
     /// over the SJF reference, NTT and p-values against native, auto's worst
     /// case.
     Mixes(crate::cmd::mixes::MixesArgs),
+    /// A paper's evaluation reproduced in the simulator, our figure beside the
+    /// paper's: `nupoco` (§7.4: Table 2's ten scenarios under batch, native,
+    /// equal, scalability, nupoco-greedy and nupoco on nupoco-amd64 and
+    /// nupoco-intel72; NTT and Hmean speedup).
+    Paper {
+        /// The paper: `nupoco`.
+        #[arg(value_parser = ["nupoco"])]
+        paper: String,
+        /// Platforms, comma-separated [default: both of the paper's].
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "nupoco-amd64,nupoco-intel72"
+        )]
+        platforms: Vec<String>,
+        /// Only the scenarios whose names contain one of these (e.g. `s02,s10`).
+        #[arg(long, value_delimiter = ',')]
+        scenarios: Vec<String>,
+        /// Seeds per mode and scenario (the paper averages three runs).
+        #[arg(long, default_value_t = 1)]
+        repeat: u32,
+        /// Directory for the traces [default: coloc-runs/nupoco-table2/bench-paper-TIME].
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Cost of NuPoCo's Algorithm 1 (DoP computation) with 2, 4 and 8 apps and of a
     /// steady nupoco decision, at 64 cores / 8 nodes.
     Nupoco {
@@ -161,6 +190,47 @@ pub fn main(args: BenchArgs) -> Result<()> {
             Ok(())
         }
         Bench::Mixes(args) => crate::cmd::mixes::main(args),
+        Bench::Paper {
+            paper: _,
+            platforms,
+            scenarios,
+            repeat,
+            out,
+        } => {
+            anyhow::ensure!(repeat >= 1, "--repeat must be at least 1");
+            let workloads = paper::scenarios(&scenarios)?;
+            anyhow::ensure!(
+                !workloads.is_empty(),
+                "--scenarios {}: no scenario of Table 2 matches (s01 … s10)",
+                scenarios.join(",")
+            );
+            let out = out.unwrap_or_else(|| default_out_dir("nupoco-table2", "bench-paper"));
+            // Every platform is checked before anything runs.
+            let figures = platforms
+                .iter()
+                .map(|name| {
+                    paper::PAPER
+                        .iter()
+                        .find(|p| p.platform == name)
+                        .with_context(|| {
+                            format!("--platforms: `{name}` is not one of the paper's (nupoco-amd64, nupoco-intel72)")
+                        })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            for figures in figures {
+                let progress = |what: &str| eprintln!("bench paper: {what}");
+                let table = paper::nupoco_table(
+                    *figures,
+                    &workloads,
+                    repeat,
+                    &out.join(figures.platform),
+                    &progress,
+                )?;
+                println!("{table}");
+            }
+            println!("traces: {}", out.display());
+            Ok(())
+        }
         Bench::Nupoco { runs } => {
             debug_build_note();
             print!("{}", nupoco::nupoco_cost(runs)?);
