@@ -178,15 +178,27 @@ fn manager_runs_equal_and_native() {
     );
 }
 
-/// Every simulated example workload parses and names library models only; the
-/// Tang pair runs to the end under `equal` on Clovertown.
+/// The workload files under `dir` and its subdirectories.
+fn workload_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.is_dir() {
+            files.extend(workload_files(&path));
+        } else if path.extension().is_some_and(|x| x == "toml") {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// Every simulated example workload (subdirectories included) parses and
+/// names library models only; the Tang pair runs to the end under `equal` on
+/// Clovertown.
 #[test]
 fn examples_parse_and_run() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sim");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let mut files = workload_files(&dir);
     files.sort();
     assert!(files.len() >= 3, "{files:?}");
     for f in &files {
