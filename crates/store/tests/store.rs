@@ -31,6 +31,7 @@ fn westmere() -> PlatformFingerprint {
 /// and an uncharacterizable socket level.
 fn profile(identity: AppIdentity, platform: PlatformFingerprint, score: f64) -> AppProfile {
     AppProfile {
+        sharing: None,
         identity,
         platform,
         levels: vec![
