@@ -15,6 +15,7 @@ pub mod nupoco;
 mod registry;
 pub mod resense;
 pub mod scalability;
+pub mod tang;
 
 pub use registry::{
     by_name, by_name_with, policy_names, reads_of, PolicyInfo, Reads, UnknownPolicy, POLICIES,

@@ -2,7 +2,7 @@
 //! the [`PolicyContext`] (docs/architecture.md, Policies). It is the one place a
 //! policy name becomes an object.
 
-use crate::{auto, baseline, nupoco, resense, scalability, Policy, PolicyContext};
+use crate::{auto, baseline, nupoco, resense, scalability, tang, Policy, PolicyContext};
 
 /// What of the [`PolicyContext`] a policy's construction reads, so that the
 /// CLI looks up (and warns about) only what the chosen policies need.
@@ -137,6 +137,13 @@ pub const POLICIES: &[PolicyInfo] = &[
         reads: Reads::NOTHING,
         make: |_| Box::new(scalability::Scalability::default()),
     },
+    PolicyInfo {
+        name: "tang",
+        about: "Tang et al.'s heuristic: each latency-class app shares or spreads over LLCs and memory buses by its and its co-runners' sharing characteristics; batch apps get the other cores",
+        source: "Tang et al., ISCA 2011: §5 characteristics, §5.1 Algorithm 1",
+        reads: Reads::PROFILES,
+        make: |ctx| Box::new(tang::Tang::new(ctx.profiles.clone())),
+    },
 ];
 
 /// What the named policies read together; names not in the registry read
@@ -200,6 +207,7 @@ mod tests {
             ("nupoco", c),
             ("nupoco-greedy", c),
             ("scalability", n),
+            ("tang", p),
         ];
         let got: Vec<(&str, Reads)> = POLICIES.iter().map(|p| (p.name, p.reads)).collect();
         assert_eq!(got, want);

@@ -49,7 +49,11 @@ pub fn render(profile: &AppProfile) -> String {
     format!(
         "{}{reasons}{}",
         finish(&table),
-        profile.sharing.as_ref().map(render_sharing).unwrap_or_default()
+        profile
+            .sharing
+            .as_ref()
+            .map(render_sharing)
+            .unwrap_or_default()
     )
 }
 

@@ -76,7 +76,9 @@ pub enum SharingError {
     Negative { field: &'static str, value: f64 },
     #[error("`shared_requests` ({shared}) exceeds `llc_requests` ({all})")]
     SharedExceedsAll { shared: f64, all: f64 },
-    #[error("`elapsed_ms` and `threads` must be positive, found {elapsed_ms} ms and {threads} threads")]
+    #[error(
+        "`elapsed_ms` and `threads` must be positive, found {elapsed_ms} ms and {threads} threads"
+    )]
     Empty { elapsed_ms: f64, threads: u32 },
 }
 
@@ -143,11 +145,7 @@ impl SharingCharacteristics {
             // misses/ms × bytes = bytes/ms; / 1e6 = GB/s.
             bandwidth_gbs: Some(miss_rate * c.line_bytes / 1e6),
             llc_miss_rate: Some(miss_rate),
-            llc_footprint: Some(llc_footprint(
-                miss_rate,
-                c.shared_requests,
-                c.llc_requests,
-            )),
+            llc_footprint: Some(llc_footprint(miss_rate, c.shared_requests, c.llc_requests)),
             missing: Vec::new(),
         })
     }
