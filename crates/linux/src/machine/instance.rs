@@ -41,6 +41,8 @@ pub(crate) struct Instance {
     pub output: PathBuf,
     /// Each thread's last sample (`sample.rs`: reused while it does not run).
     pub last_samples: super::sample::LastSamples,
+    /// The app's metric read as its output appears, when it has one.
+    pub live_metric: Option<super::live_metric::LiveMetric>,
 }
 
 /// The CPUs of a placement for a thread the plan does not name: the set for

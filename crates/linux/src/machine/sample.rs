@@ -97,6 +97,7 @@ pub(crate) fn sample_app(
         threads,
         rss_bytes,
         omp,
+        metric: None,
     }
 }
 
