@@ -7,6 +7,7 @@ use std::fmt;
 
 use coloc_model::{Plan, View};
 
+pub mod atom;
 pub mod auto;
 pub mod baseline;
 pub(crate) mod cores;

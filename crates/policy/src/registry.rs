@@ -2,7 +2,7 @@
 //! the [`PolicyContext`] (docs/architecture.md, Policies). It is the one place a
 //! policy name becomes an object.
 
-use crate::{auto, baseline, nupoco, resense, scalability, tang, Policy, PolicyContext};
+use crate::{atom, auto, baseline, nupoco, resense, scalability, tang, Policy, PolicyContext};
 
 /// What of the [`PolicyContext`] a policy's construction reads, so that the
 /// CLI looks up (and warns about) only what the chosen policies need.
@@ -144,6 +144,13 @@ pub const POLICIES: &[PolicyInfo] = &[
         reads: Reads::PROFILES,
         make: |ctx| Box::new(tang::Tang::new(ctx.profiles.clone())),
     },
+    PolicyInfo {
+        name: "atom",
+        about: "AToM: the first latency-class app's sharing configurations (and Linux's placement) compete for equal slots judged by its own live metric; the winner runs until co-runners change or it drifts",
+        source: "Tang et al., ISCA 2011: §5.2 AToM (competition heuristic)",
+        reads: Reads::NOTHING,
+        make: |_| Box::new(atom::Atom::default()),
+    },
 ];
 
 /// What the named policies read together; names not in the registry read
@@ -208,6 +215,7 @@ mod tests {
             ("nupoco-greedy", c),
             ("scalability", n),
             ("tang", p),
+            ("atom", n),
         ];
         let got: Vec<(&str, Reads)> = POLICIES.iter().map(|p| (p.name, p.reads)).collect();
         assert_eq!(got, want);
