@@ -14,6 +14,10 @@
 //!   share every core it does not use), then the status quo: Linux placing
 //!   everything. At most [`Params::max_candidates`] configurations, in
 //!   enumeration order.
+//! - **warm-up**: a newly started app first runs one [`Params::min_slot`] on
+//!   the first candidate unmeasured, so that its initialization is not scored
+//!   as that candidate's performance (the paper measures "stable behavior
+//!   after the initialization phase", §3.1).
 //! - **learning phase**: each candidate runs for one slot, all slots equal;
 //!   the first sample of a slot is dropped (it straddles the switch). The slot
 //!   is [`Params::min_slot`] long, or as long as the first slot took to gather
@@ -82,6 +86,9 @@ pub enum Candidate {
 
 #[derive(Clone, Debug, PartialEq)]
 enum Phase {
+    WarmUp {
+        started: Duration,
+    },
     Learning {
         index: usize,
         started: Duration,
@@ -142,6 +149,7 @@ impl Atom {
     pub fn state(&self) -> Option<(&Candidate, bool, Cause)> {
         let c = self.comp.as_ref()?;
         let (i, learning) = match &c.phase {
+            Phase::WarmUp { .. } => (0, true),
             Phase::Learning { index, .. } => (*index, true),
             Phase::Executing { winner, .. } => (*winner, false),
         };
@@ -225,11 +233,15 @@ impl Atom {
             candidates: candidates(levels, view, budget, &self.params),
             signal: Signal::for_app(app, view.last),
             slot: None,
-            phase: Phase::Learning {
-                index: 0,
-                started: view.now,
-                samples: Vec::new(),
-                scores: Vec::new(),
+            phase: if cause == Cause::Start {
+                Phase::WarmUp { started: view.now }
+            } else {
+                Phase::Learning {
+                    index: 0,
+                    started: view.now,
+                    samples: Vec::new(),
+                    scores: Vec::new(),
+                }
             },
             cause,
             skipped: false,
@@ -247,6 +259,16 @@ impl Atom {
         };
         let mut restart = false;
         match &mut c.phase {
+            Phase::WarmUp { started } => {
+                if view.now.saturating_sub(*started) >= params.min_slot {
+                    c.phase = Phase::Learning {
+                        index: 0,
+                        started: view.now,
+                        samples: Vec::new(),
+                        scores: Vec::new(),
+                    };
+                }
+            }
             Phase::Learning {
                 index,
                 started,
@@ -347,6 +369,7 @@ impl Policy for Atom {
         self.step(view);
         let c = self.comp.as_ref().expect("check starts a competition");
         let (index, phase) = match &c.phase {
+            Phase::WarmUp { .. } => (0, "warming up (unmeasured)".to_string()),
             Phase::Learning { index, .. } => (
                 *index,
                 format!(
