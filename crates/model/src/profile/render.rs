@@ -153,4 +153,24 @@ mod tests {
         assert_eq!(amount(5.0e9, Signal::Cycles), "5.0000e9 cycles");
         assert_eq!(amount(1.5e9, Signal::Wall), "1.5000 s");
     }
+
+    /// `coloc profiles show` prints the characteristics after the levels,
+    /// with units, `-` for a missing figure and why it is missing.
+    #[test]
+    fn renders_sharing_characteristics() {
+        let c = SharingCharacteristics {
+            signal: crate::profile::SharingSignal::Substitutes,
+            threads: 2,
+            data_sharing: None,
+            bandwidth_gbs: Some(1.5),
+            llc_miss_rate: None,
+            llc_footprint: None,
+            missing: vec!["data sharing: no LLC counters".into()],
+        };
+        let text = render_sharing(&c);
+        assert!(text.contains("2 thread(s), substitutes"), "{text}");
+        assert!(text.contains("data sharing -"), "{text}");
+        assert!(text.contains("bandwidth 1.500 GB/s per thread"), "{text}");
+        assert!(text.contains("not measured: data sharing: no LLC counters"), "{text}");
+    }
 }
