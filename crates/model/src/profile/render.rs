@@ -171,6 +171,9 @@ mod tests {
         assert!(text.contains("2 thread(s), substitutes"), "{text}");
         assert!(text.contains("data sharing -"), "{text}");
         assert!(text.contains("bandwidth 1.500 GB/s per thread"), "{text}");
-        assert!(text.contains("not measured: data sharing: no LLC counters"), "{text}");
+        assert!(
+            text.contains("not measured: data sharing: no LLC counters"),
+            "{text}"
+        );
     }
 }

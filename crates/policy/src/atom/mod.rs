@@ -126,6 +126,8 @@ struct Competition {
     cause: Cause,
     /// Samples dropped at the start of the current slot or window.
     skipped: bool,
+    /// Time of the last observation sampled.
+    seen: Option<Duration>,
 }
 
 /// The `atom` policy.
@@ -245,6 +247,7 @@ impl Atom {
             },
             cause,
             skipped: false,
+            seen: view.last.map(|o| o.at),
         });
     }
 
@@ -252,11 +255,13 @@ impl Atom {
     fn step(&mut self, view: &View<'_>) {
         let params = self.params;
         let Some(c) = self.comp.as_mut() else { return };
-        let sample = if view.trigger == coloc_model::Trigger::Epoch {
+        // One sample per new observation, whatever the trigger (an epoch's
+        // observation may arrive with a thread change as the trigger).
+        let fresh = view.last.map(|o| o.at).filter(|&at| c.seen != Some(at));
+        let sample = fresh.and_then(|at| {
+            c.seen = Some(at);
             c.signal.sample(c.app, view.prev, view.last)
-        } else {
-            None
-        };
+        });
         let mut restart = false;
         match &mut c.phase {
             Phase::WarmUp { started } => {

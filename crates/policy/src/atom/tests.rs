@@ -47,6 +47,8 @@ struct Run {
     last: Option<Observation>,
     prev: Option<Observation>,
     running: String,
+    /// Every other observation arrives with a thread change as the trigger.
+    churn: bool,
 }
 
 impl Run {
@@ -60,13 +62,18 @@ impl Run {
             last: None,
             prev: None,
             running: String::new(),
+            churn: false,
         }
     }
 
     fn epoch(&mut self, script: &dyn Fn(&str, Duration) -> f64) -> String {
         let view = View {
             now: self.now,
-            trigger: Trigger::Epoch,
+            trigger: if self.churn && self.lines % 2 == 1 {
+                Trigger::ThreadsChanged(self.apps[0].id)
+            } else {
+                Trigger::Epoch
+            },
             topology: &self.topo,
             apps: &self.apps,
             last: self.last.as_ref(),
@@ -140,6 +147,23 @@ fn learns_with_equal_slots_then_executes_the_winner() {
         assert!(!run.atom.state().unwrap().1, "executing");
     }
     assert_eq!(run.atom.competitions, 1);
+}
+
+/// A service whose threads come and go (a load generator's rounds) gets
+/// observations whose decision is triggered by the thread change: they are
+/// sampled all the same, and the competition ends as with plain epochs.
+#[test]
+fn observations_arriving_with_a_thread_change_are_sampled() {
+    let mut run = Run::new(vec![
+        app(0, 4, AppClass::Latency, true),
+        app(1, 4, AppClass::Batch, false),
+    ]);
+    run.churn = true;
+    for _ in 0..28 {
+        run.epoch(&prefers_pairs);
+    }
+    assert_eq!(run.epoch(&prefers_pairs), "0-1,4-5");
+    assert_eq!(run.atom.state().map(|s| s.1), Some(false));
 }
 
 /// A new co-runner starts a new competition; so does a drift of the
