@@ -175,10 +175,13 @@ threads = 2
         .zip(&restored)
         .map(|(d, plan)| common::Decision { plan, ..*d })
         .collect();
+    // From the first plan's application (processes the script forks before
+    // it keep their original affinity until then) to the service's exit.
+    let first = plans.first().map_or(0.0, |d| d.applied) + common::APPLY_SLACK;
     let mut checked = 0;
     for (at_unix, tid, cpus) in &samples {
         let at = at_unix - t0;
-        if at > exit - common::APPLY_SLACK {
+        if at < first || at > exit - common::APPLY_SLACK {
             continue;
         }
         let allowed = allowed_at(&plans, SERVICE, *tid, at);
