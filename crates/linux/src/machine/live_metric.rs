@@ -11,7 +11,6 @@
 //! lines tells a reader whether a new value arrived.
 
 use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 use coloc_model::MetricSample;
@@ -75,19 +74,8 @@ impl LiveMetric {
     }
 
     fn read_new(&mut self) -> std::io::Result<String> {
-        // O_NONBLOCK: a FIFO with no writer would otherwise block the loop.
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(&self.path)?;
-        let meta = file.metadata()?;
-        if !meta.file_type().is_file() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "not a regular file",
-            ));
-        }
-        if meta.len() < self.offset {
+        let (mut file, len) = super::instance::open_regular(&self.path)?;
+        if len < self.offset {
             // Truncated and rewritten: start over.
             self.offset = 0;
             self.partial.clear();
@@ -138,7 +126,7 @@ mod tests {
                 lines: 2
             })
         );
-        write!(f, "ops=7.5\n").unwrap();
+        writeln!(f, "ops=7.5").unwrap();
         assert_eq!(
             m.poll(),
             Some(MetricSample {

@@ -43,7 +43,7 @@ use coloc_model::{AppId, AppPlan, AppView, Plan, View};
 
 pub use self::signal::Signal;
 use crate::tang::levels::Levels;
-use crate::tang::{core_budget, latency_apps, plan_with};
+use crate::tang::{core_budget, latency_apps, plan_with, wanted};
 use crate::Policy;
 
 /// AToM's knobs (docs/policies/tang-atom.md, AToM).
@@ -128,6 +128,8 @@ struct Competition {
     skipped: bool,
     /// Time of the last observation sampled.
     seen: Option<Duration>,
+    /// The most cores the app has wanted (see [`crate::tang`]'s budget).
+    peak: usize,
 }
 
 /// The `atom` policy.
@@ -248,6 +250,7 @@ impl Atom {
             cause,
             skipped: false,
             seen: view.last.map(|o| o.at),
+            peak: budget,
         });
     }
 
@@ -369,8 +372,17 @@ impl Policy for Atom {
             };
         };
         let levels = Levels::new(view.topology);
-        let budget = core_budget(view, &latency, 0, levels.cores.len());
+        // The most threads the app has run with: a service whose helpers come
+        // and go does not change its budget, and so its competition, each time.
+        let peak = match &self.comp {
+            Some(c) if c.app == app.id => c.peak.max(wanted(app)),
+            _ => wanted(app),
+        };
+        let budget = core_budget(view, &latency, 0, levels.cores.len(), peak);
         self.check(view, &levels, app, budget);
+        if let Some(c) = self.comp.as_mut() {
+            c.peak = c.peak.max(peak);
+        }
         self.step(view);
         let c = self.comp.as_ref().expect("check starts a competition");
         let (index, phase) = match &c.phase {

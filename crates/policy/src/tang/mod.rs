@@ -68,16 +68,30 @@ pub(crate) fn latency_apps<'a>(view: &View<'a>) -> Vec<&'a AppView> {
         .collect()
 }
 
-/// Cores the `i`-th of `latency` latency apps may take out of `free`: one per
-/// thread it asks for (all free ones for 0), leaving one core for each latency
-/// app after it and one for the batch apps, when there are any; at least one.
-pub(crate) fn core_budget(view: &View<'_>, latency: &[&AppView], i: usize, free: usize) -> usize {
+/// Cores a latency app wants: one per thread, the more of what it asked for
+/// and what it runs now (a service's workers and helpers may outnumber its
+/// `threads`; fewer cores would leave its threads waiting beside idle ones);
+/// 0 for "all" (an app that asked for 0 threads).
+pub(crate) fn wanted(app: &AppView) -> usize {
+    match app.threads_requested {
+        0 => 0,
+        n => (n as usize).max(app.threads.len()),
+    }
+}
+
+/// Cores the `i`-th of `latency` latency apps may take out of `free`:
+/// `wanted` (all free ones for 0), leaving one core for each latency app
+/// after it and one for the batch apps, when there are any; at least one.
+pub(crate) fn core_budget(
+    view: &View<'_>,
+    latency: &[&AppView],
+    i: usize,
+    free: usize,
+    wanted: usize,
+) -> usize {
     let batch = view.apps.len() > latency.len();
     let reserve = latency.len() - i - 1 + usize::from(batch);
-    let wanted = match latency[i].threads_requested {
-        0 => free,
-        n => n as usize,
-    };
+    let wanted = if wanted == 0 { free } else { wanted };
     wanted.min(free.saturating_sub(reserve)).max(1).min(free)
 }
 
@@ -153,7 +167,7 @@ impl Tang {
             let p = self.traits(app);
             let c = corunner(self, view, app.id);
             let (choice, line) = algorithm::decide(&p, &c, &self.thresholds);
-            let n = core_budget(view, &latency, i, free.len());
+            let n = core_budget(view, &latency, i, free.len(), wanted(app));
             let cores = levels.place(&free, n, choice);
             free.retain(|c| !cores.contains(c));
             out.push(Decision {
