@@ -172,6 +172,7 @@ mod tests {
     /// level: enough to be found).
     fn profile(identity: AppIdentity, target: &Target) -> AppProfile {
         AppProfile {
+            sharing: None,
             identity,
             platform: PlatformFingerprint::of(target.topology()),
             levels: vec![LevelProfile {

@@ -59,6 +59,7 @@ fn this_machine() -> PlatformFingerprint {
 /// 1000 − 10·score, twice).
 fn profile(name: &str, platform: PlatformFingerprint, score: f64) -> AppProfile {
     AppProfile {
+        sharing: None,
         identity: AppIdentity::model(name, name),
         platform,
         levels: vec![LevelProfile {

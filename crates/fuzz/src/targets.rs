@@ -248,6 +248,7 @@ fn trace_seeds() -> Vec<Vec<u8>> {
 fn profile_seeds() -> Vec<Vec<u8>> {
     let platform = fuzz_platform();
     let profile = AppProfile {
+        sharing: None,
         identity: AppIdentity::model("streamcluster", "streamcluster"),
         platform,
         levels: vec![

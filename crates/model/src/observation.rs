@@ -52,7 +52,7 @@ pub struct ThreadSample {
 }
 
 /// One app instance's sample: all threads of all its processes.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct AppSample {
     pub app: AppId,
     /// The process coloc started.
@@ -66,6 +66,21 @@ pub struct AppSample {
     /// (NuPoCo §5.1 on machines without counters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub omp: Option<OmpSample>,
+    /// The app's own metric as it prints it while running (docs/signals.md):
+    /// the workload's `metric` regex applied to each output line as it
+    /// appears; None when the app has no metric or printed no match yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<MetricSample>,
+}
+
+/// The live reading of an app's metric: the last value its output gave and
+/// how many lines matched so far, so that a reader sees whether a new value
+/// arrived between two observations.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MetricSample {
+    pub value: f64,
+    /// Lines that matched the regex since the app started.
+    pub lines: u64,
 }
 
 impl AppSample {
@@ -103,7 +118,7 @@ pub struct OmpSample {
 }
 
 /// A sample of every managed app at one instant.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Observation {
     /// Time since the start of the run.
     #[serde(with = "crate::nanos")]

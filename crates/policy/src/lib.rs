@@ -7,6 +7,7 @@ use std::fmt;
 
 use coloc_model::{Plan, View};
 
+pub mod atom;
 pub mod auto;
 pub mod baseline;
 pub(crate) mod cores;
@@ -15,6 +16,7 @@ pub mod nupoco;
 mod registry;
 pub mod resense;
 pub mod scalability;
+pub mod tang;
 
 pub use registry::{
     by_name, by_name_with, policy_names, reads_of, PolicyInfo, Reads, UnknownPolicy, POLICIES,

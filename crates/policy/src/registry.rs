@@ -2,7 +2,7 @@
 //! the [`PolicyContext`] (docs/architecture.md, Policies). It is the one place a
 //! policy name becomes an object.
 
-use crate::{auto, baseline, nupoco, resense, scalability, Policy, PolicyContext};
+use crate::{atom, auto, baseline, nupoco, resense, scalability, tang, Policy, PolicyContext};
 
 /// What of the [`PolicyContext`] a policy's construction reads, so that the
 /// CLI looks up (and warns about) only what the chosen policies need.
@@ -137,6 +137,20 @@ pub const POLICIES: &[PolicyInfo] = &[
         reads: Reads::NOTHING,
         make: |_| Box::new(scalability::Scalability::default()),
     },
+    PolicyInfo {
+        name: "tang",
+        about: "Tang et al.'s heuristic: each latency-class app shares or spreads over LLCs and memory buses by its and its co-runners' sharing characteristics; batch apps get the other cores",
+        source: "Tang et al., ISCA 2011: §5 characteristics, §5.1 Algorithm 1",
+        reads: Reads::PROFILES,
+        make: |ctx| Box::new(tang::Tang::new(ctx.profiles.clone())),
+    },
+    PolicyInfo {
+        name: "atom",
+        about: "AToM: the first latency-class app's sharing configurations (and Linux's placement) compete for equal slots judged by its own live metric; the winner runs until co-runners change or it drifts",
+        source: "Tang et al., ISCA 2011: §5.2 AToM (competition heuristic)",
+        reads: Reads::NOTHING,
+        make: |_| Box::new(atom::Atom::default()),
+    },
 ];
 
 /// What the named policies read together; names not in the registry read
@@ -200,6 +214,8 @@ mod tests {
             ("nupoco", c),
             ("nupoco-greedy", c),
             ("scalability", n),
+            ("tang", p),
+            ("atom", n),
         ];
         let got: Vec<(&str, Reads)> = POLICIES.iter().map(|p| (p.name, p.reads)).collect();
         assert_eq!(got, want);

@@ -19,14 +19,16 @@
 use std::sync::Arc;
 
 use coloc_model::profile::{
-    characterization_plan, AppIdentity, AppProfile, LevelProfile, LevelResult, NotCharacterizable,
-    PlatformFingerprint, Sensitivity, Signal,
+    characterization_plan, AppIdentity, AppProfile, CounterTotals, LevelProfile, LevelResult,
+    NotCharacterizable, PlatformFingerprint, Sensitivity, SharingCharacteristics, SharingError,
+    SharingSignal, Signal,
 };
+use coloc_model::topology::symmetry::SymTree;
 use coloc_model::{AppId, Cpu, CpuSet, MemPolicy, Placement, SchedSettings, Tid};
 
 use crate::engine::{AppLaunch, Engine, EngineEvent};
 use crate::model::AppModel;
-use crate::platform::Platform;
+use crate::platform::{Platform, LINE_BYTES};
 
 /// A finished solo run.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -35,6 +37,12 @@ pub struct SoloRun {
     pub elapsed_ns: u64,
     /// Cycles of all its threads together.
     pub cycles: f64,
+    /// LLC requests, misses and requests to data its threads share, all
+    /// threads together, up to [`TAIL_NS`] before its exit (the tail is not
+    /// extrapolated: these feed rates over the whole run).
+    pub llc_refs: f64,
+    pub llc_misses: f64,
+    pub llc_shared_refs: f64,
 }
 
 /// Runs `model` alone on `platform` with thread i pinned to `cpus[i]` (threads
@@ -45,17 +53,23 @@ pub fn solo_run(platform: &Platform, model: &AppModel, cpus: &[Cpu], seed: u64) 
     let (_, exit_ns) = pinned_run(platform, &model, cpus, seed, u64::MAX);
     let stop_ns = exit_ns.saturating_sub(TAIL_NS);
     let (engine, _) = pinned_run(platform, &model, cpus, seed, stop_ns);
-    let counted: f64 = engine
-        .apps()
-        .iter()
-        .flat_map(|a| &a.threads)
-        .map(|t| t.stats.cycles)
-        .sum();
+    let total = |f: fn(&crate::engine::ThreadStats) -> f64| -> f64 {
+        engine
+            .apps()
+            .iter()
+            .flat_map(|a| &a.threads)
+            .map(|t| f(&t.stats))
+            .sum()
+    };
+    let counted = total(|s| s.cycles);
     let running = engine.apps().iter().map(|a| a.team).sum::<usize>();
     let tail = running as f64 * platform.params.freq_ghz * (exit_ns - stop_ns) as f64;
     SoloRun {
         elapsed_ns: exit_ns,
         cycles: counted + tail,
+        llc_refs: total(|s| s.llc_refs),
+        llc_misses: total(|s| s.llc_misses),
+        llc_shared_refs: total(|s| s.llc_shared_refs),
     }
 }
 
@@ -179,8 +193,55 @@ pub fn characterize(
     AppProfile {
         identity: AppIdentity::model(&model.name, &model.name),
         platform: PlatformFingerprint::of(&platform.topology),
+        sharing: characterize_sharing(platform, model, opts.seed).ok(),
         levels,
     }
+}
+
+/// Tang et al.'s characteristics (§5, Figures 21–22) of `model` on `platform`
+/// from one solo run's simulated counters: as many threads as there are cores
+/// under one instance of the outermost shared level (4 on Clovertown, 6 on
+/// Westmere: the paper's per-socket runs), pinned in scatter order (one per
+/// last-level cache before any shares one), so each figure is the app's own
+/// demand rather than its contention with itself. Shared requests are the
+/// requests to the model's shared working set while its team runs.
+pub fn characterize_sharing(
+    platform: &Platform,
+    model: &AppModel,
+    seed: u64,
+) -> Result<SharingCharacteristics, SharingError> {
+    let cpus = sharing_run_cpus(platform);
+    let run = solo_run(platform, model, &cpus, seed);
+    SharingCharacteristics::from_counters(
+        SharingSignal::SimCounters,
+        CounterTotals {
+            threads: cpus.len() as u32,
+            elapsed_ms: run.elapsed_ns as f64 * 1e-6,
+            llc_requests: run.llc_refs,
+            llc_misses: run.llc_misses,
+            shared_requests: run.llc_shared_refs,
+            line_bytes: LINE_BYTES,
+        },
+    )
+}
+
+/// The CPUs of the characteristics' solo run: the outermost shared level's
+/// cores per instance (the whole machine on a flat one), in scatter order.
+fn sharing_run_cpus(platform: &Platform) -> Vec<Cpu> {
+    let t = &platform.topology;
+    let all = t.cpus().len().max(1);
+    let n = t
+        .shared_resources()
+        .last()
+        .map(|r| r.cores_per_instance)
+        .unwrap_or(all)
+        .clamp(1, all);
+    let tree = SymTree::new(t);
+    tree.scatter_order()
+        .into_iter()
+        .map(|leaf| tree.leaves[leaf])
+        .take(n)
+        .collect()
 }
 
 #[cfg(test)]
@@ -224,5 +285,38 @@ mod tests {
         let p = platform("westmere").unwrap();
         let cpus = [0, 1, 2, 6, 7, 8];
         assert_eq!(solo_run(&p, &m, &cpus, 1), solo_run(&p, &m, &cpus, 99));
+    }
+
+    /// The characteristics order Tang et al.'s apps on Clovertown as Figures
+    /// 21–22 do: bigtable shares the most data, contentAnalyzer the least;
+    /// stitcher draws the most bandwidth, protobuf the least; contentAnalyzer's
+    /// footprint exceeds webSearch's. Each run is 4 threads, one per L2.
+    #[test]
+    fn tang_characteristics_on_clovertown() {
+        let p = platform("clovertown").unwrap();
+        assert_eq!(sharing_run_cpus(&p).len(), 4);
+        let c = |name: &str| {
+            let m = model(name).unwrap().scaled(0.05);
+            characterize_sharing(&p, &m, 1).unwrap()
+        };
+        let (bt, ca, ws, st, pb) = (
+            c("bigtable"),
+            c("content-analyzer"),
+            c("websearch"),
+            c("stitcher"),
+            c("protobuf"),
+        );
+        let sharing = |x: &SharingCharacteristics| x.data_sharing.unwrap();
+        let bw = |x: &SharingCharacteristics| x.bandwidth_gbs.unwrap();
+        let fp = |x: &SharingCharacteristics| x.llc_footprint.unwrap();
+        assert!(sharing(&bt) > sharing(&ws) && sharing(&ws) > sharing(&ca));
+        for other in [&bt, &ca, &ws, &pb] {
+            assert!(bw(&st) > bw(other));
+        }
+        for other in [&bt, &ca, &ws, &st] {
+            assert!(bw(&pb) < bw(other));
+        }
+        assert!(fp(&ca) > fp(&ws), "{ca:?} {ws:?}");
+        assert_eq!(bt.signal, SharingSignal::SimCounters);
     }
 }

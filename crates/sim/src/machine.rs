@@ -5,7 +5,9 @@
 //! Apps come from `spec.model` (a library model, or one registered with
 //! [`SimMachine::with_models`]); they exit with status 0 and print
 //! `coloc-metric: <throughput> units` (10^9 instructions per second of their run),
-//! which a workload's metric regex can read. Observations carry the fields Linux
+//! which a workload's metric regex can read; apps whose workload entry has a
+//! metric also report it live, at every observation (their rate since the
+//! last one), as a service prints throughput periodically. Observations carry the fields Linux
 //! gives (run and wait time, CPU, switches, migrations), hardware counters
 //! from the model, flagged `hw_counters` and `schedstat`, and for OpenMP models
 //! what the DoP channel reports ([`crate::engine::SimApp::omp`]).
@@ -16,7 +18,7 @@ use std::time::Duration;
 use coloc_machine::{LaunchRequest, Launched, Machine, MachineError, MachineEvent};
 use coloc_model::observation::{Counters, Signals};
 use coloc_model::trace::{ApplyOutcome, ExitStatus, SelfUsage};
-use coloc_model::{AppSample, Observation, Plan, ThreadSample, Topology};
+use coloc_model::{AppSample, MetricSample, Observation, Plan, ThreadSample, Topology};
 
 use crate::engine::{AppLaunch, Engine, EngineEvent};
 use crate::model::{models, AppModel};
@@ -27,6 +29,19 @@ use crate::platform::Platform;
 pub struct SimMachine {
     engine: Engine,
     models: Vec<Arc<AppModel>>,
+    /// Apps with a metric, and what their last live report covered.
+    live: Vec<LiveReport>,
+}
+
+/// A model app that reports its metric as it runs, as a service prints
+/// throughput periodically: at each observation, its rate since the last one.
+#[derive(Clone, Copy, Debug)]
+struct LiveReport {
+    app: coloc_model::AppId,
+    higher_is_better: bool,
+    at_ns: u64,
+    instructions: f64,
+    lines: u64,
 }
 
 impl SimMachine {
@@ -35,6 +50,7 @@ impl SimMachine {
         Self {
             engine: Engine::new(platform, seed),
             models: models().into_iter().map(Arc::new).collect(),
+            live: Vec::new(),
         }
     }
 
@@ -57,6 +73,32 @@ impl SimMachine {
             .map(|m| m.name.as_str())
             .collect::<Vec<_>>()
             .join(", ")
+    }
+}
+
+impl LiveReport {
+    /// The app's throughput since the last report (10^9 instructions per
+    /// second, the unit of its exit metric), or its inverse for a
+    /// lower-is-better metric (seconds per 10^9 instructions: the mean
+    /// latency of a unit of work); None until simulated time has passed.
+    fn report(&mut self, app: &crate::engine::SimApp, now_ns: u64) -> Option<MetricSample> {
+        let instructions: f64 = app.threads.iter().map(|t| t.stats.instructions).sum();
+        let dt = now_ns.checked_sub(self.at_ns).filter(|&d| d > 0)?;
+        let rate = (instructions - self.instructions).max(0.0) / dt as f64;
+        self.at_ns = now_ns;
+        self.instructions = instructions;
+        let value = if self.higher_is_better {
+            rate
+        } else if rate > 0.0 {
+            1.0 / rate
+        } else {
+            return None;
+        };
+        self.lines += 1;
+        Some(MetricSample {
+            value,
+            lines: self.lines,
+        })
     }
 }
 
@@ -120,6 +162,16 @@ impl Machine for SimMachine {
                 })
             })?;
         let malleable = req.spec.malleable && model.openmp;
+        if let Some(m) = &req.spec.metric {
+            self.live.retain(|l| l.app != req.id);
+            self.live.push(LiveReport {
+                app: req.id,
+                higher_is_better: m.higher_is_better,
+                at_ns: self.engine.now_ns(),
+                instructions: 0.0,
+                lines: 0,
+            });
+        }
         let (pid, _) = self.engine.launch(AppLaunch {
             id: req.id,
             threads: req.plan.dop.filter(|_| malleable).unwrap_or(req.threads),
@@ -168,6 +220,9 @@ impl Machine for SimMachine {
 
     fn observe(&mut self) -> Result<Observation, MachineError> {
         let e = &self.engine;
+        let now_ns = e.now_ns();
+        self.live.retain(|l| e.apps().iter().any(|a| a.id == l.app));
+        let mut live = std::mem::take(&mut self.live);
         let apps = e
             .apps()
             .iter()
@@ -176,6 +231,10 @@ impl Machine for SimMachine {
                 pid: a.pid,
                 rss_bytes: a.rss_bytes(),
                 omp: a.omp(),
+                metric: live
+                    .iter_mut()
+                    .find(|l| l.app == a.id)
+                    .and_then(|l| l.report(a, now_ns)),
                 threads: a
                     .threads
                     .iter()
@@ -203,6 +262,7 @@ impl Machine for SimMachine {
                     .collect(),
             })
             .collect();
+        self.live = live;
         Ok(Observation {
             at: self.now(),
             signals: Signals {

@@ -31,6 +31,7 @@ fn westmere() -> PlatformFingerprint {
 /// and an uncharacterizable socket level.
 fn profile(identity: AppIdentity, platform: PlatformFingerprint, score: f64) -> AppProfile {
     AppProfile {
+        sharing: None,
         identity,
         platform,
         levels: vec![
@@ -360,4 +361,37 @@ fn calibrations_by_platform() {
         matches!(err, StoreError::CalibrationMismatch { .. }) && err.to_string().contains("c.db"),
         "{err}"
     );
+}
+
+/// Tang et al.'s characteristics travel with the profile: stored, read back,
+/// exported and imported unchanged; a profile written before they existed
+/// (no `sharing` key) still reads, without them.
+#[test]
+fn sharing_characteristics_round_trip() {
+    use coloc_model::profile::{SharingCharacteristics, SharingSignal};
+    let dir = tempfile::tempdir().unwrap();
+    let a = Store::open(dir.path().join("a.db")).unwrap();
+    let mut p = profile(sc(), westmere(), 3.0);
+    p.sharing = Some(SharingCharacteristics {
+        signal: SharingSignal::SimCounters,
+        threads: 6,
+        data_sharing: Some(0.4),
+        bandwidth_gbs: Some(0.17),
+        llc_miss_rate: Some(2660.0),
+        llc_footprint: Some(1596.0),
+        missing: vec!["nothing".into()],
+    });
+    a.put(&p).unwrap();
+    assert_eq!(a.get(&sc(), &westmere()).unwrap(), Some(p.clone()));
+    let mut json = Vec::new();
+    a.export_json(&mut json).unwrap();
+    let b = Store::open(dir.path().join("b.db")).unwrap();
+    b.import_json(json.as_slice(), &westmere()).unwrap();
+    assert_eq!(b.get(&sc(), &westmere()).unwrap(), Some(p.clone()));
+
+    let mut old = serde_json::to_value(profile(sc(), yorkfield(), 1.0)).unwrap();
+    assert!(old.get("sharing").is_none());
+    old.as_object_mut().unwrap().remove("sharing");
+    let back: AppProfile = serde_json::from_value(old).unwrap();
+    assert_eq!(back.sharing, None);
 }

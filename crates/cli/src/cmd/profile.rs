@@ -359,6 +359,7 @@ impl HostRuns<'_> {
         }
         progress.finish("done".into());
         Ok(AppProfile {
+            sharing: None,
             identity,
             platform: PlatformFingerprint::of(self.target.topology()),
             levels,

@@ -345,6 +345,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path().join("p.db")).unwrap();
         let profile = coloc_model::profile::AppProfile {
+            sharing: None,
             identity: AppIdentity::model("sc", "streamcluster"),
             platform: yorkfield(),
             levels: vec![LevelProfile {

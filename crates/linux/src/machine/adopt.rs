@@ -142,6 +142,9 @@ impl LinuxMachine {
             pending_refused: Vec::new(),
             output: PathBuf::new(),
             last_samples: Default::default(),
+            // Its output goes where its owner sent it, not to a file coloc
+            // reads: no live metric (atom falls back to progress or CPU time).
+            live_metric: None,
         };
         let launched = Launched {
             pid,

@@ -45,6 +45,8 @@ pub(crate) struct Instance {
     pub output: PathBuf,
     /// Each thread's last sample (`sample.rs`: reused while it does not run).
     pub last_samples: super::sample::LastSamples,
+    /// The app's metric read as its output appears, when it has one.
+    pub live_metric: Option<super::live_metric::LiveMetric>,
 }
 
 /// The CPUs of a placement for a thread the plan does not name: the set for
@@ -231,9 +233,19 @@ pub(crate) const OUTPUT_TAIL: u64 = 1 << 20;
 /// and a huge file is not read whole.
 pub(crate) fn read_tail(path: &std::path::Path, max: u64) -> std::io::Result<String> {
     use std::io::{Read, Seek, SeekFrom};
+    let (mut file, len) = open_regular(path)?;
+    file.seek(SeekFrom::Start(len.saturating_sub(max)))?;
+    let mut bytes = Vec::new();
+    file.take(max).read_to_end(&mut bytes)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// `path` opened for reading without blocking, with its length: a FIFO, a
+/// device or a directory is refused (opening a FIFO with no writer would
+/// otherwise wait for one).
+pub(crate) fn open_regular(path: &std::path::Path) -> std::io::Result<(std::fs::File, u64)> {
     use std::os::unix::fs::OpenOptionsExt;
-    // O_NONBLOCK: opening a FIFO with no writer would otherwise wait for one.
-    let mut file = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)?;
@@ -244,10 +256,7 @@ pub(crate) fn read_tail(path: &std::path::Path, max: u64) -> std::io::Result<Str
             "not a regular file (a FIFO, device or directory is not read)",
         ));
     }
-    file.seek(SeekFrom::Start(meta.len().saturating_sub(max)))?;
-    let mut bytes = Vec::new();
-    file.take(max).read_to_end(&mut bytes)?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    Ok((file, meta.len()))
 }
 
 fn exit_status(s: std::process::ExitStatus) -> ExitStatus {

@@ -45,6 +45,7 @@ mod exit_wait;
 mod instance;
 mod journal;
 mod launch;
+mod live_metric;
 mod proc_events;
 mod recover;
 mod sample;
@@ -417,6 +418,10 @@ impl LinuxMachine {
             memory: req.plan.memory,
             memory_refused: None,
             pending_refused: started.refused,
+            live_metric: spec.metric.as_ref().and_then(|m| {
+                let path = m.file.as_ref().map_or(stdout_path.clone(), PathBuf::from);
+                live_metric::LiveMetric::new(path, &m.regex)
+            }),
             output: match spec.metric.as_ref().and_then(|m| m.file.as_ref()) {
                 Some(f) => PathBuf::from(f),
                 None => stdout_path,
@@ -481,7 +486,7 @@ impl Machine for LinuxMachine {
                 i.dop.heartbeat();
                 let pid = i.pid();
                 let omp = i.dop.sample();
-                sample::sample_app(
+                let mut sample = sample::sample_app(
                     proc,
                     i.id,
                     pid,
@@ -490,7 +495,9 @@ impl Machine for LinuxMachine {
                     counters,
                     omp,
                     &mut budget,
-                )
+                );
+                sample.metric = i.live_metric.as_mut().and_then(|m| m.poll());
+                sample
             })
             .collect();
         let instances = &self.instances;

@@ -147,6 +147,7 @@ pub(crate) fn sample_app(
         threads,
         rss_bytes,
         omp,
+        metric: None,
     }
 }
 

@@ -1,4 +1,5 @@
-//! Application profiles: an app's sensitivity vector on one platform (ReSense §2.2).
+//! Application profiles: an app's sensitivity vector on one platform (ReSense §2.2)
+//! and its memory-sharing characteristics (Tang et al. §5, [`SharingCharacteristics`]).
 //!
 //! A profile holds, for every shared-resource level of the machine (named as
 //! [`Topology::shared_resources`](crate::Topology::shared_resources) names them:
@@ -12,6 +13,7 @@ mod characterization;
 mod identity;
 mod render;
 mod score;
+mod sharing;
 
 use serde::{Deserialize, Serialize};
 
@@ -19,8 +21,11 @@ pub use self::characterization::{
     characterization_plan, Configurations, LevelPlan, NotCharacterizable,
 };
 pub use self::identity::{AppIdentity, AppSource, Match, PlatformFingerprint};
-pub use self::render::render;
+pub use self::render::{render, render_sharing};
 pub use self::score::{sensitivity_score, ScoreError, Sensitivity, Signal, Spread};
+pub use self::sharing::{
+    llc_footprint, CounterTotals, SharingCharacteristics, SharingError, SharingSignal,
+};
 use crate::topology::{ResourceKind, SharedResource};
 use crate::workload::AppSpec;
 
@@ -47,6 +52,10 @@ pub struct AppProfile {
     pub platform: PlatformFingerprint,
     /// One entry per shared level of the platform, innermost first.
     pub levels: Vec<LevelProfile>,
+    /// Tang et al.'s memory-sharing characteristics (§5), where measured;
+    /// profiles written before they existed have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharing: Option<SharingCharacteristics>,
 }
 
 impl AppProfile {
@@ -85,6 +94,7 @@ mod tests {
     fn profile(identity: AppIdentity, score: f64) -> AppProfile {
         let yorkfield = Topology::synthetic("y", "package:1 l2(6M):2 core:2").unwrap();
         AppProfile {
+            sharing: None,
             identity,
             platform: PlatformFingerprint::of(&yorkfield),
             levels: vec![LevelProfile {

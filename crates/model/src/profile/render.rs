@@ -3,7 +3,7 @@
 //! every profile says what it was measured with), then why the other levels have
 //! no score.
 
-use super::{AppProfile, LevelResult, Signal};
+use super::{AppProfile, LevelResult, SharingCharacteristics, Signal};
 use crate::metrics::table::{finish, new_table, NONE};
 
 /// The table of `profile`'s levels, innermost first, followed by one line per
@@ -46,7 +46,38 @@ pub fn render(profile: &AppProfile) -> String {
             }
         }
     }
-    format!("{}{reasons}", finish(&table))
+    format!(
+        "{}{reasons}{}",
+        finish(&table),
+        profile
+            .sharing
+            .as_ref()
+            .map(render_sharing)
+            .unwrap_or_default()
+    )
+}
+
+/// Tang et al.'s characteristics (§5) as one block: each figure with its
+/// unit, `-` where it was not measured, then why.
+pub fn render_sharing(c: &SharingCharacteristics) -> String {
+    let fig = |v: Option<f64>, unit: &str| match v {
+        Some(v) => format!("{v:.3}{unit}"),
+        None => NONE.to_string(),
+    };
+    let mut out = format!(
+        "sharing characteristics (Tang et al. §5, {} thread(s), {}): data sharing {}, \
+         bandwidth {} per thread, LLC miss rate {}, LLC footprint (Equation 1) {}\n",
+        c.threads,
+        c.signal,
+        fig(c.data_sharing, ""),
+        fig(c.bandwidth_gbs, " GB/s"),
+        fig(c.llc_miss_rate, " misses/ms"),
+        fig(c.llc_footprint, " misses/ms"),
+    );
+    for m in &c.missing {
+        out.push_str(&format!("  not measured: {m}\n"));
+    }
+    out
 }
 
 fn mean(v: &[f64]) -> f64 {
@@ -76,6 +107,7 @@ mod tests {
     fn renders_scores_and_reasons() {
         let topo = Topology::synthetic("y", "package:1 l2(6M):2 core:2").unwrap();
         let profile = AppProfile {
+            sharing: None,
             identity: AppIdentity::model("sc", "streamcluster"),
             platform: PlatformFingerprint::of(&topo),
             levels: vec![
@@ -120,5 +152,28 @@ mod tests {
     fn cycles_are_shown_as_cycles() {
         assert_eq!(amount(5.0e9, Signal::Cycles), "5.0000e9 cycles");
         assert_eq!(amount(1.5e9, Signal::Wall), "1.5000 s");
+    }
+
+    /// `coloc profiles show` prints the characteristics after the levels,
+    /// with units, `-` for a missing figure and why it is missing.
+    #[test]
+    fn renders_sharing_characteristics() {
+        let c = SharingCharacteristics {
+            signal: crate::profile::SharingSignal::Substitutes,
+            threads: 2,
+            data_sharing: None,
+            bandwidth_gbs: Some(1.5),
+            llc_miss_rate: None,
+            llc_footprint: None,
+            missing: vec!["data sharing: no LLC counters".into()],
+        };
+        let text = render_sharing(&c);
+        assert!(text.contains("2 thread(s), substitutes"), "{text}");
+        assert!(text.contains("data sharing -"), "{text}");
+        assert!(text.contains("bandwidth 1.500 GB/s per thread"), "{text}");
+        assert!(
+            text.contains("not measured: data sharing: no LLC counters"),
+            "{text}"
+        );
     }
 }

@@ -14,6 +14,7 @@
 mod builder;
 pub mod hwloc;
 mod resources;
+pub mod symmetry;
 mod synthetic;
 
 use std::fmt::Write as _;

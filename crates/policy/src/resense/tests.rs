@@ -42,6 +42,7 @@ fn view<'a>(topo: &'a Topology, apps: &'a [AppView]) -> View<'a> {
 fn profile(topo: &Topology, index: u32, scores: &[(ResourceKind, f64)]) -> AppProfile {
     let name = format!("app{index}");
     AppProfile {
+        sharing: None,
         identity: AppIdentity::model(&name, &name),
         platform: PlatformFingerprint::of(topo),
         levels: scores

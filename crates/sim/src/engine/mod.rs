@@ -361,6 +361,13 @@ impl Engine {
         for (j, &(i, k)) in index.iter().enumerate() {
             let a = &mut self.apps[i];
             let slice = a.slice_s(&self.platform.params);
+            // Requests to data the team shares: the shared working set's share
+            // of accesses, once a second thread can hold those lines too.
+            let shared = if a.team > 1 {
+                a.model.shared_fraction
+            } else {
+                0.0
+            };
             let s = &mut a.threads[k].stats;
             let run = sol.share[j] * dt;
             s.run_s += run;
@@ -373,6 +380,7 @@ impl Engine {
             s.cycles += run * f_hz;
             s.llc_refs += instr * sol.refs_pi[j];
             s.llc_misses += instr * sol.miss_pi[j];
+            s.llc_shared_refs += instr * sol.refs_pi[j] * shared;
         }
     }
 

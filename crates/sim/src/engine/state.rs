@@ -22,6 +22,9 @@ pub struct ThreadStats {
     pub cycles: f64,
     pub llc_refs: f64,
     pub llc_misses: f64,
+    /// LLC requests that went to data the app's threads share (the share-state
+    /// hits of Tang et al. Figure 22).
+    pub llc_shared_refs: f64,
 }
 
 #[derive(Clone, Debug)]

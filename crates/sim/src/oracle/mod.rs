@@ -30,7 +30,7 @@
 mod eval;
 mod policy;
 mod search;
-mod space;
+pub(crate) use coloc_model::topology::symmetry as space;
 
 use std::fmt;
 

@@ -1,4 +1,5 @@
-//! The oracle's search space: sharing configurations up to topology symmetry
+//! Sharing configurations up to topology symmetry: the search space of the
+//! simulator's oracle and the candidates of AToM's competition
 //! (docs/architecture.md, Topology: "two placements that a topology automorphism maps onto
 //! each other are one sharing configuration", Tang et al. Table 2).
 //!
@@ -28,8 +29,8 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use coloc_model::topology::{ObjId, ObjKind, Topology};
-use coloc_model::Cpu;
+use super::{ObjId, ObjKind, Topology};
+use crate::cpuset::Cpu;
 
 /// Largest vector space (product of (threads + 1) over apps) the counting
 /// tables are built for; beyond it the space is searched without a count.
@@ -56,7 +57,7 @@ struct Node {
 /// are CPUs. Single-child chains (an L3 with one NUMA node, a core with one
 /// PU) are merged, their labels concatenated.
 #[derive(Clone, Debug)]
-pub(crate) struct SymTree {
+pub struct SymTree {
     shapes: Vec<Shape>,
     nodes: Vec<Node>,
     root: usize,
@@ -66,14 +67,14 @@ pub(crate) struct SymTree {
 }
 
 /// Per-app thread counts on one CPU, or in one subtree.
-pub(crate) type Counts = Vec<u16>;
+pub type Counts = Vec<u16>;
 
 /// The configurations of one shape for one vector, each a per-leaf layout.
 type Forms = Rc<Vec<Rc<[u16]>>>;
 
 /// A placement's canonical form ([`SymTree::canonical`]).
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Canonical {
+pub struct Canonical {
     /// Equal for two placements exactly when a topology automorphism maps one
     /// onto the other.
     pub key: Vec<u16>,
@@ -307,7 +308,8 @@ fn multichoose(n: f64, k: usize) -> f64 {
 }
 
 /// The space of one thread-count target: counts, enumeration and sampling.
-pub(crate) struct Space<'t> {
+#[derive(Debug)]
+pub struct Space<'t> {
     tree: &'t SymTree,
     /// Threads of each app.
     pub target: Counts,
@@ -715,7 +717,7 @@ fn counts_text(v: &[u16]) -> String {
 }
 
 /// The letter standing for app `a` in rendered configurations.
-pub(crate) fn app_letter(a: usize) -> String {
+pub fn app_letter(a: usize) -> String {
     let letter = char::from(b'a' + (a % 26) as u8);
     if a < 26 {
         letter.to_string()

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use coloc_model::Topology;
+use crate::Topology;
 
 use super::*;
 

@@ -1,0 +1,229 @@
+//! Tang et al. (ISCA 2011) in the simulator: the heuristic's mapping for the six
+//! pairs of Table 4 against the best of the paper's three mappings, and AToM on
+//! the nine loads of Figures 23–24 against the best, average and worst static
+//! mapping (docs/policies/tang-atom.md, Results). Every figure comes from
+//! whole runs through the unchanged Manager on SimMachine, so it is
+//! deterministic; `--nocapture` prints the tables.
+
+use std::time::Duration;
+
+use coloc_manager::{run, RunOptions};
+use coloc_model::workload::parse_workload;
+use coloc_model::{AppId, TraceEvent};
+use coloc_policy::atom::{Atom, Params};
+use coloc_policy::baseline::Static;
+use coloc_policy::{by_name_with, Policy, PolicyContext};
+use coloc_sim::characterize::{characterize, CharacterizeOptions};
+use coloc_sim::model::{model, AppModel};
+use coloc_sim::{platform, SimMachine};
+
+const LATENCY: [&str; 3] = ["bigtable", "content-analyzer", "websearch"];
+const BATCH: [&str; 2] = ["stitcher", "protobuf"];
+
+/// The latency app with `ginstr` of work, the batch app with three times as
+/// much so that it runs for the whole measurement (stitcher, the slowest, is
+/// still running when any latency app ends).
+fn models(latency: &str, batch: Option<&str>, ginstr: f64) -> Vec<AppModel> {
+    let scale = |name: &str, g: f64| {
+        let m = model(name).unwrap();
+        let f = g / m.total_ginstr();
+        m.scaled(f)
+    };
+    let mut out = vec![scale(latency, ginstr)];
+    if let Some(b) = batch {
+        out.push(scale(b, ginstr * 3.0));
+    }
+    out
+}
+
+/// The workload: the latency app (4 threads, its throughput as metric) and
+/// optionally the batch app (4 threads); `cpus` pins the latency app for the
+/// `static` policy, the batch app on every other CPU.
+fn workload(latency: &str, batch: Option<&str>, cpus: Option<(&str, &str)>) -> String {
+    let pin = |c: Option<&str>| c.map(|c| format!("cpus = \"{c}\"\n")).unwrap_or_default();
+    let mut w = format!(
+        "name = \"tang\"\nepoch = \"200ms\"\n\n[[app]]\nname = \"{latency}\"\nmodel = \"{latency}\"\n\
+         threads = 4\nclass = \"latency\"\n{}\n[app.metric]\nregex = 'coloc-metric: ([0-9.eE+-]+)'\n",
+        pin(cpus.map(|c| c.0))
+    );
+    if let Some(b) = batch {
+        w.push_str(&format!(
+            "\n[[app]]\nname = \"{b}\"\nmodel = \"{b}\"\nthreads = 4\n{}",
+            pin(cpus.map(|c| c.1))
+        ));
+    }
+    w
+}
+
+/// The latency app's run time (s) under `policy`.
+fn latency_time(platform_name: &str, models: &[AppModel], text: &str, p: &mut dyn Policy) -> f64 {
+    let w = parse_workload("tang.toml", text).unwrap();
+    let mut m = SimMachine::new(platform(platform_name).unwrap(), 1).with_models(models.to_vec());
+    let mut trace: Vec<TraceEvent> = Vec::new();
+    run(
+        &mut m,
+        p,
+        &w,
+        &RunOptions::simulated(w.epoch.unwrap(), 1),
+        &mut trace,
+    )
+    .unwrap();
+    let first = AppId { app: 0, rep: 0 };
+    let (mut start, mut end) = (Duration::ZERO, Duration::ZERO);
+    for e in &trace {
+        match e {
+            TraceEvent::Start { t, app, .. } if *app == first => start = *t,
+            TraceEvent::Exit { t, app, .. } if *app == first => end = *t,
+            _ => {}
+        }
+    }
+    (end - start).as_secs_f64()
+}
+
+/// The complement of a Clovertown or Westmere CPU list, for the batch app.
+fn complement(cpus: &str, n: u32) -> String {
+    let set = coloc_model::CpuSet::parse_list(cpus).unwrap();
+    let all: coloc_model::CpuSet = (0..n).collect();
+    all.difference(&set).to_list()
+}
+
+/// Table 4: Algorithm 1 from simulated characteristics against the best of
+/// {XXXX****}, {XX**XX**}, {X*X*X*X*} on Clovertown. The heuristic's choice is
+/// the mapping whose run it matches.
+#[test]
+fn table_4_heuristic_against_the_best_mapping() {
+    let p = platform("clovertown").unwrap();
+    let maps = [
+        ("XXXX****", "0-3"),
+        ("XX**XX**", "0-1,4-5"),
+        ("X*X*X*X*", "0,2,4,6"),
+    ];
+    // Table 4's "Predicted" column, pair by pair in the order below.
+    let paper = [
+        "XXXX****", "XX**XX**", "XXXX****", "X*X*X*X*", "XXXX****", "X*X*X*X*",
+    ];
+    let mut exact = 0;
+    let mut worst_gap: f64 = 0.0;
+    let mut predicted = Vec::new();
+    let mut table = String::new();
+    for l in LATENCY {
+        for b in BATCH {
+            let ms = models(l, Some(b), 40.0);
+            let profiles = ms
+                .iter()
+                .map(|m| characterize(&p, m, CharacterizeOptions::default()))
+                .collect();
+            let ctx = PolicyContext {
+                profiles,
+                ..PolicyContext::default()
+            };
+            let times: Vec<f64> = maps
+                .iter()
+                .map(|(_, c)| {
+                    let text = workload(l, Some(b), Some((c, &complement(c, 8))));
+                    latency_time("clovertown", &ms, &text, &mut Static)
+                })
+                .collect();
+            let mut policy = by_name_with("tang", &ctx).unwrap();
+            let tang = latency_time(
+                "clovertown",
+                &ms,
+                &workload(l, Some(b), None),
+                policy.as_mut(),
+            );
+            let best = times.iter().copied().fold(f64::INFINITY, f64::min);
+            let best_name = maps[times.iter().position(|&t| t == best).unwrap()].0;
+            let chosen = times
+                .iter()
+                .position(|&t| (t - tang).abs() < 1e-9 * t)
+                .map_or("(other)", |i| maps[i].0);
+            let gap = (tang - best) / best * 100.0;
+            if chosen == best_name {
+                exact += 1;
+            }
+            worst_gap = worst_gap.max(gap);
+            predicted.push(chosen);
+            table.push_str(&format!(
+                "{l:>17} w/ {b:<8} best {best_name} {best:.3}s  tang {chosen} {tang:.3}s  gap {gap:+.2}%\n"
+            ));
+        }
+    }
+    println!("{table}exact: {exact} of 6, worst gap {worst_gap:.2}%");
+    // The heuristic makes the paper's six predictions.
+    assert_eq!(predicted, paper, "{table}");
+    // The paper: 4 of 6 exact, the other two within 2%. The simulator's best
+    // mapping differs from the paper's for webSearch with protobuf (spread, as
+    // predicted) and bigtable with protobuf (packed on one socket, 7.4% ahead
+    // of the predicted {XX**XX**}, 1% in the paper): 5 exact, one miss.
+    assert!(exact >= 4, "{table}");
+    assert!(worst_gap <= 10.0, "{table}");
+}
+
+/// AToM on each latency app alone and with each batch app on `plat` (`n`
+/// CPUs), against every static sharing configuration `maps` of the latency
+/// app's 4 threads (the batch app on the other CPUs); returns the table and
+/// the largest shortfall from the best static mapping.
+fn atom_loads(plat: &str, n: u32, maps: &[&str]) -> (String, f64) {
+    let mut table = String::new();
+    let mut shortfall: f64 = 0.0;
+    for l in LATENCY {
+        for b in [None, Some(BATCH[0]), Some(BATCH[1])] {
+            let ms = models(l, b, 150.0);
+            let statics: Vec<f64> = maps
+                .iter()
+                .map(|c| {
+                    let text = workload(l, b, Some((c, &complement(c, n))));
+                    latency_time(plat, &ms, &text, &mut Static)
+                })
+                .collect();
+            let mut atom = Atom::with_params(Params {
+                min_slot: Duration::from_secs(1),
+                ..Params::default()
+            });
+            let atom = latency_time(plat, &ms, &workload(l, b, None), &mut atom);
+            let best = statics.iter().copied().fold(f64::INFINITY, f64::min);
+            let worst = statics.iter().copied().fold(0.0, f64::max);
+            let avg = statics.iter().sum::<f64>() / statics.len() as f64;
+            // Performance = 1 / time, normalized to the best static mapping.
+            let perf = |t: f64| best / t;
+            shortfall = shortfall.max(1.0 - perf(atom));
+            table.push_str(&format!(
+                "{plat:>10} {l:>17} {:<9} atom {:.3}  average {:.3}  worst {:.3}  (of best)\n",
+                b.unwrap_or("alone"),
+                perf(atom),
+                perf(avg),
+                perf(worst)
+            ));
+        }
+    }
+    println!(
+        "{table}atom reaches at least {:.1}% of the best static mapping",
+        (1.0 - shortfall) * 100.0
+    );
+    (table, shortfall)
+}
+
+/// Figure 23: the nine loads on Clovertown (5 configurations of 4 threads).
+/// Minutes of simulation in a debug build, so not part of `cargo test`:
+/// `cargo test -p coloc-sim --test tang_sim -- --ignored --nocapture`.
+#[test]
+#[ignore = "minutes of simulation; run with --ignored"]
+fn atom_on_clovertown() {
+    let (table, shortfall) = atom_loads(
+        "clovertown",
+        8,
+        &["0-3", "0-2,4", "0-1,4-5", "0-1,4,6", "0,2,4,6"],
+    );
+    assert!(shortfall <= 0.15, "{table}");
+}
+
+/// Figure 24: the nine loads on Westmere (3 configurations of 4 threads).
+/// With protobuf the three configurations lie within 7% of each other and
+/// AToM's learning (Linux's placement included) costs more than it gains:
+/// it ends below the average there.
+#[test]
+#[ignore = "minutes of simulation; run with --ignored"]
+fn atom_on_westmere() {
+    let (table, shortfall) = atom_loads("westmere", 12, &["0-3", "0-2,6", "0-1,6-7"]);
+    assert!(shortfall <= 0.20, "{table}");
+}
