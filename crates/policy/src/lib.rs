@@ -15,7 +15,9 @@ pub mod nupoco;
 mod registry;
 pub mod resense;
 pub mod scalability;
+pub mod tranquilizer;
 
+pub use tranquilizer::layer::{build, LayerError};
 pub use registry::{
     by_name, by_name_with, policy_names, reads_of, PolicyInfo, Reads, UnknownPolicy, POLICIES,
 };

@@ -70,7 +70,7 @@ impl Evidence {
 /// Work an app did between two observations: worksharing iterations when its
 /// runtime reports them, else regions; with the interval's length in seconds.
 /// None when either observation misses the app or its OpenMP report.
-pub(super) fn progress(prev: &Observation, last: &Observation, app: AppId) -> Option<(f64, f64)> {
+pub(crate) fn progress(prev: &Observation, last: &Observation, app: AppId) -> Option<(f64, f64)> {
     let a = prev.app(app)?.omp.as_ref()?;
     let b = last.app(app)?.omp.as_ref()?;
     let secs = last.at.checked_sub(prev.at)?.as_secs_f64();

@@ -38,7 +38,7 @@
 //! stored profiles, memory policy, and co-scheduling whole teams of
 //! non-malleable apps (time sharing by gangs); auto leaves those to Linux.
 
-mod evidence;
+pub(crate) mod evidence;
 #[cfg(test)]
 mod tests;
 mod trial;
