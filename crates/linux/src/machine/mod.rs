@@ -43,6 +43,7 @@ mod exit_wait;
 mod instance;
 mod journal;
 mod launch;
+mod pages;
 mod recover;
 mod sample;
 mod sys;
@@ -358,6 +359,7 @@ impl LinuxMachine {
             dop: dop.control,
             memory: req.plan.memory,
             memory_refused: None,
+            pages: Default::default(),
             pending_refused: started.refused,
             output: match spec.metric.as_ref().and_then(|m| m.file.as_ref()) {
                 Some(f) => PathBuf::from(f),
@@ -448,8 +450,9 @@ impl Machine for LinuxMachine {
     fn apply(&mut self, plan: &Plan) -> Vec<ApplyOutcome> {
         let mut outcomes = Vec::new();
         for p in &plan.apps {
+            let nodes = self.nodes_of(&p.placement.cpus());
             if let Some(inst) = self.instances.iter_mut().find(|i| i.id == p.app) {
-                outcomes.push(inst.apply(p, &self.proc, &mut self.journal));
+                outcomes.push(inst.apply(p, &self.proc, &mut self.journal, &nodes));
             }
         }
         outcomes
