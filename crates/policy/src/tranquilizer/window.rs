@@ -27,7 +27,7 @@ pub struct Rates {
     /// LLC misses per 1000 instructions; None without hardware counters.
     pub mpki: Option<f64>,
     /// Iterations (else parallel regions) completed per second, from the DoP
-    /// channel; None when the app reports none.
+    /// channel; None when the app has no channel.
     pub progress_per_s: Option<f64>,
     /// Its resident memory at the end of the interval, bytes.
     pub rss_bytes: u64,
@@ -64,9 +64,8 @@ pub fn rates(prev: &Observation, last: &Observation, app: AppId) -> Option<Rates
     Some(Rates {
         icx_per_s: icx as f64 / secs,
         mpki: (counted && instructions > 0).then(|| misses as f64 * 1000.0 / instructions as f64),
-        progress_per_s: progress(prev, last, app)
-            .filter(|&(work, _)| work > 0.0)
-            .map(|(work, s)| work / s),
+        // An interval in which no region ended is a rate of 0, not a gap.
+        progress_per_s: progress(prev, last, app).map(|(work, s)| work / s),
         rss_bytes: b.rss_bytes,
     })
 }
