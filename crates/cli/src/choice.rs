@@ -243,7 +243,12 @@ mod tests {
 
     #[test]
     fn a_placement_policy_takes_a_layer_and_bad_combinations_say_why() {
-        for ok in ["tranquilizer", "nupoco+tranquilizer", "equal+tranquilizer", ORACLE] {
+        for ok in [
+            "tranquilizer",
+            "nupoco+tranquilizer",
+            "equal+tranquilizer",
+            ORACLE,
+        ] {
             check_name(ok).unwrap_or_else(|e| panic!("{ok}: {e:#}"));
         }
         let bad = [

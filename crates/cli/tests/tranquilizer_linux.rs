@@ -143,7 +143,9 @@ threads = 2
                     plans.entry(p.app).or_default().push((
                         t.as_secs_f64(),
                         p.sched.nice.map_or(0, i64::from),
-                        p.sched.slice_us.map_or(default_slice, |us| u64::from(us) * 1000),
+                        p.sched
+                            .slice_us
+                            .map_or(default_slice, |us| u64::from(us) * 1000),
                         p.memory,
                     ));
                 }
@@ -162,7 +164,10 @@ threads = 2
     assert!(notes.contains("memory-intensive"), "{notes}");
     assert!(notes.contains("CPU-intensive"), "{notes}");
     let interleaved = plans[&STREAM].iter().any(|p| p.3 == MemPolicy::Interleave);
-    assert_eq!(walked, interleaved, "a walk exactly when the plan interleaves: {notes}");
+    assert_eq!(
+        walked, interleaved,
+        "a walk exactly when the plan interleaves: {notes}"
+    );
 
     // Every sample agrees with a plan in force around it (a plan takes effect
     // once applied; the grace covers the apply and the sampling round).
@@ -181,7 +186,11 @@ threads = 2
                 p.0 <= t + 0.1 && until >= t - 0.5
             })
             .map(|(_, p)| (p.1, p.2))
-            .chain([(0, default_slice)].into_iter().filter(|_| t < timeline[0].0 + 0.5))
+            .chain(
+                [(0, default_slice)]
+                    .into_iter()
+                    .filter(|_| t < timeline[0].0 + 0.5),
+            )
             .collect();
         assert!(
             allowed.contains(&(s.nice, s.slice_ns)),

@@ -185,11 +185,12 @@ impl Instance {
                 let Some(main) = main else {
                     return;
                 };
-                self.pages.interleave(proc, pid, nodes, PAGES_PER_APPLY, |runs| {
-                    journal
-                        .append(&Entry::changed(&main, Original::PageNodes(runs.to_vec())))
-                        .map_err(|e| e.to_string())
-                })
+                self.pages
+                    .interleave(proc, pid, nodes, PAGES_PER_APPLY, |runs| {
+                        journal
+                            .append(&Entry::changed(&main, Original::PageNodes(runs.to_vec())))
+                            .map_err(|e| e.to_string())
+                    })
             }
             MemPolicy::Local | MemPolicy::Default if self.pages.has_moved() => {
                 self.pages.restore(pid)

@@ -246,9 +246,10 @@ fn restore_journal(
             Ok(m) if m.failed == 0 => report
                 .restored
                 .push(format!("{name}: {} moved back", m.moved)),
-            Ok(m) => report
-                .failed
-                .push(format!("{name}: {} pages could not be moved back", m.failed)),
+            Ok(m) => report.failed.push(format!(
+                "{name}: {} pages could not be moved back",
+                m.failed
+            )),
             Err(e) => report.failed.push(format!("{name}: {e}")),
         }
     }

@@ -88,7 +88,11 @@ pub fn classify(samples: &[Rates], llc_bytes: u64, cfg: &TranquilizerConfig) -> 
         let class = if memory { Class::Memory } else { Class::Cpu };
         return Classified {
             class,
-            judge: Some(if memory { Signal::LlcMisses } else { Signal::Icx }),
+            judge: Some(if memory {
+                Signal::LlcMisses
+            } else {
+                Signal::Icx
+            }),
             why: format!(
                 "{} (LLC misses {:.2}/kinstr {} Δ {:.2})",
                 class.label(),

@@ -90,7 +90,9 @@ pub enum LayerError {
     NotALayer { name: String, layer: String },
     #[error("policy `{name}`: `{base}` is a layer, it goes after the `+` (e.g. `nupoco+{base}`)")]
     LayerAsBase { name: String, base: String },
-    #[error("policy `{name}`: one `+` joins a placement policy and a layer, e.g. `nupoco+tranquilizer`")]
+    #[error(
+        "policy `{name}`: one `+` joins a placement policy and a layer, e.g. `nupoco+tranquilizer`"
+    )]
     Shape { name: String },
 }
 

@@ -118,10 +118,15 @@ impl Policy for Tranquilizer {
     }
 
     fn decide(&mut self, view: &View<'_>) -> Plan {
-        self.apps.retain(|id, _| view.apps.iter().any(|a| a.id == *id));
+        self.apps
+            .retain(|id, _| view.apps.iter().any(|a| a.id == *id));
         let mut note = String::new();
         let mut say = |id: AppId, text: String| {
-            let sep = if note.is_empty() { "tranquilizer: " } else { "; " };
+            let sep = if note.is_empty() {
+                "tranquilizer: "
+            } else {
+                "; "
+            };
             let _ = write!(note, "{sep}{id} {text}");
         };
         for a in view.running() {
@@ -133,15 +138,16 @@ impl Policy for Tranquilizer {
         // A sample is due when the newest observation is an interval (less a
         // tenth, for epochs that arrive a little early) after the last one.
         let due = view.last.filter(|last| {
-            self.last_sample.as_ref().is_none_or(|s| {
-                last.at.saturating_sub(s.at) >= self.cfg.interval.mul_f64(0.9)
-            })
+            self.last_sample
+                .as_ref()
+                .is_none_or(|s| last.at.saturating_sub(s.at) >= self.cfg.interval.mul_f64(0.9))
         });
         if let Some(last) = due {
             if let Some(prev) = &self.last_sample {
                 let llc = llc_bytes(view.topology);
                 for a in view.running() {
-                    let (Some(p), Some(r)) = (self.apps.get_mut(&a.id), window::rates(prev, last, a.id))
+                    let (Some(p), Some(r)) =
+                        (self.apps.get_mut(&a.id), window::rates(prev, last, a.id))
                     else {
                         continue;
                     };

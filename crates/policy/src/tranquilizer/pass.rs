@@ -152,12 +152,13 @@ impl AppPass {
                 let samples = std::mem::take(samples);
                 let c = classify(&samples);
                 let target = c.class.target(self.setting, cfg);
-                let before = c.judge.and_then(|j| Profile::of(&samples, j).map(|p| (j, p)));
+                let before = c
+                    .judge
+                    .and_then(|j| Profile::of(&samples, j).map(|p| (j, p)));
                 let (note, stage) = match before {
-                    _ if target == self.setting => (
-                        format!("{}; already {}: hold", c.why, target.label()),
-                        hold,
-                    ),
+                    _ if target == self.setting => {
+                        (format!("{}; already {}: hold", c.why, target.label()), hold)
+                    }
                     Some((judge, before)) => {
                         let fallback = c.class.fallback(self.setting, cfg);
                         let note = format!(

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use coloc_model::testutils::{fixture_topologies, pending_app, running_app};
 use coloc_model::observation::{Counters, Signals};
+use coloc_model::testutils::{fixture_topologies, pending_app, running_app};
 use coloc_model::{
     AppPlan, AppSample, MemPolicy, Observation, OmpSample, Placement, Plan, SchedSettings,
     ThreadSample, Trigger, View,
@@ -68,17 +68,47 @@ fn classification_by_miss_rate_or_its_substitute() {
     // (samples, class, judge)
     let cases: Vec<(&str, Vec<Rates>, Class, Option<Signal>)> = vec![
         // Mean 12 misses/kinstr > Δ 3: memory, judged by the miss rate.
-        ("stream-like", ten(12.0, 2.0, |m| hw(m, 5.0)), Class::Memory, Some(Signal::LlcMisses)),
+        (
+            "stream-like",
+            ten(12.0, 2.0, |m| hw(m, 5.0)),
+            Class::Memory,
+            Some(Signal::LlcMisses),
+        ),
         // Mean 3 = Δ is not above it: CPU, judged by ICX.
-        ("at Δ", ten(3.0, 0.0, |m| hw(m, 5.0)), Class::Cpu, Some(Signal::Icx)),
+        (
+            "at Δ",
+            ten(3.0, 0.0, |m| hw(m, 5.0)),
+            Class::Cpu,
+            Some(Signal::Icx),
+        ),
         // Mean 0.5: CPU.
-        ("compute", ten(0.5, 0.1, |m| hw(m, 50.0)), Class::Cpu, Some(Signal::Icx)),
+        (
+            "compute",
+            ten(0.5, 0.1, |m| hw(m, 50.0)),
+            Class::Cpu,
+            Some(Signal::Icx),
+        ),
         // No counters: 256 MiB resident > 32 MiB LLC, with progress reports.
-        ("big, shim", ten(100.0, 10.0, |p| soft(1.0, Some(p), 256 * MIB)), Class::Memory, Some(Signal::Progress)),
+        (
+            "big, shim",
+            ten(100.0, 10.0, |p| soft(1.0, Some(p), 256 * MIB)),
+            Class::Memory,
+            Some(Signal::Progress),
+        ),
         // No counters, no progress: memory-intensive but nothing judges.
-        ("big, no shim", ten(1.0, 0.5, |i| soft(i, None, 256 * MIB)), Class::Memory, None),
+        (
+            "big, no shim",
+            ten(1.0, 0.5, |i| soft(i, None, 256 * MIB)),
+            Class::Memory,
+            None,
+        ),
         // 8 MiB ≤ 32 MiB: CPU, judged by ICX (always read).
-        ("small", ten(30.0, 5.0, |i| soft(i, None, 8 * MIB)), Class::Cpu, Some(Signal::Icx)),
+        (
+            "small",
+            ten(30.0, 5.0, |i| soft(i, None, 8 * MIB)),
+            Class::Cpu,
+            Some(Signal::Icx),
+        ),
     ];
     for (what, samples, class, judge) in cases {
         let c = classify(&samples, llc, &cfg());
@@ -107,7 +137,11 @@ fn keep_needs_both_mean_and_sd_to_improve() {
         (Signal::Progress, p(100.0, 10.0), p(90.0, 4.0), false),
     ];
     for (s, before, after, keep) in cases {
-        assert_eq!(improved(s, &before, &after), keep, "{s:?} {before:?} → {after:?}");
+        assert_eq!(
+            improved(s, &before, &after),
+            keep,
+            "{s:?} {before:?} → {after:?}"
+        );
     }
 }
 
@@ -145,30 +179,89 @@ fn one_pass(p: &mut AppPass, baseline: &[Rates], trial: &[Rates]) -> (Setting, S
     (during, p.setting)
 }
 
+/// (what, setting before, baseline, trial, setting tried, setting after)
+type PassCase = (&'static str, Setting, Vec<Rates>, Vec<Rates>, Setting, Setting);
+
 #[test]
 fn figure_7_one_pass_per_branch() {
-    // (what, setting before, baseline, trial, setting tried, setting after)
-    let cases: Vec<(&str, Setting, Vec<Rates>, Vec<Rates>, Setting, Setting)> = vec![
+    let cases: Vec<PassCase> = vec![
         // Misses 12 ± 2.1 → 8 ± 1.05: memory-intensive, interleave kept.
-        ("memory, better", DEFAULT, ten(12.0, 2.0, |m| hw(m, 5.0)), ten(8.0, 1.0, |m| hw(m, 5.0)), INTERLEAVE_100, INTERLEAVE_100),
+        (
+            "memory, better",
+            DEFAULT,
+            ten(12.0, 2.0, |m| hw(m, 5.0)),
+            ten(8.0, 1.0, |m| hw(m, 5.0)),
+            INTERLEAVE_100,
+            INTERLEAVE_100,
+        ),
         // 12 ± 2.1 → 8 ± 4.2: sd rose: local memory, keeping the 100 ms slice.
-        ("memory, noisier", DEFAULT, ten(12.0, 2.0, |m| hw(m, 5.0)), ten(8.0, 4.0, |m| hw(m, 5.0)), INTERLEAVE_100, LOCAL_100),
+        (
+            "memory, noisier",
+            DEFAULT,
+            ten(12.0, 2.0, |m| hw(m, 5.0)),
+            ten(8.0, 4.0, |m| hw(m, 5.0)),
+            INTERLEAVE_100,
+            LOCAL_100,
+        ),
         // Misses 0.5; ICX 50 ± 10.5 → 20 ± 2.1: CPU-intensive, 20 ms kept.
-        ("cpu, better", DEFAULT, ten(50.0, 10.0, |i| hw(0.5, i)), ten(20.0, 2.0, |i| hw(0.5, i)), SLICE_20, SLICE_20),
+        (
+            "cpu, better",
+            DEFAULT,
+            ten(50.0, 10.0, |i| hw(0.5, i)),
+            ten(20.0, 2.0, |i| hw(0.5, i)),
+            SLICE_20,
+            SLICE_20,
+        ),
         // ICX 50 ± 10.5 → 60 ± 2.1: mean rose: back to the default.
-        ("cpu, worse", DEFAULT, ten(50.0, 10.0, |i| hw(0.5, i)), ten(60.0, 2.0, |i| hw(0.5, i)), SLICE_20, DEFAULT),
+        (
+            "cpu, worse",
+            DEFAULT,
+            ten(50.0, 10.0, |i| hw(0.5, i)),
+            ten(60.0, 2.0, |i| hw(0.5, i)),
+            SLICE_20,
+            DEFAULT,
+        ),
         // A CPU phase after interleave was kept: memory stays, slice tried;
         // failing goes back to interleave + 100 ms, not to the default.
-        ("cpu after memory", INTERLEAVE_100, ten(50.0, 10.0, |i| hw(0.5, i)), ten(60.0, 2.0, |i| hw(0.5, i)),
-            Setting { memory: MemPolicy::Interleave, slice_us: Some(20_000) }, INTERLEAVE_100),
+        (
+            "cpu after memory",
+            INTERLEAVE_100,
+            ten(50.0, 10.0, |i| hw(0.5, i)),
+            ten(60.0, 2.0, |i| hw(0.5, i)),
+            Setting {
+                memory: MemPolicy::Interleave,
+                slice_us: Some(20_000),
+            },
+            INTERLEAVE_100,
+        ),
         // No counters, 256 MiB > 32 MiB, progress 100 ± 10.5 → 120 ± 2.1: keep.
-        ("substitute, faster", DEFAULT, ten(100.0, 10.0, |p| soft(1.0, Some(p), 256 * MIB)),
-            ten(120.0, 2.0, |p| soft(1.0, Some(p), 256 * MIB)), INTERLEAVE_100, INTERLEAVE_100),
+        (
+            "substitute, faster",
+            DEFAULT,
+            ten(100.0, 10.0, |p| soft(1.0, Some(p), 256 * MIB)),
+            ten(120.0, 2.0, |p| soft(1.0, Some(p), 256 * MIB)),
+            INTERLEAVE_100,
+            INTERLEAVE_100,
+        ),
         // No counters and no progress: nothing to judge by, so no trial:
         // Figure 7's fallback (local memory + 100 ms) at once.
-        ("substitute, no judge", DEFAULT, ten(1.0, 0.5, |i| soft(i, None, 256 * MIB)), vec![], LOCAL_100, LOCAL_100),
+        (
+            "substitute, no judge",
+            DEFAULT,
+            ten(1.0, 0.5, |i| soft(i, None, 256 * MIB)),
+            vec![],
+            LOCAL_100,
+            LOCAL_100,
+        ),
         // Already in the target: nothing is tried.
-        ("already there", SLICE_20, ten(50.0, 10.0, |i| hw(0.5, i)), vec![], SLICE_20, SLICE_20),
+        (
+            "already there",
+            SLICE_20,
+            ten(50.0, 10.0, |i| hw(0.5, i)),
+            vec![],
+            SLICE_20,
+            SLICE_20,
+        ),
     ];
     for (what, before, baseline, trial, tried, after) in cases {
         let mut p = AppPass {
@@ -198,7 +291,11 @@ fn a_pass_waits_for_workers_and_repeats_every_5_s() {
     // Workers at 0.5 s: pass 1 begins.
     assert!(p.tick(Duration::from_millis(500), true).is_some());
     assert_eq!((p.passes, p.pass_start), (1, Duration::from_millis(500)));
-    let all = [ten(12.0, 2.0, |m| hw(m, 5.0)), ten(8.0, 1.0, |m| hw(m, 5.0))].concat();
+    let all = [
+        ten(12.0, 2.0, |m| hw(m, 5.0)),
+        ten(8.0, 1.0, |m| hw(m, 5.0)),
+    ]
+    .concat();
     for r in all {
         p.sample(r, &c, |s| classify(s, 0, &c));
     }
@@ -209,7 +306,11 @@ fn a_pass_waits_for_workers_and_repeats_every_5_s() {
     assert_eq!(p.passes, 2);
     // Pass 2 (a phase change): the app is now CPU-intensive, ICX 50 → 20:
     // the 20 ms slice is tried on top of the interleaved memory and kept.
-    let all = [ten(50.0, 10.0, |i| hw(0.5, i)), ten(20.0, 2.0, |i| hw(0.5, i))].concat();
+    let all = [
+        ten(50.0, 10.0, |i| hw(0.5, i)),
+        ten(20.0, 2.0, |i| hw(0.5, i)),
+    ]
+    .concat();
     for r in all {
         p.sample(r, &c, |s| classify(s, 0, &c));
     }
@@ -315,7 +416,11 @@ fn the_policy_samples_every_100_ms_and_applies_figure_7() {
             slice_us: Some(100_000)
         }
     );
-    assert!(plan.note.contains("LLC misses 15.00/kinstr > Δ 3.00"), "{}", plan.note);
+    assert!(
+        plan.note.contains("LLC misses 15.00/kinstr > Δ 3.00"),
+        "{}",
+        plan.note
+    );
     assert_eq!(app.placement, Placement::Unmanaged);
     // The pending app is admitted and untouched.
     assert_eq!(plan.apps[1], AppPlan::native(plan.apps[1].app));
@@ -349,16 +454,25 @@ fn combine_takes_placement_from_the_base_and_memory_sched_from_the_layer() {
         // The layer sets both: they win; the base's placement and DoP stay.
         (
             MemPolicy::Interleave,
-            SchedSettings { nice: Some(0), slice_us: Some(100_000) },
+            SchedSettings {
+                nice: Some(0),
+                slice_us: Some(100_000),
+            },
             MemPolicy::Interleave,
-            SchedSettings { nice: Some(0), slice_us: Some(100_000) },
+            SchedSettings {
+                nice: Some(0),
+                slice_us: Some(100_000),
+            },
         ),
         // The layer leaves everything default: the base's nice stays.
         (
             MemPolicy::Default,
             SchedSettings::default(),
             MemPolicy::Default,
-            SchedSettings { nice: Some(5), slice_us: None },
+            SchedSettings {
+                nice: Some(5),
+                slice_us: None,
+            },
         ),
     ];
     for (lm, ls, m, sched) in cases {
@@ -381,7 +495,10 @@ fn combine_takes_placement_from_the_base_and_memory_sched_from_the_layer() {
 #[test]
 fn base_plus_layer_names_build_and_bad_ones_are_refused() {
     let ctx = crate::PolicyContext::default();
-    assert_eq!(build("equal+tranquilizer", &ctx).unwrap().name(), "equal+tranquilizer");
+    assert_eq!(
+        build("equal+tranquilizer", &ctx).unwrap().name(),
+        "equal+tranquilizer"
+    );
     assert_eq!(build("tranquilizer", &ctx).unwrap().name(), "tranquilizer");
     let bad = [
         ("tranquilizer+equal", "is a layer"),
