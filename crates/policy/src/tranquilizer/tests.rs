@@ -180,7 +180,14 @@ fn one_pass(p: &mut AppPass, baseline: &[Rates], trial: &[Rates]) -> (Setting, S
 }
 
 /// (what, setting before, baseline, trial, setting tried, setting after)
-type PassCase = (&'static str, Setting, Vec<Rates>, Vec<Rates>, Setting, Setting);
+type PassCase = (
+    &'static str,
+    Setting,
+    Vec<Rates>,
+    Vec<Rates>,
+    Setting,
+    Setting,
+);
 
 #[test]
 fn figure_7_one_pass_per_branch() {
