@@ -151,6 +151,7 @@ mod tests {
     fn host() -> Target {
         Target::Host(Host {
             topology: Topology::synthetic("host", "package:1 l3(8M):1 core:2").unwrap(),
+            process_events: true,
         })
     }
 

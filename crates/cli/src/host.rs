@@ -119,6 +119,10 @@ pub fn data_dir() -> PathBuf {
 #[derive(Debug)]
 pub struct Host {
     pub topology: Topology,
+    /// Track threads by the kernel's process connector where it is available
+    /// ([`LinuxOptions::process_events`]); on unless a benchmark measures
+    /// polling.
+    pub process_events: bool,
 }
 
 impl Host {
@@ -132,7 +136,10 @@ impl Host {
         remove_dop_records();
         let topology =
             coloc_linux::topology::host_topology().context("reading the topology from sysfs")?;
-        Ok(Self { topology })
+        Ok(Self {
+            topology,
+            process_events: true,
+        })
     }
 
     /// A fresh backend for one run whose apps' output goes to `out`.
@@ -142,6 +149,7 @@ impl Host {
             LinuxOptions {
                 out_dir: out.to_path_buf(),
                 journal_dir: journal_dir()?,
+                process_events: self.process_events,
                 ..LinuxOptions::default()
             },
         )

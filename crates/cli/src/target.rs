@@ -211,7 +211,10 @@ impl Job<'_> {
     }
 }
 
-/// Sends every event to the trace file, an in-memory copy and a watcher.
+/// Sends every event to the trace file and a watcher, and keeps every event
+/// but observations in memory (the run's metrics read launches, plans and
+/// exits; observations, one per epoch with a sample per thread, would grow
+/// without bound on long runs and are in the file).
 struct Tee<'a, W: std::io::Write> {
     file: TraceWriter<W>,
     events: Vec<TraceEvent>,
@@ -221,7 +224,9 @@ struct Tee<'a, W: std::io::Write> {
 impl<W: std::io::Write> Recorder for Tee<'_, W> {
     fn record(&mut self, event: &TraceEvent) -> std::io::Result<()> {
         self.file.write(event)?;
-        self.events.push(event.clone());
+        if !matches!(event, TraceEvent::Obs(_)) {
+            self.events.push(event.clone());
+        }
         self.watch.record(event)
     }
 }

@@ -90,11 +90,12 @@ pub fn shortfalls(
         };
         let mut off = CpuSet::new();
         let mut waiting = Vec::new();
+        let planned = placement.by_thread();
         for t in &sample.threads {
             if delta(a.id, t.tid, |x| x.wait_ns) <= WAITING_ABOVE * dt {
                 continue;
             }
-            let Some(allowed) = placement.cpus_of(t.tid) else {
+            let Some(allowed) = planned.get(t.tid) else {
                 continue;
             };
             let kept_off = idle.difference(allowed);

@@ -75,6 +75,9 @@ pub struct RunSummary {
     /// Observations at which some app's waiting threads had been kept off idle
     /// CPUs for more than an epoch ([`TraceEvent::IdleWhileWaiting`] events).
     pub idle_while_waiting: usize,
+    /// Observations made: fewer than the run's length over the epoch when the
+    /// loop could not keep up.
+    pub observations: usize,
 }
 
 /// Runs `workload` on `machine` under `policy`, recording every event.
@@ -104,6 +107,7 @@ pub fn run(
         interrupted,
         usage: usage?,
         idle_while_waiting: state.idle_while_waiting,
+        observations: state.observations,
     })
 }
 
@@ -122,6 +126,7 @@ struct Loop<'a> {
     affinity_drift: u64,
     conservation: Conservation,
     idle_while_waiting: usize,
+    observations: usize,
 }
 
 impl<'a> Loop<'a> {
@@ -160,6 +165,7 @@ impl<'a> Loop<'a> {
             affinity_drift: 0,
             conservation: Conservation::default(),
             idle_while_waiting: 0,
+            observations: 0,
         }
     }
 
@@ -197,6 +203,7 @@ impl<'a> Loop<'a> {
             if now >= next_epoch {
                 let obs = self.machine.observe()?;
                 rec.record(&TraceEvent::Obs(Box::new(obs.clone())))?;
+                self.observations += 1;
                 self.prev = self.last.replace(obs);
                 self.check_conservation(rec)?;
                 trigger.get_or_insert(Trigger::Epoch);

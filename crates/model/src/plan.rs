@@ -1,11 +1,28 @@
 //! What a policy decides (docs/architecture.md, The loop): per app, admission, placement,
 //! degree of parallelism, memory policy and scheduling settings.
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::cpuset::CpuSet;
 use crate::ids::{AppId, Tid};
 use crate::settings::{MemPolicy, SchedSettings};
+
+/// A [`Placement`] indexed by thread ([`Placement::by_thread`]).
+#[derive(Debug)]
+pub struct ThreadCpus<'a> {
+    listed: HashMap<Tid, &'a CpuSet>,
+    rest: Option<&'a CpuSet>,
+}
+
+impl<'a> ThreadCpus<'a> {
+    /// The CPUs thread `tid` may run on (None when unmanaged), as
+    /// [`Placement::cpus_of`].
+    pub fn get(&self, tid: Tid) -> Option<&'a CpuSet> {
+        self.listed.get(&tid).copied().or(self.rest)
+    }
+}
 
 /// Where an app's threads may run.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,6 +50,32 @@ impl Placement {
             Placement::PerThread { threads, rest } => threads
                 .iter()
                 .fold(rest.clone(), |acc, (_, c)| acc.union(c)),
+        }
+    }
+
+    /// Every thread's CPUs, indexed once: looking each of an app's threads up
+    /// with [`Placement::cpus_of`] costs time quadratic in its threads.
+    pub fn by_thread(&self) -> ThreadCpus<'_> {
+        match self {
+            Placement::Unmanaged => ThreadCpus {
+                listed: HashMap::new(),
+                rest: None,
+            },
+            Placement::Shared(c) => ThreadCpus {
+                listed: HashMap::new(),
+                rest: Some(c),
+            },
+            Placement::PerThread { threads, rest } => {
+                let mut listed = HashMap::with_capacity(threads.len());
+                for (t, c) in threads {
+                    // The first entry of a thread listed twice, as `cpus_of`.
+                    listed.entry(*t).or_insert(c);
+                }
+                ThreadCpus {
+                    listed,
+                    rest: Some(rest),
+                }
+            }
         }
     }
 
@@ -102,5 +145,34 @@ pub struct Plan {
 impl Plan {
     pub fn for_app(&self, app: AppId) -> Option<&AppPlan> {
         self.apps.iter().find(|p| p.app == app)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(cpus: &[u32]) -> CpuSet {
+        cpus.iter().copied().collect()
+    }
+
+    /// The index answers as `cpus_of` does for every kind of placement,
+    /// listed threads, unlisted ones and a thread listed twice.
+    #[test]
+    fn the_thread_index_answers_as_cpus_of() {
+        let placements = [
+            Placement::Unmanaged,
+            Placement::Shared(set(&[0, 1])),
+            Placement::PerThread {
+                threads: vec![(7, set(&[0])), (3, set(&[1])), (7, set(&[2]))],
+                rest: set(&[3]),
+            },
+        ];
+        for p in &placements {
+            let index = p.by_thread();
+            for tid in [3, 7, 9] {
+                assert_eq!(index.get(tid), p.cpus_of(tid), "{p:?}, thread {tid}");
+            }
+        }
     }
 }

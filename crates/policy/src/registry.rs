@@ -62,7 +62,7 @@ impl PolicyInfo {
 pub const POLICIES: &[PolicyInfo] = &[
     PolicyInfo {
         name: "auto",
-        about: "the default: per app, NuPoCo-style DoP space sharing where the app's DoP lever acts and the machine is oversubscribed, else Linux alone; kept only where measured no slower than Linux; --objective makespan|art|latency adds nice values",
+        about: "the default: while apps' threads oversubscribe the CPUs, an exclusive CPU partition per app (sized by its threads; arrivals wait for one under makespan) and NuPoCo-style DoP where the app's DoP lever acts; kept only where measured no slower than Linux alone; --objective makespan|art|latency",
         source: "coloc's own: NuPoCo §5 space sharing, checked against Linux by its outcomes",
         reads: Reads::NOTHING,
         make: |ctx| Box::new(auto::Auto::new(ctx.objective)),

@@ -3,8 +3,10 @@
  *
  * LD_PRELOAD'ed by coloc into apps marked `malleable = true`. It interposes
  * libgomp's parallel entry points, the calls GCC emits for `#pragma omp parallel`
- * and its combined forms, and runs every outermost parallel region with
- * min(requested, dop) threads, pinning team member i to cpus[i % ncpus], where
+ * and its combined forms, and runs every outermost parallel region without a
+ * num_threads clause with min(nthreads-var, dop) threads (omp_get_max_threads()
+ * answers the same; an explicit clause is honoured, see region_begin), pinning
+ * team member i to cpus[i % ncpus], where
  * dop and cpus come from the shared record described in coloc_omp_record.h. It
  * writes back whether the app is in a parallel region, how many regions and loop
  * iterations it finished, and its team size, so coloc sees serial sections and
@@ -69,6 +71,7 @@ static struct {
     ws_runtime_fn ws_runtime, ws_nonmonotonic_runtime, ws_maybe_nonmonotonic_runtime;
     bool (*ws_generic)(long, long, long, long, long, long *, long *, uintptr_t *, void **);
     int (*get_max_threads)(void);
+    int (*get_dynamic)(void);
     int (*get_thread_num)(void);
     int (*get_num_threads)(void);
     int (*get_level)(void);
@@ -192,6 +195,7 @@ static void init(void)
     real.ws_maybe_nonmonotonic_runtime = want("GOMP_loop_maybe_nonmonotonic_runtime_start");
     real.ws_generic = want("GOMP_loop_start");
     real.get_max_threads = need("omp_get_max_threads");
+    real.get_dynamic = need("omp_get_dynamic");
     real.get_thread_num = need("omp_get_thread_num");
     real.get_num_threads = need("omp_get_num_threads");
     real.get_level = need("omp_get_level");
@@ -287,8 +291,48 @@ static bool read_dop(struct coloc_omp_record *r, uint64_t *gen, uint32_t *dop, b
     return false;
 }
 
+/* The DoP coloc asks for now, under a fresh heartbeat: true with *dop (0: no
+ * limit), the generation it was read under and whether to pin; false when the
+ * record is stale or coloc kept writing (take no limit). */
+static bool current_dop(struct coloc_omp_record *r, uint64_t at_ns, uint64_t *gen, uint32_t *dop,
+                        bool *pin)
+{
+    uint64_t beat = atomic_load_explicit(&r->heartbeat_ns, memory_order_relaxed);
+    bool fresh = beat != 0 && (beat >= at_ns || at_ns - beat <= COLOC_OMP_STALE_NS);
+    return fresh && read_dop(r, gen, dop, pin);
+}
+
+/* omp_get_max_threads() outside any region is the DoP while coloc asks for
+ * one: the team size a region without a num_threads clause gets, which
+ * programs that size their work themselves (OpenBLAS reads it before every
+ * call and passes it back as num_threads) must see. Inside a region, and
+ * without a fresh record, libgomp's own answer. */
+EXPORT int omp_get_max_threads(void)
+{
+    pthread_once(&init_once, init);
+    int n = real.get_max_threads();
+    struct coloc_omp_record *r = atomic_load_explicit(&rec, memory_order_relaxed);
+    if (real.get_level() > 0 || r == NULL || !record_valid(r))
+        return n;
+    uint64_t gen;
+    uint32_t dop;
+    bool pin;
+    if (current_dop(r, now_ns(), &gen, &dop, &pin) && dop > 0 && dop < (uint32_t)n)
+        return (int)dop;
+    return n;
+}
+
 /* Decides the thread count for an outermost region and records its start.
- * Returns the num_threads to hand to libgomp. */
+ * Returns the num_threads to hand to libgomp.
+ *
+ * A region without a num_threads clause (requested == 0) gets min(DoP,
+ * nthreads-var). An explicit clause is honoured, as OpenMP requires while
+ * dynamic adjustment is off (omp_get_dynamic() false, libgomp's default):
+ * code such as OpenBLAS' level-3 threading splits a call into exactly
+ * num_threads parts that wait on one another, so a smaller team runs one part
+ * and spins forever on a part no thread will run. Such code takes the DoP
+ * through omp_get_max_threads() above. With dynamic adjustment on, the
+ * program has said it accepts fewer threads, and the clause is capped too. */
 static unsigned region_begin(struct region *rg, region_fn fn, void *data, unsigned requested,
                              uint64_t iterations)
 {
@@ -311,12 +355,11 @@ static unsigned region_begin(struct region *rg, region_fn fn, void *data, unsign
     rg->iterations = iterations;
     rg->start_ns = now_ns();
     unsigned n = requested;
-    uint64_t beat = atomic_load_explicit(&r->heartbeat_ns, memory_order_relaxed);
-    bool fresh = beat != 0 && (beat >= rg->start_ns || rg->start_ns - beat <= COLOC_OMP_STALE_NS);
     uint32_t dop;
-    if (fresh && read_dop(r, &rg->frame.gen, &dop, &rg->frame.pin)) {
+    if (current_dop(r, rg->start_ns, &rg->frame.gen, &dop, &rg->frame.pin)) {
         unsigned wanted = requested ? requested : (unsigned)real.get_max_threads();
-        if (dop > 0 && dop < wanted)
+        bool cap = requested == 0 || real.get_dynamic();
+        if (cap && dop > 0 && dop < wanted)
             n = dop;
         atomic_store_explicit(&r->generation_seen, rg->frame.gen, memory_order_relaxed);
         atomic_fetch_add_explicit(&r->regions_managed, 1, memory_order_relaxed);

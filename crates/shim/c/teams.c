@@ -7,7 +7,12 @@
  *   <kind>       run one parallel region of that kind, print
  *                "region <i> kind <kind> team <t> members <m> checksum <c> expected <e> ok|BAD"
  *                kinds: parallel for_static for_dynamic for_guided for_runtime
- *                       sections split split_loop combined_loop hold
+ *                       sections split split_loop combined_loop hold blas
+ *                blas: OpenBLAS' level-3 pattern: n = omp_get_max_threads(),
+ *                then `parallel for num_threads(n)` over exactly n parts that
+ *                each wait until all n have started (a smaller team would run
+ *                one part and wait forever; after 2 s the part gives up and the
+ *                line says BAD)
  *                hold: like parallel, but thread 0 prints "inside" in the region
  *                and waits for one more input line before finishing it
  *   fork <kind>  fork; the child runs one region of that kind, prints its line
@@ -33,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -187,6 +193,34 @@ static void run_combined_loop(struct acc *a)
     GOMP_parallel_loop_dynamic(split_loop_body, a, 0, 0, N, 1, 64, 0);
 }
 
+static uint64_t now_ns(void);
+
+static void run_blas(struct acc *a)
+{
+    int n = omp_get_max_threads();
+    _Atomic int started = 0;
+    _Atomic bool gave_up = false;
+#pragma omp parallel for num_threads(n) schedule(static, 1)
+    for (int part = 0; part < n; part++) {
+        seen(a);
+        atomic_fetch_add(&started, 1);
+        uint64_t t0 = now_ns();
+        while (atomic_load(&started) < n) {
+            if (now_ns() - t0 > 2000000000ull) {
+                atomic_store(&gave_up, true);
+                break;
+            }
+            sched_yield();
+        }
+        uint64_t local = 0;
+        for (long i = part; i < N; i += n)
+            local += f(i);
+        atomic_fetch_add(&a->sum, local);
+    }
+    if (atomic_load(&gave_up))
+        atomic_store(&a->sum, 0);
+}
+
 static const struct {
     const char *name;
     void (*run)(struct acc *);
@@ -196,6 +230,7 @@ static const struct {
     {"for_runtime", run_for_runtime}, {"sections", run_sections},
     {"split", run_split},             {"split_loop", run_split_loop},
     {"combined_loop", run_combined_loop}, {"hold", run_hold},
+    {"blas", run_blas},
 };
 
 static uint64_t now_ns(void)

@@ -6,8 +6,14 @@
 //! the right thread counts than when each assumes it owns the machine (NuPoCo,
 //! PACT'18). libgomp fixes a team's size when a region starts, so the shim
 //! (`c/coloc_omp.c`, LD_PRELOAD'ed into the app) interposes libgomp's parallel
-//! entry points and starts each outermost region with
-//! `min(requested, dop)` threads, member i pinned to `cpus[i % len]`.
+//! entry points and starts each outermost region without a `num_threads`
+//! clause with `min(nthreads-var, dop)` threads, member i pinned to
+//! `cpus[i % len]`; `omp_get_max_threads()` outside a region answers the DoP.
+//! An explicit `num_threads` clause is honoured while dynamic adjustment is off
+//! (OpenMP's rule): OpenBLAS splits each call into exactly that many parts that
+//! wait on one another, and a team capped below the clause ran one part and
+//! spun forever on the others. OpenBLAS reads `omp_get_max_threads()` before
+//! every call, so it takes the DoP that way.
 //!
 //! coloc and the shim talk through a small shared-memory record
 //! (`c/coloc_omp_record.h`, mirrored in `src/record.rs`): coloc writes DoP, CPUs and

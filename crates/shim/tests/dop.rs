@@ -76,6 +76,29 @@ fn team_is_the_minimum_of_requested_and_dop() {
     assert_eq!(teams.region("parallel").team, 4);
 }
 
+/// OpenBLAS' pattern (teams.c `blas`): a program that sizes its team by
+/// `omp_get_max_threads()` and passes it back as `num_threads(n)`, with parts
+/// that wait on one another. The shim honours the explicit clause (capping it
+/// to a DoP of 1 left one thread spinning on a part no thread would run: the
+/// livelock seen with OpenBLAS) and answers `omp_get_max_threads()` with the
+/// DoP, so the program still takes every DoP, lowered and raised again.
+#[test]
+fn an_explicit_num_threads_clause_is_honoured_and_max_threads_is_the_dop() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut chan = DopChannel::create(&record_in(&dir), &[], 1).unwrap();
+    let mut teams = Teams::start(2, Some(&shim()), Some(chan.path()));
+    for dop in [1, 2, 1] {
+        chan.set(dop, &[]).unwrap();
+        let r = teams.region("blas");
+        assert!(r.ok, "the team ran every part: {r:?}");
+        assert_eq!((r.team, r.members), (dop, dop), "{r:?}");
+    }
+    // Without the shim the same program runs its whole team.
+    let mut plain = Teams::start(2, None, None);
+    let r = plain.region("blas");
+    assert!(r.ok && r.team == 2, "{r:?}");
+}
+
 /// The CPUs this test process may use, if it may use CPUs 0 and 1.
 fn two_cpus_or_skip() -> Option<String> {
     let own = cpus_allowed("/proc/self/status");

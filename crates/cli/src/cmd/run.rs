@@ -117,6 +117,12 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
             coloc_linux::machine::MAX_REAPPLY
         );
     }
+    if summary.idle_while_waiting > 0 {
+        eprintln!(
+            "coloc: at {} observation(s) the plan kept an app's waiting threads off CPUs that              had been idle for more than an epoch (work conservation; see the trace's              idle_while_waiting events)",
+            summary.idle_while_waiting
+        );
+    }
     if summary.interrupted {
         anyhow::bail!("interrupted; settings were restored");
     }

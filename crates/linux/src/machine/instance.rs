@@ -102,6 +102,7 @@ impl Instance {
         // First every thread's drift and originals, journaled with one sync;
         // then the changes.
         let mut wants = Vec::with_capacity(threads.len());
+        let planned = plan.placement.by_thread();
         for task in threads {
             let settings = self
                 .settings
@@ -123,7 +124,7 @@ impl Instance {
                 affinity: if settings.app_owns_affinity {
                     settings.affinity.in_force.clone()
                 } else {
-                    plan.placement.cpus_of(task.tid).cloned()
+                    planned.get(task.tid).cloned()
                 },
                 nice: plan.sched.nice.map(i32::from),
                 slice_ns: plan.sched.slice_us.map(|us| u64::from(us) * 1000),

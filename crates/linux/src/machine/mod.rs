@@ -8,10 +8,11 @@
 //!   the count the policy planned for). The initial placement, nice, slice and
 //!   memory policy are journaled, then applied by the child before exec.
 //! - **tracking** (`track.rs`): an instance is its main process, every
-//!   descendant and all their threads, rescanned from /proc every `poll`
-//!   (50 ms: new threads are placed within half the default epoch, and the
-//!   rescan is most of coloc's own CPU use); [`MachineEvent::ThreadsChanged`]
-//!   when the thread set changes. Exits wake the loop at once through a pidfd
+//!   descendant and all their threads, rescanned from /proc at a `poll`
+//!   (50 ms: new threads are placed within half the default epoch) when the
+//!   kernel's process connector reported a fork or exit in one of its
+//!   processes (`proc_events.rs`), or every poll where the connector is not
+//!   available; [`MachineEvent::ThreadsChanged`] when the thread set changes. Exits wake the loop at once through a pidfd
 //!   per instance (`exit_wait.rs`), so app times do not depend on `poll`.
 //! - **observing** (`sample.rs`): schedstat, stat and sched (status where sched is
 //!   missing) of each thread,
@@ -32,9 +33,9 @@
 //!   after [`TERMINATE_GRACE`]: nothing coloc started outlives the run
 //!   (docs/safety.md).
 //!
-//! New processes and threads are found by polling /proc (this kernel has no
+//! New processes and threads are found in /proc (this kernel has no
 //! `task/<tid>/children`, so children are found by their parent pid); the
-//! netlink process connector is not used.
+//! process connector only says where to look.
 
 mod actuate;
 mod counters;
@@ -44,6 +45,7 @@ mod instance;
 mod journal;
 mod launch;
 mod pages;
+mod proc_events;
 mod recover;
 mod sample;
 mod sys;
@@ -74,6 +76,7 @@ use self::dop::{DopControl, DopLaunch};
 use self::instance::{default_cpus, end_leftovers, terminate, Instance};
 use self::journal::Journal;
 use self::launch::{memory_policy, output_path, LaunchError, Spawn};
+use self::proc_events::{ProcEvents, Touched};
 use self::tasks::{ProcRoot, ProcTable};
 use self::track::Tracker;
 
@@ -94,6 +97,10 @@ pub struct LinuxOptions {
     pub poll: Duration,
     /// Where DoP records are created (`/dev/shm`, shared memory).
     pub shm_dir: PathBuf,
+    /// Rescan an app's threads only after the kernel's process connector
+    /// reported a fork or exit in it (`proc_events.rs`), where the connector
+    /// is available; false rescans every app every poll.
+    pub process_events: bool,
 }
 
 impl Default for LinuxOptions {
@@ -108,6 +115,7 @@ impl Default for LinuxOptions {
             proc_root: PathBuf::from("/proc"),
             poll: Duration::from_millis(50),
             shm_dir: PathBuf::from("/dev/shm"),
+            process_events: true,
         }
     }
 }
@@ -120,6 +128,12 @@ pub struct LinuxMachine {
     start: Instant,
     proc: ProcRoot,
     table: ProcTable,
+    /// Fork and exit events; None where the connector is not available, and
+    /// every instance is rescanned every poll.
+    events: Option<ProcEvents>,
+    /// Instances launched since the last poll, rescanned whatever the events
+    /// say (their first threads may predate the subscription's view).
+    fresh: bool,
     journal: Journal,
     counters: HwCounters,
     schedstat: bool,
@@ -191,6 +205,19 @@ impl LinuxMachine {
                 "no hardware counters ({reason}); observing schedstat, switches and faults only"
             ),
         }
+        let events = match opts.process_events.then(ProcEvents::open) {
+            None => {
+                tracing::info!("rescanning every instance's threads every poll, as asked");
+                None
+            }
+            Some(Ok(e)) => Some(e),
+            Some(Err(e)) => {
+                tracing::info!(
+                    "no process connector ({e}); rescanning every instance's threads every poll"
+                );
+                None
+            }
+        };
         let mut table = ProcTable::default();
         table
             .refresh(&proc)
@@ -201,6 +228,8 @@ impl LinuxMachine {
             start: Instant::now(),
             proc,
             table,
+            events,
+            fresh: false,
             counters,
             schedstat,
             instances: Vec::new(),
@@ -225,16 +254,35 @@ impl LinuxMachine {
         for i in &self.instances {
             i.dop.heartbeat();
         }
-        self.table
-            .refresh(&self.proc)
-            .map_err(|e| other(&format!("reading {}", self.opts.proc_root.display()), e))?;
+        let touched = match (&mut self.events, std::mem::take(&mut self.fresh)) {
+            (Some(events), false) => events.drain(),
+            (Some(events), true) => {
+                events.drain();
+                Touched::Everything
+            }
+            (None, _) => Touched::Everything,
+        };
+        let stale: Vec<bool> = self
+            .instances
+            .iter()
+            .map(|i| touched.any_of(i.tracker.processes().map(|(pid, _)| pid)))
+            .collect();
+        if stale.contains(&true) {
+            self.table
+                .refresh(&self.proc)
+                .map_err(|e| other(&format!("reading {}", self.opts.proc_root.display()), e))?;
+        }
         let mut events = Vec::new();
         let mut k = 0;
+        let mut stale = stale.into_iter();
         while k < self.instances.len() {
             let inst = &mut self.instances[k];
-            let changed = inst
-                .rescan(&self.proc, &self.table, &mut self.journal)
-                .map_err(|e| other("tracking new threads", e))?;
+            let changed = if stale.next() == Some(true) {
+                inst.rescan(&self.proc, &self.table, &mut self.journal)
+                    .map_err(|e| other("tracking new threads", e))?
+            } else {
+                false
+            };
             let exited = inst
                 .try_exit()
                 .map_err(|e| other(&format!("waiting for {} (pid {})", inst.id, inst.pid()), e))?;
@@ -373,6 +421,7 @@ impl LinuxMachine {
             tids: inst.tracker.tids(),
         };
         self.instances.push(inst);
+        self.fresh = true;
         Ok(launched)
     }
 }

@@ -10,33 +10,41 @@
 //! when it is.
 //!
 //! Approach, per decision:
-//! 1. Admission: every app starts when it arrives. Holding one back only pays
-//!    with its length known in advance, which auto does not assume.
-//! 2. Levers: an app's DoP lever *acts* when it is malleable, its runtime
-//!    answers through the DoP channel, and regions end often (at least
-//!    `evidence::MIN_REGIONS` so far, the last within
-//!    `evidence::LEVER_WINDOW`). Apps whose lever does not act are left to
-//!    Linux with their whole team.
-//! 3. Space sharing: while the apps' threads outnumber the CPUs and some lever
-//!    acts, each such app gets a DoP of an equal share of the CPUs left by the
-//!    apps whose threads are fixed. Placement stays with Linux (work
-//!    conserving: no CPU is kept from a waiting thread), and a DoP never goes
-//!    below 1.
-//! 4. Checked against outcomes (`auto/trial.rs`): for every set of co-running apps,
-//!    auto measures their progress left to Linux, then under space sharing,
-//!    and goes back to Linux for that set if space sharing measurably slowed
-//!    them; a new set (arrival, exit) is tried afresh.
+//! 1. Levers: an app's DoP lever *acts* by the rule shared with the core
+//!    allocation ([`crate::cores::lever`]): malleable, its runtime answers
+//!    through the DoP channel, at least `MIN_REGIONS` regions ended, and it is
+//!    not stuck inside one region for longer than `PATIENCE`.
+//! 2. Own arrangement, while at least two apps' threads oversubscribe the
+//!    CPUs: every running app gets an exclusive CPU partition ([`partitions`]:
+//!    one CPU each, the rest in proportion to its threads), and an app whose
+//!    lever acts gets a DoP of its partition's size. Apps whose thread count
+//!    cannot change thus stop sharing CPUs with other apps' threads (equal's
+//!    gain on barrier-heavy teams; libgomp also throttles its spin-waiting when
+//!    it starts with fewer CPUs than threads). Work conserving across apps:
+//!    partitions are recomputed at every decision, so an exit frees its CPUs
+//!    at once; inside a partition Linux balances the app's threads.
+//! 3. Admission (`makespan` only): an arriving app starts at once while some
+//!    CPU has no app of its own; otherwise it waits (equal's rule) until an
+//!    app exits, unless the running set's trial settled on Linux. An admitted
+//!    app launches into its partition.
+//! 4. Checked against outcomes (`auto/trial.rs`): for every set of co-running
+//!    apps, auto measures their progress under its own arrangement, then left
+//!    to Linux, and keeps its arrangement only if it did not measurably slow
+//!    them down; a new set (arrival, exit) is tried afresh. Progress is work
+//!    reported through the DoP channel, else CPU time.
 //! 5. Objective ([`Objective`]): `makespan` (the default) sets no scheduling
 //!    settings; `art` favours the apps that have had the least CPU (least
 //!    attained service, which shortens response times when lengths are
-//!    unknown) by nice value; `latency` lowers the priority of batch apps while
-//!    a latency-class app runs and never shrinks a latency app's team.
+//!    unknown) by nice value and never holds an app back; `latency` lowers the
+//!    priority of batch apps while a latency-class app runs and never shrinks
+//!    a latency app's team.
 //!
 //! Every plan's note says, per app, what auto chose and why.
 //!
 //! Not done yet: placement by ReSense's scores and Tang's heuristic from
-//! stored profiles, memory policy, and co-scheduling whole teams of
-//! non-malleable apps (time sharing by gangs); auto leaves those to Linux.
+//! stored profiles, memory policy, and co-scheduling whole teams by time
+//! slices (gang scheduling); partitions are sized by threads, not by stored
+//! solo scaling.
 
 pub(crate) mod evidence;
 #[cfg(test)]
@@ -48,10 +56,13 @@ use std::fmt::{self, Write as _};
 use std::str::FromStr;
 use std::time::Duration;
 
-use coloc_model::{AppClass, AppId, AppPlan, AppView, Plan, SchedSettings, View};
+use coloc_model::{
+    AppClass, AppId, AppPlan, AppView, CpuSet, Placement, Plan, SchedSettings, View,
+};
 
-use self::evidence::{progress, Evidence};
+use self::evidence::{progress, Evidence, Progress};
 use self::trial::{Stage, Trial};
+use crate::baseline::topology_order;
 use crate::Policy;
 
 /// What auto optimizes.
@@ -147,10 +158,44 @@ impl Auto {
 
     /// Whether this app's DoP may be set: its lever acts, and under `latency`
     /// it is not a latency app.
-    fn steer(&self, a: &AppView, now: Duration) -> bool {
+    fn steer(&self, a: &AppView) -> bool {
         a.spec.malleable
             && !(self.objective == Objective::Latency && a.spec.class == AppClass::Latency)
-            && self.evidence.get(&a.id).is_some_and(|e| e.lever_acts(now))
+            && self.evidence.get(&a.id).is_some_and(|e| e.lever_acts())
+    }
+
+    /// The pending apps that wait (`makespan` only), oldest first admitted:
+    /// an app waits while every CPU already has an app of its own, its threads
+    /// would oversubscribe the CPUs, and the running set's trial has not
+    /// settled on Linux — equal's admission, so that a partition is not cut
+    /// in two; it is admitted once an app exits (a CPU frees) or the trial
+    /// finds Linux no slower.
+    fn admission(
+        objective: Objective,
+        view: &View<'_>,
+        running: &[&AppView],
+        demand: u32,
+        cpus: u32,
+        linux: bool,
+    ) -> Vec<AppId> {
+        let mut pending: Vec<&AppView> = view.pending().collect();
+        pending.sort_by_key(|a| (a.arrived_at, a.id));
+        let (mut count, mut demand) = (running.len() as u32, demand);
+        let mut held = Vec::new();
+        for a in pending {
+            let threads = Self::fixed_threads(a);
+            if objective == Objective::Makespan
+                && !linux
+                && count >= cpus
+                && demand + threads > cpus
+            {
+                held.push(a.id);
+            } else {
+                count += 1;
+                demand += threads;
+            }
+        }
+        held
     }
 
     /// Scheduling settings the objective asks for, per running app.
@@ -194,6 +239,59 @@ impl Auto {
     }
 }
 
+/// Cuts `cpus` (in topology order) into one contiguous slice per weight,
+/// sized in proportion to the weights, each at least one CPU: every slice gets
+/// one CPU, the rest go by largest remainder of `rest · weight / total` (ties
+/// to the earlier app). With more weights than CPUs, each CPU is one slice and
+/// each app, in order, shares the slice whose apps have the least weight so
+/// far.
+pub(crate) fn partitions(cpus: &[u32], weights: &[u32]) -> Vec<CpuSet> {
+    let n = weights.len();
+    if n == 0 || cpus.is_empty() {
+        return vec![CpuSet::new(); n];
+    }
+    if n > cpus.len() {
+        let mut load = vec![0u64; cpus.len()];
+        return weights
+            .iter()
+            .map(|&w| {
+                let k = (0..cpus.len()).min_by_key(|&k| (load[k], k)).expect("cpus");
+                load[k] += u64::from(w.max(1));
+                CpuSet::single(cpus[k])
+            })
+            .collect();
+    }
+    let rest = (cpus.len() - n) as u64;
+    let total: u64 = weights.iter().map(|&w| u64::from(w.max(1))).sum();
+    let mut size: Vec<u64> = weights
+        .iter()
+        .map(|&w| 1 + rest * u64::from(w.max(1)) / total)
+        .collect();
+    let mut left = cpus.len() as u64 - size.iter().sum::<u64>();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&i| {
+        (
+            std::cmp::Reverse(rest * u64::from(weights[i].max(1)) % total),
+            i,
+        )
+    });
+    for &i in order.iter().cycle() {
+        if left == 0 {
+            break;
+        }
+        size[i] += 1;
+        left -= 1;
+    }
+    let mut start = 0usize;
+    size.iter()
+        .map(|&len| {
+            let slice = cpus[start..start + len as usize].iter().copied().collect();
+            start += len as usize;
+            slice
+        })
+        .collect()
+}
+
 impl Policy for Auto {
     fn name(&self) -> &'static str {
         "auto"
@@ -201,10 +299,12 @@ impl Policy for Auto {
 
     fn decide(&mut self, view: &View<'_>) -> Plan {
         let now = view.now;
-        let cpus = view.topology.cpus().len().max(1) as u32;
+        let order = topology_order(view);
+        let cpus = order.len().max(1) as u32;
         self.evidence
             .retain(|id, _| view.apps.iter().any(|a| a.id == *id));
-        let running: Vec<&AppView> = view.running().collect();
+        let mut running: Vec<&AppView> = view.running().collect();
+        running.sort_by_key(|a| (a.started_at, a.id));
         for a in &running {
             self.evidence.entry(a.id).or_default();
         }
@@ -215,11 +315,11 @@ impl Policy for Auto {
         let fresh = self.observe(view);
         let steered: Vec<AppId> = running
             .iter()
-            .filter(|a| self.steer(a, now))
+            .filter(|a| self.steer(a))
             .map(|a| a.id)
             .collect();
         let demand: u32 = running.iter().map(|a| Self::fixed_threads(a)).sum();
-        let applicable = demand > cpus && !steered.is_empty();
+        let applicable = demand > cpus && running.len() > 1;
         let sched = self.sched(&running);
         if self.trial.as_ref().is_none_or(|t| t.set != set) {
             self.trial = Some(Trial::new(set, now));
@@ -228,10 +328,10 @@ impl Policy for Auto {
         // The interval just observed counts for the trial of this set (if the
         // set was there all along).
         if let (true, Some(prev), Some(last)) = (fresh, view.prev, view.last) {
-            let work: Vec<(AppId, (f64, f64))> = trial
+            let work: Vec<(AppId, Progress)> = trial
                 .set
                 .iter()
-                .filter_map(|&id| progress(prev, last, id).map(|p| (id, p)))
+                .flat_map(|&id| progress(prev, last, id).into_iter().map(move |p| (id, p)))
                 .collect();
             trial.record(prev.at, last.at, &work, applicable);
         }
@@ -243,57 +343,89 @@ impl Policy for Auto {
         {
             *trial = Trial::new(trial.set.clone(), now);
         }
-        let space = applicable && trial.space();
         let stage = trial.describe();
+        let linux = matches!(trial.stage, Stage::Settled { space: false, .. });
+        let held = Self::admission(self.objective, view, &running, demand, cpus, linux);
+        // Apps admitted now start in their partition: their set is tried
+        // afresh, auto's arrangement first.
+        let mut members = running.clone();
+        members.extend(view.pending().filter(|a| !held.contains(&a.id)));
+        let launching = members.len() > running.len();
+        let own = if launching {
+            let demand: u32 = members.iter().map(|a| Self::fixed_threads(a)).sum();
+            demand > cpus && members.len() > 1
+        } else {
+            applicable && trial.space()
+        };
 
-        // Shares: apps whose threads are fixed keep up to an equal share each;
-        // steered apps split the rest equally.
-        let fair = (cpus / running.len().max(1) as u32).max(1);
-        let fixed: u32 = running
+        // Auto's arrangement: a partition per app, in proportion to the
+        // threads it runs (a steered app: the team it asked for).
+        let weights: Vec<u32> = members.iter().map(|a| Self::fixed_threads(a)).collect();
+        let slices: BTreeMap<AppId, CpuSet> = members
             .iter()
-            .filter(|a| !steered.contains(&a.id))
-            .map(|a| Self::fixed_threads(a).min(fair))
-            .sum();
-        let left = cpus.saturating_sub(fixed).max(steered.len() as u32);
+            .map(|a| a.id)
+            .zip(partitions(&order, &weights))
+            .collect();
 
         let mut note = format!("auto ({}): {stage}", self.objective);
-        let mut k = 0u32;
         let apps = view
             .apps
             .iter()
             .map(|a| {
                 let mut p = AppPlan::native(a.id);
                 if !a.is_running() {
-                    let _ = write!(note, "; {} admitted on arrival", a.id);
+                    if held.contains(&a.id) {
+                        let _ = write!(note, "; {} waits (every CPU has an app of its own)", a.id);
+                        return AppPlan::hold(a.id);
+                    }
+                    match slices.get(&a.id).filter(|_| own) {
+                        Some(slice) => {
+                            p.placement = Placement::Shared(slice.clone());
+                            let _ = write!(note, "; {} admitted on CPUs {}", a.id, slice.to_list());
+                        }
+                        None => {
+                            let _ = write!(note, "; {} admitted", a.id);
+                        }
+                    }
                     return p;
                 }
                 p.sched = sched.get(&a.id).copied().unwrap_or_default();
-                let why = self
-                    .evidence
-                    .get(&a.id)
-                    .map(|e| e.lever_reason(now))
-                    .unwrap_or_default();
-                if !steered.contains(&a.id) {
-                    let _ = if a.spec.malleable {
-                        write!(note, "; {} left to Linux (DoP lever: {why})", a.id)
+                let why = if a.spec.malleable {
+                    self.evidence
+                        .get(&a.id)
+                        .map(|e| format!("DoP lever: {}", e.lever_reason()))
+                        .unwrap_or_default()
+                } else {
+                    "not malleable".to_string()
+                };
+                let slice = slices.get(&a.id).cloned().unwrap_or_default();
+                if !own {
+                    if steered.contains(&a.id) {
+                        // Its whole team back, once its next region starts.
+                        p.dop = Some(a.threads_requested.max(1));
+                        let _ = write!(note, "; {} full team, left to Linux", a.id);
                     } else {
-                        write!(note, "; {} left to Linux (not malleable)", a.id)
-                    };
-                } else if space {
-                    let n = steered.len() as u32;
-                    let share = (left / n + u32::from(k < left % n)).max(1);
-                    k += 1;
-                    let dop = share.min(a.threads_requested.max(1));
+                        let _ = write!(note, "; {} left to Linux ({why})", a.id);
+                    }
+                } else if steered.contains(&a.id) {
+                    let dop = (slice.len() as u32).clamp(1, a.threads_requested.max(1));
                     p.dop = Some(dop);
+                    p.placement = Placement::Shared(slice.clone());
                     let _ = write!(
                         note,
-                        "; {} dop {} ({} threads wanted on {cpus} CPUs; {why})",
-                        a.id, dop, demand
+                        "; {} dop {dop} on CPUs {} ({demand} threads wanted on {cpus} CPUs; {why})",
+                        a.id,
+                        slice.to_list()
                     );
                 } else {
-                    // Its whole team back, once its next region starts.
-                    p.dop = Some(a.threads_requested.max(1));
-                    let _ = write!(note, "; {} full team, left to Linux", a.id);
+                    p.placement = Placement::Shared(slice.clone());
+                    let _ = write!(
+                        note,
+                        "; {} {} thread(s) on CPUs {} ({demand} threads wanted on {cpus} CPUs; {why})",
+                        a.id,
+                        Self::fixed_threads(a),
+                        slice.to_list()
+                    );
                 }
                 if let Some(n) = p.sched.nice.filter(|n| *n != 0) {
                     let _ = write!(note, " nice {n}");

@@ -12,9 +12,9 @@ use coloc_model::{
     ThreadSample, Topology, Trigger, View,
 };
 
-use super::evidence::{LEVER_WINDOW, MIN_REGIONS};
 use super::trial::{MEASURE, SETTLE};
-use super::{Auto, Objective, ART_NICE_STEP, LATENCY_NICE};
+use super::{partitions, Auto, Objective, ART_NICE_STEP, LATENCY_NICE};
+use crate::cores::lever::{MIN_REGIONS, PATIENCE};
 use crate::{invariants, Policy};
 
 const TICK: Duration = Duration::from_millis(100);
@@ -27,6 +27,20 @@ struct Tick {
     iterations: u64,
     in_parallel: bool,
     team: u32,
+    /// CPU time over the tick, ms, of an app without the DoP channel (None:
+    /// an OpenMP app reporting through it, CPU time from its team).
+    pthreads_cpu_ms: Option<u64>,
+}
+
+/// A pthreads app (no DoP channel) that had `cpu_ms` of CPU over the tick.
+fn pthreads(cpu_ms: u64) -> Tick {
+    Tick {
+        regions: 0,
+        iterations: 0,
+        in_parallel: false,
+        team: 0,
+        pthreads_cpu_ms: Some(cpu_ms),
+    }
 }
 
 /// An app with many short regions: 5 per tick, `iters` iterations, the team it
@@ -37,6 +51,7 @@ fn loops(iters: u64, team: u32) -> Tick {
         iterations: iters,
         in_parallel: true,
         team,
+        pthreads_cpu_ms: None,
     }
 }
 
@@ -47,6 +62,7 @@ fn one_region(iters: u64, team: u32) -> Tick {
         iterations: iters,
         in_parallel: true,
         team,
+        pthreads_cpu_ms: None,
     }
 }
 
@@ -108,16 +124,31 @@ impl Script {
 
     /// One tick: every app progresses as `f` says, given what was asked of it.
     fn tick(&mut self, f: impl Fn(AppId, Option<u32>) -> Option<Tick>) -> Plan {
+        self.tick_placed(|id, asked, _| f(id, asked))
+    }
+
+    /// One tick: every running app progresses as `f` says, given the DoP and
+    /// the CPUs ("" when left to Linux) its plan in force gives it.
+    fn tick_placed(&mut self, f: impl Fn(AppId, Option<u32>, &str) -> Option<Tick>) -> Plan {
         self.now += TICK;
         let mut samples = Vec::new();
-        for a in &self.apps {
-            let Some(t) = f(a.id, self.asked(a.id)) else {
+        for a in self.apps.iter().filter(|a| a.state == AppState::Running) {
+            let asked = self.asked(a.id);
+            let placed = a
+                .current
+                .as_ref()
+                .map(|p| p.placement.cpus().to_list())
+                .unwrap_or_default();
+            let Some(t) = f(a.id, asked, &placed) else {
                 continue;
             };
             let c = self.counters.entry(a.id).or_default();
             c.0 += t.regions;
             c.1 += t.iterations;
-            c.2 += u64::from(t.team.min(2)) * TICK.as_nanos() as u64 / 2;
+            c.2 += match t.pthreads_cpu_ms {
+                Some(ms) => ms * 1_000_000,
+                None => u64::from(t.team.min(2)) * TICK.as_nanos() as u64 / 2,
+            };
             samples.push(AppSample {
                 app: a.id,
                 pid: a.threads[0],
@@ -126,13 +157,13 @@ impl Script {
                     run_ns: c.2,
                     ..ThreadSample::default()
                 }],
-                omp: Some(OmpSample {
+                omp: t.pthreads_cpu_ms.is_none().then(|| OmpSample {
                     in_parallel: t.in_parallel,
                     team_size: t.team,
                     regions_completed: c.0,
                     iterations_completed: c.1,
                     parallel_ns: 0,
-                    dop_seen: Some(self.asked(a.id).unwrap_or(t.team)),
+                    dop_seen: Some(asked.unwrap_or(t.team)),
                 }),
                 ..AppSample::default()
             });
@@ -184,11 +215,18 @@ fn unmanaged(plan: &Plan) -> bool {
 /// set's start and one for the lever's evidence.
 const TRIAL_TICKS: u32 = MEASURE + SETTLE + MEASURE + 2;
 
-/// An app that cannot be made malleable keeps its threads and Linux's
-/// placement; the malleable one beside it, whose regions end often, is shrunk
-/// to the CPU the fixed app leaves (2 CPUs, fair share 1 each: dop 2 − 1 = 1)
-/// once Linux alone has been measured, and kept there because it progresses
-/// as well (1000 iterations a tick either way).
+/// The CPUs an app's plan gives it ("" when left to Linux).
+fn cpus(plan: &Plan, id: AppId) -> String {
+    plan.for_app(id).unwrap().placement.cpus().to_list()
+}
+
+/// An app that cannot be made malleable keeps its threads and gets a CPU
+/// partition of its own; the malleable one beside it, whose regions end
+/// often, is shrunk to the other CPU (2 CPUs, partitions in proportion to 4
+/// and 2 threads, at least one CPU each: 1 and 1) as soon as its lever acts.
+/// Then Linux alone is measured, and the partitions are kept because the
+/// malleable app progresses as well under them (1000 iterations a tick either
+/// way).
 #[test]
 fn a_malleable_app_beside_one_that_cannot_be_made_malleable() {
     let mut s = Script::new(Objective::Makespan);
@@ -200,23 +238,30 @@ fn a_malleable_app_beside_one_that_cannot_be_made_malleable() {
     }
     for p in &plans {
         assert_eq!(dop(p, fixed), None, "{}", p.note);
-        assert!(unmanaged(p), "{}", p.note);
     }
-    // Linux alone first, with its whole team.
-    assert_eq!(dop(&plans[0], mall), Some(2), "{}", plans[0].note);
+    // Its own arrangement first, then Linux alone with the whole team.
+    assert_eq!(dop(&plans[0], mall), Some(1), "{}", plans[0].note);
+    assert_eq!(cpus(&plans[0], fixed), "0", "{}", plans[0].note);
+    let linux = plans.iter().find(|p| unmanaged(p)).expect("Linux measured");
+    assert_eq!(dop(linux, mall), Some(2), "{}", linux.note);
     let last = plans.last().unwrap();
     assert_eq!(dop(last, mall), Some(1), "{}", last.note);
+    assert_eq!(
+        (cpus(last, fixed), cpus(last, mall)),
+        ("0".into(), "1".into())
+    );
     assert!(last.note.contains("kept"), "{}", last.note);
     assert!(
-        last.note.contains("0.0 left to Linux (not malleable)"),
+        last.note.contains("0.0 4 thread(s) on CPUs 0") && last.note.contains("not malleable"),
         "{}",
         last.note
     );
 }
 
 /// A malleable program whose work is one long region never has its DoP
-/// lowered (it would keep the smaller team for the rest of its run), and is
-/// still left to Linux with its whole team after its co-runner exits.
+/// lowered (it would keep the smaller team for the rest of its run): it gets
+/// placement for its whole team instead, and is left to Linux with its whole
+/// team the moment its co-runner exits.
 #[test]
 fn one_region_that_outlives_its_co_runner_keeps_its_team() {
     let mut s = Script::new(Objective::Makespan);
@@ -230,11 +275,11 @@ fn one_region_that_outlives_its_co_runner_keeps_its_team() {
                 loops(1000, asked.unwrap_or(2))
             })
         });
-        assert_ne!(dop(&p, long), Some(1), "{}", p.note);
-        assert!(unmanaged(&p), "{}", p.note);
+        assert!(dop(&p, long).is_none_or(|d| d == 2), "{}", p.note);
     }
     let p = s.exit(early);
     assert!(dop(&p, long).is_none_or(|d| d == 2), "{}", p.note);
+    assert!(unmanaged(&p), "{}", p.note);
     for _ in 0..3 {
         let p = s.tick(|_, _| Some(one_region(1000, 2)));
         assert!(dop(&p, long).is_none_or(|d| d == 2), "{}", p.note);
@@ -247,9 +292,10 @@ fn one_region_that_outlives_its_co_runner_keeps_its_team() {
     }
 }
 
-/// An app that arrives mid-run starts a new trial: the app already running
-/// gets its whole team back while Linux alone is measured, then both are
-/// shrunk to one CPU each.
+/// An app that arrives mid-run starts a new trial: it is launched into a
+/// partition of its own beside the running app's, both are shrunk to one CPU
+/// each once their levers act, Linux alone is measured, and the partitions
+/// are kept.
 #[test]
 fn a_mid_run_arrival_is_tried_afresh() {
     let mut s = Script::new(Objective::Makespan);
@@ -266,8 +312,13 @@ fn a_mid_run_arrival_is_tried_afresh() {
     });
     s.apps.push(late);
     let p = s.decide(Trigger::Arrival(AppId { app: 1, rep: 0 }));
-    assert!(p.for_app(AppId { app: 1, rep: 0 }).unwrap().admit);
     let second = AppId { app: 1, rep: 0 };
+    assert!(p.for_app(second).unwrap().admit);
+    // Launched into its partition, next to the first app's.
+    assert_eq!(
+        (cpus(&p, first), cpus(&p, second)),
+        ("0".into(), "1".into())
+    );
     {
         let now = s.now;
         let a = s.app_mut(second);
@@ -276,7 +327,7 @@ fn a_mid_run_arrival_is_tried_afresh() {
         a.threads = vec![200, 201];
     }
     let p = s.decide(Trigger::ThreadsChanged(second));
-    assert!(p.note.contains("measuring Linux alone"), "{}", p.note);
+    assert!(p.note.contains("trying its own arrangement"), "{}", p.note);
     let mut last = p;
     for _ in 0..TRIAL_TICKS + 1 {
         last = s.tick(|_, asked| Some(loops(1000, asked.unwrap_or(2))));
@@ -332,17 +383,17 @@ fn a_lever_acts_only_while_regions_end() {
     let mut s = Script::new(Objective::Makespan);
     let a = s.start(0, 2, true);
     let mut ticks = 0;
-    while s.auto.evidence[&a].regions < MIN_REGIONS {
+    while s.auto.evidence[&a].clock.regions < MIN_REGIONS {
         s.tick(|_, _| Some(loops(10, 2)));
         ticks += 1;
     }
     assert_eq!(ticks, 1, "5 regions a tick");
-    assert!(s.auto.evidence[&a].lever_acts(s.now));
-    let silent = LEVER_WINDOW.as_millis() / TICK.as_millis() + 1;
+    assert!(s.auto.evidence[&a].lever_acts());
+    let silent = PATIENCE.as_millis() / TICK.as_millis() + 1;
     for _ in 0..silent {
         s.tick(|_, _| Some(one_region(10, 2)));
     }
-    assert!(!s.auto.evidence[&a].lever_acts(s.now));
+    assert!(!s.auto.evidence[&a].lever_acts());
 }
 
 /// `latency`: batch apps run at nice 10 while a latency-class app runs, and a
@@ -393,4 +444,149 @@ fn objectives_parse_by_name() {
     let e = "speed".parse::<Objective>().unwrap_err();
     assert!(e.to_string().contains("`speed`"), "{e}");
     assert_eq!(Objective::default(), Objective::Makespan);
+}
+
+/// Two pthreads apps (no DoP channel) whose threads oversubscribe the CPUs get
+/// a CPU each from their start; the trial then measures Linux alone and judges
+/// by CPU time (their only progress): kept when they had as much CPU on their
+/// own CPUs (100 ms a tick each either way), back to Linux when they had 20%
+/// less (80 ms on their CPU against 100 ms under Linux).
+#[test]
+fn pthreads_apps_that_oversubscribe_get_partitions_judged_by_cpu_time() {
+    for (own_ms, kept) in [(100, true), (80, false)] {
+        let mut s = Script::new(Objective::Makespan);
+        let a = s.start(0, 2, false);
+        let b = s.start(1, 2, false);
+        let first =
+            s.tick_placed(|_, _, cpus| Some(pthreads(if cpus.is_empty() { 100 } else { own_ms })));
+        assert_eq!(
+            (cpus(&first, a), cpus(&first, b)),
+            ("0".into(), "1".into()),
+            "{}",
+            first.note
+        );
+        let mut p = first;
+        for _ in 0..TRIAL_TICKS + 2 {
+            p = s.tick_placed(|_, _, cpus| {
+                Some(pthreads(if cpus.is_empty() { 100 } else { own_ms }))
+            });
+        }
+        if kept {
+            assert_eq!(
+                (cpus(&p, a), cpus(&p, b)),
+                ("0".into(), "1".into()),
+                "{}",
+                p.note
+            );
+            assert!(
+                p.note.contains("1.00x Linux's progress: kept"),
+                "{}",
+                p.note
+            );
+        } else {
+            assert!(unmanaged(&p), "{}", p.note);
+            assert!(
+                p.note.contains("0.80x Linux's progress: back to Linux"),
+                "{}",
+                p.note
+            );
+        }
+        assert!(p.apps.iter().all(|x| x.dop.is_none()), "{}", p.note);
+    }
+}
+
+/// Work conservation on an exit: the partitions of two fixed apps end with
+/// the decision on the exit of one of them, and the other gets every CPU
+/// (left to Linux: its threads no longer oversubscribe them).
+#[test]
+fn an_early_exit_gives_its_cpus_back_at_once() {
+    let mut s = Script::new(Objective::Makespan);
+    let a = s.start(0, 2, false);
+    let b = s.start(1, 2, false);
+    let mut p = Plan::default();
+    for _ in 0..TRIAL_TICKS + 1 {
+        p = s.tick(|_, _| Some(pthreads(100)));
+    }
+    assert_eq!(cpus(&p, a), "0", "{}", p.note);
+    let p = s.exit(b);
+    assert!(unmanaged(&p), "{}", p.note);
+    assert_eq!(dop(&p, a), None, "{}", p.note);
+}
+
+/// Admission under `makespan`: with every CPU already an app's own, a third
+/// app that arrives waits while the running pair's trial is under way or kept
+/// its partitions, and is admitted into the CPU freed when one of them exits.
+/// Under `art` it starts at once. Once the pair's trial settled on Linux, a
+/// newcomer is admitted at once too.
+#[test]
+fn an_arrival_beyond_the_cpus_waits_for_a_partition() {
+    let third = AppId { app: 2, rep: 0 };
+    let arrive = |s: &mut Script| {
+        s.apps.push(pending_app(2, 2));
+        s.decide(Trigger::Arrival(third))
+    };
+    // Kept partitions: the newcomer waits, then takes the freed CPU.
+    let mut s = Script::new(Objective::Makespan);
+    let a = s.start(0, 2, false);
+    let b = s.start(1, 2, false);
+    for _ in 0..TRIAL_TICKS + 1 {
+        s.tick(|_, _| Some(pthreads(100)));
+    }
+    let p = arrive(&mut s);
+    assert!(!p.for_app(third).unwrap().admit, "{}", p.note);
+    assert!(p.note.contains("2.0 waits"), "{}", p.note);
+    let p = s.tick(|_, _| Some(pthreads(100)));
+    assert!(!p.for_app(third).unwrap().admit, "{}", p.note);
+    let p = s.exit(a);
+    assert!(p.for_app(third).unwrap().admit, "{}", p.note);
+    assert_eq!(
+        (cpus(&p, b), cpus(&p, third)),
+        ("0".into(), "1".into()),
+        "{}",
+        p.note
+    );
+
+    // Settled on Linux (20% less CPU on their own CPUs): admitted at once.
+    let mut s = Script::new(Objective::Makespan);
+    s.start(0, 2, false);
+    s.start(1, 2, false);
+    for _ in 0..TRIAL_TICKS + 1 {
+        s.tick_placed(|_, _, cpus| Some(pthreads(if cpus.is_empty() { 100 } else { 80 })));
+    }
+    let p = arrive(&mut s);
+    assert!(p.for_app(third).unwrap().admit, "{}", p.note);
+
+    // `art` never holds an app back.
+    let mut s = Script::new(Objective::Art);
+    s.start(0, 2, false);
+    s.start(1, 2, false);
+    s.tick(|_, _| Some(pthreads(100)));
+    let p = arrive(&mut s);
+    assert!(p.for_app(third).unwrap().admit, "{}", p.note);
+}
+
+/// The partition rule: one CPU each, the rest in proportion to the threads
+/// (largest remainder, ties to the earlier app); more apps than CPUs share the
+/// least loaded CPU.
+#[test]
+fn partitions_follow_the_threads() {
+    let cases: [(&[u32], &[u32], &[&str]); 6] = [
+        (&[0, 1], &[2, 2], &["0", "1"]),
+        (&[0, 1], &[4, 2], &["0", "1"]),
+        (&[0, 1, 2, 3, 4, 5, 6, 7], &[6, 2], &["0-5", "6-7"]),
+        (
+            &[0, 1, 2, 3, 4, 5, 6, 7],
+            &[1, 1, 1],
+            &["0-2", "3-5", "6-7"],
+        ),
+        (&[0, 1, 2, 3], &[8, 1, 1], &["0-1", "2", "3"]),
+        (&[0, 1], &[2, 1, 2], &["0", "1", "1"]),
+    ];
+    for (cpus, weights, want) in cases {
+        let got: Vec<String> = partitions(cpus, weights)
+            .iter()
+            .map(|c| c.to_list())
+            .collect();
+        assert_eq!(got, want, "{cpus:?} {weights:?}");
+    }
 }

@@ -1,18 +1,28 @@
 //! Decisions checked against outcomes: for each set of co-running apps, auto
-//! first measures the apps' progress left to Linux, then under space sharing,
-//! and keeps space sharing only if it did not measurably slow them down
-//! (Thread Tranquilizer §3's keep-or-revert, judged by the apps' own progress
-//! as AToM judges by an app metric, Tang et al. §5).
+//! first measures the apps' progress under its own arrangement (DoPs and CPU
+//! partitions), then left to Linux, and keeps its arrangement only if it did
+//! not measurably slow them down (Thread Tranquilizer §3's keep-or-revert,
+//! judged by the apps' own progress as AToM judges by an app metric, Tang et
+//! al. §5).
+//!
+//! The verdict is the geometric mean of per-app ratios (progress rate under
+//! auto's arrangement / under Linux): each app that reported work both ways
+//! ([`Measure::Work`]) counts with its own ratio; the others, measured in CPU
+//! time ([`Measure::Cpu`]), count each with the ratio of their summed CPU
+//! rates, since CPU time moved from one of them to another is no progress for
+//! the mix.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use coloc_model::AppId;
 
+use super::evidence::{Measure, Progress};
+
 /// Observation intervals measured under each arrangement.
 pub const MEASURE: u32 = 3;
-/// Intervals skipped after switching to space sharing: a new DoP takes effect
-/// at each app's next region.
+/// Intervals skipped after each switch: a new DoP takes effect at each app's
+/// next region.
 pub const SETTLE: u32 = 1;
 /// Space sharing is kept unless the apps' progress under it, relative to
 /// Linux alone (geometric mean over the apps measured both ways), falls below
@@ -22,16 +32,20 @@ pub const TOLERANCE: f64 = 0.02;
 /// Where a trial stands.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Stage {
-    /// Left to Linux, measuring; `intervals` counted so far.
-    Native { intervals: u32 },
-    /// Space sharing, measuring after the settling intervals.
+    /// Auto's own arrangement (DoPs and CPU partitions), first: an app
+    /// launched into its partition sees it from its start, as libgomp reads
+    /// the CPUs it may use once, at start (it throttles its spin-waiting when
+    /// its team outnumbers them); measuring after the settling intervals.
     Space { intervals: u32 },
+    /// Left to Linux, measuring after the settling intervals.
+    Native { intervals: u32 },
     /// Decided: space sharing or not, and why.
     Settled { space: bool, reason: String },
 }
 
-/// Work and seconds summed over the intervals of one arrangement, per app.
-type Tally = BTreeMap<AppId, (f64, f64)>;
+/// Work and seconds summed over the intervals of one arrangement, per app and
+/// how it was measured.
+type Tally = BTreeMap<(AppId, Measure), (f64, f64)>;
 
 /// The trial of one set of running apps.
 #[derive(Clone, Debug, PartialEq)]
@@ -50,7 +64,7 @@ impl Trial {
     pub fn new(set: Vec<AppId>, now: Duration) -> Self {
         Self {
             set,
-            stage: Stage::Native { intervals: 0 },
+            stage: Stage::Space { intervals: 0 },
             since: now,
             native: Tally::new(),
             space: Tally::new(),
@@ -66,40 +80,31 @@ impl Trial {
     }
 
     /// Counts one observation interval starting at `from`, with each measured
-    /// app's (work, seconds); `applicable` says whether space sharing has
-    /// anything to act on now (the machine is oversubscribed and some app's
-    /// DoP lever acts). Returns true when the stage changed.
+    /// app's progress; `applicable` says whether auto's arrangement has
+    /// anything to act on now (at least two apps whose threads oversubscribe
+    /// the CPUs). Returns true when the stage changed.
     pub fn record(
         &mut self,
         from: Duration,
         at: Duration,
-        work: &[(AppId, (f64, f64))],
+        work: &[(AppId, Progress)],
         applicable: bool,
     ) -> bool {
         if from < self.since {
             return false;
         }
         let add = |tally: &mut Tally| {
-            for (id, (w, s)) in work {
-                let e = tally.entry(*id).or_default();
+            for &(id, (m, w, s)) in work {
+                let e = tally.entry((id, m)).or_default();
                 e.0 += w;
                 e.1 += s;
             }
         };
         match &mut self.stage {
-            Stage::Native { intervals } => {
-                add(&mut self.native);
-                *intervals += 1;
-                if *intervals < MEASURE {
-                    return false;
-                }
-                self.stage = if applicable {
-                    Stage::Space { intervals: 0 }
-                } else {
-                    Stage::Settled {
-                        space: false,
-                        reason: "nothing for space sharing to act on".into(),
-                    }
+            Stage::Space { .. } if !applicable => {
+                self.stage = Stage::Settled {
+                    space: false,
+                    reason: "nothing for its own arrangement to act on".into(),
                 };
             }
             Stage::Space { intervals } => {
@@ -111,6 +116,17 @@ impl Trial {
                 if *intervals < SETTLE + MEASURE {
                     return false;
                 }
+                self.stage = Stage::Native { intervals: 0 };
+            }
+            Stage::Native { intervals } => {
+                *intervals += 1;
+                if *intervals <= SETTLE {
+                    return false;
+                }
+                add(&mut self.native);
+                if *intervals < SETTLE + MEASURE {
+                    return false;
+                }
                 self.stage = self.judge();
             }
             Stage::Settled { .. } => return false,
@@ -119,17 +135,26 @@ impl Trial {
         true
     }
 
-    /// Space against Linux alone: the geometric mean of each app's progress
-    /// rate ratio, over the apps that progressed under both.
+    /// Auto's arrangement against Linux alone (module docs).
     fn judge(&self) -> Stage {
-        let ratios: Vec<f64> = self
-            .space
-            .iter()
-            .filter_map(|(id, &(w, s))| {
-                let &(nw, ns) = self.native.get(id)?;
-                (w > 0.0 && s > 0.0 && nw > 0.0 && ns > 0.0).then(|| (w / s) / (nw / ns))
-            })
-            .collect();
+        fn rate(t: &Tally, key: &(AppId, Measure)) -> Option<(f64, f64)> {
+            t.get(key).copied().filter(|(w, s)| *w > 0.0 && *s > 0.0)
+        }
+        let both = |key| rate(&self.space, &key).zip(rate(&self.native, &key));
+        let mut ratios: Vec<f64> = Vec::new();
+        let (mut cpu, mut linux_cpu, mut cpu_apps) = (0.0, 0.0, 0usize);
+        for id in &self.set {
+            if let Some(((w, s), (nw, ns))) = both((*id, Measure::Work)) {
+                ratios.push((w / s) / (nw / ns));
+            } else if let Some(((w, s), (nw, ns))) = both((*id, Measure::Cpu)) {
+                cpu += w / s;
+                linux_cpu += nw / ns;
+                cpu_apps += 1;
+            }
+        }
+        if cpu_apps > 0 {
+            ratios.extend(std::iter::repeat_n(cpu / linux_cpu, cpu_apps));
+        }
         if ratios.is_empty() {
             return Stage::Settled {
                 space: false,
@@ -140,12 +165,12 @@ impl Trial {
         if gm >= 1.0 - TOLERANCE {
             Stage::Settled {
                 space: true,
-                reason: format!("space sharing ran at {gm:.2}x Linux's progress: kept"),
+                reason: format!("own arrangement ran at {gm:.2}x Linux's progress: kept"),
             }
         } else {
             Stage::Settled {
                 space: false,
-                reason: format!("space sharing ran at {gm:.2}x Linux's progress: back to Linux"),
+                reason: format!("own arrangement ran at {gm:.2}x Linux's progress: back to Linux"),
             }
         }
     }
@@ -153,11 +178,12 @@ impl Trial {
     /// The stage, for the trace.
     pub fn describe(&self) -> String {
         match &self.stage {
-            Stage::Native { intervals } => {
-                format!("measuring Linux alone ({intervals}/{MEASURE})")
-            }
+            Stage::Native { intervals } => format!(
+                "measuring Linux alone ({}/{MEASURE})",
+                intervals.saturating_sub(SETTLE)
+            ),
             Stage::Space { intervals } => format!(
-                "trying space sharing ({}/{MEASURE})",
+                "trying its own arrangement ({}/{MEASURE})",
                 intervals.saturating_sub(SETTLE)
             ),
             Stage::Settled { reason, .. } => reason.clone(),

@@ -36,10 +36,10 @@
 //!   queues, which the Manager's work-conservation check reports.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use coloc_model::{AppId, AppView, View};
 
+use super::lever::{Lever, RegionClock};
 use super::{Core, CoreMap};
 
 /// What an app needs from the allocator this decision.
@@ -240,72 +240,43 @@ pub(crate) fn reserve(
     admitted
 }
 
-/// Which apps' DoP lever has not acted. OpenMP applies a DoP when a parallel
-/// region starts, so a program whose work is one long region (worksharing
-/// loops inside it) keeps the team it started with: shrinking its cores to a
-/// smaller DoP stacks its threads, and growing its DoP after a co-runner left
-/// never comes. An app is *stuck* when a whole observation interval passed
-/// inside one region (no region completed, the shim's report) — before its
-/// [`PATIENT_AFTER_REGIONS`]th region, or one seen for [`REGION_PATIENCE`] — with a team other than the
-/// cores its plan gives it — larger: its threads queue; smaller: cores
-/// idle that others could use; it stays stuck until that region ends, and
-/// meanwhile needs placement for its team ([`Need::Fixed`]), not a DoP.
-/// Programs with many regions (NPB's loop nests) take a new DoP at their next
-/// region, usually within a few epochs; treating each of their regions that
-/// outlasts one epoch as stuck made nupoco alternate between a DoP and the
-/// team's placement on BT+SP (nupoco-amd64, the mix at half its work: total
-/// turnaround 26.4 s, against 22.2 s with the patience and native's 23.9 s).
+/// Which apps' DoP lever is stuck ([`Lever::Stuck`], the rule in
+/// [`super::lever`]) while they run a parallel region with a team other than
+/// the cores their plan gives them — larger: their threads queue; smaller:
+/// cores idle that others could use. Such an app stays stuck until that
+/// region ends, and meanwhile needs placement for its team ([`Need::Fixed`]),
+/// not a DoP.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Levers {
     /// Stuck apps, with their regions completed when they were found stuck.
     stuck: BTreeMap<AppId, u64>,
-    /// Apps in a parallel region: their regions completed and when that
-    /// count was first observed (the region's start, to one observation).
-    region: BTreeMap<AppId, (u64, Duration)>,
+    /// Each app's region clock.
+    clocks: BTreeMap<AppId, RegionClock>,
 }
-
-/// How long one region must have been running before a team that differs from
-/// its cores counts as stuck: five 50 ms epochs, longer than the regions of
-/// programs built from many loop-nest regions, far shorter than a program
-/// whose whole computation is one region.
-pub(crate) const REGION_PATIENCE: Duration = Duration::from_millis(250);
-
-/// Regions an app must have completed before [`REGION_PATIENCE`] applies: the
-/// evidence that its regions end often. An app with fewer (a one-region
-/// program, or one with a handful of long regions) is stuck after one interval.
-pub(crate) const PATIENT_AFTER_REGIONS: u64 = 3;
 
 impl Levers {
     /// Forgets apps that left.
     pub fn retain(&mut self, view: &View<'_>) {
         self.stuck
             .retain(|id, _| view.apps.iter().any(|a| a.id == *id));
-        self.region
+        self.clocks
             .retain(|id, _| view.apps.iter().any(|a| a.id == *id));
     }
 
     /// The team size of `app` while its DoP lever is stuck; None otherwise.
     pub fn stuck(&mut self, map: &CoreMap, view: &View<'_>, app: &AppView) -> Option<u32> {
-        let omp = |o: Option<&coloc_model::Observation>| {
-            o.and_then(|o| o.app(app.id))
-                .and_then(|s| s.omp.clone())
-                .filter(|s| s.in_parallel)
-        };
-        let Some(last) = omp(view.last) else {
+        let sample = view.last.and_then(|o| o.app(app.id).map(|s| (s, o.at)));
+        let clock = self.clocks.entry(app.id).or_default();
+        if let Some((s, at)) = sample {
+            clock.update(s, at);
+        }
+        let Some(last) = sample
+            .and_then(|(s, _)| s.omp.as_ref())
+            .filter(|o| o.in_parallel)
+        else {
             self.stuck.remove(&app.id);
-            self.region.remove(&app.id);
             return None;
         };
-        let seen = view.last.map_or(view.now, |o| o.at);
-        let (_, since) = *self
-            .region
-            .entry(app.id)
-            .and_modify(|r| {
-                if r.0 != last.regions_completed {
-                    *r = (last.regions_completed, seen);
-                }
-            })
-            .or_insert((last.regions_completed, seen));
         match self.stuck.get(&app.id) {
             Some(&r) if r == last.regions_completed => return Some(last.team_size),
             Some(_) => {
@@ -313,17 +284,13 @@ impl Levers {
             }
             None => {}
         }
-        let prev = omp(view.prev)?;
-        let long = prev.regions_completed == last.regions_completed
-            && (last.regions_completed < PATIENT_AFTER_REGIONS
-                || seen.saturating_sub(since) >= REGION_PATIENCE);
         let cores = current_cores(map, app).len();
         let managed = app.spec.malleable
             && app
                 .current
                 .as_ref()
                 .is_some_and(|p| !p.placement.cpus().is_empty());
-        if managed && long && last.team_size as usize != cores {
+        if managed && clock.lever() == Lever::Stuck && last.team_size as usize != cores {
             self.stuck.insert(app.id, last.regions_completed);
             return Some(last.team_size);
         }

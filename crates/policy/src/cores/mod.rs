@@ -11,6 +11,7 @@
 //! in topology order.
 
 pub(crate) mod board;
+pub mod lever;
 pub(crate) mod sample;
 
 use coloc_model::calibration::memory_nodes;
@@ -184,8 +185,9 @@ pub(crate) fn pin_team(map: &CoreMap, app: &AppView, cores: &[Core]) -> Placemen
         return Placement::Unmanaged;
     }
     let team = app.threads.len().min(cores.len());
+    let planned = app.current.as_ref().map(|p| p.placement.by_thread());
     let current = |t: Tid| -> Option<Core> {
-        let set = app.current.as_ref()?.placement.cpus_of(t)?;
+        let set = planned.as_ref()?.get(t)?;
         cores.iter().copied().find(|&c| map.cores[c] == *set)
     };
     let mut owner: Vec<Option<Core>> = vec![None; team];

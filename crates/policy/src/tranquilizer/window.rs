@@ -17,7 +17,7 @@
 use coloc_model::stats::Summary;
 use coloc_model::{AppId, Observation};
 
-use crate::auto::evidence::progress;
+use crate::auto::evidence::{progress, Measure};
 
 /// An app's rates over one sampling interval.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -65,7 +65,10 @@ pub fn rates(prev: &Observation, last: &Observation, app: AppId) -> Option<Rates
         icx_per_s: icx as f64 / secs,
         mpki: (counted && instructions > 0).then(|| misses as f64 * 1000.0 / instructions as f64),
         // An interval in which no region ended is a rate of 0, not a gap.
-        progress_per_s: progress(prev, last, app).map(|(work, s)| work / s),
+        progress_per_s: progress(prev, last, app)
+            .into_iter()
+            .find(|(m, _, _)| *m == Measure::Work)
+            .map(|(_, work, s)| work / s),
         rss_bytes: b.rss_bytes,
     })
 }

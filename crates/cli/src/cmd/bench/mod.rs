@@ -64,6 +64,11 @@ enum Bench {
         /// How long each point of the scaling curve runs.
         #[arg(long, value_parser = humantime::parse_duration, default_value = "5s")]
         duration: Duration,
+        /// Track threads by rescanning every app every poll even where the
+        /// kernel's process connector is available: the reference the
+        /// connector's savings are measured against.
+        #[arg(long)]
+        polling: bool,
     },
     /// The app of the scaling curve: N threads that sleep for a while, then exit.
     #[command(hide = true)]
@@ -118,8 +123,9 @@ pub fn main(args: BenchArgs) -> Result<()> {
             duration,
             policy,
             epoch,
+            polling,
             ..
-        } if !threads.is_empty() => scaling(&threads, duration, &policy, epoch),
+        } if !threads.is_empty() => scaling(&threads, duration, &policy, epoch, polling),
         Bench::Overhead {
             workload,
             policy,
@@ -252,14 +258,23 @@ fn overhead(path: Option<PathBuf>, policy: &str, epoch: Duration) -> Result<()> 
 /// N sleeping threads (`coloc bench sleepers`) managed for `each`, and coloc's
 /// CPU use over that run. Sleeping threads isolate coloc's cost of tracking,
 /// sampling and applying from the apps' competition for the CPUs.
-fn scaling(threads: &[u32], each: Duration, policy: &str, epoch: Duration) -> Result<()> {
+fn scaling(
+    threads: &[u32],
+    each: Duration,
+    policy: &str,
+    epoch: Duration,
+    polling: bool,
+) -> Result<()> {
     debug_build_note();
-    let target = Target::Host(Host::new()?);
+    let mut host = Host::new()?;
+    host.process_events = !polling;
+    let target = Target::Host(host);
     let exe = std::env::current_exe()?;
     println!(
-        "coloc bench overhead: scaling with threads, policy {policy}, epoch {} ms, {:.1} s per point",
+        "coloc bench overhead: scaling with threads, policy {policy}, epoch {} ms, {:.1} s per point, threads tracked by {}",
         epoch.as_millis(),
-        each.as_secs_f64()
+        each.as_secs_f64(),
+        if polling { "polling every app every 50 ms (--polling)" } else { "the process connector where available (see the log)" }
     );
     println!(
         "{:>8} {:>14} {:>16} {:>17}",
@@ -282,7 +297,7 @@ fn scaling(threads: &[u32], each: Duration, policy: &str, epoch: Duration) -> Re
             quoted.join(", ")
         );
         let workload = target.resolve(parse_workload("<bench overhead --threads>", &text)?)?;
-        let (summary, events) = bench_run(
+        let (summary, _) = bench_run(
             &target,
             &workload,
             policy,
@@ -293,10 +308,7 @@ fn scaling(threads: &[u32], each: Duration, policy: &str, epoch: Duration) -> Re
         let u = summary.usage;
         // Epochs the loop actually observed: a loop that cannot keep up
         // observes fewer, and CPU per wall time alone would hide it.
-        let observed = events
-            .iter()
-            .filter(|e| matches!(e, TraceEvent::Obs(_)))
-            .count();
+        let observed = summary.observations;
         let due = (u.wall.as_secs_f64() / epoch.as_secs_f64()).floor() as usize;
         println!(
             "{n:>8} {:>14.2} {:>16.3} {:>17}",
