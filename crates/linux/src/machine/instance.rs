@@ -196,6 +196,18 @@ impl Instance {
             MemPolicy::Local | MemPolicy::Default if self.pages.has_moved() => {
                 self.pages.restore(pid)
             }
+            MemPolicy::Local
+                if self.memory == MemPolicy::Interleave && self.memory_refused != Some(memory) =>
+            {
+                self.memory_refused = Some(memory);
+                out.refused.push(format!(
+                    "memory policy {memory:?}: the app was launched with {:?}, which stays the \
+                     policy of its allocations (the policy set at launch cannot be changed from \
+                     outside: set_mempolicy acts on the calling thread only)",
+                    self.memory
+                ));
+                return;
+            }
             _ => return,
         };
         match result {
