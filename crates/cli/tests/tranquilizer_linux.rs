@@ -24,6 +24,8 @@ const COMPUTE: AppId = AppId { app: 1, rep: 0 };
 #[derive(Clone, Copy, Debug)]
 struct Seen {
     at: f64,
+    /// How long the thread had been seen by then, s.
+    age: f64,
     pid: u32,
     nice: i64,
     slice_ns: u64,
@@ -97,6 +99,7 @@ threads = 2
         .spawn()
         .unwrap();
     let mut seen: Vec<Seen> = Vec::new();
+    let mut first_seen: BTreeMap<u32, f64> = BTreeMap::new();
     let mut nodes_seen: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     let t0 = Instant::now();
     while child.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(300) {
@@ -104,8 +107,10 @@ threads = 2
         for pid in children(child.id()) {
             for tid in tids_of(pid) {
                 if let Some((nice, slice_ns)) = sched_of(pid, tid) {
+                    let first = *first_seen.entry(tid).or_insert(at);
                     seen.push(Seen {
                         at,
+                        age: at - first,
                         pid,
                         nice,
                         slice_ns,
@@ -189,7 +194,9 @@ threads = 2
             .chain(
                 [(0, default_slice)]
                     .into_iter()
-                    .filter(|_| t < timeline[0].0 + 0.5),
+                    // A thread not yet applied to: the next apply is up to
+                    // an epoch away, plus the sampling round.
+                    .filter(|_| t < timeline[0].0 + 0.5 || s.age < 0.6),
             )
             .collect();
         assert!(
