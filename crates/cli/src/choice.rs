@@ -99,20 +99,33 @@ impl Choice {
     /// A fresh policy for one run.
     pub fn make(&self, ctx: &PolicyContext) -> Result<Box<dyn Policy>> {
         Ok(match self {
-            Choice::Named(n) => coloc_policy::by_name_with(n, ctx)?,
+            Choice::Named(n) => coloc_policy::build(n, ctx)?,
             Choice::Oracle(p) => Box::new(p.clone()),
         })
     }
 }
 
-/// Checks that `name` selects a policy: a registry name or `oracle`.
+/// Checks that `name` selects a policy: a registry name, `oracle`, or a
+/// placement policy with a memory/scheduling layer on top (`nupoco+tranquilizer`,
+/// docs/policies/tranquilizer.md).
 pub fn check_name(name: &str) -> Result<()> {
     if name == ORACLE {
         return Ok(());
     }
-    coloc_policy::by_name(name)
+    if name.split('+').any(|n| n == ORACLE) && name.contains('+') {
+        return Err(anyhow!(
+            "policy `{name}`: the `{ORACLE}` replays one static configuration found by search \
+             and takes no layer; layer a registry policy instead (e.g. `nupoco+tranquilizer`)"
+        ));
+    }
+    coloc_policy::build(name, &PolicyContext::default())
         .map(drop)
-        .map_err(|e| anyhow!("{e}, or `{ORACLE}` on a simulated platform"))
+        .map_err(|e| match e {
+            coloc_policy::LayerError::Unknown(e) => {
+                anyhow!("{e}, or `{ORACLE}` on a simulated platform")
+            }
+            e => anyhow!(e),
+        })
 }
 
 fn oracle_needs_sim() -> anyhow::Error {
@@ -222,4 +235,40 @@ pub fn choose(
         best.value
     )?;
     Ok(Choice::Oracle(OraclePolicy::new(best.config.clone())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_placement_policy_takes_a_layer_and_bad_combinations_say_why() {
+        for ok in [
+            "tranquilizer",
+            "nupoco+tranquilizer",
+            "equal+tranquilizer",
+            ORACLE,
+        ] {
+            check_name(ok).unwrap_or_else(|e| panic!("{ok}: {e:#}"));
+        }
+        let bad = [
+            ("oracle+tranquilizer", "takes no layer"),
+            ("tranquilizer+nupoco", "goes after the `+`"),
+            ("nupoco+equal", "cannot be a layer"),
+            ("nope+tranquilizer", "unknown policy `nope`"),
+            ("nope", "or `oracle` on a simulated platform"),
+        ];
+        for (name, says) in bad {
+            let e = format!("{:#}", check_name(name).unwrap_err());
+            assert!(e.contains(says), "{name}: {e}");
+        }
+        assert_eq!(
+            Choice::named("nupoco+tranquilizer")
+                .unwrap()
+                .make(&PolicyContext::default())
+                .unwrap()
+                .name(),
+            "nupoco+tranquilizer"
+        );
+    }
 }

@@ -130,7 +130,7 @@ impl Target {
         stop: Option<Arc<AtomicBool>>,
         watch: &mut dyn Recorder,
     ) -> Result<(RunSummary, Vec<TraceEvent>)> {
-        let policy = coloc_policy::by_name_with(policy, ctx)?;
+        let policy = coloc_policy::build(policy, ctx)?;
         self.run_policy(workload, policy, out, epoch, rep, stop, watch)
     }
 

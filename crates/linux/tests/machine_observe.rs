@@ -201,7 +201,7 @@ fn nice_slice_and_memory_policy_at_launch_and_after() {
         later[0]
             .refused
             .iter()
-            .any(|r| r.contains("memory policy applies at launch")),
+            .any(|r| r.contains("the policy set at launch cannot be changed")),
         "{later:?}"
     );
     assert_eq!(stat_field(l.pid, 19), 2);

@@ -66,6 +66,32 @@ pub struct ApplyOutcome {
     /// Settings the backend could not apply, each with its reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<String>,
+    /// Already-allocated pages moved for the plan's memory policy (a running
+    /// app's interleave, or its revert), where the backend moves pages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pages: Option<PageMoves>,
+}
+
+/// One apply's walk over an app's pages (docs/safety.md, Memory of a running app).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageMoves {
+    /// `interleave` (pages moved round-robin over `nodes`) or `restore` (pages
+    /// moved back where they were before coloc moved them).
+    pub action: String,
+    /// The nodes pages were spread over (empty for `restore`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<u32>,
+    /// Resident pages looked at.
+    pub examined: u64,
+    /// Pages the kernel moved.
+    pub moved: u64,
+    /// Pages it could not move (shared with another process, locked, ...).
+    #[serde(default, skip_serializing_if = "is_zero64")]
+    pub failed: u64,
+}
+
+fn is_zero64(n: &u64) -> bool {
+    *n == 0
 }
 
 fn is_zero(n: &u32) -> bool {

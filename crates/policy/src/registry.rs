@@ -2,7 +2,9 @@
 //! the [`PolicyContext`] (docs/architecture.md, Policies). It is the one place a
 //! policy name becomes an object.
 
-use crate::{atom, auto, baseline, nupoco, resense, scalability, tang, Policy, PolicyContext};
+use crate::{
+    atom, auto, baseline, nupoco, resense, scalability, tang, tranquilizer, Policy, PolicyContext,
+};
 
 /// What of the [`PolicyContext`] a policy's construction reads, so that the
 /// CLI looks up (and warns about) only what the chosen policies need.
@@ -151,14 +153,22 @@ pub const POLICIES: &[PolicyInfo] = &[
         reads: Reads::NOTHING,
         make: |_| Box::new(atom::Atom::default()),
     },
+    PolicyInfo {
+        name: "tranquilizer",
+        about: "Thread Tranquilizer: per app, interleaved memory + 100 ms slice (memory-intensive) or a 20 ms slice (CPU-intensive), kept only if the miss or ICX rate's mean and spread fell; placement left to Linux or to BASE in BASE+tranquilizer",
+        source: "Thread Tranquilizer, TACO 2012: §3, Figure 7",
+        reads: Reads::NOTHING,
+        make: |_| Box::new(tranquilizer::Tranquilizer::default()),
+    },
 ];
 
-/// What the named policies read together; names not in the registry read
-/// nothing (the CLI's `oracle` is built elsewhere).
+/// What the named policies read together (both sides of a `BASE+LAYER`); names
+/// not in the registry read nothing (the CLI's `oracle` is built elsewhere).
 pub fn reads_of<S: AsRef<str>>(names: &[S]) -> Reads {
     names
         .iter()
-        .filter_map(|n| POLICIES.iter().find(|p| p.name == n.as_ref()))
+        .flat_map(|n| n.as_ref().split('+'))
+        .filter_map(|n| POLICIES.iter().find(|p| p.name == n))
         .fold(Reads::NOTHING, |acc, p| acc.union(p.reads))
 }
 
@@ -216,6 +226,7 @@ mod tests {
             ("scalability", n),
             ("tang", p),
             ("atom", n),
+            ("tranquilizer", n),
         ];
         let got: Vec<(&str, Reads)> = POLICIES.iter().map(|p| (p.name, p.reads)).collect();
         assert_eq!(got, want);
@@ -231,11 +242,12 @@ mod tests {
 
     #[test]
     fn reads_of_is_the_union() {
-        let cases: [(&[&str], Reads); 5] = [
+        let cases: [(&[&str], Reads); 6] = [
             (&["native", "equal"], Reads::NOTHING),
             (&["resense-positive"], Reads::NOTHING),
             (&["resense", "oracle"], Reads::PROFILES),
             (&["native", "nupoco-greedy"], Reads::CALIBRATION),
+            (&["nupoco+tranquilizer"], Reads::CALIBRATION),
             (
                 &["nupoco", "resense"],
                 Reads {

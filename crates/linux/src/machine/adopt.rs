@@ -145,6 +145,7 @@ impl LinuxMachine {
             // Its output goes where its owner sent it, not to a file coloc
             // reads: no live metric (atom falls back to progress or CPU time).
             live_metric: None,
+            pages: Default::default(),
         };
         let launched = Launched {
             pid,

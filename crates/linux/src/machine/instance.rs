@@ -14,7 +14,8 @@ use nix::unistd::Pid;
 
 use super::actuate::{Base, Drift, Outcome, TaskSettings, Wanted};
 use super::dop::DopControl;
-use super::journal::{Journal, JournalError};
+use super::journal::{Entry, Journal, JournalError, Original};
+use super::pages::{PageMover, PAGES_PER_APPLY};
 use super::tasks::{ProcRoot, ProcTable, TaskId};
 use super::track::Tracker;
 
@@ -39,6 +40,8 @@ pub(crate) struct Instance {
     pub memory: MemPolicy,
     /// A later memory policy already refused (said once per request).
     pub memory_refused: Option<MemPolicy>,
+    /// Pages of the running app moved for a later `Interleave` (`pages.rs`).
+    pub pages: PageMover,
     /// Refusals from the launch, reported with the next apply.
     pub pending_refused: Vec<String>,
     /// Where the app's metric is read from when it exits.
@@ -92,12 +95,14 @@ impl Instance {
         Ok(changed)
     }
 
-    /// Applies `plan` to every thread and the DoP channel.
+    /// Applies `plan` to every thread, the app's pages (`nodes`: the NUMA
+    /// nodes of its CPUs, for interleaving) and the DoP channel.
     pub fn apply(
         &mut self,
         plan: &AppPlan,
         proc: &ProcRoot,
         journal: &mut Journal,
+        nodes: &[u32],
     ) -> ApplyOutcome {
         let mut out = ApplyOutcome {
             app: self.id,
@@ -166,29 +171,83 @@ impl Instance {
                 }
             }
         }
-        if plan.memory != MemPolicy::Default
-            && plan.memory != self.memory
-            && self.memory_refused != Some(plan.memory)
-        {
-            self.memory_refused = Some(plan.memory);
-            out.refused.push(format!(
-                "memory policy {:?}: memory policy applies at launch (migrating a running app's pages is not implemented)",
-                plan.memory
-            ));
-        }
+        self.apply_memory(plan.memory, proc, journal, nodes, &mut out);
         let cpus: Vec<u32> = plan.placement.cpus().iter().collect();
         self.dop.apply(plan.dop, cpus, &mut out.refused);
         out
     }
 
-    /// Restores every thread coloc changed that is still alive and lets go of
-    /// it; returns the settings that could not be put back.
+    /// A running app's memory policy (`pages.rs`): `Interleave` when it was not
+    /// launched so walks its pages (rate-limited, journaled first); `Local` or
+    /// `Default` after coloc moved pages moves them back. The policy of its
+    /// future allocations stays its own (`set_mempolicy` acts on the calling
+    /// thread only): later pages are interleaved by the following walks.
+    fn apply_memory(
+        &mut self,
+        memory: MemPolicy,
+        proc: &ProcRoot,
+        journal: &mut Journal,
+        nodes: &[u32],
+        out: &mut ApplyOutcome,
+    ) {
+        let pid = self.pid();
+        let main = self.tracker.thread(self.tracker.main()).copied();
+        let result = match memory {
+            MemPolicy::Interleave if self.memory != MemPolicy::Interleave => {
+                let Some(main) = main else {
+                    return;
+                };
+                self.pages
+                    .interleave(proc, pid, nodes, PAGES_PER_APPLY, |runs| {
+                        journal
+                            .append(&Entry::changed(&main, Original::PageNodes(runs.to_vec())))
+                            .map_err(|e| e.to_string())
+                    })
+            }
+            MemPolicy::Local | MemPolicy::Default if self.pages.has_moved() => {
+                self.pages.restore(pid)
+            }
+            MemPolicy::Local
+                if self.memory == MemPolicy::Interleave && self.memory_refused != Some(memory) =>
+            {
+                self.memory_refused = Some(memory);
+                out.refused.push(format!(
+                    "memory policy {memory:?}: the app was launched with {:?}, which stays the \
+                     policy of its allocations (the policy set at launch cannot be changed from \
+                     outside: set_mempolicy acts on the calling thread only)",
+                    self.memory
+                ));
+                return;
+            }
+            _ => return,
+        };
+        match result {
+            Ok(moves) => out.pages = Some(moves),
+            Err(e) if self.memory_refused != Some(memory) => {
+                self.memory_refused = Some(memory);
+                out.refused.push(format!("memory policy {memory:?}: {e}"));
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// Restores every thread coloc changed that is still alive, and the pages
+    /// it moved, and lets go of it; returns what could not be put back.
     pub fn release_all(
         &mut self,
         proc: &ProcRoot,
         journal: &mut Journal,
     ) -> Result<Vec<String>, JournalError> {
         let mut refused = Vec::new();
+        if self.pages.has_moved() {
+            match self.pages.restore(self.pid()) {
+                Ok(m) if m.failed > 0 => {
+                    refused.push(format!("{} pages could not be moved back", m.failed))
+                }
+                Ok(_) => {}
+                Err(e) => refused.push(format!("moving pages back: {e}")),
+            }
+        }
         for settings in self.settings.values_mut() {
             settings.release(proc, journal, &mut refused)?;
         }

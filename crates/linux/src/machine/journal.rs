@@ -35,6 +35,9 @@ pub(crate) enum Original {
     Nice(i32),
     /// `sched_runtime` in ns as `sched_getattr` reported it (the EEVDF slice).
     SliceNs(u64),
+    /// Where pages of the task's process were before coloc moved them
+    /// (journaled with the process's main thread).
+    PageNodes(Vec<super::pages::PageRun>),
 }
 
 /// One line of a journal.

@@ -46,6 +46,7 @@ mod instance;
 mod journal;
 mod launch;
 mod live_metric;
+mod pages;
 mod proc_events;
 mod recover;
 mod sample;
@@ -417,6 +418,7 @@ impl LinuxMachine {
             dop: dop.control,
             memory: req.plan.memory,
             memory_refused: None,
+            pages: Default::default(),
             pending_refused: started.refused,
             live_metric: spec.metric.as_ref().and_then(|m| {
                 let path = m.file.as_ref().map_or(stdout_path.clone(), PathBuf::from);
@@ -516,8 +518,9 @@ impl Machine for LinuxMachine {
     fn apply(&mut self, plan: &Plan) -> Vec<ApplyOutcome> {
         let mut outcomes = Vec::new();
         for p in &plan.apps {
+            let nodes = self.nodes_of(&p.placement.cpus());
             if let Some(inst) = self.instances.iter_mut().find(|i| i.id == p.app) {
-                outcomes.push(inst.apply(p, &self.proc, &mut self.journal));
+                outcomes.push(inst.apply(p, &self.proc, &mut self.journal, &nodes));
             }
         }
         outcomes

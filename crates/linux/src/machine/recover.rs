@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 
 use super::actuate::{Outcome, Slot, TaskSettings};
 use super::journal::{journal_pid, read_entries, Entry, Journal, Original};
+use super::pages::{restore_runs, PageRun};
 use super::tasks::{ProcRoot, TaskId};
 
 /// What recovery did, for the user.
@@ -196,6 +197,7 @@ fn restore_journal(
     report: &mut RecoveryReport,
 ) {
     let mut tasks: BTreeMap<TaskId, TaskSettings> = BTreeMap::new();
+    let mut pages: BTreeMap<TaskId, Vec<PageRun>> = BTreeMap::new();
     for line in lines {
         match line {
             Entry::Coloc { .. } => {}
@@ -210,20 +212,45 @@ fn restore_journal(
                     tid: *tid,
                     start: *start,
                 };
+                if let Original::PageNodes(runs) = original {
+                    pages.entry(task).or_default().extend(runs);
+                    continue;
+                }
                 let s = tasks.entry(task).or_insert_with(|| TaskSettings::new(task));
                 match original {
                     Original::Affinity(c) => fill(&mut s.affinity, c.clone()),
                     Original::Nice(n) => fill(&mut s.nice, *n),
                     Original::SliceNs(ns) => fill(&mut s.slice_ns, *ns),
+                    Original::PageNodes(_) => {}
                 }
             }
             Entry::Released { pid, tid, start } => {
-                tasks.remove(&TaskId {
+                let task = TaskId {
                     pid: *pid,
                     tid: *tid,
                     start: *start,
-                });
+                };
+                tasks.remove(&task);
+                pages.remove(&task);
             }
+        }
+    }
+    // Pages first, while the process is known to be the one journaled.
+    for (task, runs) in pages {
+        let name = format!("coloc {coloc}: pages of pid {}", task.pid);
+        if !proc.is_alive(&task) {
+            report.gone.push(name);
+            continue;
+        }
+        match restore_runs(task.pid, &runs) {
+            Ok(m) if m.failed == 0 => report
+                .restored
+                .push(format!("{name}: {} moved back", m.moved)),
+            Ok(m) => report.failed.push(format!(
+                "{name}: {} pages could not be moved back",
+                m.failed
+            )),
+            Err(e) => report.failed.push(format!("{name}: {e}")),
         }
     }
     // Restoring writes nothing new: this coloc records nothing for tasks it

@@ -136,6 +136,43 @@ pub(crate) fn set_mempolicy(mode: i32, nodes: &[libc::c_ulong]) -> Result<(), Er
     Errno::result(rc).map(drop)
 }
 
+/// `move_pages(2)` on process `pid`: with `nodes`, moves each page of `pages`
+/// (page-aligned addresses) to its node; without, only asks where each is.
+/// `status` receives, per page, its node or a negative errno (`-ENOENT`: not
+/// resident). Returns how many pages the kernel could not move.
+pub(crate) fn move_pages(
+    pid: u32,
+    pages: &[u64],
+    nodes: Option<&[i32]>,
+    status: &mut [i32],
+) -> Result<usize, Errno> {
+    assert_eq!(pages.len(), status.len(), "one status per page");
+    if let Some(n) = nodes {
+        assert_eq!(n.len(), pages.len(), "one node per page");
+    }
+    let node_ptr = nodes.map_or(std::ptr::null(), <[i32]>::as_ptr);
+    // SAFETY: the kernel reads `pages.len()` addresses from `pages` and as many
+    // node numbers from `node_ptr` (or none when it is NULL), and writes as many
+    // ints into `status`; all three slices have that length (checked above) and
+    // outlive the call. The addresses are only looked up in the target's page
+    // tables, never dereferenced here.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_move_pages,
+            pid as libc::pid_t,
+            pages.len() as libc::c_ulong,
+            pages.as_ptr(),
+            node_ptr,
+            status.as_mut_ptr(),
+            MPOL_MF_MOVE,
+        )
+    };
+    Errno::result(rc).map(|n| n as usize)
+}
+
+/// Move only pages mapped by the target process alone (`<linux/mempolicy.h>`).
+const MPOL_MF_MOVE: libc::c_int = 1 << 1;
+
 /// `MPOL_LOCAL` and `MPOL_INTERLEAVE` from `<linux/mempolicy.h>`.
 pub(crate) const MPOL_INTERLEAVE: i32 = 3;
 pub(crate) const MPOL_LOCAL: i32 = 4;

@@ -56,6 +56,11 @@ impl ProcRoot {
             .join(file)
     }
 
+    /// A file of one process (`maps`, `numa_maps`), as text.
+    pub fn process_file(&self, pid: u32, file: &str) -> io::Result<String> {
+        std::fs::read_to_string(self.0.join(pid.to_string()).join(file))
+    }
+
     /// `stat` of one thread.
     pub fn task_stat(&self, pid: u32, tid: u32) -> ProcResult<Stat> {
         Stat::from_file(self.task_file(pid, tid, "stat"))

@@ -38,7 +38,7 @@ impl Evidence {
 
 /// What an app's progress is measured in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) enum Measure {
+pub(crate) enum Measure {
     /// Worksharing iterations when its runtime reports them, else regions
     /// (the DoP channel's report).
     Work,
@@ -53,12 +53,12 @@ pub(super) enum Measure {
 
 /// Progress of one app over one observation interval: how it was measured,
 /// the amount and the interval's length in seconds.
-pub(super) type Progress = (Measure, f64, f64);
+pub(crate) type Progress = (Measure, f64, f64);
 
 /// What an app did between two observations, in each [`Measure`] it has:
 /// work when its runtime reports, and CPU time always. Empty when either
 /// observation misses the app.
-pub(super) fn progress(prev: &Observation, last: &Observation, app: AppId) -> Vec<Progress> {
+pub(crate) fn progress(prev: &Observation, last: &Observation, app: AppId) -> Vec<Progress> {
     let (Some(a), Some(b)) = (prev.app(app), last.app(app)) else {
         return Vec::new();
     };

@@ -46,7 +46,7 @@
 //! slices (gang scheduling); partitions are sized by threads, not by stored
 //! solo scaling.
 
-mod evidence;
+pub(crate) mod evidence;
 #[cfg(test)]
 mod tests;
 mod trial;

@@ -161,6 +161,24 @@ const BUILTINS: &[Builtin] = &[
         },
     },
     Builtin {
+        name: "opteron-8431",
+        description: "Dell PowerEdge R905, 4 x AMD Opteron 8431 (Istanbul): 24 cores at 2.4 GHz, a 6 MB L3 and a memory controller per 6-core socket, HyperTransport; remote memory 2.5x local",
+        source: "Thread Tranquilizer TACO 2012 §2.1.1 and Table II (24 cores, 6 MB L3 per 6 cores, remote 2.5x local); DDR2-800 and HT 1 GHz assumed (Opteron 8431), sustained at ~55% of peak",
+        topology: "package:4 numa:1 l3(6M):1 l2(512K):6 core:1",
+        params: || Params {
+            freq_ghz: 2.4,
+            llc_hit_cycles: 45.0,
+            // 2.5x local: 70 ns + 105 ns.
+            mem_latency_ns: 70.0,
+            remote_latency_ns: 105.0,
+            mc_bandwidth_gbs: 7.0,
+            link_bandwidth_gbs: 4.5,
+            xfer_near_ns: 80.0,
+            xfer_far_ns: 200.0,
+            ..Params::default()
+        },
+    },
+    Builtin {
         name: "kvm-2cpu",
         description: "this development machine: a KVM guest with 2 AMD EPYC vCPUs, 512 KB L2 each, one L3 (32 MB in the hwloc capture; sysfs has also shown 8 MB)",
         source: "topology from lscpu/hwloc of the development VM; figures fitted to the workload kernels solo and in pairs (coloc_sim::calibrate, data/kvm-2cpu-kernels.tsv): freq_ghz is an effective clock that absorbs the kernel models' CPI estimates, llc_hit and memory latency are divided by each model's memory-level parallelism",
@@ -262,6 +280,7 @@ mod tests {
                 vec![(l(2), 32), (l(3), 8), (ResourceKind::Package, 4)],
             ),
             ("nupoco-intel72", 72, 72, vec![(l(3), 4)]),
+            ("opteron-8431", 24, 24, vec![(l(3), 4)]),
             ("kvm-2cpu", 2, 2, vec![(l(3), 1)]),
         ];
         assert_eq!(platforms().len(), cases.len());

@@ -1,0 +1,248 @@
+//! One pass of Thread Tranquilizer for one app: the state machine of Figure 7
+//! (TACO 2012 §3), pure.
+//!
+//! Problem: a change of memory placement or time slice is a bet; Figure 7 keeps
+//! it only when the profile it targets improved — both its mean and its
+//! standard deviation fell — and repeats every pass (5 s) to follow phase
+//! changes.
+//!
+//! Approach: a pass starts with a baseline profile (`samples` samples) under the
+//! settings in force. The app is then classified: memory-intensive when its
+//! mean miss rate is above Δ (or, without counters, by the substitute of
+//! [`super::classify`]), else CPU-intensive. Its class's target settings are
+//! applied — interleaved memory and a fixed 100 ms slice, or a fixed 20 ms
+//! slice — and a second profile is taken. Keep when the judged signal's mean
+//! and standard deviation both improved; otherwise a memory-intensive app goes
+//! back to local memory keeping the 100 ms slice, and a CPU-intensive one goes
+//! back to the settings it had before the trial (the default on the first
+//! pass). The app then holds until the pass ends. When the target equals what
+//! is in force, or there is no signal to judge by, nothing is tried.
+
+use std::time::Duration;
+
+use coloc_model::{MemPolicy, SchedSettings};
+
+use super::classify::{Class, Classified};
+use super::window::{Profile, Rates, Signal};
+use super::TranquilizerConfig;
+
+/// The memory and scheduling settings Tranquilizer gives an app.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Setting {
+    pub memory: MemPolicy,
+    /// The fixed slice (Solaris FX quantum), µs; None = the default (TS).
+    pub slice_us: Option<u32>,
+}
+
+impl Setting {
+    /// As a plan's scheduling settings: FX is one priority for every thread
+    /// (nice 0, the default TS level) with the fixed slice.
+    pub fn sched(&self) -> SchedSettings {
+        SchedSettings {
+            nice: self.slice_us.map(|_| 0),
+            slice_us: self.slice_us,
+        }
+    }
+
+    /// For the trace: `interleave + 100 ms slice`, `default`.
+    pub fn label(&self) -> String {
+        let mem = match self.memory {
+            MemPolicy::Default => None,
+            MemPolicy::Local => Some("local memory"),
+            MemPolicy::Interleave => Some("interleave"),
+        };
+        let slice = self.slice_us.map(|us| format!("{} ms slice", us / 1000));
+        match (mem, slice) {
+            (None, None) => "default".into(),
+            (Some(m), None) => m.into(),
+            (None, Some(s)) => s,
+            (Some(m), Some(s)) => format!("{m} + {s}"),
+        }
+    }
+}
+
+/// Where an app is in its pass.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stage {
+    /// Its worker threads do not exist yet.
+    Waiting,
+    /// Profiling under the settings in force.
+    Baseline { samples: Vec<Rates> },
+    /// Profiling under `setting`, to be judged by `judge` against `before`.
+    Trial {
+        class: Class,
+        judge: Signal,
+        before: Profile,
+        /// What to go back to when the trial fails.
+        fallback: Setting,
+        samples: Vec<Rates>,
+    },
+    /// Nothing to do until the pass ends.
+    Hold { until: Duration },
+}
+
+/// One app's Tranquilizer state.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AppPass {
+    pub stage: Stage,
+    /// The settings in force.
+    pub setting: Setting,
+    /// When the current pass began.
+    pub pass_start: Duration,
+    /// Passes begun so far.
+    pub passes: u32,
+}
+
+impl Default for AppPass {
+    fn default() -> Self {
+        Self {
+            stage: Stage::Waiting,
+            setting: Setting::default(),
+            pass_start: Duration::ZERO,
+            passes: 0,
+        }
+    }
+}
+
+/// What a step saw, for the trace; None when nothing happened worth a line.
+pub type Note = Option<String>;
+
+impl AppPass {
+    /// The worker threads exist (or time passed): begins a pass when waiting
+    /// or when the held pass is over.
+    pub fn tick(&mut self, now: Duration, workers: bool) -> Note {
+        let begin = match self.stage {
+            Stage::Waiting => workers,
+            Stage::Hold { until } => now >= until,
+            _ => false,
+        };
+        if !begin {
+            return None;
+        }
+        self.stage = Stage::Baseline {
+            samples: Vec::new(),
+        };
+        self.pass_start = now;
+        self.passes += 1;
+        Some(format!(
+            "pass {}: profiling under {}",
+            self.passes,
+            self.setting.label()
+        ))
+    }
+
+    /// One sample arrived. `classify` says what the baseline profile makes of
+    /// the app (called once per pass, when the baseline is complete).
+    pub fn sample(
+        &mut self,
+        r: Rates,
+        cfg: &TranquilizerConfig,
+        classify: impl FnOnce(&[Rates]) -> Classified,
+    ) -> Note {
+        let hold = Stage::Hold {
+            until: self.pass_start + cfg.pass,
+        };
+        match &mut self.stage {
+            Stage::Waiting | Stage::Hold { .. } => None,
+            Stage::Baseline { samples } => {
+                samples.push(r);
+                if samples.len() < cfg.samples {
+                    return None;
+                }
+                let samples = std::mem::take(samples);
+                let c = classify(&samples);
+                let target = c.class.target(self.setting, cfg);
+                let before = c
+                    .judge
+                    .and_then(|j| Profile::of(&samples, j).map(|p| (j, p)));
+                let (note, stage) = match before {
+                    _ if target == self.setting => {
+                        (format!("{}; already {}: hold", c.why, target.label()), hold)
+                    }
+                    Some((judge, before)) => {
+                        let fallback = c.class.fallback(self.setting, cfg);
+                        let note = format!(
+                            "{}; trying {} judged by {} (before: mean {:.3}, sd {:.3})",
+                            c.why,
+                            target.label(),
+                            judge.label(),
+                            before.mean,
+                            before.sd
+                        );
+                        self.setting = target;
+                        (
+                            note,
+                            Stage::Trial {
+                                class: c.class,
+                                judge,
+                                before,
+                                fallback,
+                                samples: Vec::new(),
+                            },
+                        )
+                    }
+                    None => {
+                        // Nothing can judge the trial: take the class's
+                        // fallback (for memory, Figure 7's "else" state).
+                        let fallback = c.class.fallback(self.setting, cfg);
+                        let note = format!(
+                            "{}; {}: {}, hold",
+                            c.why,
+                            c.no_judge_reason(),
+                            fallback.label()
+                        );
+                        self.setting = fallback;
+                        (note, hold)
+                    }
+                };
+                self.stage = stage;
+                Some(note)
+            }
+            Stage::Trial {
+                class,
+                judge,
+                before,
+                fallback,
+                samples,
+            } => {
+                samples.push(r);
+                if samples.len() < cfg.samples {
+                    return None;
+                }
+                let after = Profile::of(samples, *judge);
+                let keep = after.is_some_and(|a| improved(*judge, before, &a));
+                let tried = self.setting;
+                if !keep {
+                    self.setting = *fallback;
+                }
+                let after_text = after.map_or("unmeasured".into(), |a| {
+                    format!("mean {:.3}, sd {:.3}", a.mean, a.sd)
+                });
+                let note = format!(
+                    "{} {}: {} after {} → {}",
+                    class.label(),
+                    judge.label(),
+                    after_text,
+                    tried.label(),
+                    if keep {
+                        "both improved: keep".to_string()
+                    } else {
+                        format!("not both improved: back to {}", self.setting.label())
+                    }
+                );
+                self.stage = hold;
+                Some(note)
+            }
+        }
+    }
+}
+
+/// Whether `after` improved on `before` in both mean and standard deviation
+/// (strictly), in `signal`'s better direction.
+pub fn improved(signal: Signal, before: &Profile, after: &Profile) -> bool {
+    let mean_better = match signal {
+        Signal::LlcMisses | Signal::Icx => after.mean < before.mean,
+        Signal::Progress => after.mean > before.mean,
+    };
+    mean_better && after.sd < before.sd
+}
