@@ -18,7 +18,7 @@
 
 use std::collections::BTreeSet;
 
-use proc_connector::{EventMask, NetlinkMessageIter, ProcConnector, ProcEvent};
+use proc_connector::{NetlinkMessageIter, ProcConnector, ProcEvent};
 
 /// Socket receive buffer: room for a burst of ~16,000 events between polls
 /// (each is a 76-byte message in a 128-byte buffer slot, roughly).
@@ -70,14 +70,15 @@ pub(crate) struct ProcEvents {
 }
 
 impl ProcEvents {
-    /// Subscribes to fork and exit events; the error says why not (not root,
-    /// no connector in this kernel), for the log.
+    /// Subscribes to process events; the error says why not (not root, no
+    /// connector in this kernel), for the log. Every event type is received
+    /// and all but forks and exits are ignored: a second, filtered
+    /// subscription (kernels since 6.6) is not acknowledged at once, and the
+    /// wait for its acknowledgement blocked until some process on the machine
+    /// forked (seconds to minutes on a quiet one).
     pub fn open() -> Result<Self, proc_connector::Error> {
         let conn = ProcConnector::new()?;
         conn.set_recv_buf_size(RECV_BUFFER)?;
-        // The subscription's acknowledgement is read blocking, then polls
-        // never wait.
-        conn.subscribe_filtered(EventMask::FORK | EventMask::EXIT)?;
         conn.set_nonblocking()?;
         Ok(Self {
             conn,
