@@ -26,7 +26,8 @@ use crate::target::Target;
 ///   only those whose executable is still the one measured (see
 ///   [`is_current`]). Each app with no matching profile
 ///   ([`coloc_model::profile::find`]) gets a one-line warning naming the
-///   `coloc profile` command that makes one; resense places it with score 0.
+///   `coloc profile` command that makes one; it counts as unprofiled (resense
+///   scores it 0, tang spreads it).
 ///
 /// Only what the policies read is looked up, so a `native` run neither opens
 /// the store nor warns, and a damaged store stops only runs that need it (with
@@ -100,8 +101,8 @@ fn context_from(
         for app in &workload.apps {
             if find(&profiles, app).is_none() {
                 warnings.push(format!(
-                    "no profile of app \"{}\" on {}: resense places it with score 0; \
-                     make one with `coloc profile WORKLOAD --app {}{sim}`",
+                    "no profile of app \"{}\" on {}: it counts as unprofiled (resense scores \
+                     it 0, tang spreads it); make one with `coloc profile WORKLOAD --app {}{sim}`",
                     app.name,
                     target.describe(),
                     app.name
