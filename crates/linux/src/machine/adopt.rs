@@ -146,6 +146,7 @@ impl LinuxMachine {
             // reads: no live metric (atom falls back to progress or CPU time).
             live_metric: None,
             pages: Default::default(),
+            rescan_due: true,
         };
         let launched = Launched {
             pid,
@@ -153,8 +154,6 @@ impl LinuxMachine {
             tids: inst.tracker.tids(),
         };
         self.instances.push(inst);
-        // Its threads predate anything the process connector reported.
-        self.fresh = true;
         Ok(Adopted {
             launched,
             start: stat.starttime,

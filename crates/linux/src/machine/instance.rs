@@ -50,6 +50,10 @@ pub(crate) struct Instance {
     pub last_samples: super::sample::LastSamples,
     /// The app's metric read as its output appears, when it has one.
     pub live_metric: Option<super::live_metric::LiveMetric>,
+    /// Rescanned at the next poll whatever the process connector reported:
+    /// true for a new instance, whose first threads may predate the events
+    /// coloc saw (an adopted process's always do).
+    pub rescan_due: bool,
 }
 
 /// The CPUs of a placement for a thread the plan does not name: the set for

@@ -134,9 +134,6 @@ pub struct LinuxMachine {
     /// Fork and exit events; None where the connector is not available, and
     /// every instance is rescanned every poll.
     events: Option<ProcEvents>,
-    /// Instances launched since the last poll, rescanned whatever the events
-    /// say (their first threads may predate the subscription's view).
-    fresh: bool,
     journal: Journal,
     counters: HwCounters,
     schedstat: bool,
@@ -235,7 +232,6 @@ impl LinuxMachine {
             proc,
             table,
             events,
-            fresh: false,
             counters,
             schedstat,
             schedstat_files: sample::schedstat_budget(),
@@ -261,18 +257,17 @@ impl LinuxMachine {
         for i in &self.instances {
             i.dop.heartbeat();
         }
-        let touched = match (&mut self.events, std::mem::take(&mut self.fresh)) {
-            (Some(events), false) => events.drain(),
-            (Some(events), true) => {
-                events.drain();
-                Touched::Everything
-            }
-            (None, _) => Touched::Everything,
+        let touched = match &mut self.events {
+            Some(events) => events.drain(),
+            None => Touched::Everything,
         };
         let stale: Vec<bool> = self
             .instances
-            .iter()
-            .map(|i| touched.any_of(i.tracker.processes().map(|(pid, _)| pid)))
+            .iter_mut()
+            .map(|i| {
+                std::mem::take(&mut i.rescan_due)
+                    || touched.any_of(i.tracker.processes().map(|(pid, _)| pid))
+            })
             .collect();
         if stale.contains(&true) {
             self.table
@@ -429,6 +424,7 @@ impl LinuxMachine {
                 None => stdout_path,
             },
             last_samples: Default::default(),
+            rescan_due: true,
         };
         let launched = Launched {
             pid: main.pid,
@@ -436,7 +432,6 @@ impl LinuxMachine {
             tids: inst.tracker.tids(),
         };
         self.instances.push(inst);
-        self.fresh = true;
         Ok(launched)
     }
 }
