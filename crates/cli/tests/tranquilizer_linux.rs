@@ -67,7 +67,9 @@ fn threads_have_the_nice_slice_and_memory_the_trace_says() {
         eprintln!("skipped: no se.slice in /proc/self/task/*/sched (needs an EEVDF kernel)");
         return;
     }
-    let (_, default_slice) = sched_of(std::process::id(), std::process::id()).unwrap();
+    // Apps inherit this process's nice and slice (the test may itself run
+    // under `nice`): that is what a thread coloc has not set shows.
+    let (default_nice, default_slice) = sched_of(std::process::id(), std::process::id()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let workload = dir.path().join("w.toml");
     std::fs::write(
@@ -147,7 +149,7 @@ threads = 2
                 for p in &plan.apps {
                     plans.entry(p.app).or_default().push((
                         t.as_secs_f64(),
-                        p.sched.nice.map_or(0, i64::from),
+                        p.sched.nice.map_or(default_nice, i64::from),
                         p.sched
                             .slice_us
                             .map_or(default_slice, |us| u64::from(us) * 1000),
@@ -192,7 +194,7 @@ threads = 2
             })
             .map(|(_, p)| (p.1, p.2))
             .chain(
-                [(0, default_slice)]
+                [(default_nice, default_slice)]
                     .into_iter()
                     // A thread not yet applied to: the next apply is up to
                     // an epoch away, plus the sampling round.

@@ -36,10 +36,13 @@ pub struct Setting {
 
 impl Setting {
     /// As a plan's scheduling settings: FX is one priority for every thread
-    /// (nice 0, the default TS level) with the fixed slice.
+    /// with the fixed slice. The priority is the one the app's threads already
+    /// share (a thread inherits its creator's nice), not nice 0: an app its
+    /// user started under `nice` must not be raised above what the user chose
+    /// (and above an agent running at that nice, which would then lag).
     pub fn sched(&self) -> SchedSettings {
         SchedSettings {
-            nice: self.slice_us.map(|_| 0),
+            nice: None,
             slice_us: self.slice_us,
         }
     }

@@ -420,7 +420,7 @@ fn the_policy_samples_every_100_ms_and_applies_figure_7() {
     assert_eq!(
         app.sched,
         SchedSettings {
-            nice: Some(0),
+            nice: None,
             slice_us: Some(100_000)
         }
     );
