@@ -230,6 +230,14 @@ impl Atom {
         cause: Cause,
     ) {
         self.competitions += 1;
+        // A co-runner that arrives (or a budget that changes) while the app
+        // still initializes must not end its warm-up: the first candidate's
+        // slot would score the initialization (a batch app started with the
+        // service arrives one epoch after it).
+        let warming = self.comp.as_ref().and_then(|c| match c.phase {
+            Phase::WarmUp { started } if c.app == app.id => Some(started),
+            _ => None,
+        });
         self.comp = Some(Competition {
             app: app.id,
             corunners,
@@ -237,7 +245,9 @@ impl Atom {
             candidates: candidates(levels, view, budget, &self.params),
             signal: Signal::for_app(app, view.last),
             slot: None,
-            phase: if cause == Cause::Start {
+            phase: if let Some(started) = warming {
+                Phase::WarmUp { started }
+            } else if cause == Cause::Start {
                 Phase::WarmUp { started: view.now }
             } else {
                 Phase::Learning {
