@@ -55,8 +55,13 @@ fn workload(latency: &str, batch: Option<&str>, cpus: Option<(&str, &str)>) -> S
     w
 }
 
-/// The latency app's run time (s) under `policy`.
-fn latency_time(platform_name: &str, models: &[AppModel], text: &str, p: &mut dyn Policy) -> f64 {
+/// The trace of a whole run of `text` under `policy`.
+fn trace(
+    platform_name: &str,
+    models: &[AppModel],
+    text: &str,
+    p: &mut dyn Policy,
+) -> Vec<TraceEvent> {
     let w = parse_workload("tang.toml", text).unwrap();
     let mut m = SimMachine::new(platform(platform_name).unwrap(), 1).with_models(models.to_vec());
     let mut trace: Vec<TraceEvent> = Vec::new();
@@ -68,12 +73,19 @@ fn latency_time(platform_name: &str, models: &[AppModel], text: &str, p: &mut dy
         &mut trace,
     )
     .unwrap();
-    let first = AppId { app: 0, rep: 0 };
+    trace
+}
+
+/// The latency app (the workload's first).
+const FIRST: AppId = AppId { app: 0, rep: 0 };
+
+/// The latency app's run time (s) under `policy`.
+fn latency_time(platform_name: &str, models: &[AppModel], text: &str, p: &mut dyn Policy) -> f64 {
     let (mut start, mut end) = (Duration::ZERO, Duration::ZERO);
-    for e in &trace {
+    for e in trace(platform_name, models, text, p) {
         match e {
-            TraceEvent::Start { t, app, .. } if *app == first => start = *t,
-            TraceEvent::Exit { t, app, .. } if *app == first => end = *t,
+            TraceEvent::Start { t, app, .. } if app == FIRST => start = t,
+            TraceEvent::Exit { t, app, .. } if app == FIRST => end = t,
             _ => {}
         }
     }
@@ -283,4 +295,61 @@ fn atom_on_westmere() {
         Duration::from_secs(1),
     );
     assert!(out.iter().all(|o| o.0 >= 0.85 && o.0 > o.1), "{table}");
+}
+
+/// Not a check: prints AToM's run on the two Westmere loads whose
+/// configurations differ least (each latency app next to protobuf, where a
+/// scored initialization once made AToM lose to the average mapping): the
+/// static mappings' run times, then every plan note that changes (phase,
+/// candidate, signal) with the latency app's metric samples (time: value)
+/// since the previous one, so a slot's scores can be read off.
+/// `cargo test -p coloc-sim --test tang_sim atom_timeline -- --ignored --nocapture`.
+#[test]
+#[ignore = "prints a timeline; run with --ignored --nocapture"]
+fn atom_timeline() {
+    for l in ["bigtable", "content-analyzer"] {
+        let ms = models(l, Some("protobuf"), 50.0);
+        for c in WESTMERE_MAPS {
+            let text = workload(l, Some("protobuf"), Some((c, &complement(c, 12))));
+            let t = latency_time("westmere", &ms, &text, &mut Static);
+            println!("{l} with protobuf, static {c}: {t:.3} s");
+        }
+        let mut atom = Atom::with_params(Params {
+            min_slot: Duration::from_secs(1),
+            ..Params::default()
+        });
+        let events = trace(
+            "westmere",
+            &ms,
+            &workload(l, Some("protobuf"), None),
+            &mut atom,
+        );
+        let mut note = String::new();
+        let mut samples = String::new();
+        for e in &events {
+            match e {
+                TraceEvent::Obs(o) => {
+                    if let Some(m) = o.app(FIRST).and_then(|s| s.metric) {
+                        samples.push_str(&format!(" {:.1}:{:.2}", o.at.as_secs_f64(), m.value));
+                    }
+                }
+                // The score changes every window: compare notes without it.
+                TraceEvent::Plan { t, plan, .. } => {
+                    let key = plan.note.split(" (score").next().unwrap_or_default();
+                    if key != note {
+                        println!("   samples{samples}");
+                        println!("{:7.2} s {}", t.as_secs_f64(), plan.note);
+                        note = key.to_string();
+                        samples.clear();
+                    }
+                }
+                TraceEvent::Exit { t, app, .. } if *app == FIRST => {
+                    println!("   samples{samples}");
+                    println!("{:7.2} s {l} exits", t.as_secs_f64());
+                    samples.clear();
+                }
+                _ => {}
+            }
+        }
+    }
 }
