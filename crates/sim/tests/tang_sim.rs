@@ -337,7 +337,9 @@ fn atom_timeline() {
                 TraceEvent::Plan { t, plan, .. } => {
                     let key = plan.note.split(" (score").next().unwrap_or_default();
                     if key != note {
-                        println!("   samples{samples}");
+                        if !samples.is_empty() {
+                            println!("   samples{samples}");
+                        }
                         println!("{:7.2} s {}", t.as_secs_f64(), plan.note);
                         note = key.to_string();
                         samples.clear();
