@@ -55,8 +55,13 @@ fn workload(latency: &str, batch: Option<&str>, cpus: Option<(&str, &str)>) -> S
     w
 }
 
-/// The latency app's run time (s) under `policy`.
-fn latency_time(platform_name: &str, models: &[AppModel], text: &str, p: &mut dyn Policy) -> f64 {
+/// The trace of a whole run of `text` under `policy`.
+fn trace(
+    platform_name: &str,
+    models: &[AppModel],
+    text: &str,
+    p: &mut dyn Policy,
+) -> Vec<TraceEvent> {
     let w = parse_workload("tang.toml", text).unwrap();
     let mut m = SimMachine::new(platform(platform_name).unwrap(), 1).with_models(models.to_vec());
     let mut trace: Vec<TraceEvent> = Vec::new();
@@ -68,12 +73,19 @@ fn latency_time(platform_name: &str, models: &[AppModel], text: &str, p: &mut dy
         &mut trace,
     )
     .unwrap();
-    let first = AppId { app: 0, rep: 0 };
+    trace
+}
+
+/// The latency app (the workload's first).
+const FIRST: AppId = AppId { app: 0, rep: 0 };
+
+/// The latency app's run time (s) under `policy`.
+fn latency_time(platform_name: &str, models: &[AppModel], text: &str, p: &mut dyn Policy) -> f64 {
     let (mut start, mut end) = (Duration::ZERO, Duration::ZERO);
-    for e in &trace {
+    for e in trace(platform_name, models, text, p) {
         match e {
-            TraceEvent::Start { t, app, .. } if *app == first => start = *t,
-            TraceEvent::Exit { t, app, .. } if *app == first => end = *t,
+            TraceEvent::Start { t, app, .. } if app == FIRST => start = t,
+            TraceEvent::Exit { t, app, .. } if app == FIRST => end = t,
             _ => {}
         }
     }
@@ -159,48 +171,98 @@ fn table_4_heuristic_against_the_best_mapping() {
     assert!(worst_gap <= 10.0, "{table}");
 }
 
-/// AToM on each latency app alone and with each batch app on `plat` (`n`
-/// CPUs), against every static sharing configuration `maps` of the latency
-/// app's 4 threads (the batch app on the other CPUs); returns the table and
-/// the largest shortfall from the best static mapping.
-fn atom_loads(plat: &str, n: u32, maps: &[&str]) -> (String, f64) {
+/// One load: the latency app, alone or with a batch app.
+type Load<'a> = (&'a str, Option<&'a str>);
+
+/// The nine loads of Figures 23–24: each latency app alone and with each batch
+/// app.
+fn nine_loads() -> Vec<Load<'static>> {
+    LATENCY
+        .iter()
+        .flat_map(|l| [None, Some(BATCH[0]), Some(BATCH[1])].map(|b| (*l, b)))
+        .collect()
+}
+
+/// AToM's performance on one load, as fractions of the best static mapping
+/// (1 / run time): (atom, average, worst).
+type Outcome = (f64, f64, f64);
+
+/// AToM (slots of `min_slot`) on each of `loads` on `plat` (`n` CPUs), the
+/// latency app running `ginstr` 10^9 instructions, against every static
+/// sharing configuration `maps` of its 4 threads (the batch app on the other
+/// CPUs); returns the table and each load's outcome.
+fn atom_loads(
+    plat: &str,
+    n: u32,
+    maps: &[&str],
+    loads: &[Load<'_>],
+    ginstr: f64,
+    min_slot: Duration,
+) -> (String, Vec<Outcome>) {
     let mut table = String::new();
-    let mut shortfall: f64 = 0.0;
-    for l in LATENCY {
-        for b in [None, Some(BATCH[0]), Some(BATCH[1])] {
-            let ms = models(l, b, 150.0);
-            let statics: Vec<f64> = maps
-                .iter()
-                .map(|c| {
-                    let text = workload(l, b, Some((c, &complement(c, n))));
-                    latency_time(plat, &ms, &text, &mut Static)
-                })
-                .collect();
-            let mut atom = Atom::with_params(Params {
-                min_slot: Duration::from_secs(1),
-                ..Params::default()
-            });
-            let atom = latency_time(plat, &ms, &workload(l, b, None), &mut atom);
-            let best = statics.iter().copied().fold(f64::INFINITY, f64::min);
-            let worst = statics.iter().copied().fold(0.0, f64::max);
-            let avg = statics.iter().sum::<f64>() / statics.len() as f64;
-            // Performance = 1 / time, normalized to the best static mapping.
-            let perf = |t: f64| best / t;
-            shortfall = shortfall.max(1.0 - perf(atom));
-            table.push_str(&format!(
-                "{plat:>10} {l:>17} {:<9} atom {:.3}  average {:.3}  worst {:.3}  (of best)\n",
-                b.unwrap_or("alone"),
-                perf(atom),
-                perf(avg),
-                perf(worst)
-            ));
-        }
+    let mut out = Vec::new();
+    for &(l, b) in loads {
+        let ms = models(l, b, ginstr);
+        let statics: Vec<f64> = maps
+            .iter()
+            .map(|c| {
+                let text = workload(l, b, Some((c, &complement(c, n))));
+                latency_time(plat, &ms, &text, &mut Static)
+            })
+            .collect();
+        let mut atom = Atom::with_params(Params {
+            min_slot,
+            ..Params::default()
+        });
+        let atom = latency_time(plat, &ms, &workload(l, b, None), &mut atom);
+        let best = statics.iter().copied().fold(f64::INFINITY, f64::min);
+        let worst = statics.iter().copied().fold(0.0, f64::max);
+        let avg = statics.iter().sum::<f64>() / statics.len() as f64;
+        // Performance = 1 / time, normalized to the best static mapping.
+        let perf = |t: f64| best / t;
+        out.push((perf(atom), perf(avg), perf(worst)));
+        table.push_str(&format!(
+            "{plat:>10} {l:>17} {:<9} atom {:.3}  average {:.3}  worst {:.3}  (of best)\n",
+            b.unwrap_or("alone"),
+            perf(atom),
+            perf(avg),
+            perf(worst)
+        ));
     }
+    let least = out.iter().map(|o| o.0).fold(1.0, f64::min);
     println!(
         "{table}atom reaches at least {:.1}% of the best static mapping",
-        (1.0 - shortfall) * 100.0
+        least * 100.0
     );
-    (table, shortfall)
+    (table, out)
+}
+
+const WESTMERE_MAPS: [&str; 3] = ["0-3", "0-2,6", "0-1,6-7"];
+
+/// CI-sized AToM (about 15 s of CPU in a debug build): Westmere, a third of
+/// the Figure 24 runs' work, on a load where the configurations differ little
+/// (bigtable with protobuf, within 24%, where a scored initialization once
+/// made AToM pick a slow mapping: 0.805 of the best) and one where they differ
+/// most (webSearch with stitcher). AToM must beat the average static mapping
+/// and reach 90% of the best: its learning runs the other configurations for
+/// 4 of the run's ~8 s.
+#[test]
+fn atom_beats_the_average_mapping_on_westmere_ci_sized() {
+    let (table, out) = atom_loads(
+        "westmere",
+        12,
+        &WESTMERE_MAPS,
+        &[
+            ("bigtable", Some("protobuf")),
+            ("websearch", Some("stitcher")),
+        ],
+        50.0,
+        Duration::from_secs(1),
+    );
+    for (atom, avg, _) in out {
+        assert!(atom > avg, "{table}");
+        assert!(atom >= 0.90, "{table}");
+    }
 }
 
 /// Figure 23: the nine loads on Clovertown (5 configurations of 4 threads).
@@ -209,21 +271,87 @@ fn atom_loads(plat: &str, n: u32, maps: &[&str]) -> (String, f64) {
 #[test]
 #[ignore = "minutes of simulation; run with --ignored"]
 fn atom_on_clovertown() {
-    let (table, shortfall) = atom_loads(
+    let (table, out) = atom_loads(
         "clovertown",
         8,
         &["0-3", "0-2,4", "0-1,4-5", "0-1,4,6", "0,2,4,6"],
+        &nine_loads(),
+        150.0,
+        Duration::from_secs(1),
     );
-    assert!(shortfall <= 0.15, "{table}");
+    assert!(out.iter().all(|o| o.0 >= 0.85 && o.0 > o.1), "{table}");
 }
 
 /// Figure 24: the nine loads on Westmere (3 configurations of 4 threads).
-/// With protobuf the three configurations lie within 7% of each other and
-/// AToM's learning (Linux's placement included) costs more than it gains:
-/// it ends below the average there.
 #[test]
 #[ignore = "minutes of simulation; run with --ignored"]
 fn atom_on_westmere() {
-    let (table, shortfall) = atom_loads("westmere", 12, &["0-3", "0-2,6", "0-1,6-7"]);
-    assert!(shortfall <= 0.20, "{table}");
+    let (table, out) = atom_loads(
+        "westmere",
+        12,
+        &WESTMERE_MAPS,
+        &nine_loads(),
+        150.0,
+        Duration::from_secs(1),
+    );
+    assert!(out.iter().all(|o| o.0 >= 0.85 && o.0 > o.1), "{table}");
+}
+
+/// Not a check: prints AToM's run on the two Westmere loads whose
+/// configurations differ least (each latency app next to protobuf, where a
+/// scored initialization once made AToM lose to the average mapping): the
+/// static mappings' run times, then every plan note that changes (phase,
+/// candidate, signal) with the latency app's metric samples (time: value)
+/// since the previous one, so a slot's scores can be read off.
+/// `cargo test -p coloc-sim --test tang_sim atom_timeline -- --ignored --nocapture`.
+#[test]
+#[ignore = "prints a timeline; run with --ignored --nocapture"]
+fn atom_timeline() {
+    for l in ["bigtable", "content-analyzer"] {
+        let ms = models(l, Some("protobuf"), 50.0);
+        for c in WESTMERE_MAPS {
+            let text = workload(l, Some("protobuf"), Some((c, &complement(c, 12))));
+            let t = latency_time("westmere", &ms, &text, &mut Static);
+            println!("{l} with protobuf, static {c}: {t:.3} s");
+        }
+        let mut atom = Atom::with_params(Params {
+            min_slot: Duration::from_secs(1),
+            ..Params::default()
+        });
+        let events = trace(
+            "westmere",
+            &ms,
+            &workload(l, Some("protobuf"), None),
+            &mut atom,
+        );
+        let mut note = String::new();
+        let mut samples = String::new();
+        for e in &events {
+            match e {
+                TraceEvent::Obs(o) => {
+                    if let Some(m) = o.app(FIRST).and_then(|s| s.metric) {
+                        samples.push_str(&format!(" {:.1}:{:.2}", o.at.as_secs_f64(), m.value));
+                    }
+                }
+                // The score changes every window: compare notes without it.
+                TraceEvent::Plan { t, plan, .. } => {
+                    let key = plan.note.split(" (score").next().unwrap_or_default();
+                    if key != note {
+                        if !samples.is_empty() {
+                            println!("   samples{samples}");
+                        }
+                        println!("{:7.2} s {}", t.as_secs_f64(), plan.note);
+                        note = key.to_string();
+                        samples.clear();
+                    }
+                }
+                TraceEvent::Exit { t, app, .. } if *app == FIRST => {
+                    println!("   samples{samples}");
+                    println!("{:7.2} s {l} exits", t.as_secs_f64());
+                    samples.clear();
+                }
+                _ => {}
+            }
+        }
+    }
 }

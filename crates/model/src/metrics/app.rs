@@ -10,7 +10,7 @@ use super::timeline::Instance;
 use crate::ids::AppId;
 use crate::stats::Summary;
 use crate::trace::ExitStatus;
-use crate::workload::Workload;
+use crate::workload::{AppClass, AppSpec, Workload};
 
 /// One instance of an app (ReSense's ts(BM, k) runs an app k times back to back).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -60,6 +60,14 @@ pub struct AppMetrics {
     pub name: String,
     /// Unit of the app's metric, from the workload file.
     pub metric_unit: Option<String>,
+    /// `class = "latency"` in the workload: a service whose metric's tail counts.
+    pub latency: bool,
+    /// The metric's `higher_is_better` (true when there is no metric).
+    pub higher_is_better: bool,
+    /// The metric read live over the run, every instance in repetition order
+    /// (not serialized: the trace has it).
+    #[serde(skip)]
+    pub metric_series: Vec<f64>,
     /// Its instances that arrived, by repetition number.
     pub reps: Vec<Repetition>,
     pub failed: usize,
@@ -89,27 +97,32 @@ impl AppMetrics {
             .map(|app| {
                 let spec = workload.apps.get(app as usize);
                 let mine = instances.range(AppId { app, rep: 0 }..=AppId { app, rep: u32::MAX });
-                Self::of(
-                    spec.map_or_else(|| format!("app{app}"), |s| s.name.clone()),
-                    spec.and_then(|s| s.metric.as_ref()?.unit.clone()),
-                    mine,
-                )
+                Self::of(spec, format!("app{app}"), mine)
             })
             .collect()
     }
 
+    /// The metrics of the app `spec` describes (named `unnamed` when the
+    /// workload does not list it) from its instances.
     fn of<'a>(
-        name: String,
-        metric_unit: Option<String>,
+        spec: Option<&AppSpec>,
+        unnamed: String,
         instances: impl Iterator<Item = (&'a AppId, &'a Instance)> + Clone,
     ) -> Self {
         let reps: Vec<Repetition> = instances
             .clone()
             .map(|(id, i)| Repetition::of(id.rep, i))
             .collect();
+        let metric = spec.and_then(|s| s.metric.as_ref());
         AppMetrics {
-            name,
-            metric_unit,
+            name: spec.map_or(unnamed, |s| s.name.clone()),
+            metric_unit: metric.and_then(|m| m.unit.clone()),
+            latency: spec.is_some_and(|s| s.class == AppClass::Latency),
+            higher_is_better: metric.is_none_or(|m| m.higher_is_better),
+            metric_series: instances
+                .clone()
+                .flat_map(|(_, i)| i.metric_series.iter().copied())
+                .collect(),
             failed: reps.iter().filter(|r| r.failed()).count(),
             reps,
             first_plan_delay: instances

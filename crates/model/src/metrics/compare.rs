@@ -4,6 +4,7 @@
 //! tests) and why they fit run times are in [`crate::stats`].
 
 use serde::Serialize;
+use statrs::statistics::{Data, OrderStatistics};
 
 use super::run::RunMetrics;
 use super::table::{finish, fixed, interval, new_table, p_value};
@@ -37,8 +38,65 @@ pub struct PolicyStats {
     /// fewer than two runs.
     pub p_makespan: Option<f64>,
     pub p_art: Option<f64>,
+    /// Per latency-class app with a metric, in workload order: the centre and
+    /// tail of its live metric over every run.
+    pub service: Vec<MetricTail>,
     /// The per-run values the figures above summarise (for plots).
     pub samples: Samples,
+}
+
+/// A latency-class app's metric read live (what a service prints as it runs,
+/// e.g. requests per second each second), pooled over a policy's runs: the
+/// service's typical and its worst-1% behaviour (Tang et al. §3.1 judge a
+/// mapping by the app's own metric).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MetricTail {
+    pub app: String,
+    pub unit: Option<String>,
+    /// Samples pooled.
+    pub samples: usize,
+    pub median: f64,
+    /// The value 99% of the samples are no worse than: the 99th percentile
+    /// when lower is better (a latency), the 1st when higher is better (a
+    /// throughput).
+    pub p99: f64,
+}
+
+impl MetricTail {
+    /// One entry per latency app that reported its metric live in any run.
+    fn of(runs: &[RunMetrics]) -> Vec<MetricTail> {
+        let mut out: Vec<(MetricTail, Vec<f64>, bool)> = Vec::new();
+        for app in runs.iter().flat_map(|r| &r.apps).filter(|a| a.latency) {
+            let i = match out.iter().position(|(t, ..)| t.app == app.name) {
+                Some(i) => i,
+                None => {
+                    let tail = MetricTail {
+                        app: app.name.clone(),
+                        unit: app.metric_unit.clone(),
+                        samples: 0,
+                        median: f64::NAN,
+                        p99: f64::NAN,
+                    };
+                    out.push((tail, Vec::new(), app.higher_is_better));
+                    out.len() - 1
+                }
+            };
+            out[i].1.extend(app.metric_series.iter().copied());
+        }
+        out.into_iter()
+            .filter(|(_, v, _)| !v.is_empty())
+            .map(|(tail, v, higher)| {
+                let n = v.len();
+                let mut data = Data::new(v);
+                MetricTail {
+                    samples: n,
+                    median: data.median(),
+                    p99: data.quantile(if higher { 0.01 } else { 0.99 }),
+                    ..tail
+                }
+            })
+            .collect()
+    }
 }
 
 /// Several policies' runs of one workload, compared with a baseline policy.
@@ -117,6 +175,7 @@ impl Comparison {
                     hmean_speedup: hmeans.and_then(|h| Summary::of(&h)),
                     p_makespan: vs_base.and_then(|b| rank_p_value(&mine.makespan, &b.makespan)),
                     p_art: vs_base.and_then(|b| rank_p_value(&mine.art, &b.art)),
+                    service: MetricTail::of(runs),
                     samples: mine,
                 }
             })
@@ -134,7 +193,21 @@ impl Comparison {
 
     /// One row per policy, then a legend of the columns.
     pub fn render(&self) -> String {
-        let mut table = new_table(&[
+        // The latency apps' metric columns, by app, in the order first seen.
+        let mut services: Vec<(&str, Option<&str>)> = Vec::new();
+        for t in self.policies.iter().flat_map(|p| &p.service) {
+            if !services.iter().any(|(a, _)| *a == t.app) {
+                services.push((&t.app, t.unit.as_deref()));
+            }
+        }
+        let service_header: Vec<String> = services
+            .iter()
+            .flat_map(|(app, unit)| {
+                let unit = unit.map_or(String::new(), |u| format!(" {u}"));
+                [format!("{app} median{unit}"), format!("{app} p99{unit}")]
+            })
+            .collect();
+        let mut header = vec![
             "policy",
             "runs",
             "failed",
@@ -146,17 +219,17 @@ impl Comparison {
             "ART 95% CI",
             "p ART",
             "throughput /s",
-            "NTT",
-            "NTT 95% CI",
-            "Hmean speedup",
-        ]);
+        ];
+        header.extend(service_header.iter().map(String::as_str));
+        header.extend(["NTT", "NTT 95% CI", "Hmean speedup"]);
+        let mut table = new_table(&header);
         for p in &self.policies {
             let base = p.policy == self.baseline;
             // The baseline is not tested against itself: blank, not "-".
             let blank_if_base = |cell: String| if base { String::new() } else { cell };
             let gmean = |s: Option<Summary>| s.and_then(|s| s.gmean);
             let mean = |s: Option<Summary>| s.map(|s| s.mean);
-            table.add_row(vec![
+            let mut row = vec![
                 p.policy.clone(),
                 p.runs.to_string(),
                 p.failed.to_string(),
@@ -168,10 +241,18 @@ impl Comparison {
                 interval(p.art.and_then(|s| s.ci95), 3),
                 blank_if_base(p_value(p.p_art)),
                 fixed(mean(p.throughput), 4),
+            ];
+            for (app, _) in &services {
+                let t = p.service.iter().find(|t| t.app == *app);
+                row.push(fixed(t.map(|t| t.median), 3));
+                row.push(fixed(t.map(|t| t.p99), 3));
+            }
+            row.extend([
                 fixed(p.ntt, 3),
                 blank_if_base(interval(p.ntt_ci95, 3)),
                 fixed(mean(p.hmean_speedup), 3),
             ]);
+            table.add_row(row);
         }
         let mut out = finish(&table);
         out += &format!(
@@ -186,6 +267,12 @@ impl Comparison {
              (fewer than two runs, or no data)\n",
             b = self.baseline
         );
+        if !services.is_empty() {
+            out += "APP median, APP p99: a latency app's metric as it printed it during the run, \
+                    every sample of every run pooled; p99 is the value 99% of the samples are \
+                    no worse than (the 1st percentile when higher is better, e.g. a throughput; \
+                    the 99th when lower is better, e.g. a latency)\n";
+        }
         if !self.has_baseline() {
             out += &format!(
                 "baseline {} is not among the compared policies: no NTT or p-values\n",

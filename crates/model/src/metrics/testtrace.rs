@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::ids::AppId;
+use crate::observation::{AppSample, MetricSample, Observation};
 use crate::plan::Plan;
 use crate::testutils::app_spec;
 use crate::topology::Topology;
@@ -25,6 +26,9 @@ pub(super) enum Ev {
     ExitMetric(u32, u32, f64),
     /// coloc could not start it.
     NoStart(u32, u32),
+    /// An observation: the instance's metric read live is this value, after
+    /// this many matching lines.
+    Metric(u32, u32, f64, u64),
     /// coloc used this much CPU over this much wall time, in milliseconds.
     End(u64, u64),
 }
@@ -99,6 +103,15 @@ pub(super) fn trace(policy: &str, apps: &[&str], events: &[(f64, Ev)]) -> Trace 
                 ExitStatus::FailedToStart("no such file".into()),
                 None,
             ),
+            Ev::Metric(a, r, value, lines) => TraceEvent::Obs(Box::new(Observation {
+                at: t,
+                apps: vec![AppSample {
+                    app: id((a, r)),
+                    metric: Some(MetricSample { value, lines }),
+                    ..AppSample::default()
+                }],
+                ..Observation::default()
+            })),
             Ev::End(cpu, wall) => TraceEvent::End {
                 t,
                 usage: SelfUsage {

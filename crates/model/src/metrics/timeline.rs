@@ -28,6 +28,11 @@ pub(super) struct Instance {
     awaiting_first_plan: Option<Duration>,
     /// Earliest thread change not yet followed by an applied plan covering it.
     awaiting_placement: Option<Duration>,
+    /// The app's metric read live, one value per observation that brought a
+    /// new matching line (the series a service prints as it runs).
+    pub metric_series: Vec<f64>,
+    /// Matching lines counted by the last observation.
+    metric_lines: u64,
 }
 
 impl Instance {
@@ -93,9 +98,17 @@ impl Timeline {
                     });
                 }
                 TraceEvent::End { usage, .. } => tl.usage = Some(*usage),
-                TraceEvent::Header(_)
-                | TraceEvent::Obs(_)
-                | TraceEvent::IdleWhileWaiting { .. } => {}
+                TraceEvent::Obs(o) => {
+                    for a in &o.apps {
+                        if let (Some(m), Some(i)) = (a.metric, tl.instances.get_mut(&a.app)) {
+                            if m.lines > i.metric_lines {
+                                i.metric_lines = m.lines;
+                                i.metric_series.push(m.value);
+                            }
+                        }
+                    }
+                }
+                TraceEvent::Header(_) | TraceEvent::IdleWhileWaiting { .. } => {}
             }
         }
         tl

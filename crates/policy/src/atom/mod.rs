@@ -5,19 +5,32 @@
 //! architecture; AToM instead learns the latency app's best sharing
 //! configuration online, judged by the app's own metric rather than IPC (§3.1).
 //!
-//! Approach, for the earliest-arrived latency-class app (later latency apps
-//! count as its co-runners):
-//! - **candidates**: the distinct sharing configurations of its threads, one
-//!   per core, up to topology symmetry ([`coloc_model::topology::symmetry`], the
-//!   enumeration the simulator's oracle searches), on as many cores as
-//!   [`crate::tang`] would give it (one core is kept for the batch apps, which
-//!   share every core it does not use), then the status quo: Linux placing
-//!   everything. At most [`Params::max_candidates`] configurations, in
+//! Approach, for each latency-class app, one at a time in arrival order:
+//! - **one at a time**: the earliest-arrived app learns first; each later one
+//!   waits, spread over the cores left (Algorithm 1's mapping without
+//!   information), until every app before it executes its winner, then learns
+//!   on the cores those winners leave. When an app competes again, every later
+//!   app waits and competes again after it (its cores depend on the earlier
+//!   winners), even when the earlier winner comes out the same. Any app arriving or leaving changes every app's co-runners, so
+//!   all compete again in that order.
+//! - **candidates**: for the first app, the distinct sharing configurations of
+//!   its threads, one per core, up to topology symmetry
+//!   ([`coloc_model::topology::symmetry`], the enumeration the simulator's
+//!   oracle searches), on as many cores as [`crate::tang`] would give it (one
+//!   core is kept for each later latency app and one for the batch apps, which
+//!   share every core the latency apps do not use); for a later app, whose
+//!   cores left break the topology's symmetry, the distinct layouts of
+//!   [`Levels::place`] on them for the four share/distribute choices at the
+//!   LLC and bus levels. Then, with one latency app only, the status quo:
+//!   Linux placing everything (with several it would undo the others'
+//!   winners). At most [`Params::max_candidates`] configurations, in
 //!   enumeration order.
-//! - **warm-up**: a newly started app first runs one [`Params::min_slot`] on
-//!   the first candidate unmeasured, so that its initialization is not scored
-//!   as that candidate's performance (the paper measures "stable behavior
-//!   after the initialization phase", §3.1).
+//! - **warm-up**: an app's first [`Params::min_slot`] after its start runs on
+//!   the first candidate unmeasured, whatever starts a competition in it (a
+//!   co-runner arriving, an earlier app's competition ending), so that its
+//!   initialization is not scored as that candidate's performance (the paper
+//!   measures "stable behavior after the initialization phase", §3.1); a
+//!   competition starting later learns at once.
 //! - **learning phase**: each candidate runs for one slot, all slots equal;
 //!   the first sample of a slot is dropped (it straddles the switch). The slot
 //!   is [`Params::min_slot`] long, or as long as the first slot took to gather
@@ -42,7 +55,7 @@ use coloc_model::topology::symmetry::{Space, SymTree};
 use coloc_model::{AppId, AppPlan, AppView, Plan, View};
 
 pub use self::signal::Signal;
-use crate::tang::levels::Levels;
+use crate::tang::levels::{Choice, Levels, Sharing};
 use crate::tang::{core_budget, latency_apps, plan_with, wanted};
 use crate::Policy;
 
@@ -86,6 +99,9 @@ pub enum Candidate {
 
 #[derive(Clone, Debug, PartialEq)]
 enum Phase {
+    /// An earlier latency app competes: this one runs spread over the cores
+    /// left and competes again once that one executes its winner.
+    Waiting,
     WarmUp {
         started: Duration,
     },
@@ -111,6 +127,8 @@ pub enum Cause {
     Corunners,
     Budget,
     Drift,
+    /// It waited for an earlier latency app's competition.
+    Earlier,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -118,6 +136,8 @@ struct Competition {
     app: AppId,
     corunners: Vec<AppId>,
     cores: usize,
+    /// The cores it chose among (those the earlier latency apps left).
+    free: Vec<usize>,
     candidates: Vec<Candidate>,
     signal: Signal,
     /// Fixed after the first slot; None while it runs.
@@ -136,7 +156,9 @@ struct Competition {
 #[derive(Debug, Clone, Default)]
 pub struct Atom {
     params: Params,
-    comp: Option<Competition>,
+    /// Per latency app, in arrival order: its competition, None while it waits
+    /// for an earlier app's.
+    comps: Vec<Option<Competition>>,
     /// Competitions held so far.
     pub competitions: u32,
 }
@@ -149,10 +171,17 @@ impl Atom {
         }
     }
 
-    /// The candidate running now and the phase, for tests and notes.
+    /// The first latency app's candidate running now and phase, for tests.
     pub fn state(&self) -> Option<(&Candidate, bool, Cause)> {
-        let c = self.comp.as_ref()?;
+        self.state_of(0)
+    }
+
+    /// The `i`-th latency app's (in arrival order) candidate running now, whether
+    /// it is learning, and why its competition started; None while it waits.
+    pub fn state_of(&self, i: usize) -> Option<(&Candidate, bool, Cause)> {
+        let c = self.comps.get(i)?.as_ref()?;
         let (i, learning) = match &c.phase {
+            Phase::Waiting => return None,
             Phase::WarmUp { .. } => (0, true),
             Phase::Learning { index, .. } => (*index, true),
             Phase::Executing { winner, .. } => (*winner, false),
@@ -161,11 +190,54 @@ impl Atom {
     }
 }
 
-/// The sharing configurations of `n` threads, one per core, up to symmetry,
-/// as core lists (at most `max`), then Linux if asked.
-pub fn candidates(levels: &Levels, view: &View<'_>, n: usize, p: &Params) -> Vec<Candidate> {
-    let tree = SymTree::new(view.topology);
+/// The four share/distribute choices at the LLC and bus levels.
+const CHOICES: [Choice; 4] = [
+    Choice {
+        llc: Sharing::Share,
+        bus: Sharing::Share,
+    },
+    Choice {
+        llc: Sharing::Share,
+        bus: Sharing::Distribute,
+    },
+    Choice {
+        llc: Sharing::Distribute,
+        bus: Sharing::Share,
+    },
+    Choice {
+        llc: Sharing::Distribute,
+        bus: Sharing::Distribute,
+    },
+];
+
+/// Where a latency app waits for an earlier one's competition (Algorithm 1's
+/// line 20, its mapping without information).
+const WAITING: Choice = CHOICES[3];
+
+/// The configurations of `n` threads, one per core, among the cores `free`:
+/// up to symmetry when every core is free, else the distinct layouts of the
+/// four level choices; at most `max_candidates`, then Linux if `linux`.
+pub fn candidates(
+    levels: &Levels,
+    view: &View<'_>,
+    n: usize,
+    free: &[usize],
+    p: &Params,
+    linux: bool,
+) -> Vec<Candidate> {
     let mut out: Vec<Candidate> = Vec::new();
+    if free.len() < levels.cores.len() {
+        for choice in CHOICES {
+            let mut cores = levels.place(free, n, choice);
+            cores.sort_unstable();
+            let c = Candidate::Cores(cores);
+            if !out.contains(&c) && out.len() < p.max_candidates {
+                out.push(c);
+            }
+        }
+        return out;
+    }
+    let tree = SymTree::new(view.topology);
     if let Ok(n16) = u16::try_from(n) {
         for form in Space::new(&tree, vec![n16]).enumerate() {
             let mut cores: Vec<usize> = form
@@ -185,10 +257,21 @@ pub fn candidates(levels: &Levels, view: &View<'_>, n: usize, p: &Params) -> Vec
             }
         }
     }
-    if p.with_linux || out.is_empty() {
+    if (p.with_linux && linux) || out.is_empty() {
         out.push(Candidate::Linux);
     }
     out
+}
+
+/// What a latency app's competition chooses among.
+#[derive(Clone, Copy, Debug)]
+struct On<'a> {
+    /// Cores it gets ([`core_budget`]).
+    budget: usize,
+    /// Cores the earlier latency apps left.
+    free: &'a [usize],
+    /// Whether it is the only latency app (then Linux competes too).
+    alone: bool,
 }
 
 fn mean(v: &[f64]) -> f64 {
@@ -200,45 +283,55 @@ fn mean(v: &[f64]) -> f64 {
 }
 
 impl Atom {
-    /// Starts a competition when there is none or the last one is stale.
-    fn check(&mut self, view: &View<'_>, levels: &Levels, app: &AppView, budget: usize) {
+    /// Starts the `i`-th latency app's competition when it has none or its
+    /// last one is stale: other co-runners, budget or cores to choose among.
+    fn check(&mut self, i: usize, view: &View<'_>, levels: &Levels, app: &AppView, on: On<'_>) {
         let mut corunners: Vec<AppId> = view
             .running()
             .filter(|a| a.id != app.id)
             .map(|a| a.id)
             .collect();
         corunners.sort_unstable();
-        let cause = match &self.comp {
+        let cause = match &self.comps[i] {
             None => Some(Cause::Start),
             Some(c) if c.app != app.id => Some(Cause::Start),
+            Some(c) if c.phase == Phase::Waiting => Some(Cause::Earlier),
             Some(c) if c.corunners != corunners => Some(Cause::Corunners),
-            Some(c) if c.cores != budget => Some(Cause::Budget),
+            Some(c) if c.cores != on.budget || c.free != on.free => Some(Cause::Budget),
             Some(_) => None,
         };
         if let Some(cause) = cause {
-            self.start(view, levels, app, budget, corunners, cause);
+            self.start(i, view, levels, app, on, corunners, cause);
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn start(
         &mut self,
+        i: usize,
         view: &View<'_>,
         levels: &Levels,
         app: &AppView,
-        budget: usize,
+        on: On<'_>,
         corunners: Vec<AppId>,
         cause: Cause,
     ) {
         self.competitions += 1;
-        self.comp = Some(Competition {
+        // The first slot after the app's start is its warm-up, whatever starts
+        // the competition: a batch app started with the service arrives an
+        // epoch after it, and that new co-runner must not turn the warm-up
+        // into a scored slot of the service's initialization.
+        let begun = app.started_at.unwrap_or(view.now);
+        self.comps[i] = Some(Competition {
             app: app.id,
             corunners,
-            cores: budget,
-            candidates: candidates(levels, view, budget, &self.params),
+            cores: on.budget,
+            free: on.free.to_vec(),
+            candidates: candidates(levels, view, on.budget, on.free, &self.params, on.alone),
             signal: Signal::for_app(app, view.last),
             slot: None,
-            phase: if cause == Cause::Start {
-                Phase::WarmUp { started: view.now }
+            phase: if view.now.saturating_sub(begun) < self.params.min_slot {
+                Phase::WarmUp { started: begun }
             } else {
                 Phase::Learning {
                     index: 0,
@@ -250,14 +343,17 @@ impl Atom {
             cause,
             skipped: false,
             seen: view.last.map(|o| o.at),
-            peak: budget,
+            peak: on.budget,
         });
     }
 
-    /// Feeds this epoch's sample and moves through the phases.
-    fn step(&mut self, view: &View<'_>) {
+    /// Feeds this epoch's sample to the `i`-th latency app's competition and
+    /// moves it through the phases.
+    fn step(&mut self, i: usize, view: &View<'_>) {
         let params = self.params;
-        let Some(c) = self.comp.as_mut() else { return };
+        let Some(c) = self.comps[i].as_mut() else {
+            return;
+        };
         // One sample per new observation, whatever the trigger (an epoch's
         // observation may arrive with a thread change as the trigger).
         let fresh = view.last.map(|o| o.at).filter(|&at| c.seen != Some(at));
@@ -267,6 +363,7 @@ impl Atom {
         });
         let mut restart = false;
         match &mut c.phase {
+            Phase::Waiting => {}
             Phase::WarmUp { started } => {
                 if view.now.saturating_sub(*started) >= params.min_slot {
                     c.phase = Phase::Learning {
@@ -364,60 +461,104 @@ impl Policy for Atom {
 
     fn decide(&mut self, view: &View<'_>) -> Plan {
         let latency = latency_apps(view);
-        let Some(app) = latency.first() else {
-            self.comp = None;
+        if latency.is_empty() {
+            self.comps.clear();
             return Plan {
                 apps: view.apps.iter().map(|a| AppPlan::native(a.id)).collect(),
                 note: "atom: no latency app; Linux places every app".into(),
             };
-        };
+        }
         let levels = Levels::new(view.topology);
-        // The most threads the app has run with: a service whose helpers come
-        // and go does not change its budget, and so its competition, each time.
-        let peak = match &self.comp {
-            Some(c) if c.app == app.id => c.peak.max(wanted(app)),
-            _ => wanted(app),
-        };
-        let budget = core_budget(view, &latency, 0, levels.cores.len(), peak);
-        self.check(view, &levels, app, budget);
-        if let Some(c) = self.comp.as_mut() {
+        // Competitions follow the latency apps by position: after an app
+        // leaves, a later one finds another app's competition and starts anew.
+        self.comps.resize(latency.len(), None);
+        let mut free: Vec<usize> = (0..levels.cores.len()).collect();
+        let mut pinned: Vec<(AppId, Vec<usize>)> = Vec::new();
+        let mut notes: Vec<String> = Vec::new();
+        // Whether every earlier latency app executes its winner.
+        let mut settled = true;
+        for (i, app) in latency.iter().enumerate() {
+            // The most threads the app has run with: a service whose helpers
+            // come and go does not change its budget, and so its competition,
+            // each time.
+            let peak = match &self.comps[i] {
+                Some(c) if c.app == app.id => c.peak.max(wanted(app)),
+                _ => wanted(app),
+            };
+            let budget = core_budget(view, &latency, i, free.len(), peak);
+            if !settled {
+                match self.comps[i].as_mut() {
+                    Some(c) if c.app == app.id => c.phase = Phase::Waiting,
+                    _ => self.comps[i] = None,
+                }
+                let cores = levels.place(&free, budget, WAITING);
+                notes.push(format!(
+                    "{} waiting for the earlier latency apps' competitions: CPUs {}",
+                    app.id,
+                    levels.cpus(&cores).to_list()
+                ));
+                free.retain(|c| !cores.contains(c));
+                pinned.push((app.id, cores));
+                continue;
+            }
+            let on = On {
+                budget,
+                free: &free,
+                alone: latency.len() == 1,
+            };
+            self.check(i, view, &levels, app, on);
+            let c = self.comps[i].as_mut().expect("check starts a competition");
             c.peak = c.peak.max(peak);
-        }
-        self.step(view);
-        let c = self.comp.as_ref().expect("check starts a competition");
-        let (index, phase) = match &c.phase {
-            Phase::WarmUp { .. } => (0, "warming up (unmeasured)".to_string()),
-            Phase::Learning { index, .. } => (
-                *index,
-                format!(
-                    "learning ({:?}), slot {}/{}",
-                    c.cause,
-                    index + 1,
-                    c.candidates.len()
+            self.step(i, view);
+            let c = self.comps[i].as_ref().expect("check starts a competition");
+            let (index, phase) = match &c.phase {
+                Phase::Waiting => unreachable!("check ends the wait"),
+                Phase::WarmUp { .. } => (0, "warming up (unmeasured)".to_string()),
+                Phase::Learning { index, .. } => (
+                    *index,
+                    format!(
+                        "learning ({:?}), slot {}/{}",
+                        c.cause,
+                        index + 1,
+                        c.candidates.len()
+                    ),
                 ),
-            ),
-            Phase::Executing {
-                winner, reference, ..
-            } => (
-                *winner,
-                format!(
-                    "executing the winner {}/{} (score {reference:.4})",
-                    winner + 1,
-                    c.candidates.len()
+                Phase::Executing {
+                    winner, reference, ..
+                } => (
+                    *winner,
+                    format!(
+                        "executing the winner {}/{} (score {reference:.4})",
+                        winner + 1,
+                        c.candidates.len()
+                    ),
                 ),
-            ),
-        };
-        let what = match &c.candidates[index] {
-            Candidate::Cores(cores) => format!("CPUs {}", levels.cpus(cores).to_list()),
-            Candidate::Linux => "Linux placing every app".into(),
-        };
-        let note = format!("atom: {} {phase}: {what}; signal {}", c.app, c.signal);
-        match &c.candidates[index] {
-            Candidate::Cores(cores) => plan_with(view, &levels, &[(c.app, cores.clone())], note),
-            Candidate::Linux => Plan {
-                apps: view.apps.iter().map(|a| AppPlan::native(a.id)).collect(),
-                note,
-            },
+            };
+            settled = matches!(c.phase, Phase::Executing { .. });
+            let what = match &c.candidates[index] {
+                Candidate::Cores(cores) => format!("CPUs {}", levels.cpus(cores).to_list()),
+                Candidate::Linux => "Linux placing every app".into(),
+            };
+            notes.push(format!("{} {phase}: {what}; signal {}", c.app, c.signal));
+            match &c.candidates[index] {
+                Candidate::Cores(cores) => {
+                    free.retain(|f| !cores.contains(f));
+                    pinned.push((c.app, cores.clone()));
+                }
+                // Offered only to a lone latency app.
+                Candidate::Linux => {
+                    return Plan {
+                        apps: view.apps.iter().map(|a| AppPlan::native(a.id)).collect(),
+                        note: format!("atom: {}", notes.join("; ")),
+                    }
+                }
+            }
         }
+        plan_with(
+            view,
+            &levels,
+            &pinned,
+            format!("atom: {}", notes.join("; ")),
+        )
     }
 }

@@ -1,6 +1,7 @@
 use super::close;
-use crate::metrics::testtrace::simple_run;
+use crate::metrics::testtrace::{simple_run, trace, Ev};
 use crate::metrics::{Comparison, RunMetrics};
+use crate::workload::{AppClass, MetricSpec};
 
 /// Runs of `policy` whose makespans (and ARTs: one instance each) are `makespans`.
 fn runs(policy: &str, makespans: &[f64]) -> (String, Vec<RunMetrics>) {
@@ -159,4 +160,68 @@ fn failed_instances_and_empty_policies() {
     let shown = c.render();
     assert!(shown.contains("| equal  |    2 |      1 |"), "{shown}");
     assert!(!shown.contains("NaN"), "{shown}");
+}
+
+/// A service's run: it arrives at 0, prints `values` one per second (an
+/// observation repeating the last line brings no new sample), exits.
+fn service_run(policy: &str, values: &[f64], higher_is_better: bool) -> RunMetrics {
+    let mut events = vec![(0.0, Ev::Arrive(0, 0)), (0.0, Ev::Start(0, 0))];
+    for (i, v) in values.iter().enumerate() {
+        let lines = i as u64 + 1;
+        events.push((lines as f64, Ev::Metric(0, 0, *v, lines)));
+        events.push((lines as f64 + 0.5, Ev::Metric(0, 0, *v, lines)));
+    }
+    events.push((values.len() as f64 + 1.0, Ev::Exit(0, 0, 0)));
+    let mut t = trace(policy, &["svc"], &events);
+    let spec = &mut t.header.workload.apps[0];
+    spec.class = AppClass::Latency;
+    spec.metric = Some(MetricSpec {
+        regex: "x".into(),
+        file: None,
+        higher_is_better,
+        unit: Some("req/s".into()),
+    });
+    RunMetrics::from_trace(&t, None)
+}
+
+/// A latency app's live metric is pooled over a policy's runs: its median and
+/// its worst-1% tail (the low end of a throughput, the high end of a latency)
+/// get columns and a legend line; batch apps get none.
+#[test]
+fn latency_apps_metric_median_and_tail() {
+    // 1..=100 over two runs: the median is 50.5; the 1st and 99th percentiles
+    // lie within one sample of 1 and 100.
+    let a: Vec<f64> = (1..=50).map(f64::from).collect();
+    let b: Vec<f64> = (51..=100).map(f64::from).collect();
+    let c = Comparison::new(
+        "native",
+        vec![
+            (
+                "native".into(),
+                vec![
+                    service_run("native", &a, true),
+                    service_run("native", &b, true),
+                ],
+            ),
+            ("atom".into(), vec![service_run("atom", &b, false)]),
+        ],
+    );
+    let [native, atom] = &c.policies[..] else {
+        panic!("two rows")
+    };
+    assert_eq!(native.service.len(), 1);
+    let t = &native.service[0];
+    assert_eq!((t.app.as_str(), t.samples), ("svc", 100));
+    assert!(close(t.median, 50.5));
+    assert!(t.p99 >= 1.0 && t.p99 < 2.0, "{}", t.p99);
+    // Lower is better: the tail is the high end.
+    assert!(atom.service[0].p99 > 99.0, "{}", atom.service[0].p99);
+    let text = c.render();
+    assert!(text.contains("svc median req/s"), "{text}");
+    assert!(text.contains("svc p99 req/s"), "{text}");
+    assert!(text.contains("APP p99"), "{text}");
+    // A batch app: no columns, no legend line.
+    let plain = three_by_three();
+    assert!(plain.policies.iter().all(|p| p.service.is_empty()));
+    assert!(!plain.render().contains("APP p99"));
 }
