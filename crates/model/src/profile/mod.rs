@@ -11,9 +11,11 @@
 
 mod characterization;
 mod identity;
+pub mod procedure;
 mod render;
 mod score;
 mod sharing;
+pub mod substitute;
 
 use serde::{Deserialize, Serialize};
 

@@ -34,10 +34,11 @@ pub enum SharingSignal {
     /// The simulator's counters of a solo run (references, misses and the
     /// requests that go to data the app's threads share).
     SimCounters,
-    /// Documented substitutes on a machine without counters: co-runs with the
-    /// `stream` kernel for bandwidth and ReSense's cache score for sharing
-    /// (docs/policies/tang-atom.md, Characteristics).
-    Substitutes,
+    /// The substitute on a machine without counters: the bandwidth one thread
+    /// of the app takes from the `stream` kernel in co-runs
+    /// (docs/policies/tang-atom.md, Characteristics; `substitute.rs`).
+    #[serde(alias = "substitutes")]
+    StreamCoRuns,
 }
 
 impl std::fmt::Display for SharingSignal {
@@ -45,7 +46,7 @@ impl std::fmt::Display for SharingSignal {
         f.write_str(match self {
             SharingSignal::HwCounters => "hardware counters",
             SharingSignal::SimCounters => "simulated counters",
-            SharingSignal::Substitutes => "substitutes",
+            SharingSignal::StreamCoRuns => "substitute: co-runs with the stream kernel",
         })
     }
 }
