@@ -31,33 +31,41 @@
 //! one workload that run the same thing are characterized once.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use coloc_linux::usage::{cycles_available, ChildMeter};
 use coloc_manager::DEFAULT_EPOCH;
+use coloc_model::profile::procedure::{ManifestApp, PinnedApp, PlannedRun, ProcedureManifest};
+use coloc_model::profile::substitute::{corun_cpus, sharing_runs};
 use coloc_model::profile::{
     characterization_plan, AppIdentity, AppProfile, Configurations, LevelPlan, LevelProfile,
-    LevelResult, NotCharacterizable, PlatformFingerprint, Sensitivity, Signal,
+    LevelResult, NotCharacterizable, PlatformFingerprint, Sensitivity, SharingCharacteristics,
+    Signal,
 };
-use coloc_model::{AppSpec, Cpu, CpuSet, StaticMapping, TraceEvent, Workload};
-use coloc_policy::PolicyContext;
+use coloc_model::{AppSpec, Cpu, TraceEvent, Workload};
 use coloc_sim::characterize::{characterize, CharacterizeOptions};
 
+use crate::cmd::procedure::{read_manifest, sharing_from_dir, write_manifest, Runner};
 use crate::db::DbArgs;
 use crate::host::stop_flag;
 use crate::output::default_out_dir;
 use crate::progress::Progress;
+use crate::runs::read_trace;
 use crate::target::{MachineArgs, Target};
 
 #[derive(Debug, Args)]
 pub struct ProfileArgs {
     /// Workload file (TOML) whose apps to characterize: commands on this machine,
     /// models with --sim. Thread counts and arrival times in it are ignored.
-    pub workload: PathBuf,
+    #[arg(required_unless_present = "from")]
+    pub workload: Option<PathBuf>,
+    /// Run nothing: recompute the sharing characteristics from the traces in
+    /// DIR, a directory `coloc profile` wrote on this machine (its `--out`), and
+    /// print them.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["workload", "apps", "sim"])]
+    pub from: Option<PathBuf>,
     /// Characterize only the app of this name (repeatable) [default: every app].
     #[arg(long = "app", value_name = "NAME")]
     pub apps: Vec<String>,
@@ -93,8 +101,11 @@ pub fn main(args: ProfileArgs) -> Result<()> {
         "--repeat {}: expected at least 1 run per configuration",
         args.repeat
     );
+    if let Some(dir) = &args.from {
+        return recompute(dir);
+    }
     let target = Target::new(&args.machine)?;
-    let workload = target.load(&args.workload)?;
+    let workload = target.load(args.workload.as_deref().expect("clap requires it"))?;
     let apps = selected(&workload, &args.apps)?;
     let plan = characterization_plan(target.topology());
     let platform = PlatformFingerprint::of(target.topology());
@@ -150,25 +161,67 @@ pub fn main(args: ProfileArgs) -> Result<()> {
                 }
             }
             let runs = HostRuns {
-                target: &target,
-                workload: &workload,
+                runner: Runner {
+                    target: &target,
+                    workload: &workload,
+                    out: args
+                        .out
+                        .clone()
+                        .unwrap_or_else(|| default_out_dir(&workload.name, "profile")),
+                    epoch: workload.epoch.unwrap_or(DEFAULT_EPOCH),
+                    stop: stop_flag()?,
+                },
                 signal,
                 repeat: args.repeat,
-                out: args
-                    .out
-                    .clone()
-                    .unwrap_or_else(|| default_out_dir(&workload.name, "profile")),
-                epoch: workload.epoch.unwrap_or(DEFAULT_EPOCH),
-                stop: stop_flag()?,
             };
-            distinct(apps, |a| {
+            let corun = corun_cpus(target.topology());
+            match &corun {
+                Ok((app, probe)) => println!(
+                    "Sharing characteristics (Tang et al. §5) by the stream-probe substitute: \
+                     the app's thread on CPU {app}, the probe on CPU {probe}, {} co-run(s)",
+                    args.repeat
+                ),
+                Err(why) => println!("Sharing characteristics not measured: {why}"),
+            }
+            let mut manifest = ProcedureManifest {
+                platform: platform.clone(),
+                apps: Vec::new(),
+            };
+            let mut profiles = Vec::new();
+            for (app, identity) in distinct(apps, |a| {
                 let command = a.command.as_deref().unwrap_or_default();
                 coloc_linux::program::program_identity(&a.name, command)
                     .with_context(|| format!("app \"{}\": field `command`", a.name))
-            })?
-            .into_iter()
-            .map(|(app, identity)| runs.profile(app, identity, &plan))
-            .collect::<Result<Vec<_>>>()?
+            })? {
+                let mut profile = runs.profile(app, identity.clone(), &plan)?;
+                let sharing_runs = corun
+                    .clone()
+                    .and_then(|cpus| sharing_runs(&app.name, cpus, args.repeat));
+                profile.sharing = Some(match &sharing_runs {
+                    Ok(planned) => {
+                        let mut progress =
+                            Progress::new(&format!("sharing {}", app.name), planned.len() as u64);
+                        let c = runs.runner.sharing(app, planned, &mut progress)?;
+                        progress.finish("done".into());
+                        c
+                    }
+                    Err(why) => SharingCharacteristics::not_measured(why.clone()),
+                });
+                manifest.apps.push(ManifestApp {
+                    name: app.name.clone(),
+                    identity,
+                    sharing_not_measured: sharing_runs.as_ref().err().cloned(),
+                    sharing_runs: sharing_runs.unwrap_or_default(),
+                });
+                profiles.push(profile);
+            }
+            write_manifest(&runs.runner.out, &manifest)?;
+            println!(
+                "traces in {}; `coloc profile --from {}` recomputes the sharing characteristics",
+                runs.runner.out.display(),
+                runs.runner.out.display()
+            );
+            profiles
         }
     };
 
@@ -184,6 +237,27 @@ pub fn main(args: ProfileArgs) -> Result<()> {
         profiles.len(),
         store.path().display()
     );
+    Ok(())
+}
+
+/// `coloc profile --from DIR`: the sharing characteristics again, from the
+/// traces of the runs the manifest in DIR lists, by the same function that
+/// computed them when they ran.
+fn recompute(dir: &Path) -> Result<()> {
+    let manifest = read_manifest(dir)?;
+    println!(
+        "Recomputed from the traces in {}, platform {}:",
+        dir.display(),
+        manifest.platform
+    );
+    for app in &manifest.apps {
+        let sharing = match &app.sharing_not_measured {
+            Some(why) => SharingCharacteristics::not_measured(why.clone()),
+            None => sharing_from_dir(&dir.join(&app.name), &app.sharing_runs)?,
+        };
+        println!("\n{}", app.identity);
+        print!("{}", coloc_model::profile::render_sharing(&sharing));
+    }
     Ok(())
 }
 
@@ -290,13 +364,9 @@ fn cpu_list(cpus: &[Cpu]) -> String {
 
 /// Characterization runs on this machine.
 struct HostRuns<'a> {
-    target: &'a Target,
-    workload: &'a Workload,
+    runner: Runner<'a>,
     signal: Signal,
     repeat: u32,
-    out: PathBuf,
-    epoch: Duration,
-    stop: Arc<AtomicBool>,
 }
 
 /// What one run consumed, over the app's whole life.
@@ -361,7 +431,7 @@ impl HostRuns<'_> {
         Ok(AppProfile {
             sharing: None,
             identity,
-            platform: PlatformFingerprint::of(self.target.topology()),
+            platform: PlatformFingerprint::of(self.runner.target.topology()),
             levels,
         })
     }
@@ -382,12 +452,16 @@ impl HostRuns<'_> {
                 (Config::Baseline, &c.baseline, &mut baseline),
                 (Config::Contention, &c.contention, &mut contention),
             ] {
-                let dir = self.out.join(&app.name).join(format!(
-                    "{}-{}-{rep}",
-                    level.label(),
-                    format!("{config:?}").to_lowercase()
-                ));
-                match self.run(app, cpus, &dir, progress)? {
+                let role = format!("{config:?}").to_lowercase();
+                let run = PlannedRun {
+                    dir: format!("{}-{role}-{rep}", level.label()),
+                    role,
+                    apps: vec![PinnedApp {
+                        name: app.name.clone(),
+                        cpus: cpus.clone(),
+                    }],
+                };
+                match self.run(app, &run, progress)? {
                     Ok(m) => into.push(m.value(self.signal)),
                     Err(why) => return Ok(Err(format!("{config:?} run {rep}: {why}"))),
                 }
@@ -399,31 +473,20 @@ impl HostRuns<'_> {
         )
     }
 
-    /// One solo run of `app` with thread i pinned to `cpus[i]`: what it
-    /// consumed, or why it could not be measured.
+    /// One solo run of `app` as `run` plans it: what it consumed, or why it
+    /// could not be measured.
     fn run(
         &self,
         app: &AppSpec,
-        cpus: &[Cpu],
-        dir: &Path,
+        run: &PlannedRun,
         progress: &mut Progress,
     ) -> Result<Result<Measured, String>> {
-        let alone = pinned_alone(self.workload, app, cpus);
         let meter = ChildMeter::start(self.signal == Signal::Cycles)?;
-        let (summary, events) = self.target.run(
-            &alone,
-            "static",
-            &PolicyContext::default(),
-            dir,
-            self.epoch,
-            0,
-            Some(self.stop.clone()),
-            progress,
-        )?;
+        self.runner
+            .run(&app.name, run, std::slice::from_ref(app), progress)?;
         let usage = meter.stop()?;
-        if summary.interrupted {
-            bail!("interrupted; settings were restored");
-        }
+        let dir = self.runner.dir(&app.name, run);
+        let events = read_trace(&dir.join("trace.jsonl"))?.events;
         let start = events.iter().find_map(|e| match e {
             TraceEvent::Start { t, .. } => Some(*t),
             _ => None,
@@ -451,66 +514,16 @@ impl HostRuns<'_> {
     }
 }
 
-/// A workload of `app` alone, started at once, once, with one thread per CPU
-/// of `cpus` and thread i pinned to `cpus[i]` by the `static` policy. Its DoP
-/// stays fixed (not malleable), so the two configurations differ only in where
-/// the threads run.
-fn pinned_alone(workload: &Workload, app: &AppSpec, cpus: &[Cpu]) -> Workload {
-    let mut alone = app.clone();
-    alone.arrive_at = Duration::ZERO;
-    alone.repeat = 1;
-    alone.threads = cpus.len() as u32;
-    alone.malleable = false;
-    alone.cpus = Some(StaticMapping::PerThread(
-        cpus.iter().map(|&c| CpuSet::single(c)).collect(),
-    ));
-    Workload {
-        name: format!("{}-profile-{}", workload.name, app.name),
-        epoch: workload.epoch,
-        apps: vec![alone],
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
     use coloc_model::testutils::app_spec;
-    use coloc_model::{Placement, Trace};
+    use coloc_model::{CpuSet, Placement, Trace};
 
     use super::*;
     use crate::host::Host;
-
-    /// The solo workload pins thread i on CPU i of the configuration and keeps
-    /// everything else of the app (environment, memory and scheduling) as it is.
-    #[test]
-    fn pinned_alone_keeps_the_app_but_its_threads_and_cpus() {
-        let mut app = app_spec("a", 8);
-        app.arrive_at = Duration::from_secs(5);
-        app.repeat = 4;
-        app.malleable = true;
-        app.env.insert("K".into(), "V".into());
-        let w = Workload {
-            name: "w".into(),
-            epoch: Some(Duration::from_millis(50)),
-            apps: vec![app.clone()],
-        };
-        let alone = pinned_alone(&w, &app, &[2, 0]);
-        assert_eq!(alone.apps.len(), 1);
-        let got = &alone.apps[0];
-        assert_eq!(
-            (got.threads, got.repeat, got.arrive_at),
-            (2, 1, Duration::ZERO)
-        );
-        assert!(!got.malleable);
-        assert_eq!(
-            got.cpus,
-            Some(StaticMapping::PerThread(vec![
-                CpuSet::single(2),
-                CpuSet::single(0)
-            ]))
-        );
-        assert_eq!((&got.env, &got.command), (&app.env, &app.command));
-        assert_eq!(alone.epoch, w.epoch);
-    }
 
     #[test]
     fn unknown_app_names_the_known_ones() {
@@ -570,19 +583,29 @@ mod tests {
             apps: vec![app.clone()],
         };
         let runs = HostRuns {
-            target: &target,
-            workload: &w,
+            runner: Runner {
+                target: &target,
+                workload: &w,
+                out: dir.path().into(),
+                epoch: DEFAULT_EPOCH,
+                stop: Arc::new(AtomicBool::new(false)),
+            },
             signal: Signal::TaskClock,
             repeat: 1,
-            out: dir.path().into(),
-            epoch: DEFAULT_EPOCH,
-            stop: Arc::new(AtomicBool::new(false)),
+        };
+        let planned = |n: usize, app: &AppSpec| PlannedRun {
+            dir: n.to_string(),
+            role: "baseline".into(),
+            apps: vec![PinnedApp {
+                name: app.name.clone(),
+                cpus: cpus[..n].to_vec(),
+            }],
         };
         for n in 1..=cpus.len() {
-            let out = dir.path().join(n.to_string());
+            let out = dir.path().join(&app.name).join(n.to_string());
             let mut progress = Progress::new("test", 1);
             let m = runs
-                .run(&app, &cpus[..n], &out, &mut progress)
+                .run(&app, &planned(n, &app), &mut progress)
                 .unwrap()
                 .unwrap();
             assert!(m.cpu > Duration::ZERO, "{m:?}");
@@ -607,14 +630,10 @@ mod tests {
             assert!(pinned, "no plan pins thread i on CPU {cpus:?}[i]");
         }
         let mut failing = app.clone();
+        failing.name = "failing".into();
         failing.command = Some(vec!["false".into()]);
         let got = runs
-            .run(
-                &failing,
-                &cpus[..1],
-                &dir.path().join("f"),
-                &mut Progress::new("t", 1),
-            )
+            .run(&failing, &planned(1, &failing), &mut Progress::new("t", 1))
             .unwrap();
         assert!(
             matches!(&got, Err(why) if why.starts_with("exited with code 1")),

@@ -13,7 +13,10 @@
 //! `probe-alone` and `co-run` runs ([`sharing_runs`]); the app's bandwidth per
 //! thread is the mean probe bandwidth alone minus the mean in the co-runs
 //! (never below 0), and its LLC miss rate is that bandwidth in 64-byte lines
-//! (the inverse of the paper's "transactions × 64 B"). A co-run counts only
+//! (the inverse of the paper's "transactions × 64 B"). The probe's bandwidth
+//! is counted per second it was on a CPU, not per second of wall time, so that
+//! time it spent queued behind other processes is not taken for the app's
+//! traffic ([`probe_bandwidth`]). A co-run counts only
 //! when the app was still running when the probe ended, so the whole probe
 //! ran next to it. Data sharing and the LLC footprint (Equation 1, which needs
 //! data sharing) are not measured this way and are absent with the reason.
@@ -99,13 +102,21 @@ pub fn sharing_runs(
         .collect())
 }
 
-/// The bandwidth the probe reported in one run's trace (its metric at exit),
-/// or why the run does not count.
+/// The bandwidth the probe got while it was on a CPU in one run's trace: the
+/// GB/s it reported at exit (over wall time) divided by its share of the time
+/// it was runnable that it ran (schedstat's run / (run + wait) in its last
+/// observation), so that other processes queueing on the probe's CPU do not
+/// pass for the app's memory traffic; or why the run does not count.
 pub fn probe_bandwidth(trace: &Trace) -> Result<f64, String> {
     let names = &trace.header.workload.apps;
     let index = |name: &str| names.iter().position(|a| a.name == name);
     let probe = index(PROBE).ok_or_else(|| format!("no app \"{PROBE}\" in the trace"))?;
-    let exits: Vec<(usize, std::time::Duration, &crate::trace::ExitStatus, Option<f64>)> = trace
+    let exits: Vec<(
+        usize,
+        std::time::Duration,
+        &crate::trace::ExitStatus,
+        Option<f64>,
+    )> = trace
         .events
         .iter()
         .filter_map(|e| match e {
@@ -139,7 +150,41 @@ pub fn probe_bandwidth(trace: &Trace) -> Result<f64, String> {
             }
         }
     }
-    metric.ok_or_else(|| "the probe printed no metric".into())
+    let gbs = metric.ok_or("the probe printed no metric")?;
+    let (run, wait) = trace
+        .events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            TraceEvent::Obs(o) => o.apps.iter().find(|a| a.app.app as usize == probe),
+            _ => None,
+        })
+        .map(|a| {
+            a.threads
+                .iter()
+                .fold((0u64, 0u64), |(r, w), t| (r + t.run_ns, w + t.wait_ns))
+        })
+        .ok_or("the probe was never observed, so its share of the CPU is unknown")?;
+    if run == 0 {
+        return Err("the probe never ran on a CPU in its observations".into());
+    }
+    Ok(gbs * (run + wait) as f64 / run as f64)
+}
+
+impl SharingCharacteristics {
+    /// A substitute record with no figure, every one absent for `why` (the
+    /// co-runs could not be made or failed): `coloc profiles show` says so.
+    pub fn not_measured(why: String) -> Self {
+        Self {
+            signal: SharingSignal::StreamCoRuns,
+            threads: 1,
+            data_sharing: None,
+            bandwidth_gbs: None,
+            llc_miss_rate: None,
+            llc_footprint: None,
+            missing: vec![format!("every figure: {why}")],
+        }
+    }
 }
 
 /// The characteristics from the probe's bandwidth in the probe-alone runs and
@@ -241,7 +286,10 @@ mod tests {
     fn bandwidth_is_what_the_probe_loses() {
         let c = from_probe_runs(&[10.0, 8.0], &[6.0, 6.0]).unwrap();
         assert_eq!(c.signal, SharingSignal::StreamCoRuns);
-        assert_eq!((c.bandwidth_gbs, c.llc_miss_rate), (Some(3.0), Some(46875.0)));
+        assert_eq!(
+            (c.bandwidth_gbs, c.llc_miss_rate),
+            (Some(3.0), Some(46875.0))
+        );
         assert_eq!((c.data_sharing, c.llc_footprint), (None, None));
         assert_eq!(c.missing.len(), 2);
         let c = from_probe_runs(&[5.0], &[6.0]).unwrap();

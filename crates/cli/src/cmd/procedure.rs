@@ -1,0 +1,250 @@
+//! Making a measurement procedure's planned runs
+//! ([`coloc_model::profile::procedure`]) and reading them back: every run goes
+//! through the same Manager and Machine as `coloc run`, under the `static`
+//! policy, and writes an ordinary trace; every figure is then computed from the
+//! trace files on disk, by the same code `coloc profile --from DIR` uses, so a
+//! recomputation gives exactly what the run printed (docs/trace-format.md,
+//! Measurement procedures).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use coloc_model::profile::procedure::{PlannedRun, ProcedureManifest, MANIFEST};
+use coloc_model::profile::substitute::{sharing_from_traces, PROBE};
+use coloc_model::profile::SharingCharacteristics;
+use coloc_model::workload::MetricSpec;
+use coloc_model::{AppSpec, CpuSet, StaticMapping, Trace, Workload};
+use coloc_policy::PolicyContext;
+
+use crate::progress::Progress;
+use crate::runs::read_trace;
+use crate::target::Target;
+
+/// The stream probe's argv: three 64 MiB arrays (beyond any LLC), ten sweeps,
+/// well under a second on one core of a current machine.
+const PROBE_ARGV: [&str; 5] = ["kernel:stream", "--mb", "64", "--iters", "10"];
+
+/// Planned runs on one machine, traces under `out/APP/RUN`.
+pub struct Runner<'a> {
+    pub target: &'a Target,
+    pub workload: &'a Workload,
+    pub out: PathBuf,
+    pub epoch: Duration,
+    pub stop: Arc<AtomicBool>,
+}
+
+impl Runner<'_> {
+    /// The directory of `run` for the app called `app`.
+    pub fn dir(&self, app: &str, run: &PlannedRun) -> PathBuf {
+        self.out.join(app).join(&run.dir)
+    }
+
+    /// Makes `run` with the apps of `specs` it names; errors only when coloc
+    /// itself fails (an app that fails is in the trace, for the procedure's
+    /// pure function to judge).
+    pub fn run(
+        &self,
+        app: &str,
+        run: &PlannedRun,
+        specs: &[AppSpec],
+        progress: &mut Progress,
+    ) -> Result<()> {
+        let pinned = pinned_workload(self.workload, run, specs)?;
+        let (summary, _) = self.target.run(
+            &pinned,
+            "static",
+            &PolicyContext::default(),
+            &self.dir(app, run),
+            self.epoch,
+            0,
+            Some(self.stop.clone()),
+            progress,
+        )?;
+        if summary.interrupted {
+            bail!("interrupted; settings were restored");
+        }
+        Ok(())
+    }
+
+    /// `app`'s sharing characteristics from the stream-probe co-runs `runs`,
+    /// made now; a failed run leaves every figure absent with the reason.
+    pub fn sharing(
+        &self,
+        app: &AppSpec,
+        runs: &[PlannedRun],
+        progress: &mut Progress,
+    ) -> Result<SharingCharacteristics> {
+        let specs = [app.clone(), stream_probe(self.target)?];
+        for run in runs {
+            self.run(&app.name, run, &specs, progress)?;
+        }
+        sharing_from_dir(&self.out.join(&app.name), runs)
+    }
+}
+
+/// Sharing characteristics from the traces of `runs` under `app_dir`: what
+/// `coloc profile` stores and `coloc profile --from` prints.
+pub fn sharing_from_dir(app_dir: &Path, runs: &[PlannedRun]) -> Result<SharingCharacteristics> {
+    let traces = runs
+        .iter()
+        .map(|r| read_trace(&app_dir.join(&r.dir).join("trace.jsonl")))
+        .collect::<Result<Vec<Trace>>>()?;
+    Ok(sharing_from_traces(runs, &traces)
+        .unwrap_or_else(|why| SharingCharacteristics::not_measured(why)))
+}
+
+/// The workload of one planned run: each app it names, taken from `specs`,
+/// started at once, once, with thread i pinned to `cpus[i]` by the `static`
+/// policy and its DoP fixed (not malleable), everything else of the app
+/// (environment, memory and scheduling settings, metric) as it is.
+pub fn pinned_workload(
+    workload: &Workload,
+    run: &PlannedRun,
+    specs: &[AppSpec],
+) -> Result<Workload> {
+    let apps = run
+        .apps
+        .iter()
+        .map(|p| {
+            let spec = specs
+                .iter()
+                .find(|s| s.name == p.name)
+                .with_context(|| format!("run {}: no app \"{}\"", run.dir, p.name))?;
+            let mut app = spec.clone();
+            app.arrive_at = Duration::ZERO;
+            app.repeat = 1;
+            app.threads = p.cpus.len() as u32;
+            app.malleable = false;
+            app.cpus = Some(StaticMapping::PerThread(
+                p.cpus.iter().map(|&c| CpuSet::single(c)).collect(),
+            ));
+            Ok(app)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let names: Vec<&str> = run.apps.iter().map(|a| a.name.as_str()).collect();
+    Ok(Workload {
+        name: format!("{}-{}-{}", workload.name, run.role, names.join("-")),
+        epoch: workload.epoch,
+        apps,
+    })
+}
+
+/// The stream probe as an app of this machine, its bandwidth read from its
+/// `coloc-metric` line.
+fn stream_probe(target: &Target) -> Result<AppSpec> {
+    let mut probe = AppSpec::program(PROBE, PROBE_ARGV.map(String::from).to_vec(), 1);
+    probe.metric = Some(MetricSpec {
+        regex: r"coloc-metric: ([0-9.eE+-]+)".into(),
+        file: None,
+        higher_is_better: true,
+        unit: Some("GB/s".into()),
+    });
+    let resolved = target.resolve(Workload {
+        name: PROBE.into(),
+        epoch: None,
+        apps: vec![probe],
+    })?;
+    Ok(resolved
+        .apps
+        .into_iter()
+        .next()
+        .expect("one app in, one out"))
+}
+
+/// Writes `dir/procedure.json`.
+pub fn write_manifest(dir: &Path, manifest: &ProcedureManifest) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = dir.join(MANIFEST);
+    std::fs::write(&path, serde_json::to_string_pretty(manifest)?)
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// Reads `dir/procedure.json`.
+pub fn read_manifest(dir: &Path) -> Result<ProcedureManifest> {
+    let path = dir.join(MANIFEST);
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "reading {} (a directory `coloc profile` wrote on this machine holds it)",
+            path.display()
+        )
+    })?;
+    serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use coloc_model::profile::procedure::PinnedApp;
+    use coloc_model::testutils::app_spec;
+
+    use super::*;
+
+    /// A planned run's workload pins thread i of each app it names on its
+    /// CPU i, starts it at once, once, and keeps everything else of the app
+    /// (environment, command, memory and scheduling settings) as it is; an app
+    /// the run names and nobody gave is an error naming it.
+    #[test]
+    fn pinned_workload_keeps_the_apps_but_their_threads_and_cpus() {
+        let mut app = app_spec("a", 8);
+        app.arrive_at = Duration::from_secs(5);
+        app.repeat = 4;
+        app.malleable = true;
+        app.env.insert("K".into(), "V".into());
+        let probe = app_spec(PROBE, 1);
+        let w = Workload {
+            name: "w".into(),
+            epoch: Some(Duration::from_millis(50)),
+            apps: vec![app.clone()],
+        };
+        let run = PlannedRun {
+            dir: "r".into(),
+            role: "co-run".into(),
+            apps: vec![
+                PinnedApp {
+                    name: "a".into(),
+                    cpus: vec![2, 0],
+                },
+                PinnedApp {
+                    name: PROBE.into(),
+                    cpus: vec![1],
+                },
+            ],
+        };
+        let pinned = pinned_workload(&w, &run, &[app.clone(), probe]).unwrap();
+        assert_eq!(pinned.epoch, w.epoch);
+        let got: Vec<(&str, u32, u32, Duration, bool, Option<StaticMapping>)> = pinned
+            .apps
+            .iter()
+            .map(|a| {
+                (
+                    a.name.as_str(),
+                    a.threads,
+                    a.repeat,
+                    a.arrive_at,
+                    a.malleable,
+                    a.cpus.clone(),
+                )
+            })
+            .collect();
+        let per_thread = |c: &[u32]| {
+            Some(StaticMapping::PerThread(
+                c.iter().map(|&c| CpuSet::single(c)).collect(),
+            ))
+        };
+        assert_eq!(
+            got,
+            vec![
+                ("a", 2, 1, Duration::ZERO, false, per_thread(&[2, 0])),
+                (PROBE, 1, 1, Duration::ZERO, false, per_thread(&[1])),
+            ]
+        );
+        assert_eq!(
+            (&pinned.apps[0].env, &pinned.apps[0].command),
+            (&app.env, &app.command)
+        );
+        let e = pinned_workload(&w, &run, &[app]).unwrap_err().to_string();
+        assert_eq!(e, format!("run r: no app \"{PROBE}\""));
+    }
+}
