@@ -5,7 +5,7 @@ mod common;
 
 use coloc_model::profile::{
     characterization_plan, AppIdentity, AppProfile, AppSource, LevelResult, NotCharacterizable,
-    PlatformFingerprint, Signal,
+    PlatformFingerprint, SharingSignal, Signal,
 };
 use coloc_model::topology::ResourceKind;
 use coloc_store::Store;
@@ -112,7 +112,11 @@ fn host_profile_names_what_cannot_be_characterized() {
         }
     }
     let nothing_to_run = plan.iter().all(|l| l.setup.is_err());
-    assert_eq!(out.contains("so nothing is run"), nothing_to_run, "{out}");
+    assert_eq!(
+        out.contains("so no ReSense run is made"),
+        nothing_to_run,
+        "{out}"
+    );
 
     let store = Store::open(&db).unwrap();
     let profiles = store
@@ -140,6 +144,89 @@ fn host_profile_names_what_cannot_be_characterized() {
             }
         }
     }
+}
+
+/// On this machine, without LLC counters: `coloc profile` of a kernel stores
+/// Tang's sharing characteristics measured by the stream-probe substitute, the
+/// signal named in the record and by `coloc profiles show`; the bandwidth is a
+/// figure and what the substitute cannot give is absent with the reason; and
+/// `coloc profile --from` recomputes exactly the stored characteristics from
+/// the traces the runs wrote (docs/policies/tang-atom.md, Characteristics).
+#[test]
+fn host_profile_stores_sharing_substitutes() {
+    let topology = coloc_linux::topology::host_topology().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("profiles.sqlite");
+    let db = db.to_str().unwrap();
+    let runs = dir.path().join("runs");
+    let runs = runs.to_str().unwrap();
+    let workload = repo("examples/memory-compute.toml");
+    let o = coloc_output(&[
+        "profile",
+        workload.to_str().unwrap(),
+        "--app",
+        "stream",
+        "--repeat",
+        "1",
+        "--db",
+        db,
+        "--out",
+        runs,
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+
+    let store = Store::open(std::path::Path::new(db)).unwrap();
+    let profiles = store
+        .for_platform(&PlatformFingerprint::of(&topology))
+        .unwrap();
+    assert_eq!(profiles.len(), 1, "{profiles:?}");
+    let sharing = profiles[0]
+        .sharing
+        .as_ref()
+        .unwrap_or_else(|| panic!("no sharing characteristics: {:?}", profiles[0]));
+    assert_eq!(sharing.signal, SharingSignal::StreamCoRuns, "{sharing:?}");
+    if topology.cores().len() >= 2 {
+        let bw = sharing
+            .bandwidth_gbs
+            .unwrap_or_else(|| panic!("{sharing:?}"));
+        assert!(bw >= 0.0 && bw.is_finite(), "{sharing:?}");
+        assert_eq!(sharing.llc_miss_rate, Some(bw * 1e6 / 64.0));
+        assert_eq!((sharing.data_sharing, sharing.llc_footprint), (None, None));
+        assert!(
+            sharing
+                .missing
+                .iter()
+                .any(|m| m.starts_with("data sharing:")),
+            "{sharing:?}"
+        );
+    }
+
+    let o = coloc_output(&["profiles", "show", "stream", "--db", db]);
+    let (shown, err) = text(&o);
+    assert!(o.status.success(), "{shown}\n{err}");
+    let rendered = coloc_model::profile::render_sharing(sharing);
+    assert!(
+        shown.contains("substitute: co-runs with the stream kernel") && shown.contains(&rendered),
+        "{shown}"
+    );
+
+    let o = coloc_output(&["profile", "--from", runs]);
+    let (again, err) = text(&o);
+    assert!(o.status.success(), "{again}\n{err}");
+    assert!(
+        again.contains(&rendered),
+        "stored:\n{rendered}\nrecomputed:\n{again}"
+    );
+    let o = coloc_output(&["profile", "--from", runs, "--json"]);
+    let (json, err) = text(&o);
+    assert!(o.status.success(), "{json}\n{err}");
+    let again: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        again[0]["identity"],
+        serde_json::to_value(&profiles[0].identity).unwrap()
+    );
+    assert_eq!(again[0]["sharing"], serde_json::to_value(sharing).unwrap());
 }
 
 /// Bad arguments are refused with the argument named and what was expected.

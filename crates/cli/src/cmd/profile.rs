@@ -66,6 +66,9 @@ pub struct ProfileArgs {
     /// print them.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["workload", "apps", "sim"])]
     pub from: Option<PathBuf>,
+    /// With --from: print JSON (each app's identity and characteristics) instead of text.
+    #[arg(long, requires = "from")]
+    pub json: bool,
     /// Characterize only the app of this name (repeatable) [default: every app].
     #[arg(long = "app", value_name = "NAME")]
     pub apps: Vec<String>,
@@ -102,7 +105,7 @@ pub fn main(args: ProfileArgs) -> Result<()> {
         args.repeat
     );
     if let Some(dir) = &args.from {
-        return recompute(dir);
+        return recompute(dir, args.json);
     }
     let target = Target::new(&args.machine)?;
     let workload = target.load(args.workload.as_deref().expect("clap requires it"))?;
@@ -121,9 +124,9 @@ pub fn main(args: ProfileArgs) -> Result<()> {
     let runnable = plan.iter().any(|l| l.setup.is_ok());
     if !runnable {
         println!(
-            "No level of this platform can be characterized, so nothing is run. Each app's \
-             profile is stored with these reasons and no score: resense places such an app \
-             as Linux would (score 0 at every level)."
+            "No level of this platform can be characterized, so no ReSense run is made. Each \
+             app's profile is stored with these reasons and no score: resense places such an \
+             app as Linux would (score 0 at every level)."
         );
     }
 
@@ -243,22 +246,43 @@ pub fn main(args: ProfileArgs) -> Result<()> {
 /// `coloc profile --from DIR`: the sharing characteristics again, from the
 /// traces of the runs the manifest in DIR lists, by the same function that
 /// computed them when they ran.
-fn recompute(dir: &Path) -> Result<()> {
+fn recompute(dir: &Path, json: bool) -> Result<()> {
     let manifest = read_manifest(dir)?;
+    let recomputed = manifest
+        .apps
+        .iter()
+        .map(|app| {
+            let sharing = match &app.sharing_not_measured {
+                Some(why) => SharingCharacteristics::not_measured(why.clone()),
+                None => sharing_from_dir(&dir.join(&app.name), &app.sharing_runs)?,
+            };
+            Ok(Recomputed {
+                identity: app.identity.clone(),
+                sharing,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&recomputed)?);
+        return Ok(());
+    }
     println!(
         "Recomputed from the traces in {}, platform {}:",
         dir.display(),
         manifest.platform
     );
-    for app in &manifest.apps {
-        let sharing = match &app.sharing_not_measured {
-            Some(why) => SharingCharacteristics::not_measured(why.clone()),
-            None => sharing_from_dir(&dir.join(&app.name), &app.sharing_runs)?,
-        };
-        println!("\n{}", app.identity);
-        print!("{}", coloc_model::profile::render_sharing(&sharing));
+    for r in &recomputed {
+        println!("\n{}", r.identity);
+        print!("{}", coloc_model::profile::render_sharing(&r.sharing));
     }
     Ok(())
+}
+
+/// What `coloc profile --from DIR --json` prints per app.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct Recomputed {
+    pub identity: AppIdentity,
+    pub sharing: SharingCharacteristics,
 }
 
 /// The apps `names` selects (every app when empty), in workload order.
