@@ -25,7 +25,9 @@ pub mod testutils;
 
 pub use cpuset::{Cpu, CpuSet};
 pub use ids::{AppId, Tid};
-pub use observation::{AppSample, MetricSample, Observation, OmpSample, ThreadSample};
+pub use observation::{
+    AppSample, InstanceUsage, MetricSample, Observation, OmpSample, ThreadSample,
+};
 pub use plan::{AppPlan, Placement, Plan};
 pub use settings::{MemPolicy, SchedSettings};
 pub use topology::Topology;

@@ -39,6 +39,7 @@ fn exit(t: Duration, at: (u32, u32), status: ExitStatus, metric: Option<f64>) ->
         app: id(at),
         status,
         metric,
+        usage: None,
     }
 }
 

@@ -85,6 +85,7 @@ impl Timeline {
                     app,
                     status,
                     metric,
+                    ..
                 } => {
                     tl.instance(*app).exit = Some(Exit {
                         t: *t,

@@ -125,6 +125,7 @@ pub fn probe_bandwidth(trace: &Trace) -> Result<f64, String> {
                 app,
                 status,
                 metric,
+                ..
             } => Some((app.app as usize, *t, status, *metric)),
             _ => None,
         })
