@@ -6,15 +6,21 @@
 //! recomputation gives exactly what the run printed (docs/trace-format.md,
 //! Measurement procedures).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use coloc_model::profile::procedure::{PlannedRun, ProcedureManifest, MANIFEST};
+use coloc_model::profile::procedure::{
+    level_from_traces, run_figure, ManifestApp, PlannedRun, ProcedureManifest, MANIFEST,
+};
 use coloc_model::profile::substitute::{sharing_from_traces, PROBE};
-use coloc_model::profile::SharingCharacteristics;
+use coloc_model::profile::{
+    AppProfile, LevelProfile, LevelResult, NotCharacterizable, PlatformFingerprint,
+    SharingCharacteristics, Signal,
+};
 use coloc_model::workload::MetricSpec;
 use coloc_model::{AppSpec, CpuSet, StaticMapping, Trace, Workload};
 use coloc_policy::PolicyContext;
@@ -69,31 +75,91 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// `app`'s sharing characteristics from the stream-probe co-runs `runs`,
-    /// made now; a failed run leaves every figure absent with the reason.
-    pub fn sharing(
+    /// Makes the stream-probe co-runs `runs` of `app`.
+    pub fn sharing_runs(
         &self,
         app: &AppSpec,
         runs: &[PlannedRun],
         progress: &mut Progress,
-    ) -> Result<SharingCharacteristics> {
+    ) -> Result<()> {
         let specs = [app.clone(), stream_probe(self.target)?];
         for run in runs {
             self.run(&app.name, run, &specs, progress)?;
         }
-        sharing_from_dir(&self.out.join(&app.name), runs)
+        Ok(())
     }
 }
 
-/// Sharing characteristics from the traces of `runs` under `app_dir`: what
-/// `coloc profile` stores and `coloc profile --from` prints.
-pub fn sharing_from_dir(app_dir: &Path, runs: &[PlannedRun]) -> Result<SharingCharacteristics> {
-    let traces = runs
+/// Each run's cycles by its directory, counted outside the trace (the Linux
+/// backend does not count an instance's cycles; `coloc_linux::usage`).
+pub type Cycles = HashMap<String, f64>;
+
+/// `app`'s profile from the traces under `dir/APP`, as the manifest entry
+/// plans its runs: what `coloc profile` stores and `coloc profile --from`
+/// prints. ReSense's levels take each run's figure from its trace
+/// ([`run_figure`]), or its `cycles` where given; the sharing characteristics
+/// come from the stream-probe runs ([`sharing_from_traces`]).
+pub fn profile_from_dir(
+    dir: &Path,
+    platform: &PlatformFingerprint,
+    signal: Signal,
+    app: &ManifestApp,
+    cycles: Option<&Cycles>,
+) -> Result<AppProfile> {
+    let app_dir = dir.join(&app.name);
+    let levels = app
+        .levels
         .iter()
+        .map(|l| {
+            let result = match &l.not_characterizable {
+                Some(reason) => LevelResult::NotCharacterizable {
+                    reason: reason.clone(),
+                },
+                None => {
+                    let traces = read_traces(&app_dir, &l.runs)?;
+                    let scored = level_from_traces(l, signal, &traces, |run, trace| {
+                        let figure = run_figure(trace, &app.name, signal);
+                        match cycles {
+                            Some(c) => figure
+                                .and_then(|_| c.get(&run.dir).copied().ok_or("not counted".into())),
+                            None => figure,
+                        }
+                    });
+                    match scored {
+                        Ok(s) => LevelResult::Scored(s),
+                        Err(reason) => LevelResult::NotCharacterizable {
+                            reason: NotCharacterizable::Failed { reason },
+                        },
+                    }
+                }
+            };
+            Ok(LevelProfile {
+                level: l.level.clone(),
+                result,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let sharing = match &app.sharing_not_measured {
+        Some(why) => SharingCharacteristics::not_measured(why.clone()),
+        None => sharing_from_traces(
+            &app.sharing_runs,
+            &read_traces(&app_dir, &app.sharing_runs)?,
+        )
+        .unwrap_or_else(SharingCharacteristics::not_measured),
+    };
+    Ok(AppProfile {
+        identity: app.identity.clone(),
+        platform: platform.clone(),
+        levels,
+        sharing: Some(sharing),
+    })
+}
+
+/// The traces of `runs` under `app_dir`, in their order.
+fn read_traces(app_dir: &Path, runs: &[PlannedRun]) -> Result<Vec<Trace>> {
+    runs.iter()
         .map(|r| read_trace(&app_dir.join(&r.dir).join("trace.jsonl")))
-        .collect::<Result<Vec<Trace>>>()?;
-    Ok(sharing_from_traces(runs, &traces)
-        .unwrap_or_else(|why| SharingCharacteristics::not_measured(why)))
+        .collect()
 }
 
 /// The workload of one planned run: each app it names, taken from `specs`,

@@ -31,28 +31,26 @@
 //! one workload that run the same thing are characterized once.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use coloc_linux::usage::{cycles_available, ChildMeter};
 use coloc_manager::DEFAULT_EPOCH;
-use coloc_model::profile::procedure::{ManifestApp, PinnedApp, PlannedRun, ProcedureManifest};
+use coloc_model::profile::procedure::{
+    level_runs, ManifestApp, ManifestLevel, PlannedRun, ProcedureManifest,
+};
 use coloc_model::profile::substitute::{corun_cpus, sharing_runs};
 use coloc_model::profile::{
-    characterization_plan, AppIdentity, AppProfile, Configurations, LevelPlan, LevelProfile,
-    LevelResult, NotCharacterizable, PlatformFingerprint, Sensitivity, SharingCharacteristics,
-    Signal,
+    characterization_plan, AppIdentity, LevelPlan, PlatformFingerprint, Signal,
 };
-use coloc_model::{AppSpec, Cpu, TraceEvent, Workload};
+use coloc_model::{AppSpec, Cpu, Workload};
 use coloc_sim::characterize::{characterize, CharacterizeOptions};
 
-use crate::cmd::procedure::{read_manifest, sharing_from_dir, write_manifest, Runner};
+use crate::cmd::procedure::{profile_from_dir, read_manifest, write_manifest, Cycles, Runner};
 use crate::db::DbArgs;
 use crate::host::stop_flag;
 use crate::output::default_out_dir;
 use crate::progress::Progress;
-use crate::runs::read_trace;
 use crate::target::{MachineArgs, Target};
 
 #[derive(Debug, Args)]
@@ -188,6 +186,7 @@ pub fn main(args: ProfileArgs) -> Result<()> {
             }
             let mut manifest = ProcedureManifest {
                 platform: platform.clone(),
+                signal,
                 apps: Vec::new(),
             };
             let mut profiles = Vec::new();
@@ -196,31 +195,35 @@ pub fn main(args: ProfileArgs) -> Result<()> {
                 coloc_linux::program::program_identity(&a.name, command)
                     .with_context(|| format!("app \"{}\": field `command`", a.name))
             })? {
-                let mut profile = runs.profile(app, identity.clone(), &plan)?;
+                let (levels, cycles) = runs.levels(app, &plan)?;
                 let sharing_runs = corun
                     .clone()
                     .and_then(|cpus| sharing_runs(&app.name, cpus, args.repeat));
-                profile.sharing = Some(match &sharing_runs {
-                    Ok(planned) => {
-                        let mut progress =
-                            Progress::new(&format!("sharing {}", app.name), planned.len() as u64);
-                        let c = runs.runner.sharing(app, planned, &mut progress)?;
-                        progress.finish("done".into());
-                        c
-                    }
-                    Err(why) => SharingCharacteristics::not_measured(why.clone()),
-                });
-                manifest.apps.push(ManifestApp {
+                if let Ok(planned) = &sharing_runs {
+                    let mut progress =
+                        Progress::new(&format!("sharing {}", app.name), planned.len() as u64);
+                    runs.runner.sharing_runs(app, planned, &mut progress)?;
+                    progress.finish("done".into());
+                }
+                let entry = ManifestApp {
                     name: app.name.clone(),
                     identity,
+                    levels,
                     sharing_not_measured: sharing_runs.as_ref().err().cloned(),
                     sharing_runs: sharing_runs.unwrap_or_default(),
-                });
-                profiles.push(profile);
+                };
+                profiles.push(profile_from_dir(
+                    &runs.runner.out,
+                    &platform,
+                    signal,
+                    &entry,
+                    cycles.as_ref(),
+                )?);
+                manifest.apps.push(entry);
             }
             write_manifest(&runs.runner.out, &manifest)?;
             println!(
-                "traces in {}; `coloc profile --from {}` recomputes the sharing characteristics",
+                "traces in {}; `coloc profile --from {}` recomputes the profiles from them",
                 runs.runner.out.display(),
                 runs.runner.out.display()
             );
@@ -248,22 +251,13 @@ pub fn main(args: ProfileArgs) -> Result<()> {
 /// computed them when they ran.
 fn recompute(dir: &Path, json: bool) -> Result<()> {
     let manifest = read_manifest(dir)?;
-    let recomputed = manifest
+    let profiles = manifest
         .apps
         .iter()
-        .map(|app| {
-            let sharing = match &app.sharing_not_measured {
-                Some(why) => SharingCharacteristics::not_measured(why.clone()),
-                None => sharing_from_dir(&dir.join(&app.name), &app.sharing_runs)?,
-            };
-            Ok(Recomputed {
-                identity: app.identity.clone(),
-                sharing,
-            })
-        })
+        .map(|app| profile_from_dir(dir, &manifest.platform, manifest.signal, app, None))
         .collect::<Result<Vec<_>>>()?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&recomputed)?);
+        println!("{}", serde_json::to_string_pretty(&profiles)?);
         return Ok(());
     }
     println!(
@@ -271,18 +265,11 @@ fn recompute(dir: &Path, json: bool) -> Result<()> {
         dir.display(),
         manifest.platform
     );
-    for r in &recomputed {
-        println!("\n{}", r.identity);
-        print!("{}", coloc_model::profile::render_sharing(&r.sharing));
+    for p in &profiles {
+        println!("\n{}", p.identity);
+        print!("{}", coloc_model::profile::render(p));
     }
     Ok(())
-}
-
-/// What `coloc profile --from DIR --json` prints per app.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-pub struct Recomputed {
-    pub identity: AppIdentity,
-    pub sharing: SharingCharacteristics,
 }
 
 /// The apps `names` selects (every app when empty), in workload order.
@@ -393,148 +380,49 @@ struct HostRuns<'a> {
     repeat: u32,
 }
 
-/// What one run consumed, over the app's whole life.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Measured {
-    /// Cycles of all its threads, where they were counted.
-    cycles: Option<u64>,
-    /// CPU time of all its threads (task-clock).
-    cpu: Duration,
-    /// From its start to its exit.
-    wall: Duration,
-}
-
-impl Measured {
-    /// The figure Equation 1 compares, in the signal's unit (cycles or ns).
-    fn value(&self, signal: Signal) -> f64 {
-        match signal {
-            Signal::Cycles => self.cycles.unwrap_or_default() as f64,
-            Signal::TaskClock => self.cpu.as_nanos() as f64,
-            Signal::Wall => self.wall.as_nanos() as f64,
-        }
-    }
-}
-
-/// Which of a level's two configurations a run is.
-#[derive(Clone, Copy, Debug)]
-enum Config {
-    Baseline,
-    Contention,
-}
-
 impl HostRuns<'_> {
-    /// `app`'s profile: every level of `plan` measured, or why not.
-    fn profile(
+    /// `app`'s ReSense levels as planned and run (a level that cannot be
+    /// characterized runs nothing), and, where the signal is cycles, which
+    /// this machine's traces do not hold, each run's cycles by directory.
+    fn levels(
         &self,
         app: &AppSpec,
-        identity: AppIdentity,
         plan: &[LevelPlan],
-    ) -> Result<AppProfile> {
-        let runs: u64 =
-            plan.iter().filter(|l| l.setup.is_ok()).count() as u64 * 2 * u64::from(self.repeat);
-        let mut progress = Progress::new(&format!("profile {}", app.name), runs);
-        let mut levels = Vec::new();
-        for l in plan {
-            let result = match &l.setup {
-                Err(reason) => LevelResult::NotCharacterizable {
-                    reason: reason.clone(),
+    ) -> Result<(Vec<ManifestLevel>, Option<Cycles>)> {
+        let levels: Vec<ManifestLevel> = plan
+            .iter()
+            .map(|l| match &l.setup {
+                Err(reason) => ManifestLevel {
+                    level: l.level.clone(),
+                    threads: 0,
+                    runs: Vec::new(),
+                    not_characterizable: Some(reason.clone()),
                 },
-                Ok(c) => match self.level(app, l, c, &mut progress)? {
-                    Ok(s) => LevelResult::Scored(s),
-                    Err(reason) => LevelResult::NotCharacterizable {
-                        reason: NotCharacterizable::Failed { reason },
-                    },
+                Ok(c) => ManifestLevel {
+                    level: l.level.clone(),
+                    threads: c.threads as u32,
+                    runs: level_runs(&app.name, &l.label(), c, self.repeat),
+                    not_characterizable: None,
                 },
+            })
+            .collect();
+        let runs: Vec<&PlannedRun> = levels.iter().flat_map(|l| &l.runs).collect();
+        let mut progress = Progress::new(&format!("profile {}", app.name), runs.len() as u64);
+        let mut cycles = (self.signal == Signal::Cycles).then(Cycles::new);
+        for run in runs {
+            let meter = match cycles {
+                Some(_) => Some(ChildMeter::start(true)?),
+                None => None,
             };
-            levels.push(LevelProfile {
-                level: l.level.clone(),
-                result,
-            });
-        }
-        progress.finish("done".into());
-        Ok(AppProfile {
-            sharing: None,
-            identity,
-            platform: PlatformFingerprint::of(self.runner.target.topology()),
-            levels,
-        })
-    }
-
-    /// The repetitions of one level, baseline and contention alternating; the
-    /// inner error is why the app could not be measured (it failed, or a
-    /// measurement gives no score).
-    fn level(
-        &self,
-        app: &AppSpec,
-        level: &LevelPlan,
-        c: &Configurations,
-        progress: &mut Progress,
-    ) -> Result<Result<Sensitivity, String>> {
-        let (mut baseline, mut contention) = (Vec::new(), Vec::new());
-        for rep in 0..self.repeat {
-            for (config, cpus, into) in [
-                (Config::Baseline, &c.baseline, &mut baseline),
-                (Config::Contention, &c.contention, &mut contention),
-            ] {
-                let role = format!("{config:?}").to_lowercase();
-                let run = PlannedRun {
-                    dir: format!("{}-{role}-{rep}", level.label()),
-                    role,
-                    apps: vec![PinnedApp {
-                        name: app.name.clone(),
-                        cpus: cpus.clone(),
-                    }],
-                };
-                match self.run(app, &run, progress)? {
-                    Ok(m) => into.push(m.value(self.signal)),
-                    Err(why) => return Ok(Err(format!("{config:?} run {rep}: {why}"))),
-                }
+            self.runner
+                .run(&app.name, run, std::slice::from_ref(app), &mut progress)?;
+            if let (Some(meter), Some(cycles)) = (meter, cycles.as_mut()) {
+                let counted = meter.stop()?.cycles.unwrap_or_default();
+                cycles.insert(run.dir.clone(), counted as f64);
             }
         }
-        Ok(
-            Sensitivity::from_runs(self.signal, c.threads as u32, baseline, contention)
-                .map_err(|e| e.to_string()),
-        )
-    }
-
-    /// One solo run of `app` as `run` plans it: what it consumed, or why it
-    /// could not be measured.
-    fn run(
-        &self,
-        app: &AppSpec,
-        run: &PlannedRun,
-        progress: &mut Progress,
-    ) -> Result<Result<Measured, String>> {
-        let meter = ChildMeter::start(self.signal == Signal::Cycles)?;
-        self.runner
-            .run(&app.name, run, std::slice::from_ref(app), progress)?;
-        let usage = meter.stop()?;
-        let dir = self.runner.dir(&app.name, run);
-        let events = read_trace(&dir.join("trace.jsonl"))?.events;
-        let start = events.iter().find_map(|e| match e {
-            TraceEvent::Start { t, .. } => Some(*t),
-            _ => None,
-        });
-        let exit = events.iter().find_map(|e| match e {
-            TraceEvent::Exit { t, status, .. } => Some((*t, status)),
-            _ => None,
-        });
-        let (start, (end, status)) = match (start, exit) {
-            (Some(s), Some(e)) => (s, e),
-            _ => return Ok(Err(format!("no start and exit in {}", dir.display()))),
-        };
-        if !status.success() {
-            return Ok(Err(format!(
-                "{}; its output is in {}",
-                status,
-                dir.display()
-            )));
-        }
-        Ok(Ok(Measured {
-            cycles: usage.cycles,
-            cpu: usage.cpu,
-            wall: end.saturating_sub(start),
-        }))
+        progress.finish("done".into());
+        Ok((levels, cycles))
     }
 }
 
@@ -543,8 +431,9 @@ mod tests {
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
 
+    use coloc_model::profile::procedure::{run_figure, PinnedApp, BASELINE};
     use coloc_model::testutils::app_spec;
-    use coloc_model::{CpuSet, Placement, Trace};
+    use coloc_model::{CpuSet, Placement, TraceEvent};
 
     use super::*;
     use crate::host::Host;
@@ -589,10 +478,10 @@ mod tests {
         assert_eq!(got[0].1, AppIdentity::model("a", "mg"));
     }
 
-    /// A run on this machine measures the app's whole life: n threads pinned on
-    /// n CPUs use CPU time, at most n CPUs' worth of the run's wall time, and
-    /// the trace shows the static plan putting thread i on CPU i. A failing
-    /// app gives a reason, not a figure.
+    /// A run on this machine measures the app's whole life from its trace:
+    /// n threads pinned on n CPUs use CPU time, at most n CPUs' worth of the
+    /// run's wall time, and the trace shows the static plan putting thread i on
+    /// CPU i. A failing app gives a reason, not a figure.
     #[test]
     fn a_host_run_measures_the_pinned_app() {
         let target = Target::Host(Host::new().unwrap());
@@ -606,43 +495,41 @@ mod tests {
             epoch: None,
             apps: vec![app.clone()],
         };
-        let runs = HostRuns {
-            runner: Runner {
-                target: &target,
-                workload: &w,
-                out: dir.path().into(),
-                epoch: DEFAULT_EPOCH,
-                stop: Arc::new(AtomicBool::new(false)),
-            },
-            signal: Signal::TaskClock,
-            repeat: 1,
+        let runner = Runner {
+            target: &target,
+            workload: &w,
+            out: dir.path().into(),
+            epoch: DEFAULT_EPOCH,
+            stop: Arc::new(AtomicBool::new(false)),
         };
         let planned = |n: usize, app: &AppSpec| PlannedRun {
             dir: n.to_string(),
-            role: "baseline".into(),
+            role: BASELINE.into(),
             apps: vec![PinnedApp {
                 name: app.name.clone(),
                 cpus: cpus[..n].to_vec(),
             }],
         };
-        for n in 1..=cpus.len() {
-            let out = dir.path().join(&app.name).join(n.to_string());
-            let mut progress = Progress::new("test", 1);
-            let m = runs
-                .run(&app, &planned(n, &app), &mut progress)
-                .unwrap()
+        let made = |app: &AppSpec, run: &PlannedRun| {
+            runner
+                .run(
+                    &app.name,
+                    run,
+                    std::slice::from_ref(app),
+                    &mut Progress::new("t", 1),
+                )
                 .unwrap();
-            assert!(m.cpu > Duration::ZERO, "{m:?}");
+            crate::runs::read_trace(&runner.dir(&app.name, run).join("trace.jsonl")).unwrap()
+        };
+        for n in 1..=cpus.len() {
+            let trace = made(&app, &planned(n, &app));
+            let cpu = run_figure(&trace, "compute", Signal::TaskClock).unwrap();
+            let wall = run_figure(&trace, "compute", Signal::Wall).unwrap();
+            assert!(cpu > 0.0, "{cpu}");
             assert!(
-                m.cpu <= m.wall * n as u32 + Duration::from_millis(20),
-                "{n} thread(s) on {n} CPU(s): {m:?}"
+                cpu <= wall * n as f64 + 20e6,
+                "{n} thread(s) on {n} CPU(s): {cpu} ns of CPU in {wall} ns"
             );
-            assert_eq!(m.value(Signal::TaskClock), m.cpu.as_nanos() as f64);
-            assert_eq!(m.value(Signal::Wall), m.wall.as_nanos() as f64);
-            let trace = Trace::read(std::io::BufReader::new(
-                std::fs::File::open(out.join("trace.jsonl")).unwrap(),
-            ))
-            .unwrap();
             let pinned = trace.events.iter().any(|e| match e {
                 TraceEvent::Plan { plan, .. } => plan.apps.iter().any(|p| {
                     matches!(&p.placement, Placement::PerThread { threads, .. }
@@ -656,12 +543,8 @@ mod tests {
         let mut failing = app.clone();
         failing.name = "failing".into();
         failing.command = Some(vec!["false".into()]);
-        let got = runs
-            .run(&failing, &planned(1, &failing), &mut Progress::new("t", 1))
-            .unwrap();
-        assert!(
-            matches!(&got, Err(why) if why.starts_with("exited with code 1")),
-            "{got:?}"
-        );
+        let trace = made(&failing, &planned(1, &failing));
+        let got = run_figure(&trace, "failing", Signal::TaskClock);
+        assert_eq!(got, Err("exited with code 1".into()));
     }
 }

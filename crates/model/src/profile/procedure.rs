@@ -12,8 +12,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{AppIdentity, PlatformFingerprint};
+use super::{
+    AppIdentity, Configurations, NotCharacterizable, PlatformFingerprint, Sensitivity, Signal,
+};
 use crate::cpuset::Cpu;
+use crate::topology::ResourceKind;
+use crate::trace::{Trace, TraceEvent};
 
 /// One app of a planned run: thread i pinned to `cpus[i]`, its DoP fixed at
 /// `cpus.len()`.
@@ -45,6 +49,8 @@ pub const MANIFEST: &str = "procedure.json";
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ProcedureManifest {
     pub platform: PlatformFingerprint,
+    /// What ReSense's runs are measured by.
+    pub signal: Signal,
     pub apps: Vec<ManifestApp>,
 }
 
@@ -53,6 +59,9 @@ pub struct ProcedureManifest {
 pub struct ManifestApp {
     pub name: String,
     pub identity: AppIdentity,
+    /// ReSense's levels, innermost first, as the profile lists them.
+    #[serde(default)]
+    pub levels: Vec<ManifestLevel>,
     /// The sharing-substitute runs (docs/policies/tang-atom.md,
     /// Characteristics), empty where none were planned.
     #[serde(default)]
@@ -60,4 +69,103 @@ pub struct ManifestApp {
     /// Why no sharing characteristics were measured, when none were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sharing_not_measured: Option<String>,
+}
+
+/// One ReSense level of a manifest (§2.2): its planned baseline and
+/// contention runs, or why it was not characterized.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ManifestLevel {
+    pub level: ResourceKind,
+    /// Threads of each run (the score's `threads`).
+    pub threads: u32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<PlannedRun>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_characterizable: Option<NotCharacterizable>,
+}
+
+/// Role of a ReSense run with the app's threads over two instances of the level.
+pub const BASELINE: &str = "baseline";
+/// Role of a ReSense run with all of them under one instance.
+pub const CONTENTION: &str = "contention";
+
+/// What one run of `app` consumed, in `signal`'s unit, from its trace: its
+/// whole-life CPU time or cycles as the `exit` event carries them, or the
+/// time from its `start` to its `exit`; or why the run gives none (it
+/// failed, or the trace does not hold that figure).
+pub fn run_figure(trace: &Trace, app: &str, signal: Signal) -> Result<f64, String> {
+    let index = trace
+        .header
+        .workload
+        .apps
+        .iter()
+        .position(|a| a.name == app)
+        .ok_or_else(|| format!("no app \"{app}\" in the trace"))? as u32;
+    let start = trace.events.iter().find_map(|e| match e {
+        TraceEvent::Start { t, app, .. } if app.app == index => Some(*t),
+        _ => None,
+    });
+    let exit = trace.events.iter().find_map(|e| match e {
+        TraceEvent::Exit {
+            t,
+            app,
+            status,
+            usage,
+            ..
+        } if app.app == index => Some((*t, status, usage)),
+        _ => None,
+    });
+    let (start, (end, status, usage)) = match (start, exit) {
+        (Some(s), Some(e)) => (s, e),
+        _ => return Err("no start and exit in the trace".into()),
+    };
+    if !status.success() {
+        return Err(status.to_string());
+    }
+    let missing = |what: &str| format!("its exit holds no {what} (this backend does not count it)");
+    Ok(match signal {
+        Signal::Wall => end.saturating_sub(start).as_nanos() as f64,
+        Signal::TaskClock => usage.ok_or_else(|| missing("usage"))?.cpu_ns as f64,
+        Signal::Cycles => usage
+            .and_then(|u| u.cycles)
+            .ok_or_else(|| missing("cycles"))? as f64,
+    })
+}
+
+/// A level's score from its runs and their traces (in the order of `runs`):
+/// Equation 1 over the baseline and contention figures, each given by
+/// `figure` (normally [`run_figure`] of the trace).
+pub fn level_from_traces(
+    level: &ManifestLevel,
+    signal: Signal,
+    traces: &[Trace],
+    figure: impl Fn(&PlannedRun, &Trace) -> Result<f64, String>,
+) -> Result<Sensitivity, String> {
+    let (mut baseline, mut contention) = (Vec::new(), Vec::new());
+    for (run, trace) in level.runs.iter().zip(traces) {
+        let figure = figure(run, trace).map_err(|e| format!("run {}: {e}", run.dir))?;
+        match run.role.as_str() {
+            BASELINE => baseline.push(figure),
+            CONTENTION => contention.push(figure),
+            other => return Err(format!("run {}: unknown role \"{other}\"", run.dir)),
+        }
+    }
+    Sensitivity::from_runs(signal, level.threads, baseline, contention).map_err(|e| e.to_string())
+}
+
+/// A level's planned runs: `repeat` times the baseline then the contention
+/// configuration, one thread per CPU listed.
+pub fn level_runs(app: &str, label: &str, c: &Configurations, repeat: u32) -> Vec<PlannedRun> {
+    (0..repeat)
+        .flat_map(|rep| {
+            [(BASELINE, &c.baseline), (CONTENTION, &c.contention)].map(|(role, cpus)| PlannedRun {
+                dir: format!("{label}-{role}-{rep}"),
+                role: role.into(),
+                apps: vec![PinnedApp {
+                    name: app.into(),
+                    cpus: cpus.clone(),
+                }],
+            })
+        })
+        .collect()
 }
