@@ -27,7 +27,7 @@ pub mod table;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
-mod testtrace;
+pub(crate) mod testtrace;
 mod timeline;
 
 pub use app::{AppMetrics, Repetition};

@@ -169,3 +169,112 @@ pub fn level_runs(app: &str, label: &str, c: &Configurations, repeat: u32) -> Ve
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::testtrace::{trace, Ev};
+
+    /// The plan of a level: `repeat` pairs, baseline then contention, one
+    /// directory each, the app's threads on the configuration's CPUs.
+    #[test]
+    fn level_runs_alternate() {
+        let c = Configurations {
+            threads: 2,
+            baseline: vec![0, 2],
+            contention: vec![0, 1],
+            caveats: Vec::new(),
+        };
+        let got: Vec<(String, String, Vec<Cpu>)> = level_runs("a", "L2", &c, 2)
+            .into_iter()
+            .map(|r| {
+                assert_eq!(r.apps.len(), 1);
+                assert_eq!(r.apps[0].name, "a");
+                (r.dir, r.role, r.apps[0].cpus.clone())
+            })
+            .collect();
+        let want = [
+            ("L2-baseline-0", BASELINE, vec![0, 2]),
+            ("L2-contention-0", CONTENTION, vec![0, 1]),
+            ("L2-baseline-1", BASELINE, vec![0, 2]),
+            ("L2-contention-1", CONTENTION, vec![0, 1]),
+        ]
+        .map(|(d, r, c)| (d.to_string(), r.to_string(), c));
+        assert_eq!(got, want);
+    }
+
+    /// Each signal's figure from a trace: wall from start to exit, CPU time
+    /// and cycles from the exit's usage; what a trace lacks is an error.
+    #[test]
+    fn run_figure_per_signal() {
+        let with = |cycles| {
+            trace(
+                "static",
+                &["probe", "a"],
+                &[
+                    (0.5, Ev::Start(1, 0)),
+                    (2.0, Ev::ExitUsage(1, 0, 3000, cycles)),
+                ],
+            )
+        };
+        let failed = trace(
+            "static",
+            &["a"],
+            &[(0.0, Ev::Start(0, 0)), (1.0, Ev::Exit(0, 0, 2))],
+        );
+        let unknown = "no app \"b\" in the trace".to_string();
+        let no_cycles = "its exit holds no cycles (this backend does not count it)".to_string();
+        let cases: [(&Trace, &str, Signal, Result<f64, String>); 6] = [
+            (&with(Some(7)), "a", Signal::Wall, Ok(1.5e9)),
+            (&with(Some(7)), "a", Signal::TaskClock, Ok(3e9)),
+            (&with(Some(7)), "a", Signal::Cycles, Ok(7.0)),
+            (&with(None), "a", Signal::Cycles, Err(no_cycles)),
+            (&with(None), "b", Signal::Wall, Err(unknown)),
+            (&failed, "a", Signal::Wall, Err("exited with code 2".into())),
+        ];
+        for (t, app, signal, want) in cases {
+            assert_eq!(run_figure(t, app, signal), want, "{app} {signal}");
+        }
+    }
+
+    /// Equation 1 over the figures of the level's runs, by role; a run that
+    /// gives no figure names its directory.
+    #[test]
+    fn level_from_traces_scores_by_role() {
+        let c = Configurations {
+            threads: 2,
+            baseline: vec![0, 2],
+            contention: vec![0, 1],
+            caveats: Vec::new(),
+        };
+        let level = ManifestLevel {
+            level: ResourceKind::Cache { level: 2 },
+            threads: 2,
+            runs: level_runs("a", "L2", &c, 1),
+            not_characterizable: None,
+        };
+        let run = |cpu_ms| {
+            trace(
+                "static",
+                &["a"],
+                &[
+                    (0.0, Ev::Start(0, 0)),
+                    (1.0, Ev::ExitUsage(0, 0, cpu_ms, None)),
+                ],
+            )
+        };
+        let traces = [run(1000), run(1250)];
+        let figure = |_: &PlannedRun, t: &Trace| run_figure(t, "a", Signal::TaskClock);
+        let s = level_from_traces(&level, Signal::TaskClock, &traces, figure).unwrap();
+        let want = Sensitivity::from_runs(Signal::TaskClock, 2, vec![1e9], vec![1.25e9]).unwrap();
+        assert_eq!(s, want);
+        let e = level_from_traces(&level, Signal::Cycles, &traces, |_, t| {
+            run_figure(t, "a", Signal::Cycles)
+        })
+        .unwrap_err();
+        assert!(
+            e.starts_with("run L2-baseline-0: its exit holds no cycles"),
+            "{e}"
+        );
+    }
+}
