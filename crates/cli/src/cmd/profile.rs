@@ -9,14 +9,22 @@
 //! drift of the machine hits both alike, and Equation 1 compares the means
 //! ([`Sensitivity::from_runs`], which also keeps every run and the spread).
 //!
-//! On this machine a run is the app alone under the `static` policy with thread
+//! On this machine the characterization is a measurement procedure
+//! (docs/trace-format.md, Measurement procedures): planned runs
+//! ([`level_runs`]), each the app alone under the `static` policy with thread
 //! i pinned to the configuration's CPU i (the same Manager and Linux backend as
-//! `coloc run`), with `OMP_NUM_THREADS` set to the configuration's thread
-//! count. Its figure is the total cycles of all its threads where the machine
-//! has hardware counters, else their total CPU time (task-clock), both over the
-//! app's whole life ([`coloc_linux::usage`]); `--signal wall` takes the elapsed
-//! time instead. In the simulator (`--sim`) the models are characterized by
-//! [`coloc_sim::characterize`], from simulated cycles.
+//! `coloc run`, writing an ordinary trace), with `OMP_NUM_THREADS` set to the
+//! configuration's thread count. A run's figure is the total CPU time of all
+//! its threads over its whole life (task-clock), from its trace's `exit`
+//! event, or `--signal wall` its elapsed time from the trace; where the
+//! machine has hardware counters it is their total cycles, counted around the
+//! run ([`coloc_linux::usage`]: the only figure the trace does not carry).
+//! Then the stream-probe co-runs measure Tang et al.'s bandwidth
+//! (docs/policies/tang-atom.md, Characteristics). The directory holds
+//! `procedure.json`, and `coloc profile --from DIR` recomputes every profile
+//! from its traces with the same functions. In the simulator (`--sim`) the
+//! models are characterized by [`coloc_sim::characterize`], from simulated
+//! cycles and counters, outside the Manager.
 //!
 //! A level with a single instance (a VM's one L3) has no baseline: it is listed
 //! with the reason and never run. When no level can be characterized the
@@ -34,7 +42,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use coloc_linux::usage::{cycles_available, ChildMeter};
+use coloc_linux::usage::{cycles_available, CycleMeter};
 use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::profile::procedure::{
     level_runs, ManifestApp, ManifestLevel, PlannedRun, ProcedureManifest,
@@ -411,13 +419,13 @@ impl HostRuns<'_> {
         let mut cycles = (self.signal == Signal::Cycles).then(Cycles::new);
         for run in runs {
             let meter = match cycles {
-                Some(_) => Some(ChildMeter::start(true)?),
+                Some(_) => Some(CycleMeter::start().context("counting cycles")?),
                 None => None,
             };
             self.runner
                 .run(&app.name, run, std::slice::from_ref(app), &mut progress)?;
             if let (Some(meter), Some(cycles)) = (meter, cycles.as_mut()) {
-                let counted = meter.stop()?.cycles.unwrap_or_default();
+                let counted = meter.stop().context("reading the cycles counter")?;
                 cycles.insert(run.dir.clone(), counted as f64);
             }
         }
