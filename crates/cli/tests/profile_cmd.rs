@@ -41,6 +41,8 @@ fn sim_profiles_have_the_signs_of_the_paper() {
         "2",
         "--db",
         db.to_str().unwrap(),
+        "--out",
+        dir.path().join("runs").to_str().unwrap(),
     ]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
@@ -80,6 +82,85 @@ fn sim_profiles_have_the_signs_of_the_paper() {
             "{model}"
         );
     }
+}
+
+/// In the simulator, `coloc profile` is the same procedure as on this
+/// machine (planned runs through the Manager, docs/trace-format.md,
+/// Measurement procedures): `coloc profile --from` recomputes exactly the
+/// profile it stored from the traces it wrote, and that profile agrees with
+/// the simulator's engine-level characterization of the model
+/// ([`coloc_sim::characterize`]: the same pinned runs without the Manager).
+#[test]
+fn sim_profile_is_recomputed_exactly_from_its_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("profiles.sqlite");
+    let db = db.to_str().unwrap();
+    let runs = dir.path().join("runs");
+    let runs = runs.to_str().unwrap();
+    let workload = repo("examples/sim/resense-dynamic.toml");
+    let o = coloc_output(&[
+        "profile",
+        "--sim",
+        "yorkfield",
+        workload.to_str().unwrap(),
+        "--app",
+        "streamcluster",
+        "--repeat",
+        "2",
+        "--db",
+        db,
+        "--out",
+        runs,
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let yorkfield = coloc_sim::platform("yorkfield").unwrap();
+    let stored = Store::open(std::path::Path::new(db))
+        .unwrap()
+        .for_platform(&PlatformFingerprint::of(&yorkfield.topology))
+        .unwrap();
+    assert_eq!(stored.len(), 1, "{stored:?}");
+
+    let o = coloc_output(&["profile", "--from", runs, "--json"]);
+    let (json, err) = text(&o);
+    assert!(o.status.success(), "{json}\n{err}");
+    let again: Vec<AppProfile> = serde_json::from_str(&json).unwrap();
+    assert_eq!(again, stored, "recomputed from the traces vs stored");
+
+    let model = coloc_sim::model::model("streamcluster").unwrap();
+    let direct = coloc_sim::characterize::characterize(
+        &yorkfield,
+        &model,
+        coloc_sim::characterize::CharacterizeOptions {
+            repetitions: 2,
+            seed: 0,
+        },
+    );
+    let l2 = ResourceKind::Cache { level: 2 };
+    let (LevelResult::Scored(got), LevelResult::Scored(want)) =
+        (result(&stored[0], &l2), result(&direct, &l2))
+    else {
+        panic!("L2 not scored: {stored:?} {direct:?}");
+    };
+    assert!(
+        (got.score - want.score).abs() < 0.05,
+        "through the Manager {} vs engine {}",
+        got.score,
+        want.score
+    );
+    let (got, want) = (stored[0].sharing.as_ref(), direct.sharing.as_ref());
+    let (got, want) = (got.unwrap(), want.unwrap());
+    assert_eq!(got.signal, SharingSignal::SimCounters);
+    let close = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() <= 1e-3 * b.abs().max(1e-9),
+        _ => false,
+    };
+    assert!(
+        close(got.data_sharing, want.data_sharing)
+            && close(got.bandwidth_gbs, want.bandwidth_gbs)
+            && close(got.llc_footprint, want.llc_footprint),
+        "through the Manager {got:?} vs engine {want:?}"
+    );
 }
 
 /// On this machine: every level the plan cannot characterize is named with

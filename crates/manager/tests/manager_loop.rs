@@ -85,6 +85,7 @@ impl Machine for Scripted {
                         usage: Some(InstanceUsage {
                             cpu_ns: 7,
                             cycles: None,
+                            llc: None,
                         }),
                     })
                     .collect())
@@ -203,6 +204,7 @@ fn native_starts_apps_at_arrival_and_repeats_back_to_back() {
     let usage = InstanceUsage {
         cpu_ns: 7,
         cycles: None,
+        llc: None,
     };
     assert_eq!(metrics, vec![(Some(42.5), Some(usage)); 3]);
 }

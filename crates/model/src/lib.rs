@@ -26,7 +26,7 @@ pub mod testutils;
 pub use cpuset::{Cpu, CpuSet};
 pub use ids::{AppId, Tid};
 pub use observation::{
-    AppSample, InstanceUsage, MetricSample, Observation, OmpSample, ThreadSample,
+    AppSample, InstanceUsage, LlcTotals, MetricSample, Observation, OmpSample, ThreadSample,
 };
 pub use plan::{AppPlan, Placement, Plan};
 pub use settings::{MemPolicy, SchedSettings};

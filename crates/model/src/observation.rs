@@ -85,6 +85,19 @@ pub struct InstanceUsage {
     /// Cycles of all its threads, where the backend counts them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cycles: Option<u64>,
+    /// LLC requests, misses and requests that hit lines its threads share
+    /// (Tang et al. §5), where the backend counts them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llc: Option<LlcTotals>,
+}
+
+/// An instance's LLC counts over its whole life.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlcTotals {
+    pub references: u64,
+    pub misses: u64,
+    /// References that hit lines in a shared state.
+    pub shared_references: u64,
 }
 
 /// The live reading of an app's metric: the last value its output gave and

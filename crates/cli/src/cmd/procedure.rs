@@ -6,7 +6,6 @@
 //! recomputation gives exactly what the run printed (docs/trace-format.md,
 //! Measurement procedures).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -14,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use coloc_model::profile::procedure::{
-    level_from_traces, run_figure, ManifestApp, PlannedRun, ProcedureManifest, MANIFEST,
+    level_from_traces, ManifestApp, PlannedRun, ProcedureManifest, MANIFEST,
 };
 use coloc_model::profile::substitute::{sharing_from_traces, PROBE};
 use coloc_model::profile::{
@@ -75,14 +74,18 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// Makes the stream-probe co-runs `runs` of `app`.
+    /// Makes the sharing runs `runs` of `app` (with the stream probe where
+    /// they name it).
     pub fn sharing_runs(
         &self,
         app: &AppSpec,
         runs: &[PlannedRun],
         progress: &mut Progress,
     ) -> Result<()> {
-        let specs = [app.clone(), stream_probe(self.target)?];
+        let mut specs = vec![app.clone()];
+        if runs.iter().flat_map(|r| &r.apps).any(|a| a.name == PROBE) {
+            specs.push(stream_probe(self.target)?);
+        }
         for run in runs {
             self.run(&app.name, run, &specs, progress)?;
         }
@@ -90,21 +93,16 @@ impl Runner<'_> {
     }
 }
 
-/// Each run's cycles by its directory, counted outside the trace (the Linux
-/// backend does not count an instance's cycles; `coloc_linux::usage`).
-pub type Cycles = HashMap<String, f64>;
-
 /// `app`'s profile from the traces under `dir/APP`, as the manifest entry
 /// plans its runs: what `coloc profile` stores and `coloc profile --from`
-/// prints. ReSense's levels take each run's figure from its trace
-/// ([`run_figure`]), or its `cycles` where given; the sharing characteristics
-/// come from the stream-probe runs ([`sharing_from_traces`]).
+/// prints. ReSense's levels take each run's figure from its trace, or its
+/// metered cycles ([`level_from_traces`]); the sharing characteristics come
+/// from the counter run or the stream-probe runs ([`sharing_from_traces`]).
 pub fn profile_from_dir(
     dir: &Path,
     platform: &PlatformFingerprint,
     signal: Signal,
     app: &ManifestApp,
-    cycles: Option<&Cycles>,
 ) -> Result<AppProfile> {
     let app_dir = dir.join(&app.name);
     let levels = app
@@ -117,14 +115,7 @@ pub fn profile_from_dir(
                 },
                 None => {
                     let traces = read_traces(&app_dir, &l.runs)?;
-                    let scored = level_from_traces(l, signal, &traces, |run, trace| {
-                        let figure = run_figure(trace, &app.name, signal);
-                        match cycles {
-                            Some(c) => figure
-                                .and_then(|_| c.get(&run.dir).copied().ok_or("not counted".into())),
-                            None => figure,
-                        }
-                    });
+                    let scored = level_from_traces(l, &app.name, signal, &traces);
                     match scored {
                         Ok(s) => LevelResult::Scored(s),
                         Err(reason) => LevelResult::NotCharacterizable {
@@ -233,7 +224,7 @@ pub fn read_manifest(dir: &Path) -> Result<ProcedureManifest> {
     let path = dir.join(MANIFEST);
     let text = std::fs::read_to_string(&path).with_context(|| {
         format!(
-            "reading {} (a directory `coloc profile` wrote on this machine holds it)",
+            "reading {} (a directory `coloc profile` wrote holds it)",
             path.display()
         )
     })?;
@@ -280,7 +271,9 @@ mod tests {
         };
         let pinned = pinned_workload(&w, &run, &[app.clone(), probe]).unwrap();
         assert_eq!(pinned.epoch, w.epoch);
-        let got: Vec<(&str, u32, u32, Duration, bool, Option<StaticMapping>)> = pinned
+        /// Name, threads, repeat, arrival, malleable, CPUs.
+        type Kept<'a> = (&'a str, u32, u32, Duration, bool, Option<StaticMapping>);
+        let got: Vec<Kept> = pinned
             .apps
             .iter()
             .map(|a| {

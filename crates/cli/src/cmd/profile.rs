@@ -23,8 +23,10 @@
 //! (docs/policies/tang-atom.md, Characteristics). The directory holds
 //! `procedure.json`, and `coloc profile --from DIR` recomputes every profile
 //! from its traces with the same functions. In the simulator (`--sim`) the
-//! models are characterized by [`coloc_sim::characterize`], from simulated
-//! cycles and counters, outside the Manager.
+//! procedure is the same, through the Manager and the simulated machine: the
+//! figure is the simulated cycles of the trace's `exit` usage, and Tang et
+//! al.'s characteristics come from the LLC counts of one counter run
+//! ([`counter_run`]).
 //!
 //! A level with a single instance (a VM's one L3) has no baseline: it is listed
 //! with the reason and never run. When no level can be characterized the
@@ -38,23 +40,21 @@
 //! [`coloc_linux::program::program_identity`]) and platform fingerprint. Apps of
 //! one workload that run the same thing are characterized once.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use coloc_linux::usage::{cycles_available, CycleMeter};
 use coloc_manager::DEFAULT_EPOCH;
-use coloc_model::profile::procedure::{
-    level_runs, ManifestApp, ManifestLevel, PlannedRun, ProcedureManifest,
-};
+use coloc_model::profile::procedure::{level_runs, ManifestApp, ManifestLevel, ProcedureManifest};
 use coloc_model::profile::substitute::{corun_cpus, sharing_runs};
 use coloc_model::profile::{
-    characterization_plan, AppIdentity, LevelPlan, PlatformFingerprint, Signal,
+    characterization_plan, counter_run, AppIdentity, LevelPlan, PlatformFingerprint, Signal,
 };
 use coloc_model::{AppSpec, Cpu, Workload};
-use coloc_sim::characterize::{characterize, CharacterizeOptions};
 
-use crate::cmd::procedure::{profile_from_dir, read_manifest, write_manifest, Cycles, Runner};
+use crate::cmd::procedure::{profile_from_dir, read_manifest, write_manifest, Runner};
 use crate::db::DbArgs;
 use crate::host::stop_flag;
 use crate::output::default_out_dir;
@@ -67,9 +67,8 @@ pub struct ProfileArgs {
     /// models with --sim. Thread counts and arrival times in it are ignored.
     #[arg(required_unless_present = "from")]
     pub workload: Option<PathBuf>,
-    /// Run nothing: recompute the sharing characteristics from the traces in
-    /// DIR, a directory `coloc profile` wrote on this machine (its `--out`), and
-    /// print them.
+    /// Run nothing: recompute the profiles from the traces in DIR, a directory
+    /// `coloc profile` wrote (its `--out`), and print them.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["workload", "apps", "sim"])]
     pub from: Option<PathBuf>,
     /// With --from: print JSON (each app's identity and characteristics) instead of text.
@@ -136,108 +135,103 @@ pub fn main(args: ProfileArgs) -> Result<()> {
         );
     }
 
-    let profiles = match &target {
-        Target::Sim { platform, seed } => {
+    let (signal, fallback) = match &target {
+        Target::Sim { .. } => {
             if !matches!(args.signal, SignalArg::Auto | SignalArg::Cycles) {
                 bail!(
                     "--signal {:?}: the simulator measures cycles; --signal chooses among this machine's measurements",
                     args.signal
                 );
             }
-            let opts = CharacterizeOptions {
-                repetitions: args.repeat,
-                seed: *seed,
-            };
-            distinct(apps, |a| Ok(model_identity(a)))?
-                .into_iter()
-                .map(|(app, identity)| {
-                    let model = coloc_sim::model::model(app.model.as_deref().unwrap_or_default())
-                        .with_context(|| format!("app \"{}\": field `model`", app.name))?;
-                    let progress = Progress::new(&format!("profile {}", app.name), 1);
-                    let mut profile = characterize(platform, &model, opts);
-                    progress.finish("done".into());
-                    profile.identity = identity;
-                    Ok(profile)
-                })
-                .collect::<Result<Vec<_>>>()?
+            (Signal::Cycles, None)
         }
-        Target::Host(_) => {
-            let (signal, fallback) = host_signal(args.signal)?;
-            if runnable {
-                match fallback {
-                    Some(why) => println!("Runs are measured by {signal} ({why})."),
-                    None => println!("Runs are measured by {signal}."),
-                }
-            }
-            let runs = HostRuns {
-                runner: Runner {
-                    target: &target,
-                    workload: &workload,
-                    out: args
-                        .out
-                        .clone()
-                        .unwrap_or_else(|| default_out_dir(&workload.name, "profile")),
-                    epoch: workload.epoch.unwrap_or(DEFAULT_EPOCH),
-                    stop: stop_flag()?,
-                },
-                signal,
-                repeat: args.repeat,
-            };
-            let corun = corun_cpus(target.topology());
-            match &corun {
-                Ok((app, probe)) => println!(
-                    "Sharing characteristics (Tang et al. §5) by the stream-probe substitute: \
-                     the app's thread on CPU {app}, the probe on CPU {probe}, {} co-run(s)",
-                    args.repeat
-                ),
-                Err(why) => println!("Sharing characteristics not measured: {why}"),
-            }
-            let mut manifest = ProcedureManifest {
-                platform: platform.clone(),
-                signal,
-                apps: Vec::new(),
-            };
-            let mut profiles = Vec::new();
-            for (app, identity) in distinct(apps, |a| {
-                let command = a.command.as_deref().unwrap_or_default();
-                coloc_linux::program::program_identity(&a.name, command)
-                    .with_context(|| format!("app \"{}\": field `command`", a.name))
-            })? {
-                let (levels, cycles) = runs.levels(app, &plan)?;
-                let sharing_runs = corun
-                    .clone()
-                    .and_then(|cpus| sharing_runs(&app.name, cpus, args.repeat));
-                if let Ok(planned) = &sharing_runs {
-                    let mut progress =
-                        Progress::new(&format!("sharing {}", app.name), planned.len() as u64);
-                    runs.runner.sharing_runs(app, planned, &mut progress)?;
-                    progress.finish("done".into());
-                }
-                let entry = ManifestApp {
-                    name: app.name.clone(),
-                    identity,
-                    levels,
-                    sharing_not_measured: sharing_runs.as_ref().err().cloned(),
-                    sharing_runs: sharing_runs.unwrap_or_default(),
-                };
-                profiles.push(profile_from_dir(
-                    &runs.runner.out,
-                    &platform,
-                    signal,
-                    &entry,
-                    cycles.as_ref(),
-                )?);
-                manifest.apps.push(entry);
-            }
-            write_manifest(&runs.runner.out, &manifest)?;
-            println!(
-                "traces in {}; `coloc profile --from {}` recomputes the profiles from them",
-                runs.runner.out.display(),
-                runs.runner.out.display()
-            );
-            profiles
-        }
+        Target::Host(_) => host_signal(args.signal)?,
     };
+    if runnable {
+        match fallback {
+            Some(why) => println!("Runs are measured by {signal} ({why})."),
+            None => println!("Runs are measured by {signal}."),
+        }
+    }
+    let runs = Characterization {
+        runner: Runner {
+            target: &target,
+            workload: &workload,
+            out: args
+                .out
+                .clone()
+                .unwrap_or_else(|| default_out_dir(&workload.name, "profile")),
+            epoch: workload.epoch.unwrap_or(DEFAULT_EPOCH),
+            stop: stop_flag()?,
+        },
+        // Only this machine's cycles are counted outside the trace.
+        meter_cycles: signal == Signal::Cycles && matches!(target, Target::Host(_)),
+        repeat: args.repeat,
+    };
+    // Tang et al.'s characteristics: the simulator counts what the paper
+    // counts; this machine has no LLC counters, hence the stream probe.
+    let corun = corun_cpus(target.topology());
+    let sharing_plan = |app: &str| match &target {
+        Target::Sim { .. } => Ok(vec![counter_run(app, target.topology())]),
+        Target::Host(_) => corun
+            .clone()
+            .and_then(|cpus| sharing_runs(app, cpus, args.repeat)),
+    };
+    match (&target, &corun) {
+        (Target::Sim { .. }, _) => println!(
+            "Sharing characteristics (Tang et al. §5) from the simulated counters of one run"
+        ),
+        (Target::Host(_), Ok((app, probe))) => println!(
+            "Sharing characteristics (Tang et al. §5) by the stream-probe substitute: \
+             the app's thread on CPU {app}, the probe on CPU {probe}, {} co-run(s)",
+            args.repeat
+        ),
+        (Target::Host(_), Err(why)) => println!("Sharing characteristics not measured: {why}"),
+    }
+    let identified = match &target {
+        Target::Sim { .. } => distinct(apps, |a| Ok(model_identity(a)))?,
+        Target::Host(_) => distinct(apps, |a| {
+            let command = a.command.as_deref().unwrap_or_default();
+            coloc_linux::program::program_identity(&a.name, command)
+                .with_context(|| format!("app \"{}\": field `command`", a.name))
+        })?,
+    };
+    let mut manifest = ProcedureManifest {
+        platform: platform.clone(),
+        signal,
+        apps: Vec::new(),
+    };
+    let mut profiles = Vec::new();
+    for (app, identity) in identified {
+        let levels = runs.levels(app, &plan)?;
+        let sharing_runs = sharing_plan(&app.name);
+        if let Ok(planned) = &sharing_runs {
+            let mut progress =
+                Progress::new(&format!("sharing {}", app.name), planned.len() as u64);
+            runs.runner.sharing_runs(app, planned, &mut progress)?;
+            progress.finish("done".into());
+        }
+        let entry = ManifestApp {
+            name: app.name.clone(),
+            identity,
+            levels,
+            sharing_not_measured: sharing_runs.as_ref().err().cloned(),
+            sharing_runs: sharing_runs.unwrap_or_default(),
+        };
+        profiles.push(profile_from_dir(
+            &runs.runner.out,
+            &platform,
+            signal,
+            &entry,
+        )?);
+        manifest.apps.push(entry);
+    }
+    write_manifest(&runs.runner.out, &manifest)?;
+    println!(
+        "traces in {}; `coloc profile --from {}` recomputes the profiles from them",
+        runs.runner.out.display(),
+        runs.runner.out.display()
+    );
 
     for p in &profiles {
         store
@@ -254,15 +248,14 @@ pub fn main(args: ProfileArgs) -> Result<()> {
     Ok(())
 }
 
-/// `coloc profile --from DIR`: the sharing characteristics again, from the
-/// traces of the runs the manifest in DIR lists, by the same function that
+/// `coloc profile --from DIR`: the profiles again, from the traces of the runs the manifest in DIR lists, by the same function that
 /// computed them when they ran.
 fn recompute(dir: &Path, json: bool) -> Result<()> {
     let manifest = read_manifest(dir)?;
     let profiles = manifest
         .apps
         .iter()
-        .map(|app| profile_from_dir(dir, &manifest.platform, manifest.signal, app, None))
+        .map(|app| profile_from_dir(dir, &manifest.platform, manifest.signal, app))
         .collect::<Result<Vec<_>>>()?;
     if json {
         println!("{}", serde_json::to_string_pretty(&profiles)?);
@@ -381,23 +374,20 @@ fn cpu_list(cpus: &[Cpu]) -> String {
         .join(",")
 }
 
-/// Characterization runs on this machine.
-struct HostRuns<'a> {
+/// Characterization runs on this machine or in the simulator.
+struct Characterization<'a> {
     runner: Runner<'a>,
-    signal: Signal,
+    /// Count each run's cycles around it (this machine's traces lack them).
+    meter_cycles: bool,
     repeat: u32,
 }
 
-impl HostRuns<'_> {
+impl Characterization<'_> {
     /// `app`'s ReSense levels as planned and run (a level that cannot be
-    /// characterized runs nothing), and, where the signal is cycles, which
-    /// this machine's traces do not hold, each run's cycles by directory.
-    fn levels(
-        &self,
-        app: &AppSpec,
-        plan: &[LevelPlan],
-    ) -> Result<(Vec<ManifestLevel>, Option<Cycles>)> {
-        let levels: Vec<ManifestLevel> = plan
+    /// characterized runs nothing), with each run's cycles where they are
+    /// counted around it.
+    fn levels(&self, app: &AppSpec, plan: &[LevelPlan]) -> Result<Vec<ManifestLevel>> {
+        let mut levels: Vec<ManifestLevel> = plan
             .iter()
             .map(|l| match &l.setup {
                 Err(reason) => ManifestLevel {
@@ -405,32 +395,35 @@ impl HostRuns<'_> {
                     threads: 0,
                     runs: Vec::new(),
                     not_characterizable: Some(reason.clone()),
+                    metered_cycles: BTreeMap::new(),
                 },
                 Ok(c) => ManifestLevel {
                     level: l.level.clone(),
                     threads: c.threads as u32,
                     runs: level_runs(&app.name, &l.label(), c, self.repeat),
                     not_characterizable: None,
+                    metered_cycles: BTreeMap::new(),
                 },
             })
             .collect();
-        let runs: Vec<&PlannedRun> = levels.iter().flat_map(|l| &l.runs).collect();
-        let mut progress = Progress::new(&format!("profile {}", app.name), runs.len() as u64);
-        let mut cycles = (self.signal == Signal::Cycles).then(Cycles::new);
-        for run in runs {
-            let meter = match cycles {
-                Some(_) => Some(CycleMeter::start().context("counting cycles")?),
-                None => None,
-            };
-            self.runner
-                .run(&app.name, run, std::slice::from_ref(app), &mut progress)?;
-            if let (Some(meter), Some(cycles)) = (meter, cycles.as_mut()) {
-                let counted = meter.stop().context("reading the cycles counter")?;
-                cycles.insert(run.dir.clone(), counted as f64);
+        let total = levels.iter().map(|l| l.runs.len()).sum::<usize>();
+        let mut progress = Progress::new(&format!("profile {}", app.name), total as u64);
+        for level in &mut levels {
+            for run in &level.runs {
+                let meter = match self.meter_cycles {
+                    true => Some(CycleMeter::start().context("counting cycles")?),
+                    false => None,
+                };
+                self.runner
+                    .run(&app.name, run, std::slice::from_ref(app), &mut progress)?;
+                if let Some(meter) = meter {
+                    let counted = meter.stop().context("reading the cycles counter")?;
+                    level.metered_cycles.insert(run.dir.clone(), counted as f64);
+                }
             }
         }
         progress.finish("done".into());
-        Ok((levels, cycles))
+        Ok(levels)
     }
 }
 
@@ -439,7 +432,7 @@ mod tests {
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
 
-    use coloc_model::profile::procedure::{run_figure, PinnedApp, BASELINE};
+    use coloc_model::profile::procedure::{run_figure, PinnedApp, PlannedRun, BASELINE};
     use coloc_model::testutils::app_spec;
     use coloc_model::{CpuSet, Placement, TraceEvent};
 

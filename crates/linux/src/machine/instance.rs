@@ -354,6 +354,7 @@ fn try_reap(pid: u32) -> std::io::Result<Option<(std::process::ExitStatus, Insta
         InstanceUsage {
             cpu_ns: ns(usage.ru_utime) + ns(usage.ru_stime),
             cycles: None,
+            llc: None,
         },
     )))
 }

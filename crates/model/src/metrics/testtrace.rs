@@ -104,6 +104,7 @@ pub(crate) fn trace(policy: &str, apps: &[&str], events: &[(f64, Ev)]) -> Trace 
                 usage: Some(crate::InstanceUsage {
                     cpu_ns: cpu_ms * 1_000_000,
                     cycles,
+                    llc: None,
                 }),
             },
             Ev::NoStart(a, r) => exit(

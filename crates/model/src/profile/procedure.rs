@@ -10,6 +10,8 @@
 //! the platform, each app's identity and its planned runs) and one
 //! sub-directory per run with its `trace.jsonl`.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -82,6 +84,12 @@ pub struct ManifestLevel {
     pub runs: Vec<PlannedRun>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_characterizable: Option<NotCharacterizable>,
+    /// Each run's cycles by its `dir`, where they were counted around the run
+    /// because the backend's traces do not hold them (this machine with
+    /// hardware counters: `coloc_linux::usage`); they stand in for the
+    /// trace's `exit` `usage.cycles` of that run.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metered_cycles: BTreeMap<String, f64>,
 }
 
 /// Role of a ReSense run with the app's threads over two instances of the level.
@@ -133,17 +141,30 @@ pub fn run_figure(trace: &Trace, app: &str, signal: Signal) -> Result<f64, Strin
 }
 
 /// A level's score from its runs and their traces (in the order of `runs`):
-/// Equation 1 over the baseline and contention figures, each given by
-/// `figure` (normally [`run_figure`] of the trace).
+/// Equation 1 over the baseline and contention figures of `app`, each its
+/// [`run_figure`], or for cycles the level's `metered_cycles` of that run
+/// where it has them (the run must still have succeeded).
 pub fn level_from_traces(
     level: &ManifestLevel,
+    app: &str,
     signal: Signal,
     traces: &[Trace],
-    figure: impl Fn(&PlannedRun, &Trace) -> Result<f64, String>,
 ) -> Result<Sensitivity, String> {
     let (mut baseline, mut contention) = (Vec::new(), Vec::new());
     for (run, trace) in level.runs.iter().zip(traces) {
-        let figure = figure(run, trace).map_err(|e| format!("run {}: {e}", run.dir))?;
+        let figure = if signal == Signal::Cycles && !level.metered_cycles.is_empty() {
+            // Counted around the run: its trace says only whether it succeeded.
+            run_figure(trace, app, Signal::Wall).and_then(|_| {
+                level
+                    .metered_cycles
+                    .get(&run.dir)
+                    .copied()
+                    .ok_or_else(|| "its cycles were not counted".to_string())
+            })
+        } else {
+            run_figure(trace, app, signal)
+        }
+        .map_err(|e| format!("run {}: {e}", run.dir))?;
         match run.role.as_str() {
             BASELINE => baseline.push(figure),
             CONTENTION => contention.push(figure),
@@ -238,7 +259,8 @@ mod tests {
     }
 
     /// Equation 1 over the figures of the level's runs, by role; a run that
-    /// gives no figure names its directory.
+    /// gives no figure names its directory; cycles counted around the runs
+    /// stand in for the traces' (which lack them), one missing is an error.
     #[test]
     fn level_from_traces_scores_by_role() {
         let c = Configurations {
@@ -247,11 +269,12 @@ mod tests {
             contention: vec![0, 1],
             caveats: Vec::new(),
         };
-        let level = ManifestLevel {
+        let mut level = ManifestLevel {
             level: ResourceKind::Cache { level: 2 },
             threads: 2,
             runs: level_runs("a", "L2", &c, 1),
             not_characterizable: None,
+            metered_cycles: BTreeMap::new(),
         };
         let run = |cpu_ms| {
             trace(
@@ -264,17 +287,26 @@ mod tests {
             )
         };
         let traces = [run(1000), run(1250)];
-        let figure = |_: &PlannedRun, t: &Trace| run_figure(t, "a", Signal::TaskClock);
-        let s = level_from_traces(&level, Signal::TaskClock, &traces, figure).unwrap();
-        let want = Sensitivity::from_runs(Signal::TaskClock, 2, vec![1e9], vec![1.25e9]).unwrap();
-        assert_eq!(s, want);
-        let e = level_from_traces(&level, Signal::Cycles, &traces, |_, t| {
-            run_figure(t, "a", Signal::Cycles)
-        })
-        .unwrap_err();
+        let score = |level: &ManifestLevel, signal| level_from_traces(level, "a", signal, &traces);
+        let want = |signal, b, c| Sensitivity::from_runs(signal, 2, vec![b], vec![c]);
+        assert_eq!(
+            score(&level, Signal::TaskClock),
+            Ok(want(Signal::TaskClock, 1e9, 1.25e9).unwrap())
+        );
+        let e = score(&level, Signal::Cycles).unwrap_err();
         assert!(
             e.starts_with("run L2-baseline-0: its exit holds no cycles"),
             "{e}"
+        );
+        level.metered_cycles.insert("L2-baseline-0".into(), 4e9);
+        assert_eq!(
+            score(&level, Signal::Cycles),
+            Err("run L2-contention-0: its cycles were not counted".into())
+        );
+        level.metered_cycles.insert("L2-contention-0".into(), 3e9);
+        assert_eq!(
+            score(&level, Signal::Cycles),
+            Ok(want(Signal::Cycles, 4e9, 3e9).unwrap())
         );
     }
 }

@@ -24,6 +24,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::procedure::{run_figure, PinnedApp, PlannedRun};
+use super::Signal;
+use crate::cpuset::Cpu;
+use crate::topology::symmetry::SymTree;
+use crate::topology::Topology;
+use crate::trace::{Trace, TraceEvent};
+
 /// What the characteristics were measured with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -151,6 +158,88 @@ impl SharingCharacteristics {
         })
     }
 }
+
+/// Role of the solo run whose counters give the characteristics.
+pub const COUNTERS: &str = "counters";
+
+/// The CPUs of the solo run that measures the characteristics from counters:
+/// as many threads as the outermost shared level has cores per instance,
+/// pinned in scatter order (one per LLC before any two share one), so the
+/// figures are the app's own demand (docs/policies/tang-atom.md).
+pub fn counter_run_cpus(t: &Topology) -> Vec<Cpu> {
+    let all = t.cpus().len().max(1);
+    let n = t
+        .shared_resources()
+        .last()
+        .map(|r| r.cores_per_instance)
+        .unwrap_or(all)
+        .clamp(1, all);
+    let tree = SymTree::new(t);
+    tree.scatter_order()
+        .into_iter()
+        .map(|leaf| tree.leaves[leaf])
+        .take(n)
+        .collect()
+}
+
+/// The one planned run of `app` whose counters give its characteristics.
+pub fn counter_run(app: &str, t: &Topology) -> PlannedRun {
+    PlannedRun {
+        dir: format!("sharing-{COUNTERS}"),
+        role: COUNTERS.into(),
+        apps: vec![PinnedApp {
+            name: app.into(),
+            cpus: counter_run_cpus(t),
+        }],
+    }
+}
+
+/// The characteristics from the LLC counts of `app`'s `exit` in a counter
+/// run's trace, over its time from `start` to `exit`; the signal is the
+/// simulator's counters in a simulated trace, hardware counters otherwise.
+pub fn from_counter_trace(
+    trace: &Trace,
+    app: &str,
+    threads: u32,
+) -> Result<SharingCharacteristics, String> {
+    let elapsed_ns = run_figure(trace, app, Signal::Wall)?;
+    let index = trace
+        .header
+        .workload
+        .apps
+        .iter()
+        .position(|a| a.name == app);
+    let llc = trace
+        .events
+        .iter()
+        .find_map(|e| match e {
+            TraceEvent::Exit { app, usage, .. } if Some(app.app as usize) == index => {
+                usage.and_then(|u| u.llc)
+            }
+            _ => None,
+        })
+        .ok_or("its exit holds no LLC counts (this backend does not count them)")?;
+    let signal = if trace.header.machine.starts_with("sim:") {
+        SharingSignal::SimCounters
+    } else {
+        SharingSignal::HwCounters
+    };
+    SharingCharacteristics::from_counters(
+        signal,
+        CounterTotals {
+            threads,
+            elapsed_ms: elapsed_ns * 1e-6,
+            llc_requests: llc.references as f64,
+            llc_misses: llc.misses as f64,
+            shared_requests: llc.shared_references as f64,
+            line_bytes: LINE_BYTES,
+        },
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// Bytes a miss moves between memory and the LLC: one cache line.
+pub const LINE_BYTES: f64 = 64.0;
 
 #[cfg(test)]
 mod tests {

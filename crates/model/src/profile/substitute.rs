@@ -26,14 +26,12 @@ use crate::topology::Topology;
 use crate::trace::{Trace, TraceEvent};
 
 use super::procedure::{PinnedApp, PlannedRun};
+use super::sharing::{from_counter_trace, COUNTERS, LINE_BYTES};
 use super::{SharingCharacteristics, SharingSignal};
 
 /// The probe's app name in the co-run workloads (never an app's own name:
 /// [`sharing_runs`] refuses an app of that name).
 pub const PROBE: &str = "stream-probe";
-
-/// Bytes a miss moves: one cache line.
-const LINE_BYTES: f64 = 64.0;
 
 /// Role of a run with the probe alone.
 pub const PROBE_ALONE: &str = "probe-alone";
@@ -213,13 +211,21 @@ pub fn from_probe_runs(alone: &[f64], corun: &[f64]) -> Result<SharingCharacteri
     })
 }
 
-/// The characteristics from a procedure's runs and their traces (in the order
-/// of `runs`): the pure function `coloc profile` and `coloc profile --from`
-/// both apply.
+/// The characteristics from a procedure's sharing runs and their traces (in
+/// the order of `runs`): one counter run ([`COUNTERS`]), or the stream-probe
+/// runs. The pure function `coloc profile` and `coloc profile --from` both
+/// apply.
 pub fn sharing_from_traces(
     runs: &[PlannedRun],
     traces: &[Trace],
 ) -> Result<SharingCharacteristics, String> {
+    if let ([run], [trace]) = (runs, traces) {
+        if run.role == COUNTERS {
+            let app = run.apps.first().ok_or("the counter run has no app")?;
+            return from_counter_trace(trace, &app.name, app.cpus.len() as u32)
+                .map_err(|e| format!("run {}: {e}", run.dir));
+        }
+    }
     let (mut alone, mut corun) = (Vec::new(), Vec::new());
     for (run, trace) in runs.iter().zip(traces) {
         let gbs = probe_bandwidth(trace).map_err(|e| format!("run {}: {e}", run.dir))?;
@@ -243,7 +249,8 @@ mod tests {
         let two = Topology::synthetic("t", "core:2").unwrap();
         let smt = Topology::synthetic("t", "core:2 pu:2").unwrap();
         let one = Topology::synthetic("t", "core:1 pu:2").unwrap();
-        let cases: [(&Topology, Result<(Cpu, Cpu), &str>); 3] = [
+        type Case<'a> = (&'a Topology, Result<(Cpu, Cpu), &'a str>);
+        let cases: [Case; 3] = [
             (&two, Ok((0, 1))),
             (&smt, Ok((0, 2))),
             (
@@ -255,7 +262,9 @@ mod tests {
             assert_eq!(corun_cpus(t), want.map_err(str::to_string));
         }
         let runs = sharing_runs("a", (0, 1), 2).unwrap();
-        let got: Vec<(&str, &str, Vec<(&str, &[Cpu])>)> = runs
+        /// Directory, role, each app's name and CPUs.
+        type Outline<'a> = (&'a str, &'a str, Vec<(&'a str, &'a [Cpu])>);
+        let got: Vec<Outline> = runs
             .iter()
             .map(|r| {
                 (

@@ -17,7 +17,7 @@ mod tests;
 
 use std::sync::Arc;
 
-use coloc_model::{AppId, InstanceUsage, MemPolicy, Placement, SchedSettings, Tid};
+use coloc_model::{AppId, InstanceUsage, LlcTotals, MemPolicy, Placement, SchedSettings, Tid};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::SeedableRng;
 
@@ -409,6 +409,11 @@ impl Engine {
                 usage: InstanceUsage {
                     cpu_ns: (total(|s| s.run_s) * 1e9).round() as u64,
                     cycles: Some(total(|s| s.cycles).round() as u64),
+                    llc: Some(LlcTotals {
+                        references: total(|s| s.llc_refs).round() as u64,
+                        misses: total(|s| s.llc_misses).round() as u64,
+                        shared_references: total(|s| s.llc_shared_refs).round() as u64,
+                    }),
                 },
             }];
         }
