@@ -11,6 +11,7 @@ pub mod metrics;
 pub(crate) mod nanos;
 pub mod observation;
 pub mod plan;
+pub mod procedure;
 pub mod profile;
 pub mod queueing;
 pub mod settings;

@@ -115,7 +115,11 @@ fn bad_arguments_exit_2_and_name_the_flag() {
 /// kernel with the node named.
 #[test]
 fn stream_binds_its_memory_to_a_node() {
-    let out = run("stream", &["--mb", "1", "--iters", "2", "--mem-node", "0"], 1);
+    let out = run(
+        "stream",
+        &["--mb", "1", "--iters", "2", "--mem-node", "0"],
+        1,
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(parse_report(&text(&out.stdout)).unwrap().metric > 0.0);
     let out = run("stream", &["--mem-node", "1024"], 1);

@@ -155,8 +155,9 @@ fn read_traces(app_dir: &Path, runs: &[PlannedRun]) -> Result<Vec<Trace>> {
 
 /// The workload of one planned run: each app it names, taken from `specs`,
 /// started at once, once, with thread i pinned to `cpus[i]` by the `static`
-/// policy and its DoP fixed (not malleable), everything else of the app
-/// (environment, memory and scheduling settings, metric) as it is.
+/// policy and its DoP fixed (not malleable), the run's `args` appended to its
+/// command, everything else of the app (environment, memory and scheduling
+/// settings, metric) as it is.
 pub fn pinned_workload(
     workload: &Workload,
     run: &PlannedRun,
@@ -178,6 +179,17 @@ pub fn pinned_workload(
             app.cpus = Some(StaticMapping::PerThread(
                 p.cpus.iter().map(|&c| CpuSet::single(c)).collect(),
             ));
+            if !p.args.is_empty() {
+                app.command
+                    .as_mut()
+                    .with_context(|| {
+                        format!(
+                            "run {}: app \"{}\" has no command for the arguments {:?}",
+                            run.dir, p.name, p.args
+                        )
+                    })?
+                    .extend(p.args.iter().cloned());
+            }
             Ok(app)
         })
         .collect::<Result<Vec<_>>>()?;
@@ -239,9 +251,10 @@ mod tests {
     use super::*;
 
     /// A planned run's workload pins thread i of each app it names on its
-    /// CPU i, starts it at once, once, and keeps everything else of the app
-    /// (environment, command, memory and scheduling settings) as it is; an app
-    /// the run names and nobody gave is an error naming it.
+    /// CPU i, starts it at once, once, appends the run's arguments to its
+    /// command, and keeps everything else of the app (environment, memory and
+    /// scheduling settings) as it is; an app the run names and nobody gave,
+    /// or arguments for an app without a command, are errors naming it.
     #[test]
     fn pinned_workload_keeps_the_apps_but_their_threads_and_cpus() {
         let mut app = app_spec("a", 8);
@@ -262,10 +275,12 @@ mod tests {
                 PinnedApp {
                     name: "a".into(),
                     cpus: vec![2, 0],
+                    args: Vec::new(),
                 },
                 PinnedApp {
                     name: PROBE.into(),
                     cpus: vec![1],
+                    args: vec!["--mem-node".into(), "0".into()],
                 },
             ],
         };
@@ -302,6 +317,21 @@ mod tests {
         assert_eq!(
             (&pinned.apps[0].env, &pinned.apps[0].command),
             (&app.env, &app.command)
+        );
+        assert_eq!(
+            pinned.apps[1].command,
+            Some(["true", "--mem-node", "0"].map(String::from).to_vec())
+        );
+        let mut model = app_spec(PROBE, 1);
+        model.command = None;
+        let e = pinned_workload(&w, &run, &[app.clone(), model])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            format!(
+                "run r: app \"{PROBE}\" has no command for the arguments [\"--mem-node\", \"0\"]"
+            )
         );
         let e = pinned_workload(&w, &run, &[app]).unwrap_err().to_string();
         assert_eq!(e, format!("run r: no app \"{PROBE}\""));

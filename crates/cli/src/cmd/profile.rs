@@ -509,6 +509,7 @@ mod tests {
             apps: vec![PinnedApp {
                 name: app.name.clone(),
                 cpus: cpus[..n].to_vec(),
+                args: Vec::new(),
             }],
         };
         let made = |app: &AppSpec, run: &PlannedRun| {

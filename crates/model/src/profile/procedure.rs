@@ -1,10 +1,6 @@
-//! The one shape of a measurement procedure (docs/trace-format.md,
-//! Measurement procedures): a list of planned runs, each an ordinary run of
-//! the Manager under the `static` policy with every app's thread i pinned to
-//! its `cpus[i]`, writing an ordinary trace. What the procedure yields (a
-//! profile's figures) is a pure function of those traces, so it can be
-//! recomputed from a stored directory without running anything again, as
-//! `coloc report` recomputes a report.
+//! The profile's measurement procedure (docs/trace-format.md, Measurement
+//! procedures; [`crate::procedure`]): ReSense's level runs and Tang et al.'s
+//! sharing runs, and the profile's figures as pure functions of their traces.
 //!
 //! The directory of a procedure holds `procedure.json` ([`ProcedureManifest`]:
 //! the platform, each app's identity and its planned runs) and one
@@ -17,31 +13,11 @@ use serde::{Deserialize, Serialize};
 use super::{
     AppIdentity, Configurations, NotCharacterizable, PlatformFingerprint, Sensitivity, Signal,
 };
-use crate::cpuset::Cpu;
+use crate::procedure::finished;
 use crate::topology::ResourceKind;
-use crate::trace::{Trace, TraceEvent};
+use crate::trace::Trace;
 
-/// One app of a planned run: thread i pinned to `cpus[i]`, its DoP fixed at
-/// `cpus.len()`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PinnedApp {
-    /// The app's name: the characterized app's, or a probe's
-    /// ([`PROBE`](super::substitute::PROBE)).
-    pub name: String,
-    pub cpus: Vec<Cpu>,
-}
-
-/// One run of a procedure, in the order it is made (the order alternates the
-/// configurations compared, so a slow drift of the machine hits them alike).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlannedRun {
-    /// Its directory, relative to the app's directory of the procedure.
-    pub dir: String,
-    /// What the run is to the procedure (`probe-alone`, `co-run`).
-    pub role: String,
-    /// Every app of the run, started together at time 0, once.
-    pub apps: Vec<PinnedApp>,
-}
+pub use crate::procedure::{PinnedApp, PlannedRun};
 
 /// The file name of a procedure's manifest in its directory.
 pub const MANIFEST: &str = "procedure.json";
@@ -102,39 +78,13 @@ pub const CONTENTION: &str = "contention";
 /// time from its `start` to its `exit`; or why the run gives none (it
 /// failed, or the trace does not hold that figure).
 pub fn run_figure(trace: &Trace, app: &str, signal: Signal) -> Result<f64, String> {
-    let index = trace
-        .header
-        .workload
-        .apps
-        .iter()
-        .position(|a| a.name == app)
-        .ok_or_else(|| format!("no app \"{app}\" in the trace"))? as u32;
-    let start = trace.events.iter().find_map(|e| match e {
-        TraceEvent::Start { t, app, .. } if app.app == index => Some(*t),
-        _ => None,
-    });
-    let exit = trace.events.iter().find_map(|e| match e {
-        TraceEvent::Exit {
-            t,
-            app,
-            status,
-            usage,
-            ..
-        } if app.app == index => Some((*t, status, usage)),
-        _ => None,
-    });
-    let (start, (end, status, usage)) = match (start, exit) {
-        (Some(s), Some(e)) => (s, e),
-        _ => return Err("no start and exit in the trace".into()),
-    };
-    if !status.success() {
-        return Err(status.to_string());
-    }
+    let run = finished(trace, app)?;
     let missing = |what: &str| format!("its exit holds no {what} (this backend does not count it)");
     Ok(match signal {
-        Signal::Wall => end.saturating_sub(start).as_nanos() as f64,
-        Signal::TaskClock => usage.ok_or_else(|| missing("usage"))?.cpu_ns as f64,
-        Signal::Cycles => usage
+        Signal::Wall => run.elapsed.as_nanos() as f64,
+        Signal::TaskClock => run.usage.ok_or_else(|| missing("usage"))?.cpu_ns as f64,
+        Signal::Cycles => run
+            .usage
             .and_then(|u| u.cycles)
             .ok_or_else(|| missing("cycles"))? as f64,
     })
@@ -185,6 +135,7 @@ pub fn level_runs(app: &str, label: &str, c: &Configurations, repeat: u32) -> Ve
                 apps: vec![PinnedApp {
                     name: app.into(),
                     cpus: cpus.clone(),
+                    args: Vec::new(),
                 }],
             })
         })
@@ -194,6 +145,7 @@ pub fn level_runs(app: &str, label: &str, c: &Configurations, repeat: u32) -> Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpuset::Cpu;
     use crate::metrics::testtrace::{trace, Ev};
 
     /// The plan of a level: `repeat` pairs, baseline then contention, one

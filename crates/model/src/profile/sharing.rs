@@ -24,12 +24,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::procedure::{run_figure, PinnedApp, PlannedRun};
-use super::Signal;
 use crate::cpuset::Cpu;
+use crate::procedure::{finished, PinnedApp, PlannedRun};
 use crate::topology::symmetry::SymTree;
 use crate::topology::Topology;
-use crate::trace::{Trace, TraceEvent};
+use crate::trace::Trace;
 
 /// What the characteristics were measured with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -190,6 +189,7 @@ pub fn counter_run(app: &str, t: &Topology) -> PlannedRun {
         apps: vec![PinnedApp {
             name: app.into(),
             cpus: counter_run_cpus(t),
+            args: Vec::new(),
         }],
     }
 }
@@ -202,22 +202,10 @@ pub fn from_counter_trace(
     app: &str,
     threads: u32,
 ) -> Result<SharingCharacteristics, String> {
-    let elapsed_ns = run_figure(trace, app, Signal::Wall)?;
-    let index = trace
-        .header
-        .workload
-        .apps
-        .iter()
-        .position(|a| a.name == app);
-    let llc = trace
-        .events
-        .iter()
-        .find_map(|e| match e {
-            TraceEvent::Exit { app, usage, .. } if Some(app.app as usize) == index => {
-                usage.and_then(|u| u.llc)
-            }
-            _ => None,
-        })
+    let run = finished(trace, app)?;
+    let llc = run
+        .usage
+        .and_then(|u| u.llc)
         .ok_or("its exit holds no LLC counts (this backend does not count them)")?;
     let signal = if trace.header.machine.starts_with("sim:") {
         SharingSignal::SimCounters
@@ -228,7 +216,7 @@ pub fn from_counter_trace(
         signal,
         CounterTotals {
             threads,
-            elapsed_ms: elapsed_ns * 1e-6,
+            elapsed_ms: run.elapsed.as_nanos() as f64 * 1e-6,
             llc_requests: llc.references as f64,
             llc_misses: llc.misses as f64,
             shared_requests: llc.shared_references as f64,

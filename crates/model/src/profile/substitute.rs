@@ -75,6 +75,7 @@ pub fn sharing_runs(
     let probe = PinnedApp {
         name: PROBE.into(),
         cpus: vec![probe_cpu],
+        args: Vec::new(),
     };
     Ok((0..repeat)
         .flat_map(|rep| {
@@ -91,6 +92,7 @@ pub fn sharing_runs(
                         PinnedApp {
                             name: app.into(),
                             cpus: vec![app_cpu],
+                            args: Vec::new(),
                         },
                         probe.clone(),
                     ],
