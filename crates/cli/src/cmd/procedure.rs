@@ -12,9 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use coloc_model::profile::procedure::{
-    level_from_traces, ManifestApp, PlannedRun, ProcedureManifest, MANIFEST,
-};
+use coloc_model::profile::procedure::{level_from_traces, ManifestApp, PlannedRun};
 use coloc_model::profile::substitute::{sharing_from_traces, PROBE};
 use coloc_model::profile::{
     AppProfile, LevelProfile, LevelResult, NotCharacterizable, PlatformFingerprint,
@@ -23,6 +21,8 @@ use coloc_model::profile::{
 use coloc_model::workload::MetricSpec;
 use coloc_model::{AppSpec, CpuSet, StaticMapping, Trace, Workload};
 use coloc_policy::PolicyContext;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use crate::progress::Progress;
 use crate::runs::read_trace;
@@ -147,7 +147,7 @@ pub fn profile_from_dir(
 }
 
 /// The traces of `runs` under `app_dir`, in their order.
-fn read_traces(app_dir: &Path, runs: &[PlannedRun]) -> Result<Vec<Trace>> {
+pub fn read_traces(app_dir: &Path, runs: &[PlannedRun]) -> Result<Vec<Trace>> {
     runs.iter()
         .map(|r| read_trace(&app_dir.join(&r.dir).join("trace.jsonl")))
         .collect()
@@ -201,20 +201,26 @@ pub fn pinned_workload(
     })
 }
 
-/// The stream probe as an app of this machine, its bandwidth read from its
-/// `coloc-metric` line.
+/// The stream probe as an app of this machine.
 fn stream_probe(target: &Target) -> Result<AppSpec> {
-    let mut probe = AppSpec::program(PROBE, PROBE_ARGV.map(String::from).to_vec(), 1);
-    probe.metric = Some(MetricSpec {
+    stream_kernel(target, PROBE, PROBE_ARGV.map(String::from).to_vec())
+}
+
+/// The `stream` kernel run as `argv` (`kernel:stream …`), one thread, as the
+/// app called `name` of this machine, its bandwidth read from its
+/// `coloc-metric` line.
+pub fn stream_kernel(target: &Target, name: &str, argv: Vec<String>) -> Result<AppSpec> {
+    let mut app = AppSpec::program(name, argv, 1);
+    app.metric = Some(MetricSpec {
         regex: r"coloc-metric: ([0-9.eE+-]+)".into(),
         file: None,
         higher_is_better: true,
         unit: Some("GB/s".into()),
     });
     let resolved = target.resolve(Workload {
-        name: PROBE.into(),
+        name: name.into(),
         epoch: None,
-        apps: vec![probe],
+        apps: vec![app],
     })?;
     Ok(resolved
         .apps
@@ -223,20 +229,20 @@ fn stream_probe(target: &Target) -> Result<AppSpec> {
         .expect("one app in, one out"))
 }
 
-/// Writes `dir/procedure.json`.
-pub fn write_manifest(dir: &Path, manifest: &ProcedureManifest) -> Result<()> {
+/// Writes `value` as `dir/name` (a procedure's manifest).
+pub fn write_json<T: Serialize>(dir: &Path, name: &str, value: &T) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let path = dir.join(MANIFEST);
-    std::fs::write(&path, serde_json::to_string_pretty(manifest)?)
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_string_pretty(value)?)
         .with_context(|| format!("writing {}", path.display()))
 }
 
-/// Reads `dir/procedure.json`.
-pub fn read_manifest(dir: &Path) -> Result<ProcedureManifest> {
-    let path = dir.join(MANIFEST);
+/// Reads `dir/name` (a procedure's manifest).
+pub fn read_json<T: DeserializeOwned>(dir: &Path, name: &str) -> Result<T> {
+    let path = dir.join(name);
     let text = std::fs::read_to_string(&path).with_context(|| {
         format!(
-            "reading {} (a directory `coloc profile` wrote holds it)",
+            "reading {} (the directory of a run of the command holds it)",
             path.display()
         )
     })?;

@@ -47,14 +47,16 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use coloc_linux::usage::{cycles_available, CycleMeter};
 use coloc_manager::DEFAULT_EPOCH;
-use coloc_model::profile::procedure::{level_runs, ManifestApp, ManifestLevel, ProcedureManifest};
+use coloc_model::profile::procedure::{
+    level_runs, ManifestApp, ManifestLevel, ProcedureManifest, MANIFEST,
+};
 use coloc_model::profile::substitute::{corun_cpus, sharing_runs};
 use coloc_model::profile::{
     characterization_plan, counter_run, AppIdentity, LevelPlan, PlatformFingerprint, Signal,
 };
 use coloc_model::{AppSpec, Cpu, Workload};
 
-use crate::cmd::procedure::{profile_from_dir, read_manifest, write_manifest, Runner};
+use crate::cmd::procedure::{profile_from_dir, read_json, write_json, Runner};
 use crate::db::DbArgs;
 use crate::host::stop_flag;
 use crate::output::default_out_dir;
@@ -226,7 +228,7 @@ pub fn main(args: ProfileArgs) -> Result<()> {
         )?);
         manifest.apps.push(entry);
     }
-    write_manifest(&runs.runner.out, &manifest)?;
+    write_json(&runs.runner.out, MANIFEST, &manifest)?;
     println!(
         "traces in {}; `coloc profile --from {}` recomputes the profiles from them",
         runs.runner.out.display(),
@@ -251,7 +253,7 @@ pub fn main(args: ProfileArgs) -> Result<()> {
 /// `coloc profile --from DIR`: the profiles again, from the traces of the runs the manifest in DIR lists, by the same function that
 /// computed them when they ran.
 fn recompute(dir: &Path, json: bool) -> Result<()> {
-    let manifest = read_manifest(dir)?;
+    let manifest: ProcedureManifest = read_json(dir, MANIFEST)?;
     let profiles = manifest
         .apps
         .iter()
