@@ -37,7 +37,6 @@ use coloc_model::calibration::procedure::{
 };
 use coloc_model::calibration::{MemoryCalibration, StreamRate, StreamSample, DEFAULT_LINE_BYTES};
 use coloc_model::metrics::table::{finish, fixed, new_table, NONE};
-use coloc_model::procedure::PlannedRun;
 use coloc_model::profile::PlatformFingerprint;
 use coloc_model::Workload;
 
@@ -195,8 +194,10 @@ fn from_dir(
     dir: &Path,
     manifest: &CalibrationManifest,
 ) -> Result<(Vec<StreamSample>, MemoryCalibration)> {
-    let planned: Vec<PlannedRun> = manifest.runs.iter().map(|r| r.run.clone()).collect();
-    let traces = read_traces(&dir.join(STREAM), &planned)?;
+    let traces = read_traces(
+        &dir.join(STREAM),
+        manifest.runs.iter().map(|r| r.run.dir.as_str()),
+    )?;
     calibration_from_traces(&manifest.runs, manifest.line_bytes, &traces)
         .map_err(anyhow::Error::msg)
 }

@@ -114,7 +114,7 @@ pub fn profile_from_dir(
                     reason: reason.clone(),
                 },
                 None => {
-                    let traces = read_traces(&app_dir, &l.runs)?;
+                    let traces = read_traces(&app_dir, dirs(&l.runs))?;
                     let scored = level_from_traces(l, &app.name, signal, &traces);
                     match scored {
                         Ok(s) => LevelResult::Scored(s),
@@ -134,7 +134,7 @@ pub fn profile_from_dir(
         Some(why) => SharingCharacteristics::not_measured(why.clone()),
         None => sharing_from_traces(
             &app.sharing_runs,
-            &read_traces(&app_dir, &app.sharing_runs)?,
+            &read_traces(&app_dir, dirs(&app.sharing_runs))?,
         )
         .unwrap_or_else(SharingCharacteristics::not_measured),
     };
@@ -146,11 +146,16 @@ pub fn profile_from_dir(
     })
 }
 
-/// The traces of `runs` under `app_dir`, in their order.
-pub fn read_traces(app_dir: &Path, runs: &[PlannedRun]) -> Result<Vec<Trace>> {
-    runs.iter()
-        .map(|r| read_trace(&app_dir.join(&r.dir).join("trace.jsonl")))
+/// The traces of the runs in `dirs` under `dir`, in their order.
+pub fn read_traces<'a>(dir: &Path, dirs: impl IntoIterator<Item = &'a str>) -> Result<Vec<Trace>> {
+    dirs.into_iter()
+        .map(|d| read_trace(&dir.join(d).join("trace.jsonl")))
         .collect()
+}
+
+/// The directories of `runs`.
+pub fn dirs(runs: &[PlannedRun]) -> impl Iterator<Item = &str> {
+    runs.iter().map(|r| r.dir.as_str())
 }
 
 /// The workload of one planned run: each app it names, taken from `specs`,

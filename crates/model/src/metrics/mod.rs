@@ -34,4 +34,6 @@ pub use app::{AppMetrics, Repetition};
 pub use compare::{Comparison, PolicyStats, Samples};
 pub use reference::SoloCurves;
 pub use run::{RunFigures, RunMetrics};
-pub use solo::SoloTimes;
+pub use solo::{
+    solo_curves, solo_runs, solo_times, SoloManifest, SoloRun, SoloTimes, SOLO_MANIFEST,
+};
