@@ -19,6 +19,15 @@ fn result<'a>(p: &'a AppProfile, level: &ResourceKind) -> &'a LevelResult {
         .result
 }
 
+/// The profiles `coloc profile --from DIR --json` recomputes from the traces
+/// in DIR.
+fn recomputed(dir: &str) -> Vec<AppProfile> {
+    let o = coloc_output(&["profile", "--from", dir, "--json"]);
+    let (json, err) = text(&o);
+    assert!(o.status.success(), "{json}\n{err}");
+    serde_json::from_str(&json).unwrap()
+}
+
 /// On simulated Yorkfield (two L2s of two cores under one FSB), the signs of
 /// ReSense's Table IV at L2: streamcluster, which shares data, gains when its
 /// two threads share an L2; MG, which streams, loses. The FSB has one
@@ -121,11 +130,11 @@ fn sim_profile_is_recomputed_exactly_from_its_traces() {
         .unwrap();
     assert_eq!(stored.len(), 1, "{stored:?}");
 
-    let o = coloc_output(&["profile", "--from", runs, "--json"]);
-    let (json, err) = text(&o);
-    assert!(o.status.success(), "{json}\n{err}");
-    let again: Vec<AppProfile> = serde_json::from_str(&json).unwrap();
-    assert_eq!(again, stored, "recomputed from the traces vs stored");
+    assert_eq!(
+        recomputed(runs),
+        stored,
+        "recomputed from the traces vs stored"
+    );
 
     let model = coloc_sim::model::model("streamcluster").unwrap();
     let direct = coloc_sim::characterize::characterize(
@@ -299,11 +308,11 @@ fn host_profile_stores_sharing_substitutes() {
         again.contains(&rendered),
         "stored:\n{rendered}\nrecomputed:\n{again}"
     );
-    let o = coloc_output(&["profile", "--from", runs, "--json"]);
-    let (json, err) = text(&o);
-    assert!(o.status.success(), "{json}\n{err}");
-    let again: Vec<AppProfile> = serde_json::from_str(&json).unwrap();
-    assert_eq!(again, profiles, "recomputed from the traces vs stored");
+    assert_eq!(
+        recomputed(runs),
+        profiles,
+        "recomputed from the traces vs stored"
+    );
 }
 
 /// Bad arguments are refused with the argument named and what was expected.
