@@ -5,7 +5,7 @@ mod common;
 
 use coloc_model::profile::{
     characterization_plan, AppIdentity, AppProfile, AppSource, LevelResult, NotCharacterizable,
-    PlatformFingerprint, Signal,
+    PlatformFingerprint, SharingSignal, Signal,
 };
 use coloc_model::topology::ResourceKind;
 use coloc_store::Store;
@@ -17,6 +17,15 @@ fn result<'a>(p: &'a AppProfile, level: &ResourceKind) -> &'a LevelResult {
         .find(|l| &l.level == level)
         .unwrap_or_else(|| panic!("{}: no level {}", p.identity, level.label()))
         .result
+}
+
+/// The profiles `coloc profile --from DIR --json` recomputes from the traces
+/// in DIR.
+fn recomputed(dir: &str) -> Vec<AppProfile> {
+    let o = coloc_output(&["profile", "--from", dir, "--json"]);
+    let (json, err) = text(&o);
+    assert!(o.status.success(), "{json}\n{err}");
+    serde_json::from_str(&json).unwrap()
 }
 
 /// On simulated Yorkfield (two L2s of two cores under one FSB), the signs of
@@ -41,6 +50,8 @@ fn sim_profiles_have_the_signs_of_the_paper() {
         "2",
         "--db",
         db.to_str().unwrap(),
+        "--out",
+        dir.path().join("runs").to_str().unwrap(),
     ]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
@@ -82,6 +93,85 @@ fn sim_profiles_have_the_signs_of_the_paper() {
     }
 }
 
+/// In the simulator, `coloc profile` is the same procedure as on this
+/// machine (planned runs through the Manager, docs/trace-format.md,
+/// Measurement procedures): `coloc profile --from` recomputes exactly the
+/// profile it stored from the traces it wrote, and that profile agrees with
+/// the simulator's engine-level characterization of the model
+/// ([`coloc_sim::characterize`]: the same pinned runs without the Manager).
+#[test]
+fn sim_profile_is_recomputed_exactly_from_its_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("profiles.sqlite");
+    let db = db.to_str().unwrap();
+    let runs = dir.path().join("runs");
+    let runs = runs.to_str().unwrap();
+    let workload = repo("examples/sim/resense-dynamic.toml");
+    let o = coloc_output(&[
+        "profile",
+        "--sim",
+        "yorkfield",
+        workload.to_str().unwrap(),
+        "--app",
+        "streamcluster",
+        "--repeat",
+        "2",
+        "--db",
+        db,
+        "--out",
+        runs,
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let yorkfield = coloc_sim::platform("yorkfield").unwrap();
+    let stored = Store::open(std::path::Path::new(db))
+        .unwrap()
+        .for_platform(&PlatformFingerprint::of(&yorkfield.topology))
+        .unwrap();
+    assert_eq!(stored.len(), 1, "{stored:?}");
+
+    assert_eq!(
+        recomputed(runs),
+        stored,
+        "recomputed from the traces vs stored"
+    );
+
+    let model = coloc_sim::model::model("streamcluster").unwrap();
+    let direct = coloc_sim::characterize::characterize(
+        &yorkfield,
+        &model,
+        coloc_sim::characterize::CharacterizeOptions {
+            repetitions: 2,
+            seed: 0,
+        },
+    );
+    let l2 = ResourceKind::Cache { level: 2 };
+    let (LevelResult::Scored(got), LevelResult::Scored(want)) =
+        (result(&stored[0], &l2), result(&direct, &l2))
+    else {
+        panic!("L2 not scored: {stored:?} {direct:?}");
+    };
+    assert!(
+        (got.score - want.score).abs() < 0.05,
+        "through the Manager {} vs engine {}",
+        got.score,
+        want.score
+    );
+    let (got, want) = (stored[0].sharing.as_ref(), direct.sharing.as_ref());
+    let (got, want) = (got.unwrap(), want.unwrap());
+    assert_eq!(got.signal, SharingSignal::SimCounters);
+    let close = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() <= 1e-3 * b.abs().max(1e-9),
+        _ => false,
+    };
+    assert!(
+        close(got.data_sharing, want.data_sharing)
+            && close(got.bandwidth_gbs, want.bandwidth_gbs)
+            && close(got.llc_footprint, want.llc_footprint),
+        "through the Manager {got:?} vs engine {want:?}"
+    );
+}
+
 /// On this machine: every level the plan cannot characterize is named with
 /// its reason, and each app's profile is stored under its program identity
 /// (argv and the executable's SHA-256). Where no level can be characterized
@@ -112,7 +202,11 @@ fn host_profile_names_what_cannot_be_characterized() {
         }
     }
     let nothing_to_run = plan.iter().all(|l| l.setup.is_err());
-    assert_eq!(out.contains("so nothing is run"), nothing_to_run, "{out}");
+    assert_eq!(
+        out.contains("so no ReSense run is made"),
+        nothing_to_run,
+        "{out}"
+    );
 
     let store = Store::open(&db).unwrap();
     let profiles = store
@@ -140,6 +234,85 @@ fn host_profile_names_what_cannot_be_characterized() {
             }
         }
     }
+}
+
+/// On this machine, without LLC counters: `coloc profile` of a kernel stores
+/// Tang's sharing characteristics measured by the stream-probe substitute, the
+/// signal named in the record and by `coloc profiles show`; the bandwidth is a
+/// figure and what the substitute cannot give is absent with the reason; and
+/// `coloc profile --from` recomputes exactly the stored profile (levels and
+/// characteristics) from the traces the runs wrote (docs/policies/tang-atom.md, Characteristics).
+#[test]
+fn host_profile_stores_sharing_substitutes() {
+    let topology = coloc_linux::topology::host_topology().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("profiles.sqlite");
+    let db = db.to_str().unwrap();
+    let runs = dir.path().join("runs");
+    let runs = runs.to_str().unwrap();
+    let workload = repo("examples/memory-compute.toml");
+    let o = coloc_output(&[
+        "profile",
+        workload.to_str().unwrap(),
+        "--app",
+        "stream",
+        "--repeat",
+        "1",
+        "--db",
+        db,
+        "--out",
+        runs,
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+
+    let store = Store::open(std::path::Path::new(db)).unwrap();
+    let profiles = store
+        .for_platform(&PlatformFingerprint::of(&topology))
+        .unwrap();
+    assert_eq!(profiles.len(), 1, "{profiles:?}");
+    let sharing = profiles[0]
+        .sharing
+        .as_ref()
+        .unwrap_or_else(|| panic!("no sharing characteristics: {:?}", profiles[0]));
+    assert_eq!(sharing.signal, SharingSignal::StreamCoRuns, "{sharing:?}");
+    if topology.cores().len() >= 2 {
+        let bw = sharing
+            .bandwidth_gbs
+            .unwrap_or_else(|| panic!("{sharing:?}"));
+        assert!(bw >= 0.0 && bw.is_finite(), "{sharing:?}");
+        assert_eq!(sharing.llc_miss_rate, Some(bw * 1e6 / 64.0));
+        assert_eq!((sharing.data_sharing, sharing.llc_footprint), (None, None));
+        assert!(
+            sharing
+                .missing
+                .iter()
+                .any(|m| m.starts_with("data sharing:")),
+            "{sharing:?}"
+        );
+    }
+
+    let o = coloc_output(&["profiles", "show", "stream", "--db", db]);
+    let (shown, err) = text(&o);
+    assert!(o.status.success(), "{shown}\n{err}");
+    let rendered = coloc_model::profile::render_sharing(sharing);
+    assert!(
+        shown.contains("substitute: co-runs with the stream kernel") && shown.contains(&rendered),
+        "{shown}"
+    );
+
+    let o = coloc_output(&["profile", "--from", runs]);
+    let (again, err) = text(&o);
+    assert!(o.status.success(), "{again}\n{err}");
+    assert!(
+        again.contains(&rendered),
+        "stored:\n{rendered}\nrecomputed:\n{again}"
+    );
+    assert_eq!(
+        recomputed(runs),
+        profiles,
+        "recomputed from the traces vs stored"
+    );
 }
 
 /// Bad arguments are refused with the argument named and what was expected.

@@ -365,3 +365,49 @@ fn calibrate_sim_reads_a_measurements_file() {
     let err = fails(&["calibrate-sim", "--measured", s(&file)]);
     assert!(err.contains("line 2") && err.contains("fast"), "{err}");
 }
+
+/// `coloc solo` is a measurement procedure (docs/trace-format.md,
+/// Measurement procedures): `coloc solo --from DIR` recomputes exactly the
+/// times it printed (per app, and per app and thread count with
+/// `--threads`) from the traces it wrote, without running anything.
+#[test]
+fn solo_times_are_recomputed_from_their_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    let workload = dir.path().join("pair.toml");
+    std::fs::write(
+        &workload,
+        "name = \"pair\"\n\
+         [[app]]\nname = \"a\"\nmodel = \"kernel-compute\"\nthreads = 2\n\
+         [[app]]\nname = \"b\"\nmodel = \"kernel-stream\"\nthreads = 1\n",
+    )
+    .unwrap();
+    let solo = |extra: &[&str], out: &Path| {
+        let mut args = vec!["solo", "--sim", "kvm-2cpu", s(&workload), "--repeat", "2"];
+        args.extend_from_slice(extra);
+        args.extend(["--out", s(out)]);
+        let o = Command::new(env!("CARGO_BIN_EXE_coloc"))
+            .args(&args)
+            .env("XDG_DATA_HOME", dir.path())
+            .output()
+            .unwrap();
+        let (stdout, err) = text(&o);
+        assert!(o.status.success(), "{args:?}: {err}\n{stdout}");
+        stdout
+    };
+    for (extra, rows) in [
+        (&[][..], ["| a ", "| b "]),
+        (&["--threads", "1,2"][..], ["| a ", "| b "]),
+    ] {
+        let out = dir.path().join(format!("runs{}", extra.len()));
+        let measured = solo(extra, &out);
+        let table = &measured[..measured.find("saved: ").expect("a saved line")];
+        assert!(rows.iter().all(|r| table.contains(r)), "{table}");
+        let (again, _) = ok(&["solo", "--from", s(&out)]);
+        assert!(
+            again.ends_with(table),
+            "measured:\n{table}\nrecomputed:\n{again}"
+        );
+    }
+    let err = fails(&["solo", "--from", s(dir.path())]);
+    assert!(err.contains("solo.json"), "{err}");
+}

@@ -232,8 +232,10 @@ fn damaged_store_is_named_and_untouched() {
     }
 }
 
-/// A short calibration of this machine is stored and `--show` prints it; a
-/// missing store is not created by reading commands.
+/// A short calibration of this machine is stored and `--show` prints it;
+/// `--from` recomputes exactly it from the runs' traces (docs/trace-format.md,
+/// Measurement procedures); a missing store is not created by reading
+/// commands.
 #[test]
 fn calibrate_stores_what_show_prints() {
     let dir = tempfile::tempdir().unwrap();
@@ -256,8 +258,16 @@ fn calibrate_stores_what_show_prints() {
         "1",
         "--db",
         s(&db),
+        "--out",
+        s(&dir.path().join("runs")),
     ]);
     assert!(out.contains("| 0 -> 0 "), "{out}");
+    let (again, _) = ok(&["calibrate", "--from", s(&dir.path().join("runs"))]);
+    let measured = &out[..out.find("stored in").expect("a stored line")];
+    assert!(
+        again.ends_with(measured),
+        "measured:\n{measured}\nrecomputed:\n{again}"
+    );
     let stored = Store::open(&db)
         .unwrap()
         .calibration(&this_machine())

@@ -123,6 +123,7 @@ impl DaemonMachine {
                 at: now,
                 status: ExitStatus::FailedToStart(why),
                 output: None,
+                usage: None,
             });
         }
         for r in releases {
@@ -139,6 +140,7 @@ impl DaemonMachine {
                     at: now,
                     status: ExitStatus::Unknown,
                     output: None,
+                    usage: None,
                 });
             }
         }
@@ -180,6 +182,7 @@ impl DaemonMachine {
             at,
             status,
             output: None,
+            usage: None,
         }
     }
 }

@@ -2,7 +2,6 @@
 //! and thread tracking from /proc, actuators (affinity, scheduling, memory policy)
 //! with a journal so that nothing coloc changes outlives it unrecorded.
 
-pub mod bandwidth;
 pub mod machine;
 pub mod program;
 pub mod topology;

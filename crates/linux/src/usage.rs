@@ -1,85 +1,42 @@
-//! What the processes this one starts consume over their whole lives: the
-//! measurement behind ReSense's Equation 1 (§2.2) on a real machine, where a
-//! characterization run's figure is the total cycles (or, without counters, the
-//! total CPU time) of every thread of the app from its start to its exit.
+//! The cycles of the processes this one starts, over their whole lives: the
+//! figure of ReSense's Equation 1 (§2.2) on a real machine with hardware
+//! counters, where a characterization run's figure is the total cycles of
+//! every thread of the app from its start to its exit.
 //!
-//! Per-thread samples (`machine/sample.rs`) cannot give that: they are taken at
-//! epochs, so the last stretch before the exit is lost, as are threads that
-//! ended between two samples, and hardware counters there count from the
-//! moment coloc first saw a thread. Two whole-life measures have neither gap:
-//!
-//! - **task-clock**: the kernel adds the CPU time (user + system) of every
-//!   thread of a child, and of the children it reaped, to its parent's
-//!   `RUSAGE_CHILDREN` when the parent reaps it. The difference over a run is
-//!   the app's total CPU time, exactly, provided nothing else this process
-//!   started is reaped meanwhile: measure one run at a time.
-//! - **cycles**, where the machine has hardware counters: a counter opened on
-//!   the calling thread with `inherit` set is copied into every thread and
-//!   process created from then on, and their counts flow back into it when
-//!   they exit; a second counter without `inherit` counts the calling thread
-//!   alone, and the difference is the descendants'. Threads this process itself
-//!   starts meanwhile count as descendants too (the Linux backend's launch
-//!   helper, well under a millisecond per launch).
+//! The trace carries an instance's whole-life CPU time (its `exit` event's
+//! `usage`, from `wait4` when coloc reaps it), but not its cycles: per-thread
+//! samples (`machine/sample.rs`) are taken at epochs, so the last stretch
+//! before the exit is lost, as are threads that ended between two samples,
+//! and their counters count from the moment coloc first saw a thread. A
+//! counter opened on the calling thread with `inherit` set is copied into
+//! every thread and process created from then on, and their counts flow back
+//! into it when they exit; a second counter without `inherit` counts the
+//! calling thread alone, and the difference is the descendants'. Threads this
+//! process itself starts meanwhile count as descendants too (the Linux
+//! backend's launch helper, well under a millisecond per launch). Measure one
+//! run at a time.
 
 use std::io;
-use std::time::Duration;
 
-use nix::sys::resource::{getrusage, UsageWho};
 use perf_event::events::{Event, Hardware};
 use perf_event::{Builder, Counter};
 
-/// What the children reaped during a measurement consumed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ChildUsage {
-    /// CPU time of all their threads (task-clock).
-    pub cpu: Duration,
-    /// Their cycles, when they were counted.
-    pub cycles: Option<u64>,
-}
-
-/// Why a measurement failed.
-#[derive(Debug, thiserror::Error)]
-pub enum UsageError {
-    #[error("getrusage(RUSAGE_CHILDREN)")]
-    Rusage(#[source] nix::Error),
-    #[error("counting cycles: perf_event_open")]
-    Counter(#[source] io::Error),
-}
-
-/// A measurement of the children started and reaped between [`ChildMeter::start`]
-/// and [`ChildMeter::stop`].
+/// The cycles of the children started and reaped between
+/// [`CycleMeter::start`] and [`CycleMeter::stop`].
 #[derive(Debug)]
-pub struct ChildMeter {
-    cpu_at_start: Duration,
-    cycles: Option<Inherited>,
-}
+pub struct CycleMeter(Inherited);
 
-impl ChildMeter {
-    /// Starts a measurement, counting cycles too when `cycles` is set (an error
-    /// where the machine has no hardware counters: [`cycles_available`] says
-    /// beforehand). Call it on the thread that will start the children.
-    pub fn start(cycles: bool) -> Result<Self, UsageError> {
-        let cycles = if cycles {
-            Some(Inherited::open(Hardware::CPU_CYCLES).map_err(UsageError::Counter)?)
-        } else {
-            None
-        };
-        Ok(Self {
-            cpu_at_start: children_cpu()?,
-            cycles,
-        })
+impl CycleMeter {
+    /// Starts counting; an error where the machine has no hardware counters
+    /// ([`cycles_available`] says beforehand). Call it on the thread that will
+    /// start the children.
+    pub fn start() -> io::Result<Self> {
+        Inherited::open(Hardware::CPU_CYCLES).map(Self)
     }
 
-    /// Ends the measurement.
-    pub fn stop(mut self) -> Result<ChildUsage, UsageError> {
-        let cycles = match &mut self.cycles {
-            Some(c) => Some(c.descendants().map_err(UsageError::Counter)?),
-            None => None,
-        };
-        Ok(ChildUsage {
-            cpu: children_cpu()?.saturating_sub(self.cpu_at_start),
-            cycles,
-        })
+    /// The descendants' cycles so far.
+    pub fn stop(mut self) -> io::Result<u64> {
+        self.0.descendants()
     }
 }
 
@@ -89,15 +46,6 @@ pub fn cycles_available() -> Result<(), String> {
     Inherited::open(Hardware::CPU_CYCLES)
         .map(drop)
         .map_err(|e| format!("perf_event_open(cycles): {e}"))
-}
-
-/// CPU time of every child reaped so far.
-fn children_cpu() -> Result<Duration, UsageError> {
-    let usage = getrusage(UsageWho::RUSAGE_CHILDREN).map_err(UsageError::Rusage)?;
-    let tv = |t: nix::sys::time::TimeVal| {
-        Duration::new(t.tv_sec().max(0) as u64, t.tv_usec().max(0) as u32 * 1000)
-    };
-    Ok(tv(usage.user_time()) + tv(usage.system_time()))
 }
 
 /// One event counted on the calling thread and everything it starts from now
@@ -149,6 +97,7 @@ fn scaled(c: &mut Counter) -> io::Result<u64> {
 #[cfg(test)]
 mod tests {
     use std::process::Command;
+    use std::time::Duration;
 
     use perf_event::events::Software;
 
@@ -173,22 +122,6 @@ mod tests {
         assert_eq!(pid, child.id() as i32, "{}", io::Error::last_os_error());
         let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
         tv(usage.ru_utime) + tv(usage.ru_stime)
-    }
-
-    /// The meter's task-clock covers the child it saw reaped (other tests may
-    /// reap children of their own meanwhile, which can only add).
-    #[test]
-    fn task_clock_covers_reaped_children() {
-        let meter = ChildMeter::start(false).unwrap();
-        let own = reap(busy_child().spawn().unwrap());
-        let got = meter.stop().unwrap();
-        assert!(own > Duration::ZERO, "the child used no CPU time");
-        assert!(
-            got.cpu >= own,
-            "meter {:?} < the child's own {own:?}",
-            got.cpu
-        );
-        assert_eq!(got.cycles, None);
     }
 
     /// The inherited-counter path, with the software task clock every machine
@@ -218,10 +151,7 @@ mod tests {
             Ok(()) => eprintln!("this machine counts cycles; the fallback is not exercised"),
             Err(why) => {
                 assert!(why.starts_with("perf_event_open(cycles): "), "{why}");
-                assert!(matches!(
-                    ChildMeter::start(true),
-                    Err(UsageError::Counter(_))
-                ));
+                assert!(CycleMeter::start().is_err());
             }
         }
     }

@@ -166,14 +166,23 @@ fn threads_created_later_are_reported_and_placed() {
     assert_eq!(cpus_of(l.pid, tids[1]).unwrap().to_string(), c1.to_string());
     // Applying the same plan again changes nothing.
     assert_eq!(m.apply(&plan)[0].threads_set, 0);
-    let status = wait_for(&mut m, Duration::from_secs(30), |e| match e {
-        MachineEvent::Exited { status, output, .. } => {
+    let (status, usage) = wait_for(&mut m, Duration::from_secs(30), |e| match e {
+        MachineEvent::Exited {
+            status,
+            output,
+            usage,
+            ..
+        } => {
             assert!(output.as_deref().unwrap_or("").contains("coloc-metric"));
-            Some(status.clone())
+            Some((status.clone(), *usage))
         }
         _ => None,
     });
     assert_eq!(status, ExitStatus::Code(0));
+    // Its whole life's CPU time, from wait4: both threads computed.
+    let usage = usage.expect("a child's exit carries its usage");
+    assert!(usage.cpu_ns > 0, "{usage:?}");
+    assert_eq!(usage.cycles, None);
     m.finish().unwrap();
     assert!(journals(dir.path()).is_empty());
 }

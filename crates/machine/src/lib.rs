@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use coloc_model::trace::{ApplyOutcome, ExitStatus, SelfUsage};
-use coloc_model::{AppId, AppPlan, AppSpec, Observation, Plan, Tid, Topology};
+use coloc_model::{AppId, AppPlan, AppSpec, InstanceUsage, Observation, Plan, Tid, Topology};
 
 /// Everything a backend needs to start one app instance.
 #[derive(Debug, Clone, Copy)]
@@ -46,6 +46,9 @@ pub enum MachineEvent {
         /// The text the app metric is read from: its standard output, or the metric
         /// file the workload names.
         output: Option<String>,
+        /// What it consumed over its whole life, where the backend knows it
+        /// (not for a process coloc did not start).
+        usage: Option<InstanceUsage>,
     },
     /// The set of threads (over all the instance's processes) changed.
     ThreadsChanged { app: AppId, tids: Vec<Tid> },

@@ -345,6 +345,7 @@ impl<'a> Loop<'a> {
                 at,
                 status,
                 output,
+                usage,
             } => {
                 let metric = self.specs[&app.app]
                     .metric
@@ -359,6 +360,7 @@ impl<'a> Loop<'a> {
                     app,
                     status,
                     metric,
+                    usage,
                 })?;
                 self.apps.retain(|a| a.id != app);
                 self.next_repetition(app, at);
@@ -535,6 +537,7 @@ impl<'a> Loop<'a> {
                         app: id,
                         status: ExitStatus::FailedToStart(reason),
                         metric: None,
+                        usage: None,
                     })?;
                     self.apps.remove(idx);
                     self.next_repetition(id, t);

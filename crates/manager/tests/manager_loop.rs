@@ -10,7 +10,7 @@ use coloc_manager::{
 };
 use coloc_model::testutils::{app_spec, fixture_topologies};
 use coloc_model::trace::{ApplyOutcome, ExitStatus, SelfUsage};
-use coloc_model::{AppId, Observation, Plan, Topology, TraceEvent, Workload};
+use coloc_model::{AppId, InstanceUsage, Observation, Plan, Topology, TraceEvent, Workload};
 use coloc_policy::{by_name, Policy};
 
 #[derive(Debug)]
@@ -82,6 +82,11 @@ impl Machine for Scripted {
                         at,
                         status: ExitStatus::Code(0),
                         output: Some("coloc-metric: 42.5 ops".into()),
+                        usage: Some(InstanceUsage {
+                            cpu_ns: 7,
+                            cycles: None,
+                            llc: None,
+                        }),
                     })
                     .collect())
             }
@@ -187,15 +192,21 @@ fn native_starts_apps_at_arrival_and_repeats_back_to_back() {
     assert!(m.finished, "settings are restored at the end");
     assert!(matches!(events.first(), Some(TraceEvent::Header(_))));
     assert!(matches!(events.last(), Some(TraceEvent::End { .. })));
-    // Every exit carries the metric read from the output.
+    // Every exit carries the metric read from the output and the machine's
+    // whole-life usage of the instance.
     let metrics: Vec<_> = events
         .iter()
         .filter_map(|e| match e {
-            TraceEvent::Exit { metric, .. } => Some(*metric),
+            TraceEvent::Exit { metric, usage, .. } => Some((*metric, *usage)),
             _ => None,
         })
         .collect();
-    assert_eq!(metrics, vec![Some(42.5); 3]);
+    let usage = InstanceUsage {
+        cpu_ns: 7,
+        cycles: None,
+        llc: None,
+    };
+    assert_eq!(metrics, vec![(Some(42.5), Some(usage)); 3]);
 }
 
 #[test]

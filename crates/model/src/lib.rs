@@ -11,6 +11,7 @@ pub mod metrics;
 pub(crate) mod nanos;
 pub mod observation;
 pub mod plan;
+pub mod procedure;
 pub mod profile;
 pub mod queueing;
 pub mod settings;
@@ -25,7 +26,9 @@ pub mod testutils;
 
 pub use cpuset::{Cpu, CpuSet};
 pub use ids::{AppId, Tid};
-pub use observation::{AppSample, MetricSample, Observation, OmpSample, ThreadSample};
+pub use observation::{
+    AppSample, InstanceUsage, LlcTotals, MetricSample, Observation, OmpSample, ThreadSample,
+};
 pub use plan::{AppPlan, Placement, Plan};
 pub use settings::{MemPolicy, SchedSettings};
 pub use topology::Topology;

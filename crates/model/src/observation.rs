@@ -73,6 +73,33 @@ pub struct AppSample {
     pub metric: Option<MetricSample>,
 }
 
+/// What an instance consumed over its whole life, from its start to its exit:
+/// what a characterization run is measured by (ReSense §2.2, Equation 1).
+/// Epoch samples cannot give it: the stretch after the last one is lost, as
+/// are threads that ended between two (docs/trace-format.md, `exit`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstanceUsage {
+    /// CPU time (user + system) of all its threads and of the descendants it
+    /// reaped, ns (task-clock).
+    pub cpu_ns: u64,
+    /// Cycles of all its threads, where the backend counts them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycles: Option<u64>,
+    /// LLC requests, misses and requests that hit lines its threads share
+    /// (Tang et al. §5), where the backend counts them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llc: Option<LlcTotals>,
+}
+
+/// An instance's LLC counts over its whole life.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlcTotals {
+    pub references: u64,
+    pub misses: u64,
+    /// References that hit lines in a shared state.
+    pub shared_references: u64,
+}
+
 /// The live reading of an app's metric: the last value its output gave and
 /// how many lines matched so far, so that a reader sees whether a new value
 /// arrived between two observations.

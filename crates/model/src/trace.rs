@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::cpuset::CpuSet;
 use crate::ids::{AppId, Tid};
 use crate::nanos;
-use crate::observation::Observation;
+use crate::observation::{InstanceUsage, Observation};
 use crate::plan::Plan;
 use crate::topology::Topology;
 use crate::view::Trigger;
@@ -198,6 +198,9 @@ pub enum TraceEvent {
         /// The app's own metric, read from its output when the workload defines one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         metric: Option<f64>,
+        /// What it consumed over its whole life, where the backend knows it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<InstanceUsage>,
     },
     End {
         #[serde(with = "nanos")]

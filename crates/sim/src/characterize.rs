@@ -1,5 +1,9 @@
-//! ReSense's characterization (§2.2) on a simulated platform: what
-//! `coloc profile --platform NAME` runs instead of real programs.
+//! ReSense's characterization (§2.2) and Tang et al.'s characteristics (§5)
+//! on a simulated platform straight on the engine, without the Manager: what
+//! the simulator's own tests characterize their models with. `coloc profile
+//! --sim PLATFORM` makes the same pinned runs as a measurement procedure
+//! through the Manager (docs/trace-format.md, Measurement procedures), and
+//! its integration test checks that the two agree.
 //!
 //! For every level of [`characterization_plan`], the model runs alone twice — its
 //! threads pinned one per CPU of the baseline configuration, then of the contention
@@ -19,11 +23,10 @@
 use std::sync::Arc;
 
 use coloc_model::profile::{
-    characterization_plan, AppIdentity, AppProfile, CounterTotals, LevelProfile, LevelResult,
-    NotCharacterizable, PlatformFingerprint, Sensitivity, SharingCharacteristics, SharingError,
-    SharingSignal, Signal,
+    characterization_plan, counter_run_cpus, AppIdentity, AppProfile, CounterTotals, LevelProfile,
+    LevelResult, NotCharacterizable, PlatformFingerprint, Sensitivity, SharingCharacteristics,
+    SharingError, SharingSignal, Signal,
 };
-use coloc_model::topology::symmetry::SymTree;
 use coloc_model::{AppId, Cpu, CpuSet, MemPolicy, Placement, SchedSettings, Tid};
 
 use crate::engine::{AppLaunch, Engine, EngineEvent};
@@ -210,7 +213,7 @@ pub fn characterize_sharing(
     model: &AppModel,
     seed: u64,
 ) -> Result<SharingCharacteristics, SharingError> {
-    let cpus = sharing_run_cpus(platform);
+    let cpus = counter_run_cpus(&platform.topology);
     let run = solo_run(platform, model, &cpus, seed);
     SharingCharacteristics::from_counters(
         SharingSignal::SimCounters,
@@ -223,25 +226,6 @@ pub fn characterize_sharing(
             line_bytes: LINE_BYTES,
         },
     )
-}
-
-/// The CPUs of the characteristics' solo run: the outermost shared level's
-/// cores per instance (the whole machine on a flat one), in scatter order.
-fn sharing_run_cpus(platform: &Platform) -> Vec<Cpu> {
-    let t = &platform.topology;
-    let all = t.cpus().len().max(1);
-    let n = t
-        .shared_resources()
-        .last()
-        .map(|r| r.cores_per_instance)
-        .unwrap_or(all)
-        .clamp(1, all);
-    let tree = SymTree::new(t);
-    tree.scatter_order()
-        .into_iter()
-        .map(|leaf| tree.leaves[leaf])
-        .take(n)
-        .collect()
 }
 
 #[cfg(test)]
@@ -294,7 +278,7 @@ mod tests {
     #[test]
     fn tang_characteristics_on_clovertown() {
         let p = platform("clovertown").unwrap();
-        assert_eq!(sharing_run_cpus(&p).len(), 4);
+        assert_eq!(counter_run_cpus(&p.topology).len(), 4);
         let c = |name: &str| {
             let m = model(name).unwrap().scaled(0.05);
             characterize_sharing(&p, &m, 1).unwrap()

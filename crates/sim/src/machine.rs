@@ -205,11 +205,13 @@ impl Machine for SimMachine {
                     app,
                     at_ns,
                     throughput,
+                    usage,
                 } => MachineEvent::Exited {
                     app,
                     at: Duration::from_nanos(at_ns),
                     status: ExitStatus::Code(0),
                     output: Some(format!("coloc-metric: {throughput:.6} units\n")),
+                    usage: Some(usage),
                 },
                 EngineEvent::ThreadsChanged { app, tids } => {
                     MachineEvent::ThreadsChanged { app, tids }

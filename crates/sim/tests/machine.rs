@@ -99,11 +99,23 @@ fn trait_calls() {
     assert!((instr as f64 - 4.9e9).abs() < 1e3, "{instr}");
     let events = m.wait_until(Duration::from_secs(100)).unwrap();
     let [MachineEvent::Exited {
-        at, status, output, ..
+        at,
+        status,
+        output,
+        usage: Some(whole_life),
+        ..
     }] = &events[..]
     else {
         panic!("{events:?}")
     };
+    // Two threads on a CPU each from launch to exit, at 2.45 GHz.
+    let cpu = 2.0 * at.as_secs_f64();
+    assert!(
+        (whole_life.cpu_ns as f64 - cpu * 1e9).abs() < 1e3,
+        "{whole_life:?}"
+    );
+    let cycles = whole_life.cycles.unwrap() as f64;
+    assert!((cycles - cpu * 2.45e9).abs() < 1e4, "{whole_life:?}");
     assert_eq!(*status, ExitStatus::Code(0));
     assert!((at.as_secs_f64() - 100.0 / 9.8).abs() < 1e-6, "{at:?}");
     assert_eq!(output.as_deref(), Some("coloc-metric: 9.800000 units\n"));
@@ -147,6 +159,7 @@ fn exits(policy: &str, seed: u64) -> Vec<(AppId, Duration, Option<f64>)> {
                 app,
                 status,
                 metric,
+                ..
             } => {
                 assert!(status.success(), "{policy}: {status:?}");
                 Some((*app, *t, *metric))

@@ -6,21 +6,45 @@
  */
 #include <math.h>
 #include <omp.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "common.h"
 
 #define DEFAULT_MB 128
 #define DEFAULT_ITERS 40
 
-static const char *USAGE = "stream [--mb N] [--iters N]\n"
-                           "  --mb N     MiB per array, three arrays (default " XSTR(DEFAULT_MB) ")\n"
-                           "  --iters N  triad sweeps over the arrays (default " XSTR(DEFAULT_ITERS) ")";
+#define MAX_NODE 1023
+#define MPOL_BIND 2
+
+static const char *USAGE = "stream [--mb N] [--iters N] [--mem-node N]\n"
+                           "  --mb N        MiB per array, three arrays (default " XSTR(DEFAULT_MB) ")\n"
+                           "  --iters N     triad sweeps over the arrays (default " XSTR(DEFAULT_ITERS) ")\n"
+                           "  --mem-node N  allocate the arrays on NUMA node N only (default: where first touched)";
+
+/* Binds every later allocation of this process to NUMA node `node`
+ * (set_mempolicy MPOL_BIND), or exits 1 naming the node: a calibration run
+ * (NuPoCo §4.3) measures one path from the threads' node to this one. */
+static void bind_memory(long node)
+{
+    unsigned long mask[(MAX_NODE + 1) / (8 * sizeof(unsigned long))] = {0};
+    mask[node / (8 * sizeof(unsigned long))] |= 1UL << (node % (8 * sizeof(unsigned long)));
+    if (syscall(SYS_set_mempolicy, MPOL_BIND, mask, (unsigned long)(MAX_NODE + 1)) != 0) {
+        fprintf(stderr, "stream: cannot bind memory to node %ld: ", node);
+        perror(NULL);
+        exit(1);
+    }
+}
 
 int main(int argc, char **argv)
 {
-    long mb = DEFAULT_MB, iters = DEFAULT_ITERS;
-    struct opt opts[] = {{"mb", &mb, 1, 1L << 20}, {"iters", &iters, 1, MAX_COUNT}};
+    long mb = DEFAULT_MB, iters = DEFAULT_ITERS, mem_node = -1;
+    struct opt opts[] = {{"mb", &mb, 1, 1L << 20},
+                         {"iters", &iters, 1, MAX_COUNT},
+                         {"mem-node", &mem_node, 0, MAX_NODE}};
     parse_args(argc, argv, "stream", USAGE, opts, (int)(sizeof opts / sizeof opts[0]));
+    if (mem_node >= 0)
+        bind_memory(mem_node);
 
     long n = mb * (1L << 20) / (long)sizeof(double);
     double *a = xmalloc("stream", "array a", (size_t)n * sizeof(double));

@@ -43,9 +43,10 @@ pub const KERNELS: &[Kernel] = &[
     Kernel {
         name: "stream",
         about: "memory-bound: STREAM triad over three large arrays (GB/s)",
-        usage: "stream [--mb N] [--iters N]\n  \
-                --mb N     MiB per array, three arrays (default 128)\n  \
-                --iters N  triad sweeps over the arrays (default 40)",
+        usage: "stream [--mb N] [--iters N] [--mem-node N]\n  \
+                --mb N        MiB per array, three arrays (default 128)\n  \
+                --iters N     triad sweeps over the arrays (default 40)\n  \
+                --mem-node N  allocate the arrays on NUMA node N only (default: where first touched)",
         bytes: embedded!("stream"),
     },
     Kernel {

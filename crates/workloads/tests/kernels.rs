@@ -108,3 +108,28 @@ fn bad_arguments_exit_2_and_name_the_flag() {
         }
     }
 }
+
+/// `stream --mem-node N` binds its arrays to node N (the calibration's
+/// memory paths, NuPoCo §4.3): node 0 exists on every Linux machine; a node
+/// beyond the range is refused by the parser, one the machine lacks by the
+/// kernel with the node named.
+#[test]
+fn stream_binds_its_memory_to_a_node() {
+    let out = run(
+        "stream",
+        &["--mb", "1", "--iters", "2", "--mem-node", "0"],
+        1,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(parse_report(&text(&out.stdout)).unwrap().metric > 0.0);
+    let out = run("stream", &["--mem-node", "1024"], 1);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("--mem-node needs an integer in [0, 1023]"));
+    let out = run("stream", &["--mb", "1", "--mem-node", "1023"], 1);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).starts_with("stream: cannot bind memory to node 1023: "),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -4,37 +4,48 @@
 //! NuPoCo calibrates μ (each memory controller) and link_{i,m} (each path from
 //! CPU node i to memory node m) "by executing a synthetic workload from the
 //! Stream benchmark that generates memory accesses from one core to specific
-//! memory nodes". Here: for every CPU node i (a NUMA node's CPUs,
-//! [`memory_nodes`]) and every memory node m, the built-in `stream` kernel runs
-//! on node i's CPUs with its memory bound to node m
-//! ([`coloc_linux::bandwidth::measure_stream`]) at 1, 2, … threads up to
-//! `--max-threads` (default: the node's CPUs; more threads than CPUs measure
-//! time-sharing, not the memory), each `--repeat` times.
+//! memory nodes". Here the calibration is a measurement procedure
+//! (docs/trace-format.md, Measurement procedures;
+//! [`coloc_model::calibration::procedure`]): for every CPU node i (a NUMA
+//! node's CPUs, [`memory_nodes`](coloc_model::calibration::memory_nodes)) and
+//! every memory node m, the built-in `stream` kernel runs with thread k pinned
+//! on node i's k-th CPU and its arrays bound to node m (`--mem-node`), at 1, 2,
+//! … threads up to `--max-threads` (default: the node's CPUs; more threads
+//! than CPUs measure time-sharing, not the memory), `--repeat` rounds of every
+//! path. Each run goes through the same Manager and Linux backend as `coloc
+//! run` under the `static` policy and writes a trace; a run's sample is the
+//! GB/s the kernel reported at its exit, and
 //! [`MemoryCalibration::from_stream`] takes the plateau of the local runs as
 //! μ_m and derives the links from the remote ones. The calibration is stored
-//! under this machine's platform fingerprint, replacing an earlier one.
+//! under this machine's platform fingerprint, replacing an earlier one; the
+//! directory holds `calibration.json`, and `coloc calibrate --from DIR`
+//! recomputes the calibration from its traces.
 //!
 //! `--sim PLATFORM` prints a simulated platform's own calibration
 //! ([`coloc_sim::Platform::memory_calibration`]) and stores nothing: those rates are the
 //! platform's definition, which every run in the simulator reads afresh, so a
 //! stored copy could only go stale when the platform's figures are refitted.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use coloc_linux::bandwidth::measure_stream;
-use coloc_model::calibration::{
-    memory_nodes, MemoryCalibration, StreamRate, StreamSample, DEFAULT_LINE_BYTES,
+use coloc_manager::DEFAULT_EPOCH;
+use coloc_model::calibration::procedure::{
+    calibration_from_traces, calibration_runs, CalibrationManifest, StreamRun, MANIFEST, STREAM,
 };
+use coloc_model::calibration::{MemoryCalibration, StreamRate, StreamSample, DEFAULT_LINE_BYTES};
 use coloc_model::metrics::table::{finish, fixed, new_table, NONE};
 use coloc_model::profile::PlatformFingerprint;
-use coloc_model::topology::ObjKind;
-use coloc_model::Topology;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use coloc_model::Workload;
 
+use crate::cmd::procedure::{read_json, read_traces, stream_kernel, write_json, Runner};
 use crate::db::DbArgs;
-use crate::target::resolve_platform;
+use crate::host::{stop_flag, Host};
+use crate::output::default_out_dir;
+use crate::progress::Progress;
+use crate::target::{resolve_platform, Target};
 
 #[derive(Debug, Args)]
 pub struct CalibrateArgs {
@@ -47,6 +58,14 @@ pub struct CalibrateArgs {
     /// Print this machine's stored calibration instead of measuring.
     #[arg(long)]
     pub show: bool,
+    /// Run nothing: recompute the calibration from the traces in DIR, a
+    /// directory `coloc calibrate` wrote (its `--out`), and print it (nothing
+    /// is stored).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["sim", "show"])]
+    pub from: Option<PathBuf>,
+    /// Directory for the runs' traces [default: coloc-runs/calibrate/calibrate-TIME].
+    #[arg(long, conflicts_with_all = ["sim", "show"])]
+    pub out: Option<PathBuf>,
     /// Most stream threads per CPU node [default: the node's CPUs; larger values
     /// are capped there].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -64,6 +83,18 @@ pub struct CalibrateArgs {
 }
 
 pub fn main(args: CalibrateArgs) -> Result<()> {
+    if let Some(dir) = &args.from {
+        let manifest: CalibrationManifest = read_json(dir, MANIFEST)?;
+        let (samples, calibration) = from_dir(dir, &manifest)?;
+        println!(
+            "Recomputed from the traces in {}, platform {}:",
+            dir.display(),
+            manifest.platform
+        );
+        print!("{}", samples_table(&samples));
+        print!("{}", render(&calibration));
+        return Ok(());
+    }
     if let Some(p) = &args.sim {
         let platform = resolve_platform(p)?;
         println!("simulated platform {}: its own calibration", platform.name);
@@ -91,102 +122,84 @@ pub fn main(args: CalibrateArgs) -> Result<()> {
     }
     // Opened before measuring, so a bad store file fails now, not after the runs.
     let store = args.db.open()?;
-    let samples = measure(&topology, &args)?;
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let calibration = MemoryCalibration::from_stream(&topology, &samples, DEFAULT_LINE_BYTES, now)
-        .context("fitting service rates to the stream runs")?;
+    let manifest = CalibrationManifest {
+        platform: platform.clone(),
+        line_bytes: DEFAULT_LINE_BYTES,
+        runs: calibration_runs(&topology, args.max_threads, args.repeat),
+    };
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out_dir("calibrate", "calibrate"));
+    measure(&manifest.runs, &args, &out)?;
+    write_json(&out, MANIFEST, &manifest)?;
+    let (samples, calibration) = from_dir(&out, &manifest)?;
     store.put_calibration(&platform, &calibration)?;
     print!("{}", samples_table(&samples));
     print!("{}", render(&calibration));
     println!(
-        "stored in {} for this machine ({platform})",
-        store.path().display()
+        "stored in {} for this machine ({platform}); traces in {}, `coloc calibrate --from {}` \
+         recomputes it from them",
+        store.path().display(),
+        out.display(),
+        out.display()
     );
     Ok(())
 }
 
-/// One stream run to make: threads on CPU node `cpu_node`, memory on `mem_node`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Run {
-    cpu_node: usize,
-    mem_node: usize,
-    threads: u32,
+/// Makes every planned stream run on this machine, traces under
+/// `out/stream/RUN`, with a progress bar.
+fn measure(runs: &[StreamRun], args: &CalibrateArgs, out: &Path) -> Result<()> {
+    let target = Target::Host(Host::new()?);
+    let argv = [
+        "kernel:stream",
+        "--mb",
+        &args.mb.to_string(),
+        "--iters",
+        &args.iters.to_string(),
+    ]
+    .map(String::from)
+    .to_vec();
+    let stream = stream_kernel(&target, STREAM, argv)?;
+    let workload = Workload {
+        name: "calibrate".into(),
+        epoch: None,
+        apps: vec![stream.clone()],
+    };
+    let runner = Runner {
+        target: &target,
+        workload: &workload,
+        out: out.to_path_buf(),
+        epoch: DEFAULT_EPOCH,
+        stop: stop_flag()?,
+    };
+    let mut progress = Progress::new("calibrate", runs.len() as u64);
+    for r in runs {
+        runner
+            .run(STREAM, &r.run, std::slice::from_ref(&stream), &mut progress)
+            .with_context(|| {
+                format!(
+                    "stream run on CPU node {} -> memory node {}, {} thread(s)",
+                    r.cpu_node, r.mem_node, r.threads
+                )
+            })?;
+    }
+    progress.finish("done".into());
+    Ok(())
 }
 
-/// Every path (CPU node, memory node) at 1..=n threads, n the node's CPUs capped
-/// by `max_threads`.
-fn runs(node_cpus: &[usize], max_threads: Option<u32>) -> Vec<Run> {
-    let nodes = node_cpus.len();
-    let mut runs = Vec::new();
-    for (cpu_node, &cpus) in node_cpus.iter().enumerate() {
-        let top = max_threads.map_or(cpus as u32, |n| n.min(cpus as u32));
-        for mem_node in 0..nodes {
-            runs.extend((1..=top).map(|threads| Run {
-                cpu_node,
-                mem_node,
-                threads,
-            }));
-        }
-    }
-    runs
-}
-
-/// Runs the stream kernel for every [`Run`], `args.repeat` times, with a
-/// progress bar; each run's figure becomes one sample.
-fn measure(topology: &Topology, args: &CalibrateArgs) -> Result<Vec<StreamSample>> {
-    let nodes = memory_nodes(topology);
-    // The OS number of each memory node, to bind the kernel's memory to it; a
-    // machine that reports no NUMA node has one, where memory needs no binding.
-    let os_node: Vec<Option<u32>> = topology
-        .objects_of(ObjKind::NumaNode)
-        .map(|(_, o)| o.os_index)
-        .collect();
-    let sizes: Vec<usize> = nodes.iter().map(|n| n.len()).collect();
-    let plan = runs(&sizes, args.max_threads);
-    let kernel_args: Vec<String> = vec![
-        "--mb".into(),
-        args.mb.to_string(),
-        "--iters".into(),
-        args.iters.to_string(),
-    ];
-    let bar = ProgressBar::with_draw_target(
-        Some((plan.len() * args.repeat as usize) as u64),
-        ProgressDrawTarget::stderr(),
-    );
-    bar.set_style(
-        ProgressStyle::with_template("{prefix:>24} [{bar:30}] {pos}/{len} runs  {elapsed}  {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
-    bar.set_prefix("calibrate");
-    let mut samples = Vec::with_capacity(plan.len() * args.repeat as usize);
-    for run in &plan {
-        let what = format!(
-            "CPU node {} -> memory node {}, {} thread(s)",
-            run.cpu_node, run.mem_node, run.threads
-        );
-        bar.set_message(what.clone());
-        for _ in 0..args.repeat {
-            let s = measure_stream(
-                &nodes[run.cpu_node],
-                run.threads,
-                os_node.get(run.mem_node).copied().flatten(),
-                &kernel_args,
-            )
-            .with_context(|| format!("stream run on {what}"))?;
-            samples.push(StreamSample {
-                cpu_node: run.cpu_node,
-                mem_node: run.mem_node,
-                threads: run.threads,
-                rate: StreamRate::BytesPerSec(s.gbs * 1e9),
-            });
-            bar.inc(1);
-        }
-    }
-    bar.finish_with_message("done");
-    Ok(samples)
+/// The samples and the calibration from the traces under `dir`, by the same
+/// function whether the runs were just made or long ago.
+fn from_dir(
+    dir: &Path,
+    manifest: &CalibrationManifest,
+) -> Result<(Vec<StreamSample>, MemoryCalibration)> {
+    let traces = read_traces(
+        &dir.join(STREAM),
+        manifest.runs.iter().map(|r| r.run.dir.as_str()),
+    )?;
+    calibration_from_traces(&manifest.runs, manifest.line_bytes, &traces)
+        .map_err(anyhow::Error::msg)
 }
 
 /// GB/s of a sample (the kernels report bytes; requests only come from models).
@@ -273,24 +286,6 @@ pub fn render(c: &MemoryCalibration) -> String {
 mod tests {
     use super::*;
 
-    /// Two nodes of 3 and 2 CPUs, capped at 2 threads: each CPU node runs 1 and
-    /// 2 threads to both memory nodes (8 runs); uncapped, node 0 runs 1..3.
-    #[test]
-    fn runs_cover_every_path_and_thread_count() {
-        let capped = runs(&[3, 2], Some(2));
-        assert_eq!(capped.len(), 8);
-        assert!(capped.iter().all(|r| (1..=2).contains(&r.threads)));
-        let uncapped = runs(&[3, 2], None);
-        let node0: Vec<u32> = uncapped
-            .iter()
-            .filter(|r| r.cpu_node == 0 && r.mem_node == 1)
-            .map(|r| r.threads)
-            .collect();
-        assert_eq!(node0, [1, 2, 3]);
-        assert_eq!(uncapped.len(), 3 * 2 + 2 * 2);
-        assert_eq!(runs(&[4], Some(9)).len(), 4);
-    }
-
     fn sample(cpu_node: usize, mem_node: usize, threads: u32, gbs: f64) -> StreamSample {
         StreamSample {
             cpu_node,
@@ -328,7 +323,7 @@ mod tests {
     /// its link matrix, local paths as `-`.
     #[test]
     fn render_shows_rates_in_both_units_and_links() {
-        let t = Topology::synthetic("t", "package:2 numa:1 core:2").unwrap();
+        let t = coloc_model::Topology::synthetic("t", "package:2 numa:1 core:2").unwrap();
         let c = MemoryCalibration::uniform(&t, 12.8e9, 6.4e9, 64, "given".into());
         let text = render(&c);
         assert!(text.starts_with("method: given\n"), "{text}");

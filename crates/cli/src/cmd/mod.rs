@@ -8,6 +8,7 @@ pub mod demo;
 pub mod gen;
 pub mod list;
 pub mod mixes;
+pub mod procedure;
 pub mod profile;
 pub mod profiles;
 pub mod report;

@@ -9,14 +9,24 @@
 //! drift of the machine hits both alike, and Equation 1 compares the means
 //! ([`Sensitivity::from_runs`], which also keeps every run and the spread).
 //!
-//! On this machine a run is the app alone under the `static` policy with thread
+//! On this machine the characterization is a measurement procedure
+//! (docs/trace-format.md, Measurement procedures): planned runs
+//! ([`level_runs`]), each the app alone under the `static` policy with thread
 //! i pinned to the configuration's CPU i (the same Manager and Linux backend as
-//! `coloc run`), with `OMP_NUM_THREADS` set to the configuration's thread
-//! count. Its figure is the total cycles of all its threads where the machine
-//! has hardware counters, else their total CPU time (task-clock), both over the
-//! app's whole life ([`coloc_linux::usage`]); `--signal wall` takes the elapsed
-//! time instead. In the simulator (`--sim`) the models are characterized by
-//! [`coloc_sim::characterize`], from simulated cycles.
+//! `coloc run`, writing an ordinary trace), with `OMP_NUM_THREADS` set to the
+//! configuration's thread count. A run's figure is the total CPU time of all
+//! its threads over its whole life (task-clock), from its trace's `exit`
+//! event, or `--signal wall` its elapsed time from the trace; where the
+//! machine has hardware counters it is their total cycles, counted around the
+//! run ([`coloc_linux::usage`]: the only figure the trace does not carry).
+//! Then the stream-probe co-runs measure Tang et al.'s bandwidth
+//! (docs/policies/tang-atom.md, Characteristics). The directory holds
+//! `procedure.json`, and `coloc profile --from DIR` recomputes every profile
+//! from its traces with the same functions. In the simulator (`--sim`) the
+//! procedure is the same, through the Manager and the simulated machine: the
+//! figure is the simulated cycles of the trace's `exit` usage, and Tang et
+//! al.'s characteristics come from the LLC counts of one counter run
+//! ([`counter_run`]).
 //!
 //! A level with a single instance (a VM's one L3) has no baseline: it is listed
 //! with the reason and never run. When no level can be characterized the
@@ -30,23 +40,23 @@
 //! [`coloc_linux::program::program_identity`]) and platform fingerprint. Apps of
 //! one workload that run the same thing are characterized once.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use coloc_linux::usage::{cycles_available, ChildMeter};
+use coloc_linux::usage::{cycles_available, CycleMeter};
 use coloc_manager::DEFAULT_EPOCH;
-use coloc_model::profile::{
-    characterization_plan, AppIdentity, AppProfile, Configurations, LevelPlan, LevelProfile,
-    LevelResult, NotCharacterizable, PlatformFingerprint, Sensitivity, Signal,
+use coloc_model::profile::procedure::{
+    level_runs, ManifestApp, ManifestLevel, ProcedureManifest, MANIFEST,
 };
-use coloc_model::{AppSpec, Cpu, CpuSet, StaticMapping, TraceEvent, Workload};
-use coloc_policy::PolicyContext;
-use coloc_sim::characterize::{characterize, CharacterizeOptions};
+use coloc_model::profile::substitute::{corun_cpus, sharing_runs};
+use coloc_model::profile::{
+    characterization_plan, counter_run, AppIdentity, LevelPlan, PlatformFingerprint, Signal,
+};
+use coloc_model::{AppSpec, Cpu, Workload};
 
+use crate::cmd::procedure::{profile_from_dir, read_json, write_json, Runner};
 use crate::db::DbArgs;
 use crate::host::stop_flag;
 use crate::output::default_out_dir;
@@ -57,7 +67,15 @@ use crate::target::{MachineArgs, Target};
 pub struct ProfileArgs {
     /// Workload file (TOML) whose apps to characterize: commands on this machine,
     /// models with --sim. Thread counts and arrival times in it are ignored.
-    pub workload: PathBuf,
+    #[arg(required_unless_present = "from")]
+    pub workload: Option<PathBuf>,
+    /// Run nothing: recompute the profiles from the traces in DIR, a directory
+    /// `coloc profile` wrote (its `--out`), and print them.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["workload", "apps", "sim"])]
+    pub from: Option<PathBuf>,
+    /// With --from: print JSON (each app's identity and characteristics) instead of text.
+    #[arg(long, requires = "from")]
+    pub json: bool,
     /// Characterize only the app of this name (repeatable) [default: every app].
     #[arg(long = "app", value_name = "NAME")]
     pub apps: Vec<String>,
@@ -93,8 +111,11 @@ pub fn main(args: ProfileArgs) -> Result<()> {
         "--repeat {}: expected at least 1 run per configuration",
         args.repeat
     );
+    if let Some(dir) = &args.from {
+        return recompute(dir, args.json);
+    }
     let target = Target::new(&args.machine)?;
-    let workload = target.load(&args.workload)?;
+    let workload = target.load(args.workload.as_deref().expect("clap requires it"))?;
     let apps = selected(&workload, &args.apps)?;
     let plan = characterization_plan(target.topology());
     let platform = PlatformFingerprint::of(target.topology());
@@ -110,67 +131,109 @@ pub fn main(args: ProfileArgs) -> Result<()> {
     let runnable = plan.iter().any(|l| l.setup.is_ok());
     if !runnable {
         println!(
-            "No level of this platform can be characterized, so nothing is run. Each app's \
-             profile is stored with these reasons and no score: resense places such an app \
-             as Linux would (score 0 at every level)."
+            "No level of this platform can be characterized, so no ReSense run is made. Each \
+             app's profile is stored with these reasons and no score: resense places such an \
+             app as Linux would (score 0 at every level)."
         );
     }
 
-    let profiles = match &target {
-        Target::Sim { platform, seed } => {
+    let (signal, fallback) = match &target {
+        Target::Sim { .. } => {
             if !matches!(args.signal, SignalArg::Auto | SignalArg::Cycles) {
                 bail!(
                     "--signal {:?}: the simulator measures cycles; --signal chooses among this machine's measurements",
                     args.signal
                 );
             }
-            let opts = CharacterizeOptions {
-                repetitions: args.repeat,
-                seed: *seed,
-            };
-            distinct(apps, |a| Ok(model_identity(a)))?
-                .into_iter()
-                .map(|(app, identity)| {
-                    let model = coloc_sim::model::model(app.model.as_deref().unwrap_or_default())
-                        .with_context(|| format!("app \"{}\": field `model`", app.name))?;
-                    let progress = Progress::new(&format!("profile {}", app.name), 1);
-                    let mut profile = characterize(platform, &model, opts);
-                    progress.finish("done".into());
-                    profile.identity = identity;
-                    Ok(profile)
-                })
-                .collect::<Result<Vec<_>>>()?
+            (Signal::Cycles, None)
         }
-        Target::Host(_) => {
-            let (signal, fallback) = host_signal(args.signal)?;
-            if runnable {
-                match fallback {
-                    Some(why) => println!("Runs are measured by {signal} ({why})."),
-                    None => println!("Runs are measured by {signal}."),
-                }
-            }
-            let runs = HostRuns {
-                target: &target,
-                workload: &workload,
-                signal,
-                repeat: args.repeat,
-                out: args
-                    .out
-                    .clone()
-                    .unwrap_or_else(|| default_out_dir(&workload.name, "profile")),
-                epoch: workload.epoch.unwrap_or(DEFAULT_EPOCH),
-                stop: stop_flag()?,
-            };
-            distinct(apps, |a| {
-                let command = a.command.as_deref().unwrap_or_default();
-                coloc_linux::program::program_identity(&a.name, command)
-                    .with_context(|| format!("app \"{}\": field `command`", a.name))
-            })?
-            .into_iter()
-            .map(|(app, identity)| runs.profile(app, identity, &plan))
-            .collect::<Result<Vec<_>>>()?
-        }
+        Target::Host(_) => host_signal(args.signal)?,
     };
+    if runnable {
+        match fallback {
+            Some(why) => println!("Runs are measured by {signal} ({why})."),
+            None => println!("Runs are measured by {signal}."),
+        }
+    }
+    let runs = Characterization {
+        runner: Runner {
+            target: &target,
+            workload: &workload,
+            out: args
+                .out
+                .clone()
+                .unwrap_or_else(|| default_out_dir(&workload.name, "profile")),
+            epoch: workload.epoch.unwrap_or(DEFAULT_EPOCH),
+            stop: stop_flag()?,
+        },
+        // Only this machine's cycles are counted outside the trace.
+        meter_cycles: signal == Signal::Cycles && matches!(target, Target::Host(_)),
+        repeat: args.repeat,
+    };
+    // Tang et al.'s characteristics: the simulator counts what the paper
+    // counts; this machine has no LLC counters, hence the stream probe.
+    let corun = corun_cpus(target.topology());
+    let sharing_plan = |app: &str| match &target {
+        Target::Sim { .. } => Ok(vec![counter_run(app, target.topology())]),
+        Target::Host(_) => corun
+            .clone()
+            .and_then(|cpus| sharing_runs(app, cpus, args.repeat)),
+    };
+    match (&target, &corun) {
+        (Target::Sim { .. }, _) => println!(
+            "Sharing characteristics (Tang et al. §5) from the simulated counters of one run"
+        ),
+        (Target::Host(_), Ok((app, probe))) => println!(
+            "Sharing characteristics (Tang et al. §5) by the stream-probe substitute: \
+             the app's thread on CPU {app}, the probe on CPU {probe}, {} co-run(s)",
+            args.repeat
+        ),
+        (Target::Host(_), Err(why)) => println!("Sharing characteristics not measured: {why}"),
+    }
+    let identified = match &target {
+        Target::Sim { .. } => distinct(apps, |a| Ok(model_identity(a)))?,
+        Target::Host(_) => distinct(apps, |a| {
+            let command = a.command.as_deref().unwrap_or_default();
+            coloc_linux::program::program_identity(&a.name, command)
+                .with_context(|| format!("app \"{}\": field `command`", a.name))
+        })?,
+    };
+    let mut manifest = ProcedureManifest {
+        platform: platform.clone(),
+        signal,
+        apps: Vec::new(),
+    };
+    let mut profiles = Vec::new();
+    for (app, identity) in identified {
+        let levels = runs.levels(app, &plan)?;
+        let sharing_runs = sharing_plan(&app.name);
+        if let Ok(planned) = &sharing_runs {
+            let mut progress =
+                Progress::new(&format!("sharing {}", app.name), planned.len() as u64);
+            runs.runner.sharing_runs(app, planned, &mut progress)?;
+            progress.finish("done".into());
+        }
+        let entry = ManifestApp {
+            name: app.name.clone(),
+            identity,
+            levels,
+            sharing_not_measured: sharing_runs.as_ref().err().cloned(),
+            sharing_runs: sharing_runs.unwrap_or_default(),
+        };
+        profiles.push(profile_from_dir(
+            &runs.runner.out,
+            &platform,
+            signal,
+            &entry,
+        )?);
+        manifest.apps.push(entry);
+    }
+    write_json(&runs.runner.out, MANIFEST, &manifest)?;
+    println!(
+        "traces in {}; `coloc profile --from {}` recomputes the profiles from them",
+        runs.runner.out.display(),
+        runs.runner.out.display()
+    );
 
     for p in &profiles {
         store
@@ -184,6 +247,31 @@ pub fn main(args: ProfileArgs) -> Result<()> {
         profiles.len(),
         store.path().display()
     );
+    Ok(())
+}
+
+/// `coloc profile --from DIR`: the profiles again, from the traces of the runs the manifest in DIR lists, by the same function that
+/// computed them when they ran.
+fn recompute(dir: &Path, json: bool) -> Result<()> {
+    let manifest: ProcedureManifest = read_json(dir, MANIFEST)?;
+    let profiles = manifest
+        .apps
+        .iter()
+        .map(|app| profile_from_dir(dir, &manifest.platform, manifest.signal, app))
+        .collect::<Result<Vec<_>>>()?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&profiles)?);
+        return Ok(());
+    }
+    println!(
+        "Recomputed from the traces in {}, platform {}:",
+        dir.display(),
+        manifest.platform
+    );
+    for p in &profiles {
+        println!("\n{}", p.identity);
+        print!("{}", coloc_model::profile::render(p));
+    }
     Ok(())
 }
 
@@ -288,229 +376,70 @@ fn cpu_list(cpus: &[Cpu]) -> String {
         .join(",")
 }
 
-/// Characterization runs on this machine.
-struct HostRuns<'a> {
-    target: &'a Target,
-    workload: &'a Workload,
-    signal: Signal,
+/// Characterization runs on this machine or in the simulator.
+struct Characterization<'a> {
+    runner: Runner<'a>,
+    /// Count each run's cycles around it (this machine's traces lack them).
+    meter_cycles: bool,
     repeat: u32,
-    out: PathBuf,
-    epoch: Duration,
-    stop: Arc<AtomicBool>,
 }
 
-/// What one run consumed, over the app's whole life.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Measured {
-    /// Cycles of all its threads, where they were counted.
-    cycles: Option<u64>,
-    /// CPU time of all its threads (task-clock).
-    cpu: Duration,
-    /// From its start to its exit.
-    wall: Duration,
-}
-
-impl Measured {
-    /// The figure Equation 1 compares, in the signal's unit (cycles or ns).
-    fn value(&self, signal: Signal) -> f64 {
-        match signal {
-            Signal::Cycles => self.cycles.unwrap_or_default() as f64,
-            Signal::TaskClock => self.cpu.as_nanos() as f64,
-            Signal::Wall => self.wall.as_nanos() as f64,
-        }
-    }
-}
-
-/// Which of a level's two configurations a run is.
-#[derive(Clone, Copy, Debug)]
-enum Config {
-    Baseline,
-    Contention,
-}
-
-impl HostRuns<'_> {
-    /// `app`'s profile: every level of `plan` measured, or why not.
-    fn profile(
-        &self,
-        app: &AppSpec,
-        identity: AppIdentity,
-        plan: &[LevelPlan],
-    ) -> Result<AppProfile> {
-        let runs: u64 =
-            plan.iter().filter(|l| l.setup.is_ok()).count() as u64 * 2 * u64::from(self.repeat);
-        let mut progress = Progress::new(&format!("profile {}", app.name), runs);
-        let mut levels = Vec::new();
-        for l in plan {
-            let result = match &l.setup {
-                Err(reason) => LevelResult::NotCharacterizable {
-                    reason: reason.clone(),
+impl Characterization<'_> {
+    /// `app`'s ReSense levels as planned and run (a level that cannot be
+    /// characterized runs nothing), with each run's cycles where they are
+    /// counted around it.
+    fn levels(&self, app: &AppSpec, plan: &[LevelPlan]) -> Result<Vec<ManifestLevel>> {
+        let mut levels: Vec<ManifestLevel> = plan
+            .iter()
+            .map(|l| match &l.setup {
+                Err(reason) => ManifestLevel {
+                    level: l.level.clone(),
+                    threads: 0,
+                    runs: Vec::new(),
+                    not_characterizable: Some(reason.clone()),
+                    metered_cycles: BTreeMap::new(),
                 },
-                Ok(c) => match self.level(app, l, c, &mut progress)? {
-                    Ok(s) => LevelResult::Scored(s),
-                    Err(reason) => LevelResult::NotCharacterizable {
-                        reason: NotCharacterizable::Failed { reason },
-                    },
+                Ok(c) => ManifestLevel {
+                    level: l.level.clone(),
+                    threads: c.threads as u32,
+                    runs: level_runs(&app.name, &l.label(), c, self.repeat),
+                    not_characterizable: None,
+                    metered_cycles: BTreeMap::new(),
                 },
-            };
-            levels.push(LevelProfile {
-                level: l.level.clone(),
-                result,
-            });
-        }
-        progress.finish("done".into());
-        Ok(AppProfile {
-            sharing: None,
-            identity,
-            platform: PlatformFingerprint::of(self.target.topology()),
-            levels,
-        })
-    }
-
-    /// The repetitions of one level, baseline and contention alternating; the
-    /// inner error is why the app could not be measured (it failed, or a
-    /// measurement gives no score).
-    fn level(
-        &self,
-        app: &AppSpec,
-        level: &LevelPlan,
-        c: &Configurations,
-        progress: &mut Progress,
-    ) -> Result<Result<Sensitivity, String>> {
-        let (mut baseline, mut contention) = (Vec::new(), Vec::new());
-        for rep in 0..self.repeat {
-            for (config, cpus, into) in [
-                (Config::Baseline, &c.baseline, &mut baseline),
-                (Config::Contention, &c.contention, &mut contention),
-            ] {
-                let dir = self.out.join(&app.name).join(format!(
-                    "{}-{}-{rep}",
-                    level.label(),
-                    format!("{config:?}").to_lowercase()
-                ));
-                match self.run(app, cpus, &dir, progress)? {
-                    Ok(m) => into.push(m.value(self.signal)),
-                    Err(why) => return Ok(Err(format!("{config:?} run {rep}: {why}"))),
+            })
+            .collect();
+        let total = levels.iter().map(|l| l.runs.len()).sum::<usize>();
+        let mut progress = Progress::new(&format!("profile {}", app.name), total as u64);
+        for level in &mut levels {
+            for run in &level.runs {
+                let meter = match self.meter_cycles {
+                    true => Some(CycleMeter::start().context("counting cycles")?),
+                    false => None,
+                };
+                self.runner
+                    .run(&app.name, run, std::slice::from_ref(app), &mut progress)?;
+                if let Some(meter) = meter {
+                    let counted = meter.stop().context("reading the cycles counter")?;
+                    level.metered_cycles.insert(run.dir.clone(), counted as f64);
                 }
             }
         }
-        Ok(
-            Sensitivity::from_runs(self.signal, c.threads as u32, baseline, contention)
-                .map_err(|e| e.to_string()),
-        )
-    }
-
-    /// One solo run of `app` with thread i pinned to `cpus[i]`: what it
-    /// consumed, or why it could not be measured.
-    fn run(
-        &self,
-        app: &AppSpec,
-        cpus: &[Cpu],
-        dir: &Path,
-        progress: &mut Progress,
-    ) -> Result<Result<Measured, String>> {
-        let alone = pinned_alone(self.workload, app, cpus);
-        let meter = ChildMeter::start(self.signal == Signal::Cycles)?;
-        let (summary, events) = self.target.run(
-            &alone,
-            "static",
-            &PolicyContext::default(),
-            dir,
-            self.epoch,
-            0,
-            Some(self.stop.clone()),
-            progress,
-        )?;
-        let usage = meter.stop()?;
-        if summary.interrupted {
-            bail!("interrupted; settings were restored");
-        }
-        let start = events.iter().find_map(|e| match e {
-            TraceEvent::Start { t, .. } => Some(*t),
-            _ => None,
-        });
-        let exit = events.iter().find_map(|e| match e {
-            TraceEvent::Exit { t, status, .. } => Some((*t, status)),
-            _ => None,
-        });
-        let (start, (end, status)) = match (start, exit) {
-            (Some(s), Some(e)) => (s, e),
-            _ => return Ok(Err(format!("no start and exit in {}", dir.display()))),
-        };
-        if !status.success() {
-            return Ok(Err(format!(
-                "{}; its output is in {}",
-                status,
-                dir.display()
-            )));
-        }
-        Ok(Ok(Measured {
-            cycles: usage.cycles,
-            cpu: usage.cpu,
-            wall: end.saturating_sub(start),
-        }))
-    }
-}
-
-/// A workload of `app` alone, started at once, once, with one thread per CPU
-/// of `cpus` and thread i pinned to `cpus[i]` by the `static` policy. Its DoP
-/// stays fixed (not malleable), so the two configurations differ only in where
-/// the threads run.
-fn pinned_alone(workload: &Workload, app: &AppSpec, cpus: &[Cpu]) -> Workload {
-    let mut alone = app.clone();
-    alone.arrive_at = Duration::ZERO;
-    alone.repeat = 1;
-    alone.threads = cpus.len() as u32;
-    alone.malleable = false;
-    alone.cpus = Some(StaticMapping::PerThread(
-        cpus.iter().map(|&c| CpuSet::single(c)).collect(),
-    ));
-    Workload {
-        name: format!("{}-profile-{}", workload.name, app.name),
-        epoch: workload.epoch,
-        apps: vec![alone],
+        progress.finish("done".into());
+        Ok(levels)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    use coloc_model::profile::procedure::{run_figure, PinnedApp, PlannedRun, BASELINE};
     use coloc_model::testutils::app_spec;
-    use coloc_model::{Placement, Trace};
+    use coloc_model::{CpuSet, Placement, TraceEvent};
 
     use super::*;
     use crate::host::Host;
-
-    /// The solo workload pins thread i on CPU i of the configuration and keeps
-    /// everything else of the app (environment, memory and scheduling) as it is.
-    #[test]
-    fn pinned_alone_keeps_the_app_but_its_threads_and_cpus() {
-        let mut app = app_spec("a", 8);
-        app.arrive_at = Duration::from_secs(5);
-        app.repeat = 4;
-        app.malleable = true;
-        app.env.insert("K".into(), "V".into());
-        let w = Workload {
-            name: "w".into(),
-            epoch: Some(Duration::from_millis(50)),
-            apps: vec![app.clone()],
-        };
-        let alone = pinned_alone(&w, &app, &[2, 0]);
-        assert_eq!(alone.apps.len(), 1);
-        let got = &alone.apps[0];
-        assert_eq!(
-            (got.threads, got.repeat, got.arrive_at),
-            (2, 1, Duration::ZERO)
-        );
-        assert!(!got.malleable);
-        assert_eq!(
-            got.cpus,
-            Some(StaticMapping::PerThread(vec![
-                CpuSet::single(2),
-                CpuSet::single(0)
-            ]))
-        );
-        assert_eq!((&got.env, &got.command), (&app.env, &app.command));
-        assert_eq!(alone.epoch, w.epoch);
-    }
 
     #[test]
     fn unknown_app_names_the_known_ones() {
@@ -552,10 +481,10 @@ mod tests {
         assert_eq!(got[0].1, AppIdentity::model("a", "mg"));
     }
 
-    /// A run on this machine measures the app's whole life: n threads pinned on
-    /// n CPUs use CPU time, at most n CPUs' worth of the run's wall time, and
-    /// the trace shows the static plan putting thread i on CPU i. A failing
-    /// app gives a reason, not a figure.
+    /// A run on this machine measures the app's whole life from its trace:
+    /// n threads pinned on n CPUs use CPU time, at most n CPUs' worth of the
+    /// run's wall time, and the trace shows the static plan putting thread i on
+    /// CPU i. A failing app gives a reason, not a figure.
     #[test]
     fn a_host_run_measures_the_pinned_app() {
         let target = Target::Host(Host::new().unwrap());
@@ -569,33 +498,42 @@ mod tests {
             epoch: None,
             apps: vec![app.clone()],
         };
-        let runs = HostRuns {
+        let runner = Runner {
             target: &target,
             workload: &w,
-            signal: Signal::TaskClock,
-            repeat: 1,
             out: dir.path().into(),
             epoch: DEFAULT_EPOCH,
             stop: Arc::new(AtomicBool::new(false)),
         };
-        for n in 1..=cpus.len() {
-            let out = dir.path().join(n.to_string());
-            let mut progress = Progress::new("test", 1);
-            let m = runs
-                .run(&app, &cpus[..n], &out, &mut progress)
-                .unwrap()
+        let planned = |n: usize, app: &AppSpec| PlannedRun {
+            dir: n.to_string(),
+            role: BASELINE.into(),
+            apps: vec![PinnedApp {
+                name: app.name.clone(),
+                cpus: cpus[..n].to_vec(),
+                args: Vec::new(),
+            }],
+        };
+        let made = |app: &AppSpec, run: &PlannedRun| {
+            runner
+                .run(
+                    &app.name,
+                    run,
+                    std::slice::from_ref(app),
+                    &mut Progress::new("t", 1),
+                )
                 .unwrap();
-            assert!(m.cpu > Duration::ZERO, "{m:?}");
+            crate::runs::read_trace(&runner.dir(&app.name, run).join("trace.jsonl")).unwrap()
+        };
+        for n in 1..=cpus.len() {
+            let trace = made(&app, &planned(n, &app));
+            let cpu = run_figure(&trace, "compute", Signal::TaskClock).unwrap();
+            let wall = run_figure(&trace, "compute", Signal::Wall).unwrap();
+            assert!(cpu > 0.0, "{cpu}");
             assert!(
-                m.cpu <= m.wall * n as u32 + Duration::from_millis(20),
-                "{n} thread(s) on {n} CPU(s): {m:?}"
+                cpu <= wall * n as f64 + 20e6,
+                "{n} thread(s) on {n} CPU(s): {cpu} ns of CPU in {wall} ns"
             );
-            assert_eq!(m.value(Signal::TaskClock), m.cpu.as_nanos() as f64);
-            assert_eq!(m.value(Signal::Wall), m.wall.as_nanos() as f64);
-            let trace = Trace::read(std::io::BufReader::new(
-                std::fs::File::open(out.join("trace.jsonl")).unwrap(),
-            ))
-            .unwrap();
             let pinned = trace.events.iter().any(|e| match e {
                 TraceEvent::Plan { plan, .. } => plan.apps.iter().any(|p| {
                     matches!(&p.placement, Placement::PerThread { threads, .. }
@@ -607,18 +545,10 @@ mod tests {
             assert!(pinned, "no plan pins thread i on CPU {cpus:?}[i]");
         }
         let mut failing = app.clone();
+        failing.name = "failing".into();
         failing.command = Some(vec!["false".into()]);
-        let got = runs
-            .run(
-                &failing,
-                &cpus[..1],
-                &dir.path().join("f"),
-                &mut Progress::new("t", 1),
-            )
-            .unwrap();
-        assert!(
-            matches!(&got, Err(why) if why.starts_with("exited with code 1")),
-            "{got:?}"
-        );
+        let trace = made(&failing, &planned(1, &failing));
+        let got = run_figure(&trace, "failing", Signal::TaskClock);
+        assert_eq!(got, Err("exited with code 1".into()));
     }
 }

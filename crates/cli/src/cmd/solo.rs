@@ -3,17 +3,26 @@
 //! solo runs). Times are stored per workload and machine in coloc's data directory.
 //! With `--threads 1,2,…` each app runs alone at each thread count instead, for
 //! the reference points of a mix (`coloc_model::metrics::reference`).
+//!
+//! A measurement procedure (docs/trace-format.md, Measurement procedures;
+//! [`coloc_model::metrics::solo_runs`]): the output directory holds
+//! `solo.json` and one trace per run, the times are computed from those traces
+//! on disk, and `coloc solo --from DIR` recomputes them without running.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Args;
 use coloc_manager::DEFAULT_EPOCH;
-use coloc_model::metrics::{RunMetrics, SoloCurves, SoloTimes};
+use coloc_model::metrics::{
+    solo_curves, solo_runs, solo_times, RunMetrics, SoloCurves, SoloManifest, SoloRun, SoloTimes,
+    SOLO_MANIFEST,
+};
 use coloc_model::{Trace, Workload};
 
+use crate::cmd::procedure::{read_json, read_traces, write_json};
 use crate::context::policy_context;
 use crate::host::{data_dir, stop_flag};
 use crate::output::default_out_dir;
@@ -23,7 +32,13 @@ use crate::target::{MachineArgs, Target};
 #[derive(Debug, Args)]
 pub struct SoloArgs {
     /// Workload file (TOML).
-    pub workload: PathBuf,
+    #[arg(required_unless_present = "from")]
+    pub workload: Option<PathBuf>,
+    /// Run nothing: recompute the solo times from the traces in DIR, a
+    /// directory `coloc solo` wrote (its `--out`), and print them (nothing is
+    /// saved).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["workload", "threads", "sim"])]
+    pub from: Option<PathBuf>,
     /// Solo runs per app.
     #[arg(long, default_value_t = 3)]
     pub repeat: u32,
@@ -73,40 +88,40 @@ fn load_json<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Result<O
     }
 }
 
-/// Runs app `index` of `workload` alone under `native`, `repeat` times, with
-/// `threads` threads when given; returns the wall times of its successful runs.
+/// Makes `run`: its app of `workload` alone under `native`, `repeat` times
+/// back to back, with the run's thread count when it has one; its trace in
+/// `out/DIR`.
 fn alone(
     target: &Target,
     workload: &Workload,
-    index: usize,
-    threads: Option<u32>,
+    run: &SoloRun,
     repeat: u32,
-    out: &std::path::Path,
+    out: &Path,
     stop: &Arc<AtomicBool>,
-) -> Result<Vec<f64>> {
-    let app = &workload.apps[index];
+) -> Result<()> {
+    let app = workload
+        .apps
+        .iter()
+        .find(|a| a.name == run.app)
+        .with_context(|| format!("run {}: no app \"{}\"", run.dir, run.app))?;
     let mut alone = app.clone();
     alone.arrive_at = std::time::Duration::ZERO;
     alone.repeat = repeat;
-    let label = match threads {
-        Some(k) => {
-            alone.threads = k;
-            format!("{}-{k}", app.name)
-        }
-        None => app.name.clone(),
-    };
+    if let Some(k) = run.threads {
+        alone.threads = k;
+    }
     let single = Workload {
-        name: format!("{}-solo-{label}", workload.name),
+        name: format!("{}-solo-{}", workload.name, run.dir),
         epoch: workload.epoch,
         apps: vec![alone],
     };
     let ctx = policy_context(target, &single, &["native"])?;
-    let mut progress = Progress::new(&format!("solo {label}"), u64::from(repeat));
+    let mut progress = Progress::new(&format!("solo {}", run.dir), u64::from(repeat));
     let (summary, events) = target.run(
         &single,
         "native",
         &ctx,
-        &out.join(&label),
+        &out.join(&run.dir),
         workload.epoch.unwrap_or(DEFAULT_EPOCH),
         0,
         Some(stop.clone()),
@@ -118,25 +133,42 @@ fn alone(
         0 => "no successful run".into(),
         n => format!("{:.2} s", walls.iter().sum::<f64>() / n as f64),
     });
-    Ok(walls)
+    Ok(())
+}
+
+/// Makes the solo runs of every app of `workload` (at each of `threads`, or
+/// at its own count when empty), `repeat` times each, writes `out/solo.json`,
+/// and returns the runs and their traces read back from `out`.
+fn procedure(
+    target: &Target,
+    workload: &Workload,
+    threads: &[u32],
+    repeat: u32,
+    out: &Path,
+) -> Result<(Vec<SoloRun>, Vec<Trace>)> {
+    let stop = stop_flag()?;
+    let apps: Vec<&str> = workload.apps.iter().map(|a| a.name.as_str()).collect();
+    let manifest = SoloManifest {
+        runs: solo_runs(&apps, threads),
+    };
+    for run in &manifest.runs {
+        alone(target, workload, run, repeat, out, &stop)?;
+    }
+    write_json(out, SOLO_MANIFEST, &manifest)?;
+    let traces = traces(out, &manifest.runs)?;
+    Ok((manifest.runs, traces))
+}
+
+/// The trace of each of `runs` under `dir`.
+fn traces(dir: &Path, runs: &[SoloRun]) -> Result<Vec<Trace>> {
+    read_traces(dir, runs.iter().map(|r| r.dir.as_str()))
 }
 
 /// Every app of `workload` alone at its own thread count, `repeat` times:
 /// the wall times Hmean speedup divides by.
-pub fn measure(
-    target: &Target,
-    workload: &Workload,
-    repeat: u32,
-    out: &std::path::Path,
-) -> Result<SoloTimes> {
-    let stop = stop_flag()?;
-    let mut solo = SoloTimes::default();
-    for (i, app) in workload.apps.iter().enumerate() {
-        for wall in alone(target, workload, i, None, repeat, out, &stop)? {
-            solo.add(&app.name, wall);
-        }
-    }
-    Ok(solo)
+pub fn measure(target: &Target, workload: &Workload, repeat: u32, out: &Path) -> Result<SoloTimes> {
+    let (runs, traces) = procedure(target, workload, &[], repeat, out)?;
+    Ok(solo_times(&runs, &traces))
 }
 
 /// Every app of `workload` alone at each of `threads`, `repeat` times.
@@ -145,18 +177,24 @@ pub fn measure_curves(
     workload: &Workload,
     threads: &[u32],
     repeat: u32,
-    out: &std::path::Path,
+    out: &Path,
 ) -> Result<SoloCurves> {
-    let stop = stop_flag()?;
-    let mut curves = SoloCurves::default();
-    for (i, app) in workload.apps.iter().enumerate() {
-        for &k in threads {
-            for wall in alone(target, workload, i, Some(k), repeat, out, &stop)? {
-                curves.add(&app.name, k, wall);
-            }
-        }
+    let (runs, traces) = procedure(target, workload, threads, repeat, out)?;
+    Ok(solo_curves(&runs, &traces))
+}
+
+/// `coloc solo --from DIR`: the times again from the traces `solo.json` in
+/// DIR lists, by the functions that computed them when they ran.
+fn recompute(dir: &Path) -> Result<()> {
+    let manifest: SoloManifest = read_json(dir, SOLO_MANIFEST)?;
+    let traces = traces(dir, &manifest.runs)?;
+    println!("Recomputed from the traces in {}:", dir.display());
+    if manifest.runs.iter().all(|r| r.threads.is_some()) && !manifest.runs.is_empty() {
+        print!("{}", solo_curves(&manifest.runs, &traces).render());
+    } else {
+        print!("{}", solo_times(&manifest.runs, &traces).render());
     }
-    Ok(curves)
+    Ok(())
 }
 
 fn save<T: serde::Serialize>(path: &std::path::Path, value: &T) -> Result<()> {
@@ -174,12 +212,15 @@ pub fn save_curves(workload: &Workload, target: &Target, curves: &SoloCurves) ->
 
 pub fn main(args: SoloArgs) -> Result<()> {
     anyhow::ensure!(args.repeat >= 1, "--repeat must be at least 1");
+    if let Some(dir) = &args.from {
+        return recompute(dir);
+    }
     anyhow::ensure!(
         args.threads.iter().all(|k| *k >= 1),
         "--threads: thread counts must be at least 1"
     );
     let target = Target::new(&args.machine)?;
-    let workload = target.load(&args.workload)?;
+    let workload = target.load(args.workload.as_deref().expect("clap requires it"))?;
     let out = args
         .out
         .unwrap_or_else(|| default_out_dir(&workload.name, "solo"));

@@ -7,7 +7,7 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use coloc_model::trace::{ApplyOutcome, ExitStatus};
-use coloc_model::{AppId, AppPlan, MemPolicy, Placement};
+use coloc_model::{AppId, AppPlan, InstanceUsage, MemPolicy, Placement};
 use nix::errno::Errno;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
@@ -260,14 +260,20 @@ impl Instance {
         Ok(refused)
     }
 
-    /// Its exit status, once the main process has exited (reaping it).
-    /// An adopted process is not coloc's child: its end is seen in /proc (gone,
-    /// a zombie, or its pid reused) and its status is unknown.
-    pub fn try_exit(&mut self, proc: &ProcRoot) -> std::io::Result<Option<ExitStatus>> {
-        match &mut self.child {
-            Some(child) => Ok(child.try_wait()?.map(exit_status)),
+    /// Its exit status, once the main process has exited (reaping it), with
+    /// what it consumed over its whole life. An adopted process is not
+    /// coloc's child: its end is seen in /proc (gone, a zombie, or its pid
+    /// reused) and its status and usage are unknown.
+    pub fn try_exit(
+        &mut self,
+        proc: &ProcRoot,
+    ) -> std::io::Result<Option<(ExitStatus, Option<InstanceUsage>)>> {
+        match &self.child {
+            Some(child) => {
+                Ok(try_reap(child.id())?.map(|(status, usage)| (exit_status(status), Some(usage))))
+            }
             None if proc.is_alive(&self.main) => Ok(None),
-            None => Ok(Some(ExitStatus::Unknown)),
+            None => Ok(Some((ExitStatus::Unknown, None))),
         }
     }
 
@@ -320,6 +326,37 @@ pub(crate) fn open_regular(path: &std::path::Path) -> std::io::Result<(std::fs::
         ));
     }
     Ok((file, meta.len()))
+}
+
+/// Reaps the child `pid` if it has exited: its status and `wait4`'s rusage,
+/// the CPU time of all its threads and of the descendants it reaped, which
+/// the kernel adds up as each one is reaped (the app's whole life, with no
+/// gap after the last sample). Cycles are not counted here.
+fn try_reap(pid: u32) -> std::io::Result<Option<(std::process::ExitStatus, InstanceUsage)>> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 writes only to the two locals passed by pointer; `pid` is
+    // coloc's unreaped child (std's `Child` is never waited on afterwards: the
+    // instance is dropped once its exit is seen).
+    let got = unsafe { libc::wait4(pid as libc::pid_t, &mut status, libc::WNOHANG, &mut usage) };
+    if got < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if got == 0 {
+        return Ok(None);
+    }
+    let ns =
+        |t: libc::timeval| t.tv_sec.max(0) as u64 * 1_000_000_000 + t.tv_usec.max(0) as u64 * 1000;
+    Ok(Some((
+        std::process::ExitStatus::from_raw(status),
+        InstanceUsage {
+            cpu_ns: ns(usage.ru_utime) + ns(usage.ru_stime),
+            cycles: None,
+            llc: None,
+        },
+    )))
 }
 
 fn exit_status(s: std::process::ExitStatus) -> ExitStatus {

@@ -289,7 +289,7 @@ impl LinuxMachine {
                 .try_exit(&self.proc)
                 .map_err(|e| other(&format!("waiting for {} (pid {})", inst.id, inst.pid()), e))?;
             match exited {
-                Some(status) => {
+                Some((status, usage)) => {
                     let mut inst = self.instances.remove(k);
                     let main = inst.pid();
                     // An adopted app's descendants are not coloc's to end.
@@ -310,6 +310,7 @@ impl LinuxMachine {
                         at: self.now(),
                         status,
                         output,
+                        usage,
                     });
                 }
                 None => {

@@ -27,11 +27,13 @@ pub mod table;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
-mod testtrace;
+pub(crate) mod testtrace;
 mod timeline;
 
 pub use app::{AppMetrics, Repetition};
 pub use compare::{Comparison, PolicyStats, Samples};
 pub use reference::SoloCurves;
 pub use run::{RunFigures, RunMetrics};
-pub use solo::SoloTimes;
+pub use solo::{
+    solo_curves, solo_runs, solo_times, SoloManifest, SoloRun, SoloTimes, SOLO_MANIFEST,
+};

@@ -13,7 +13,7 @@ use crate::workload::Workload;
 
 /// An event with the instance as (app index, repetition).
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Ev {
+pub(crate) enum Ev {
     Arrive(u32, u32),
     Start(u32, u32),
     Threads(u32, u32),
@@ -24,6 +24,8 @@ pub(super) enum Ev {
     Exit(u32, u32, i32),
     /// Successful exit that reported this app metric.
     ExitMetric(u32, u32, f64),
+    /// Successful exit with this whole-life usage: CPU milliseconds, cycles.
+    ExitUsage(u32, u32, u64, Option<u64>),
     /// coloc could not start it.
     NoStart(u32, u32),
     /// An observation: the instance's metric read live is this value, after
@@ -43,11 +45,12 @@ fn exit(t: Duration, at: (u32, u32), status: ExitStatus, metric: Option<f64>) ->
         app: id(at),
         status,
         metric,
+        usage: None,
     }
 }
 
 /// A trace of `policy` running apps named `apps` (workload order).
-pub(super) fn trace(policy: &str, apps: &[&str], events: &[(f64, Ev)]) -> Trace {
+pub(crate) fn trace(policy: &str, apps: &[&str], events: &[(f64, Ev)]) -> Trace {
     let header = TraceEvent::Header(Box::new(Header {
         version: TRACE_VERSION,
         coloc_version: "test".into(),
@@ -97,6 +100,17 @@ pub(super) fn trace(policy: &str, apps: &[&str], events: &[(f64, Ev)]) -> Trace 
             },
             Ev::Exit(a, r, code) => exit(t, (a, r), ExitStatus::Code(code), None),
             Ev::ExitMetric(a, r, m) => exit(t, (a, r), ExitStatus::Code(0), Some(m)),
+            Ev::ExitUsage(a, r, cpu_ms, cycles) => TraceEvent::Exit {
+                t,
+                app: id((a, r)),
+                status: ExitStatus::Code(0),
+                metric: None,
+                usage: Some(crate::InstanceUsage {
+                    cpu_ns: cpu_ms * 1_000_000,
+                    cycles,
+                    llc: None,
+                }),
+            },
             Ev::NoStart(a, r) => exit(
                 t,
                 (a, r),

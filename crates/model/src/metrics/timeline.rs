@@ -90,6 +90,7 @@ impl Timeline {
                     app,
                     status,
                     metric,
+                    ..
                 } => {
                     tl.instance(*app).exit = Some(Exit {
                         t: *t,

@@ -11,9 +11,11 @@
 
 mod characterization;
 mod identity;
+pub mod procedure;
 mod render;
 mod score;
 mod sharing;
+pub mod substitute;
 
 use serde::{Deserialize, Serialize};
 
@@ -24,7 +26,8 @@ pub use self::identity::{AppIdentity, AppSource, Match, PlatformFingerprint};
 pub use self::render::{render, render_sharing};
 pub use self::score::{sensitivity_score, ScoreError, Sensitivity, Signal, Spread};
 pub use self::sharing::{
-    llc_footprint, CounterTotals, SharingCharacteristics, SharingError, SharingSignal,
+    counter_run, counter_run_cpus, llc_footprint, CounterTotals, SharingCharacteristics,
+    SharingError, SharingSignal, COUNTERS, LINE_BYTES,
 };
 use crate::topology::{ResourceKind, SharedResource};
 use crate::workload::AppSpec;

@@ -159,7 +159,7 @@ mod tests {
     #[test]
     fn renders_sharing_characteristics() {
         let c = SharingCharacteristics {
-            signal: crate::profile::SharingSignal::Substitutes,
+            signal: crate::profile::SharingSignal::StreamCoRuns,
             threads: 2,
             data_sharing: None,
             bandwidth_gbs: Some(1.5),
@@ -168,7 +168,10 @@ mod tests {
             missing: vec!["data sharing: no LLC counters".into()],
         };
         let text = render_sharing(&c);
-        assert!(text.contains("2 thread(s), substitutes"), "{text}");
+        assert!(
+            text.contains("2 thread(s), substitute: co-runs with the stream kernel"),
+            "{text}"
+        );
         assert!(text.contains("data sharing -"), "{text}");
         assert!(text.contains("bandwidth 1.500 GB/s per thread"), "{text}");
         assert!(

@@ -24,6 +24,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::cpuset::Cpu;
+use crate::procedure::{finished, PinnedApp, PlannedRun};
+use crate::topology::symmetry::SymTree;
+use crate::topology::Topology;
+use crate::trace::Trace;
+
 /// What the characteristics were measured with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -34,10 +40,11 @@ pub enum SharingSignal {
     /// The simulator's counters of a solo run (references, misses and the
     /// requests that go to data the app's threads share).
     SimCounters,
-    /// Documented substitutes on a machine without counters: co-runs with the
-    /// `stream` kernel for bandwidth and ReSense's cache score for sharing
-    /// (docs/policies/tang-atom.md, Characteristics).
-    Substitutes,
+    /// The substitute on a machine without counters: the bandwidth one thread
+    /// of the app takes from the `stream` kernel in co-runs
+    /// (docs/policies/tang-atom.md, Characteristics; `substitute.rs`).
+    #[serde(alias = "substitutes")]
+    StreamCoRuns,
 }
 
 impl std::fmt::Display for SharingSignal {
@@ -45,7 +52,7 @@ impl std::fmt::Display for SharingSignal {
         f.write_str(match self {
             SharingSignal::HwCounters => "hardware counters",
             SharingSignal::SimCounters => "simulated counters",
-            SharingSignal::Substitutes => "substitutes",
+            SharingSignal::StreamCoRuns => "substitute: co-runs with the stream kernel",
         })
     }
 }
@@ -150,6 +157,77 @@ impl SharingCharacteristics {
         })
     }
 }
+
+/// Role of the solo run whose counters give the characteristics.
+pub const COUNTERS: &str = "counters";
+
+/// The CPUs of the solo run that measures the characteristics from counters:
+/// as many threads as the outermost shared level has cores per instance,
+/// pinned in scatter order (one per LLC before any two share one), so the
+/// figures are the app's own demand (docs/policies/tang-atom.md).
+pub fn counter_run_cpus(t: &Topology) -> Vec<Cpu> {
+    let all = t.cpus().len().max(1);
+    let n = t
+        .shared_resources()
+        .last()
+        .map(|r| r.cores_per_instance)
+        .unwrap_or(all)
+        .clamp(1, all);
+    let tree = SymTree::new(t);
+    tree.scatter_order()
+        .into_iter()
+        .map(|leaf| tree.leaves[leaf])
+        .take(n)
+        .collect()
+}
+
+/// The one planned run of `app` whose counters give its characteristics.
+pub fn counter_run(app: &str, t: &Topology) -> PlannedRun {
+    PlannedRun {
+        dir: format!("sharing-{COUNTERS}"),
+        role: COUNTERS.into(),
+        apps: vec![PinnedApp {
+            name: app.into(),
+            cpus: counter_run_cpus(t),
+            args: Vec::new(),
+        }],
+    }
+}
+
+/// The characteristics from the LLC counts of `app`'s `exit` in a counter
+/// run's trace, over its time from `start` to `exit`; the signal is the
+/// simulator's counters in a simulated trace, hardware counters otherwise.
+pub fn from_counter_trace(
+    trace: &Trace,
+    app: &str,
+    threads: u32,
+) -> Result<SharingCharacteristics, String> {
+    let run = finished(trace, app)?;
+    let llc = run
+        .usage
+        .and_then(|u| u.llc)
+        .ok_or("its exit holds no LLC counts (this backend does not count them)")?;
+    let signal = if trace.header.machine.starts_with("sim:") {
+        SharingSignal::SimCounters
+    } else {
+        SharingSignal::HwCounters
+    };
+    SharingCharacteristics::from_counters(
+        signal,
+        CounterTotals {
+            threads,
+            elapsed_ms: run.elapsed.as_nanos() as f64 * 1e-6,
+            llc_requests: llc.references as f64,
+            llc_misses: llc.misses as f64,
+            shared_requests: llc.shared_references as f64,
+            line_bytes: LINE_BYTES,
+        },
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// Bytes a miss moves between memory and the LLC: one cache line.
+pub const LINE_BYTES: f64 = 64.0;
 
 #[cfg(test)]
 mod tests {

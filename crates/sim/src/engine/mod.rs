@@ -17,7 +17,7 @@ mod tests;
 
 use std::sync::Arc;
 
-use coloc_model::{AppId, MemPolicy, Placement, SchedSettings, Tid};
+use coloc_model::{AppId, InstanceUsage, LlcTotals, MemPolicy, Placement, SchedSettings, Tid};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::SeedableRng;
 
@@ -36,6 +36,8 @@ pub enum EngineEvent {
         at_ns: u64,
         /// Its work per second of its run time, 10^9 instructions/s.
         throughput: f64,
+        /// CPU time and cycles of all its threads over its whole life.
+        usage: InstanceUsage,
     },
     /// The app's threads changed (a team was created or grown).
     ThreadsChanged { app: AppId, tids: Vec<Tid> },
@@ -398,10 +400,21 @@ impl Engine {
         if self.apps[i].phase == self.apps[i].model.phases.len() {
             let a = self.apps.remove(i);
             let elapsed = (self.now_ns - a.started_ns) as f64 * 1e-9;
+            let total =
+                |f: fn(&ThreadStats) -> f64| a.threads.iter().map(|t| f(&t.stats)).sum::<f64>();
             return vec![EngineEvent::Exited {
                 app: a.id,
                 at_ns: self.now_ns,
                 throughput: a.model.total_ginstr() / elapsed.max(1e-9),
+                usage: InstanceUsage {
+                    cpu_ns: (total(|s| s.run_s) * 1e9).round() as u64,
+                    cycles: Some(total(|s| s.cycles).round() as u64),
+                    llc: Some(LlcTotals {
+                        references: total(|s| s.llc_refs).round() as u64,
+                        misses: total(|s| s.llc_misses).round() as u64,
+                        shared_references: total(|s| s.llc_shared_refs).round() as u64,
+                    }),
+                },
             }];
         }
         match self.begin_phase(i) {

@@ -11,12 +11,15 @@
 //! Approach: `coloc calibrate` runs a stream kernel with 1..n threads on the CPUs
 //! of CPU node i reading memory of node m and records the sustained rate of each
 //! run ([`StreamSample`]); [`MemoryCalibration::from_stream`] turns those samples
-//! into service rates. This module holds only data and that pure function.
+//! into service rates. This module holds only data and that pure function;
+//! [`procedure`] plans the runs and reads the samples back from their traces.
 //!
 //! Units: one request is one cache line (`line_bytes`, 64 on every x86 and Arm
 //! server), and every rate is in **requests per second**. The policies' model
 //! measures app request rates per second of CPU time, so the two meet without
 //! conversion.
+
+pub mod procedure;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
