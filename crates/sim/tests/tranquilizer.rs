@@ -31,7 +31,7 @@ fn models() -> Vec<AppModel> {
         short("mg", 60.0),
         short("streamcluster", 60.0),
         short("canneal", 40.0),
-        short("swaptions", 60.0),
+        short("swaptions", 600.0),
     ]
 }
 
@@ -152,6 +152,31 @@ fn interleaving_a_memory_bound_app_evens_out_its_runs() {
     assert!(
         f_cv < n_cv && f_mean < n_mean,
         "interleaved: CV {f_cv:.4} mean {f_mean:.3} s; native: CV {n_cv:.4} mean {n_mean:.3} s"
+    );
+}
+
+/// The policy itself, on the paper's machine over 10 seeds (§3, Table V):
+/// a memory-bound app (mg, 48 threads on 24 cores, ~25 LLC misses per 1000
+/// instructions, above Δ) is classified memory-intensive; interleaving its
+/// pages takes away the home node the scheduler keeps pulling its threads
+/// back to, so fewer migrations and cold-cache refills — a lower mean miss
+/// rate with a smaller spread, which the judge keeps — and its time varies
+/// less and is shorter than under Linux alone. A compute-bound app
+/// (swaptions, 0.3 accesses per 1000 instructions) only gets the CPU trial;
+/// its time varies no more and is no longer than under Linux alone.
+#[test]
+fn tranquilizer_steadies_a_memory_bound_app_and_spares_a_compute_bound_one() {
+    let (n_cv, n_mean) = variation("native", SOLO_MG, 10)["mg"];
+    let (t_cv, t_mean) = variation("tranquilizer", SOLO_MG, 10)["mg"];
+    assert!(
+        t_cv < n_cv && t_mean < n_mean,
+        "mg: tranquilizer CV {t_cv:.4} mean {t_mean:.3} s; native CV {n_cv:.4} mean {n_mean:.3} s"
+    );
+    let (n_cv, n_mean) = variation("native", SOLO_SWAPTIONS, 10)["swaptions"];
+    let (t_cv, t_mean) = variation("tranquilizer", SOLO_SWAPTIONS, 10)["swaptions"];
+    assert!(
+        t_cv <= n_cv && t_mean <= n_mean,
+        "swaptions: tranquilizer CV {t_cv:.4} mean {t_mean:.3} s; native CV {n_cv:.4} mean {n_mean:.3} s"
     );
 }
 
