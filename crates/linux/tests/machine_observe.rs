@@ -212,3 +212,56 @@ fn nice_slice_and_memory_policy_at_launch_and_after() {
     m.finish().unwrap();
     assert!(journals(dir.path()).is_empty());
 }
+
+/// Every thread's memory policy for new allocations, as the kernel shows it
+/// in the thread's numa_maps for a mapping without a policy of its own (the
+/// first, the program's text): `default` or `interleave:NODES`.
+fn thread_mempolicies(pid: u32) -> Vec<String> {
+    tids_of(pid)
+        .iter()
+        .filter_map(|t| std::fs::read_to_string(format!("/proc/{pid}/task/{t}/numa_maps")).ok())
+        .filter_map(|maps| Some(maps.lines().next()?.split_whitespace().nth(1)?.to_string()))
+        .collect()
+}
+
+/// A running shim app's later allocations follow `Interleave` (Thread
+/// Tranquilizer's memory setting, docs/policies/tranquilizer.md): its own
+/// threads set MPOL_INTERLEAVE over the nodes of its CPUs at their next
+/// region, and go back to the policy they started with when the plan does
+/// (a removed record does the same: the shim's own test).
+#[test]
+fn a_shim_apps_threads_interleave_later_allocations_and_go_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = machine(dir.path());
+    let mut app = spec(
+        "interleaved",
+        2,
+        &["kernel:barrier", "--regions", "1000000", "--work", "2000"],
+    );
+    app.malleable = true;
+    app.env.insert("OMP_WAIT_POLICY".into(), "passive".into());
+    let l = launch(&mut m, id(0), &app, &AppPlan::native(id(0)));
+    omp_until(&mut m, "a team of 2", |o| o.team_size == 2);
+    let all = |want: &str| {
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            let policies = thread_mempolicies(l.pid);
+            if policies.len() >= 2 && policies.iter().all(|p| p.starts_with(want)) {
+                return;
+            }
+            assert!(Instant::now() < until, "want {want}: {policies:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    all("default");
+    let out = m.apply(&plan(AppPlan {
+        memory: MemPolicy::Interleave,
+        ..AppPlan::native(id(0))
+    }));
+    assert!(out[0].refused.is_empty(), "{out:?}");
+    all("interleave:");
+    m.apply(&plan(AppPlan::native(id(0))));
+    all("default");
+    m.finish().unwrap();
+    assert!(journals(dir.path()).is_empty());
+}

@@ -25,6 +25,13 @@
  * neither limits the DoP nor pins, and threads it pinned earlier get the
  * process's original affinity back at their next region.
  *
+ * Memory policy (Thread Tranquilizer, docs/policies/tranquilizer.md): when the
+ * record asks for interleaving, every team member calls set_mempolicy(2) with
+ * MPOL_INTERLEAVE at its region start, so the app's later allocations are
+ * spread over the nodes (the kernel offers no way to set another process's
+ * policy); when it no longer asks, or goes stale or away, each member puts
+ * back the policy the process had when the shim attached.
+ *
  * Nested regions (omp_get_level() > 0 at entry) are passed through untouched:
  * the DoP is a budget for the outermost team.
  */
@@ -40,6 +47,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,6 +94,18 @@ static pid_t load_pid;
 static cpu_set_t original_mask;
 /* Set once any thread was pinned: from then on threads may need restoring. */
 static atomic_bool pinned_ever;
+
+/* The memory policy of the thread that attached (<numaif.h>'s values; the
+ * header comes with libnuma, which the shim does not need). */
+#define MPOL_DEFAULT_ 0
+#define MPOL_INTERLEAVE_ 3
+#define MPOL_MAX_NODES 64
+static int original_mode = MPOL_DEFAULT_;
+static unsigned long original_nodes;
+/* Set once any thread interleaved: from then on threads may need restoring. */
+static atomic_bool interleaved_ever;
+/* Node mask this thread's policy interleaves over; 0 = the original policy. */
+static __thread uint64_t t_interleave;
 
 /* Iterations of worksharing loops the outermost master has started in its
  * current region; added to the record when the region ends. */
@@ -159,6 +179,11 @@ static struct coloc_omp_record *attach(void)
     }
     if (sched_getaffinity(0, sizeof(original_mask), &original_mask) != 0)
         CPU_ZERO(&original_mask);
+    if (syscall(SYS_get_mempolicy, &original_mode, &original_nodes, MPOL_MAX_NODES + 1, NULL, 0)
+        != 0) {
+        original_mode = MPOL_DEFAULT_;
+        original_nodes = 0;
+    }
     return r;
 }
 
@@ -210,8 +235,9 @@ struct frame {
     region_fn fn;
     void *data;
     struct coloc_omp_record *rec;
-    uint64_t gen; /* generation the DoP/CPUs were read under */
-    bool pin;     /* pin members to rec->cpus */
+    uint64_t gen;        /* generation the DoP/CPUs were read under */
+    bool pin;            /* pin members to rec->cpus */
+    uint64_t interleave; /* nodes to interleave over, 0 = the original policy */
 };
 
 /* One outermost region as seen by the thread that started it. */
@@ -245,10 +271,34 @@ static void pin_self(const struct frame *f, unsigned slot)
     atomic_store_explicit(&pinned_ever, true, memory_order_relaxed);
 }
 
-/* Puts the calling team member where the frame says; a syscall only when the
- * generation or the member's slot changed since this thread last moved. */
+/* Gives the calling thread the frame's memory policy; a syscall only when it
+ * differs from the one this thread set last. A failure counts as a pin error
+ * (the record's one field for "could not apply"). */
+static void set_memory_self(const struct frame *f)
+{
+    if (t_interleave == f->interleave)
+        return;
+    unsigned long nodes = (unsigned long)f->interleave;
+    long rc = f->interleave != 0
+        ? syscall(SYS_set_mempolicy, MPOL_INTERLEAVE_, &nodes, MPOL_MAX_NODES + 1)
+        : syscall(SYS_set_mempolicy, original_mode,
+                  original_mode == MPOL_DEFAULT_ ? NULL : &original_nodes, MPOL_MAX_NODES + 1);
+    if (rc != 0) {
+        if (f->rec != NULL)
+            atomic_fetch_add_explicit(&f->rec->pin_errors, 1, memory_order_relaxed);
+        return;
+    }
+    t_interleave = f->interleave;
+    if (f->interleave != 0)
+        atomic_store_explicit(&interleaved_ever, true, memory_order_relaxed);
+}
+
+/* Puts the calling team member where the frame says, with its memory policy;
+ * a syscall only when the generation or the member's slot changed since this
+ * thread last moved. */
 static void place_self(const struct frame *f, unsigned slot)
 {
+    set_memory_self(f);
     if (f->pin) {
         if (t_pinned_gen != f->gen || t_pinned_slot != slot)
             pin_self(f, slot);
@@ -272,7 +322,8 @@ static void trampoline(void *arg)
 }
 
 /* Reads dop under the seqlock; false if coloc kept writing (take no limit). */
-static bool read_dop(struct coloc_omp_record *r, uint64_t *gen, uint32_t *dop, bool *pin)
+static bool read_dop(struct coloc_omp_record *r, uint64_t *gen, uint32_t *dop, bool *pin,
+                     uint64_t *interleave)
 {
     for (int tries = 0; tries < 64; tries++) {
         uint64_t g1 = atomic_load_explicit(&r->generation, memory_order_acquire);
@@ -280,11 +331,13 @@ static bool read_dop(struct coloc_omp_record *r, uint64_t *gen, uint32_t *dop, b
             continue;
         uint32_t d = atomic_load_explicit(&r->dop, memory_order_relaxed);
         uint32_t n = atomic_load_explicit(&r->ncpus, memory_order_relaxed);
+        uint64_t m = atomic_load_explicit(&r->interleave_nodes, memory_order_relaxed);
         atomic_thread_fence(memory_order_acquire);
         if (atomic_load_explicit(&r->generation, memory_order_relaxed) == g1) {
             *gen = g1;
             *dop = d;
             *pin = n > 0 && n <= COLOC_OMP_MAX_CPUS;
+            *interleave = m;
             return true;
         }
     }
@@ -295,11 +348,11 @@ static bool read_dop(struct coloc_omp_record *r, uint64_t *gen, uint32_t *dop, b
  * limit), the generation it was read under and whether to pin; false when the
  * record is stale or coloc kept writing (take no limit). */
 static bool current_dop(struct coloc_omp_record *r, uint64_t at_ns, uint64_t *gen, uint32_t *dop,
-                        bool *pin)
+                        bool *pin, uint64_t *interleave)
 {
     uint64_t beat = atomic_load_explicit(&r->heartbeat_ns, memory_order_relaxed);
     bool fresh = beat != 0 && (beat >= at_ns || at_ns - beat <= COLOC_OMP_STALE_NS);
-    return fresh && read_dop(r, gen, dop, pin);
+    return fresh && read_dop(r, gen, dop, pin, interleave);
 }
 
 /* omp_get_max_threads() outside any region is the DoP while coloc asks for
@@ -314,10 +367,10 @@ EXPORT int omp_get_max_threads(void)
     struct coloc_omp_record *r = atomic_load_explicit(&rec, memory_order_relaxed);
     if (real.get_level() > 0 || r == NULL || !record_valid(r))
         return n;
-    uint64_t gen;
+    uint64_t gen, interleave;
     uint32_t dop;
     bool pin;
-    if (current_dop(r, now_ns(), &gen, &dop, &pin) && dop > 0 && dop < (uint32_t)n)
+    if (current_dop(r, now_ns(), &gen, &dop, &pin, &interleave) && dop > 0 && dop < (uint32_t)n)
         return (int)dop;
     return n;
 }
@@ -343,8 +396,10 @@ static unsigned region_begin(struct region *rg, region_fn fn, void *data, unsign
     if (real.get_level() > 0)
         return requested;
     if (r == NULL || !record_valid(r)) {
-        /* Inert; only threads pinned while coloc was there need their affinity back. */
-        rg->wrap = atomic_load_explicit(&pinned_ever, memory_order_relaxed);
+        /* Inert; only threads pinned or interleaved while coloc was there need
+         * their affinity and memory policy back. */
+        rg->wrap = atomic_load_explicit(&pinned_ever, memory_order_relaxed)
+            || atomic_load_explicit(&interleaved_ever, memory_order_relaxed);
         if (rg->wrap)
             place_self(&rg->frame, 0);
         return requested;
@@ -356,7 +411,8 @@ static unsigned region_begin(struct region *rg, region_fn fn, void *data, unsign
     rg->start_ns = now_ns();
     unsigned n = requested;
     uint32_t dop;
-    if (current_dop(r, rg->start_ns, &rg->frame.gen, &dop, &rg->frame.pin)) {
+    if (current_dop(r, rg->start_ns, &rg->frame.gen, &dop, &rg->frame.pin,
+                    &rg->frame.interleave)) {
         unsigned wanted = requested ? requested : (unsigned)real.get_max_threads();
         bool cap = requested == 0 || real.get_dynamic();
         if (cap && dop > 0 && dop < wanted)

@@ -22,6 +22,12 @@
  *    were absent (no DoP limit, original CPU affinity) until it is refreshed:
  *    a crashed coloc must not leave an app stuck on one core.
  *  - dop == 0 means "no limit"; ncpus == 0 means "do not pin".
+ *  - interleave_nodes, under the same seqlock: bit i set = node i. Non-zero:
+ *    every team member sets MPOL_INTERLEAVE over those nodes for its future
+ *    allocations at its next region (set_mempolicy(2) acts on the calling
+ *    thread only, so the app's own threads must make the call); 0: each puts
+ *    back the policy the process had when the shim attached. A stale or
+ *    removed record also puts it back, as it does affinity.
  *  - The app side starts on its own cache line so that the app's per-region
  *    counter updates do not bounce the line coloc writes.
  *  - owner_pid is claimed (0 -> pid, compare-and-swap) by the first process that
@@ -38,7 +44,7 @@
 
 /* "COLOCOMP" read as a little-endian u64. */
 #define COLOC_OMP_MAGIC 0x504d4f434f4c4f43ULL
-#define COLOC_OMP_VERSION 1u
+#define COLOC_OMP_VERSION 2u
 #define COLOC_OMP_MAX_CPUS 1024u
 /* A record whose heartbeat is older than this (2 s) is stale. */
 #define COLOC_OMP_STALE_NS 2000000000ULL
@@ -56,13 +62,14 @@ struct coloc_omp_record {
     _Atomic uint32_t dop;          /* threads per outermost region; 0 = no limit */
     _Atomic uint32_t ncpus;        /* valid entries in cpus; 0 = do not pin */
     _Atomic uint32_t cpus[COLOC_OMP_MAX_CPUS]; /* team member i runs on cpus[i % ncpus] */
-    uint8_t pad_coloc[24];
+    _Atomic uint64_t interleave_nodes; /* MPOL_INTERLEAVE over these nodes; 0 = the app's own */
+    uint8_t pad_coloc[16];
 
     /* ---- app -> coloc (offset 4160, a cache-line boundary) ---- */
     _Atomic uint32_t owner_pid;   /* pid of the process using the record, 0 = none yet */
     _Atomic uint32_t in_parallel; /* outermost regions running now (0 = serial) */
     _Atomic uint32_t team_size;   /* threads of the latest outermost region */
-    _Atomic uint32_t pin_errors;  /* sched_setaffinity failures (CPU offline, cpuset) */
+    _Atomic uint32_t pin_errors;  /* sched_setaffinity or set_mempolicy failures */
     _Atomic uint64_t generation_seen;      /* generation applied at the latest region start */
     _Atomic uint64_t regions_started;      /* outermost regions entered */
     _Atomic uint64_t regions_completed;    /* outermost regions finished */
@@ -81,6 +88,7 @@ _Static_assert(offsetof(struct coloc_omp_record, heartbeat_ns) == 24, "layout");
 _Static_assert(offsetof(struct coloc_omp_record, dop) == 32, "layout");
 _Static_assert(offsetof(struct coloc_omp_record, ncpus) == 36, "layout");
 _Static_assert(offsetof(struct coloc_omp_record, cpus) == 40, "layout");
+_Static_assert(offsetof(struct coloc_omp_record, interleave_nodes) == 4136, "layout");
 _Static_assert(offsetof(struct coloc_omp_record, owner_pid) == 4160, "layout");
 _Static_assert(offsetof(struct coloc_omp_record, generation_seen) == 4176, "layout");
 _Static_assert(offsetof(struct coloc_omp_record, parallel_ns) == 4224, "layout");

@@ -16,6 +16,7 @@ int main(void)
     FIELD(dop);
     FIELD(ncpus);
     FIELD(cpus);
+    FIELD(interleave_nodes);
     FIELD(owner_pid);
     FIELD(in_parallel);
     FIELD(team_size);

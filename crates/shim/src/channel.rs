@@ -37,7 +37,8 @@ pub struct OmpState {
     pub last_region_start_ns: u64,
     /// Wall time summed over finished outermost regions, in ns.
     pub parallel_ns: u64,
-    /// Team members that could not be pinned (CPU offline, cpuset forbids it).
+    /// Team members that could not be pinned (CPU offline, cpuset forbids it)
+    /// or given the memory policy asked for.
     pub pin_errors: u32,
 }
 
@@ -147,21 +148,51 @@ impl DopChannel {
         Ok(())
     }
 
-    /// The seqlock write: odd generation, fields, even generation.
+    /// Asks the app's threads to interleave their future allocations over
+    /// `nodes` (`MPOL_INTERLEAVE`, each thread at its next outermost region),
+    /// or, with none, to go back to the policy the app had. Only coloc writes
+    /// the record, so this is a second seqlock write beside `set`'s. Returns
+    /// whether the record changed (the same nodes again write nothing).
+    pub fn set_interleave(&mut self, nodes: &[u32]) -> Result<bool> {
+        let mut mask = 0u64;
+        for &n in nodes {
+            if n >= u64::BITS {
+                return Err(ShimError::NodeOutOfRange {
+                    node: n,
+                    max: u64::BITS - 1,
+                });
+            }
+            mask |= 1 << n;
+        }
+        if self.rec().interleave_nodes.load(Ordering::Relaxed) == mask {
+            return Ok(false);
+        }
+        self.seqlock_write(|r| r.interleave_nodes.store(mask, Ordering::Relaxed));
+        Ok(true)
+    }
+
     fn write_config(&mut self, dop: u32, cpus: &[u32]) {
+        self.seqlock_write(|r| {
+            r.dop.store(dop, Ordering::Relaxed);
+            for (slot, &cpu) in r.cpus.iter().zip(cpus) {
+                slot.store(cpu, Ordering::Relaxed);
+            }
+            r.ncpus.store(cpus.len() as u32, Ordering::Relaxed);
+        });
+    }
+
+    /// The seqlock write: odd generation, fields, even generation.
+    fn seqlock_write(&mut self, write: impl FnOnce(&Record)) {
         let r = self.rec();
         let g = r.generation.load(Ordering::Relaxed) & !1;
         r.generation.store(g + 1, Ordering::Relaxed);
         fence(Ordering::Release);
-        r.dop.store(dop, Ordering::Relaxed);
-        for (slot, &cpu) in r.cpus.iter().zip(cpus) {
-            slot.store(cpu, Ordering::Relaxed);
-        }
-        r.ncpus.store(cpus.len() as u32, Ordering::Relaxed);
+        write(r);
         r.generation.store(g + 2, Ordering::Release);
     }
 
-    /// Generation of the current setting; 2 after `create`, +2 per `set`.
+    /// Generation of the current setting; 2 after `create`, +2 per `set` or
+    /// `set_interleave`.
     pub fn generation(&self) -> u64 {
         self.rec().generation.load(Ordering::Acquire)
     }

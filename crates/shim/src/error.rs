@@ -20,6 +20,9 @@ pub enum ShimError {
     /// The record has room for `max` CPUs.
     #[error("{count} CPUs given, the record holds at most {max}")]
     TooManyCpus { count: usize, max: usize },
+    /// The record's interleave mask has one bit per node, nodes 0 to `max`.
+    #[error("interleave_nodes: node {node} given, the record holds nodes 0 to {max}")]
+    NodeOutOfRange { node: u32, max: u32 },
     /// Extracting the shim into a directory another user controls would let
     /// that user choose the code coloc preloads into apps.
     #[error("{path}: not a private directory of the current user (owner or mode)")]

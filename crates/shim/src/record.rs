@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 /// `"COLOCOMP"` read as a little-endian u64.
 pub const MAGIC: u64 = 0x504d_4f43_4f4c_4f43;
 /// Layout version; the shim ignores records of another version.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// CPUs the record can list.
 pub const MAX_CPUS: usize = 1024;
 /// A heartbeat older than this (2 s) makes the shim behave as if coloc were absent.
@@ -32,7 +32,8 @@ pub(crate) struct Record {
     pub dop: AtomicU32,
     pub ncpus: AtomicU32,
     pub cpus: [AtomicU32; MAX_CPUS],
-    pad_coloc: [u8; 24],
+    pub interleave_nodes: AtomicU64,
+    pad_coloc: [u8; 16],
     // app -> coloc, on its own cache line
     pub owner_pid: AtomicU32,
     pub in_parallel: AtomicU32,
@@ -58,6 +59,7 @@ const _: () = {
     assert!(offset_of!(Record, dop) == 32);
     assert!(offset_of!(Record, ncpus) == 36);
     assert!(offset_of!(Record, cpus) == 40);
+    assert!(offset_of!(Record, interleave_nodes) == 4136);
     assert!(offset_of!(Record, owner_pid) == 4160);
     assert!(offset_of!(Record, generation_seen) == 4176);
     assert!(offset_of!(Record, parallel_ns) == 4224);
@@ -83,6 +85,7 @@ mod tests {
             ("dop", offset_of!(Record, dop)),
             ("ncpus", offset_of!(Record, ncpus)),
             ("cpus", offset_of!(Record, cpus)),
+            ("interleave_nodes", offset_of!(Record, interleave_nodes)),
             ("owner_pid", offset_of!(Record, owner_pid)),
             ("in_parallel", offset_of!(Record, in_parallel)),
             ("team_size", offset_of!(Record, team_size)),

@@ -295,3 +295,37 @@ fn a_child_forked_after_a_region_is_inert() {
     let s = chan.read();
     assert_eq!((s.regions_started, s.iterations_completed), (1, 0));
 }
+
+/// Interleaving an app's later allocations (Thread Tranquilizer,
+/// docs/policies/tranquilizer.md): at the first region after coloc asks, every
+/// team thread has MPOL_INTERLEAVE over the nodes asked for, as the kernel
+/// shows in the thread's numa_maps; asking for none puts back the policy the
+/// app started with (`default`), and so does a removed record.
+#[test]
+fn team_threads_interleave_later_allocations_and_go_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut chan = DopChannel::create(&record_in(&dir), &[], 2).unwrap();
+    let mut teams = Teams::start(2, Some(&shim()), Some(chan.path()));
+    assert_eq!(teams.region("parallel").team, 2);
+    assert_eq!(teams.thread_mempolicies(), ["default", "default"]);
+
+    assert!(chan.set_interleave(&[0]).unwrap());
+    assert!(!chan.set_interleave(&[0]).unwrap(), "the same nodes write nothing");
+    assert_eq!(teams.region("parallel").team, 2);
+    assert_eq!(teams.thread_mempolicies(), ["interleave:0", "interleave:0"]);
+
+    assert!(chan.set_interleave(&[]).unwrap());
+    assert_eq!(teams.region("sections").team, 2);
+    assert_eq!(teams.thread_mempolicies(), ["default", "default"]);
+
+    chan.set_interleave(&[0]).unwrap();
+    assert!(teams.region("parallel").ok);
+    assert_eq!(teams.thread_mempolicies(), ["interleave:0", "interleave:0"]);
+    assert_eq!(chan.read().pin_errors, 0);
+    let err = chan.set_interleave(&[64]).unwrap_err().to_string();
+    assert!(err.contains("interleave_nodes") && err.contains("64"), "{err}");
+
+    chan.remove().unwrap();
+    assert!(teams.region("parallel").ok);
+    assert_eq!(teams.thread_mempolicies(), ["default", "default"]);
+}

@@ -31,7 +31,7 @@ fn models() -> Vec<AppModel> {
         short("mg", 60.0),
         short("streamcluster", 60.0),
         short("canneal", 40.0),
-        short("swaptions", 60.0),
+        short("swaptions", 600.0),
     ]
 }
 
@@ -66,20 +66,35 @@ fn times(policy: &str, workload: &str, seed: u64) -> BTreeMap<String, f64> {
     out
 }
 
-/// Per app: (CV, mean) of its time over `seeds`.
-fn variation(policy: &str, workload: &str, seeds: u64) -> BTreeMap<String, (f64, f64)> {
+/// (CV, mean) of `values`.
+fn cv_mean(values: &[f64]) -> (f64, f64) {
+    let s = Summary::of(values).unwrap();
+    (s.cv.unwrap_or(0.0), s.mean)
+}
+
+/// Per app: its times over seeds 1..=`seeds`, plus the makespan of each run
+/// under `(makespan)` (every app starts at 0).
+fn runs(policy: &str, workload: &str, seeds: u64) -> BTreeMap<String, Vec<f64>> {
     let mut by_app: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for seed in 1..=seeds {
-        for (app, t) in times(policy, workload, seed) {
-            by_app.entry(app).or_default().push(t);
+        let t = times(policy, workload, seed);
+        let makespan = t.values().copied().fold(0.0, f64::max);
+        by_app.entry(MAKESPAN.into()).or_default().push(makespan);
+        for (app, secs) in t {
+            by_app.entry(app).or_default().push(secs);
         }
     }
     by_app
+}
+
+const MAKESPAN: &str = "(makespan)";
+
+/// Per app: (CV, mean) of its time over `seeds`.
+fn variation(policy: &str, workload: &str, seeds: u64) -> BTreeMap<String, (f64, f64)> {
+    runs(policy, workload, seeds)
         .into_iter()
-        .map(|(app, v)| {
-            let s = Summary::of(&v).unwrap();
-            (app, (s.cv.unwrap_or(0.0), s.mean))
-        })
+        .filter(|(app, _)| app != MAKESPAN)
+        .map(|(app, v)| (app, cv_mean(&v)))
         .collect()
 }
 
@@ -110,27 +125,6 @@ model = "t-swaptions"
 threads = 48
 "#;
 
-/// Four memory-intensive apps together, 90 threads on 24 cores (Figure 9).
-const MIX: &str = r#"
-name = "four-mem"
-[[app]]
-name = "mg"
-model = "t-mg"
-threads = 24
-[[app]]
-name = "streamcluster"
-model = "t-streamcluster"
-threads = 24
-[[app]]
-name = "canneal"
-model = "t-canneal"
-threads = 24
-[[app]]
-name = "mg2"
-model = "t-mg"
-threads = 18
-"#;
-
 /// What Tranquilizer acts on exists in the model: on the paper's machine,
 /// 48 threads of a memory-bound app under Linux vary with where the balancer
 /// first put them (first touch) and where it moves them; the same app with
@@ -155,6 +149,31 @@ fn interleaving_a_memory_bound_app_evens_out_its_runs() {
     );
 }
 
+/// The policy itself, on the paper's machine over 10 seeds (§3, Table V):
+/// a memory-bound app (mg, 48 threads on 24 cores, ~25 LLC misses per 1000
+/// instructions, above Δ) is classified memory-intensive; interleaving its
+/// pages takes away the home node the scheduler keeps pulling its threads
+/// back to, so fewer migrations and cold-cache refills — a lower mean miss
+/// rate with a smaller spread, which the judge keeps — and its time varies
+/// less and is shorter than under Linux alone. A compute-bound app
+/// (swaptions, 0.3 accesses per 1000 instructions) only gets the CPU trial;
+/// its time varies no more and is no longer than under Linux alone.
+#[test]
+fn tranquilizer_steadies_a_memory_bound_app_and_spares_a_compute_bound_one() {
+    let (n_cv, n_mean) = variation("native", SOLO_MG, 10)["mg"];
+    let (t_cv, t_mean) = variation("tranquilizer", SOLO_MG, 10)["mg"];
+    assert!(
+        t_cv < n_cv && t_mean < n_mean,
+        "mg: tranquilizer CV {t_cv:.4} mean {t_mean:.3} s; native CV {n_cv:.4} mean {n_mean:.3} s"
+    );
+    let (n_cv, n_mean) = variation("native", SOLO_SWAPTIONS, 10)["swaptions"];
+    let (t_cv, t_mean) = variation("tranquilizer", SOLO_SWAPTIONS, 10)["swaptions"];
+    assert!(
+        t_cv <= n_cv && t_mean <= n_mean,
+        "swaptions: tranquilizer CV {t_cv:.4} mean {t_mean:.3} s; native CV {n_cv:.4} mean {n_mean:.3} s"
+    );
+}
+
 #[test]
 #[ignore = "measurement: prints the table"]
 fn print_variation() {
@@ -165,8 +184,6 @@ fn print_variation() {
         (SOLO_MG_FIXED, "mg-48 interleave+100ms fixed", "native"),
         (SOLO_SWAPTIONS, "swaptions-48", "native"),
         (SOLO_SWAPTIONS, "swaptions-48", "tranquilizer"),
-        (MIX, "four-mem", "native"),
-        (MIX, "four-mem", "tranquilizer"),
     ];
     println!("| workload | policy | app | CV % | mean s |");
     println!("|---|---|---|---|---|");
@@ -179,6 +196,24 @@ fn print_variation() {
                 "| {name} | {policy} | {app} | {:.2} | {mean:.3} |",
                 cv * 100.0
             );
+        }
+    }
+}
+
+/// Figure 9's co-run (§3.1.1): `examples/sim/tranquilizer-figure9.toml`,
+/// four memory-intensive apps, 90 threads on 24 cores, under `native` and
+/// `tranquilizer`, 10 seeds each: per app the CV and mean of its time, and
+/// per run the makespan of the four (the figure's third row).
+#[test]
+#[ignore = "measurement: prints the table (use --release)"]
+fn print_figure9() {
+    let workload = include_str!("../../../examples/sim/tranquilizer-figure9.toml");
+    println!("| policy | app | CV % | mean s |");
+    println!("|---|---|---|---|");
+    for policy in ["native", "tranquilizer"] {
+        for (app, v) in runs(policy, workload, 10) {
+            let (cv, mean) = cv_mean(&v);
+            println!("| {policy} | {app} | {:.2} | {mean:.3} |", cv * 100.0);
         }
     }
 }

@@ -184,6 +184,27 @@ impl DopControl {
         }
     }
 
+    /// Asks a shim app's threads to interleave their future allocations over
+    /// `nodes` (Some), or to go back to the policy they had (None); each
+    /// thread makes the `set_mempolicy` call itself at its next outermost
+    /// region (the kernel sets no other process's policy). Apps without the
+    /// channel keep their own policy for later allocations: only their
+    /// existing pages are moved (`pages.rs`).
+    pub fn apply_interleave(&mut self, nodes: Option<&[u32]>, refused: &mut Vec<String>) {
+        let DopControl::Managed(m) = self else {
+            return;
+        };
+        match m.channel.set_interleave(nodes.unwrap_or_default()) {
+            Ok(false) => {}
+            Ok(true) => {
+                let seen = m.channel.read().generation_seen;
+                m.sets.retain(|(g, _)| *g >= seen);
+                m.sets.push((m.channel.generation(), m.dop));
+            }
+            Err(e) => refused.push(format!("memory policy of later allocations: {e}")),
+        }
+    }
+
     /// What the app reported through the record; None without a channel.
     pub fn sample(&self) -> Option<OmpSample> {
         let DopControl::Managed(m) = self else {

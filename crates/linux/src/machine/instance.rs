@@ -178,14 +178,19 @@ impl Instance {
         self.apply_memory(plan.memory, proc, journal, nodes, &mut out);
         let cpus: Vec<u32> = plan.placement.cpus().iter().collect();
         self.dop.apply(plan.dop, cpus, &mut out.refused);
+        let interleave = plan.memory == MemPolicy::Interleave && self.memory != MemPolicy::Interleave;
+        self.dop
+            .apply_interleave(interleave.then_some(nodes), &mut out.refused);
         out
     }
 
     /// A running app's memory policy (`pages.rs`): `Interleave` when it was not
     /// launched so walks its pages (rate-limited, journaled first); `Local` or
-    /// `Default` after coloc moved pages moves them back. The policy of its
-    /// future allocations stays its own (`set_mempolicy` acts on the calling
-    /// thread only): later pages are interleaved by the following walks.
+    /// `Default` after coloc moved pages moves them back. `set_mempolicy` acts
+    /// on the calling thread only, so the policy of its future allocations is
+    /// set by its own threads where the shim runs in it
+    /// (`DopControl::apply_interleave`); elsewhere it stays the app's own, and
+    /// later pages are interleaved by the following walks.
     fn apply_memory(
         &mut self,
         memory: MemPolicy,

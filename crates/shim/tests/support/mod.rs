@@ -108,16 +108,40 @@ impl Teams {
         parse_region(&self.line())
     }
 
-    /// `Cpus_allowed_list` of every thread, main thread first.
-    pub fn thread_cpus(&self) -> Vec<String> {
+    /// The app's threads, main thread first.
+    fn tids(&self) -> Vec<u32> {
         let pid = self.pid();
         let mut tids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_str().unwrap().parse().unwrap())
             .collect();
         tids.sort_by_key(|&t| (t != pid, t));
-        tids.iter()
+        tids
+    }
+
+    /// `Cpus_allowed_list` of every thread, main thread first.
+    pub fn thread_cpus(&self) -> Vec<String> {
+        let pid = self.pid();
+        self.tids()
+            .iter()
             .map(|t| cpus_allowed(&format!("/proc/{pid}/task/{t}/status")))
+            .collect()
+    }
+
+    /// Every thread's memory policy, main thread first, as the kernel shows
+    /// it in the thread's `numa_maps` for a mapping without a policy of its
+    /// own (the first one, the program's text): the thread's policy for new
+    /// allocations, `default` or `interleave:NODES`.
+    pub fn thread_mempolicies(&self) -> Vec<String> {
+        let pid = self.pid();
+        self.tids()
+            .iter()
+            .map(|t| {
+                let maps = std::fs::read_to_string(format!("/proc/{pid}/task/{t}/numa_maps"))
+                    .expect("numa_maps (a kernel with CONFIG_NUMA)");
+                let first = maps.lines().next().expect("a mapping");
+                first.split_whitespace().nth(1).unwrap().to_string()
+            })
             .collect()
     }
 }

@@ -12,9 +12,21 @@
 //!   `jitter_per_s × period` per period to a random allowed CPU that is no busier,
 //!   swapping with a thread there if it has one — wake-up placement noise that
 //!   keeps reshuffling which threads share a cache.
+//! - **Memory affinity**: a thread whose pages were first-touched on another
+//!   memory node than the one it now runs on goes back to the least-loaded
+//!   allowed CPU of its home node when that CPU is no busier than its own —
+//!   the scheduler's preference for a thread's home (OpenSolaris's home
+//!   lgroup, Thread Tranquilizer §2.1.2 and §2.2; Linux's NUMA balancing
+//!   moves a task to its pages' node the same way). The move can unbalance
+//!   the load, which the next period's balancing corrects by moving some
+//!   thread of the busier CPU, possibly away from its own home: affinity and
+//!   balancing then ping-pong threads between nodes, each move a cold cache.
+//!   A thread whose pages are interleaved has no home node and is left where
+//!   it is (Thread Tranquilizer §2.2.2).
 //!
 //! Every move across last-level caches costs the mover a refill of its private
-//! working set (bounded by the cache size): lines / MLP × memory latency.
+//! working set (bounded by the cache size): lines / MLP × memory latency, and
+//! as many LLC misses (docs/simulator.md, Cold caches).
 
 use coloc_model::CpuSet;
 use rand::rngs::Xoshiro256PlusPlus;
@@ -30,6 +42,9 @@ pub(crate) struct Movable {
     pub cpu: CpuIdx,
     /// Allowed CPUs (indices), at least two.
     pub allowed: Vec<CpuIdx>,
+    /// Memory node of its first-touched pages, when it has run and its
+    /// pages are not interleaved.
+    pub home: Option<usize>,
 }
 
 /// The least-loaded CPU among `allowed`, ties broken at random.
@@ -54,6 +69,7 @@ pub(crate) fn allowed_indices(layout: &Layout, set: Option<&CpuSet>) -> Vec<CpuI
 /// One balancer period: returns the moves (thread id, new CPU) in order.
 pub(crate) fn tick(
     movable: &[Movable],
+    mem_node: &[usize],
     load: &mut [usize],
     jitter_p: f64,
     rng: &mut Xoshiro256PlusPlus,
@@ -123,6 +139,29 @@ pub(crate) fn tick(
         cpu[k] = target;
         moves.push((movable[k].id, target));
     }
+    // Memory affinity.
+    for (k, m) in movable.iter().enumerate() {
+        let Some(home) = m.home.filter(|&h| mem_node[cpu[k]] != h) else {
+            continue;
+        };
+        let at_home: Vec<CpuIdx> = m
+            .allowed
+            .iter()
+            .copied()
+            .filter(|&c| mem_node[c] == home)
+            .collect();
+        if at_home.is_empty() {
+            continue;
+        }
+        let target = pick(&at_home, load, rng);
+        if load[target] > load[cpu[k]] {
+            continue;
+        }
+        load[cpu[k]] -= 1;
+        load[target] += 1;
+        cpu[k] = target;
+        moves.push((m.id, target));
+    }
     moves
 }
 
@@ -144,10 +183,11 @@ mod tests {
                     id,
                     cpu: 0,
                     allowed: vec![0, 1, 2, 3],
+                    home: None,
                 })
                 .collect();
             let mut load = vec![4, 0, 0, 0];
-            let moves = tick(&movable, &mut load, 0.0, &mut rng);
+            let moves = tick(&movable, &[0; 4], &mut load, 0.0, &mut rng);
             assert_eq!(moves.len(), 3, "seed {seed}");
             assert_eq!(load, [1, 1, 1, 1], "seed {seed}");
         }
@@ -163,12 +203,43 @@ mod tests {
                 id,
                 cpu: id,
                 allowed: vec![0, 1, 2, 3],
+                home: None,
             })
             .collect();
         let mut load = vec![1, 1, 0, 0];
-        let moves = tick(&movable, &mut load, 1.0, &mut rng);
+        let moves = tick(&movable, &[0; 4], &mut load, 1.0, &mut rng);
         assert!(!moves.is_empty());
         assert_eq!(load.iter().sum::<usize>(), 2);
         assert!(load.iter().all(|&l| l <= 1));
+    }
+
+    /// A thread away from its pages' node goes back to the least-loaded CPU
+    /// there when it is no busier (loads 2,1 | 1,0 on nodes 0 | 1: the
+    /// thread on CPU 0 with pages on node 1 goes to CPU 3, load 0 ≤ 2); a
+    /// thread whose home CPUs are all busier, or whose pages are
+    /// interleaved (no home), stays.
+    #[test]
+    fn memory_affinity_brings_a_thread_home_when_no_busier() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+        let mem_node = [0, 0, 1, 1];
+        let thread = |id, cpu, home| Movable {
+            id,
+            cpu,
+            allowed: vec![0, 1, 2, 3],
+            home,
+        };
+        let movable = vec![thread(0, 0, Some(1)), thread(1, 0, Some(0)), thread(2, 1, None)];
+        let mut load = vec![2, 1, 1, 0];
+        let moves = tick(&movable, &mem_node, &mut load, 0.0, &mut rng);
+        assert_eq!(moves, [(0, 3)]);
+        assert_eq!(load, [1, 1, 1, 1]);
+        // Home CPUs busier than its own: it stays.
+        let movable = vec![thread(0, 0, Some(1))];
+        let mut load = vec![1, 0, 2, 2];
+        assert!(tick(&movable, &mem_node, &mut load, 0.0, &mut rng).is_empty());
+        // Interleaved pages: no home to go to.
+        let movable = vec![thread(0, 0, None)];
+        let mut load = vec![1, 0, 0, 0];
+        assert!(tick(&movable, &mem_node, &mut load, 0.0, &mut rng).is_empty());
     }
 }

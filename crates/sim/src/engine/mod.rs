@@ -237,10 +237,16 @@ impl Engine {
             return;
         }
         if self.layout.llc[from] != self.layout.llc[to] {
+            // A cold cache (Thread Tranquilizer §2.2): the mover pulls its
+            // private working set, as much of it as the cache holds, from
+            // memory — a stall for its team and as many LLC misses.
             let p = &self.platform.params;
             let bytes = (a.model.private_mb * 1024.0 * 1024.0)
                 .min(self.layout.llc_bytes[self.layout.llc[to]]);
-            a.debt_s += bytes / LINE_BYTES / a.model.mlp * p.mem_latency_ns * 1e-9;
+            let lines = bytes / LINE_BYTES;
+            a.debt_s += lines / a.model.mlp * p.mem_latency_ns * 1e-9;
+            t.stats.llc_refs += lines;
+            t.stats.llc_misses += lines;
         }
     }
 
@@ -451,17 +457,20 @@ impl Engine {
             for (k, t) in a.threads.iter().enumerate().take(a.team) {
                 let allowed = balancer::allowed_indices(&self.layout, a.placement.cpus_of(t.tid));
                 if allowed.len() > 1 {
+                    let touched = t.stats.instructions > 0.0;
                     movable.push(balancer::Movable {
                         id: ids.len(),
                         cpu: t.cpu,
                         allowed,
+                        home: (touched && a.memory != MemPolicy::Interleave)
+                            .then_some(t.first_node),
                     });
                     ids.push((i, k));
                 }
             }
         }
         let mut load = self.load();
-        let moves = balancer::tick(&movable, &mut load, jitter, &mut self.rng);
+        let moves = balancer::tick(&movable, &self.layout.mem_node, &mut load, jitter, &mut self.rng);
         for (id, cpu) in moves {
             let (i, k) = ids[id];
             self.migrate(i, k, cpu);
