@@ -310,7 +310,10 @@ fn team_threads_interleave_later_allocations_and_go_back() {
     assert_eq!(teams.thread_mempolicies(), ["default", "default"]);
 
     assert!(chan.set_interleave(&[0]).unwrap());
-    assert!(!chan.set_interleave(&[0]).unwrap(), "the same nodes write nothing");
+    assert!(
+        !chan.set_interleave(&[0]).unwrap(),
+        "the same nodes write nothing"
+    );
     assert_eq!(teams.region("parallel").team, 2);
     assert_eq!(teams.thread_mempolicies(), ["interleave:0", "interleave:0"]);
 
@@ -323,7 +326,10 @@ fn team_threads_interleave_later_allocations_and_go_back() {
     assert_eq!(teams.thread_mempolicies(), ["interleave:0", "interleave:0"]);
     assert_eq!(chan.read().pin_errors, 0);
     let err = chan.set_interleave(&[64]).unwrap_err().to_string();
-    assert!(err.contains("interleave_nodes") && err.contains("64"), "{err}");
+    assert!(
+        err.contains("interleave_nodes") && err.contains("64"),
+        "{err}"
+    );
 
     chan.remove().unwrap();
     assert!(teams.region("parallel").ok);

@@ -178,7 +178,8 @@ impl Instance {
         self.apply_memory(plan.memory, proc, journal, nodes, &mut out);
         let cpus: Vec<u32> = plan.placement.cpus().iter().collect();
         self.dop.apply(plan.dop, cpus, &mut out.refused);
-        let interleave = plan.memory == MemPolicy::Interleave && self.memory != MemPolicy::Interleave;
+        let interleave =
+            plan.memory == MemPolicy::Interleave && self.memory != MemPolicy::Interleave;
         self.dop
             .apply_interleave(interleave.then_some(nodes), &mut out.refused);
         out

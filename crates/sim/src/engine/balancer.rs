@@ -228,7 +228,11 @@ mod tests {
             allowed: vec![0, 1, 2, 3],
             home,
         };
-        let movable = vec![thread(0, 0, Some(1)), thread(1, 0, Some(0)), thread(2, 1, None)];
+        let movable = vec![
+            thread(0, 0, Some(1)),
+            thread(1, 0, Some(0)),
+            thread(2, 1, None),
+        ];
         let mut load = vec![2, 1, 1, 0];
         let moves = tick(&movable, &mem_node, &mut load, 0.0, &mut rng);
         assert_eq!(moves, [(0, 3)]);

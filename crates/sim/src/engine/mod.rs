@@ -470,7 +470,13 @@ impl Engine {
             }
         }
         let mut load = self.load();
-        let moves = balancer::tick(&movable, &self.layout.mem_node, &mut load, jitter, &mut self.rng);
+        let moves = balancer::tick(
+            &movable,
+            &self.layout.mem_node,
+            &mut load,
+            jitter,
+            &mut self.rng,
+        );
         for (id, cpu) in moves {
             let (i, k) = ids[id];
             self.migrate(i, k, cpu);
