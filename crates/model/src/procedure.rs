@@ -7,8 +7,8 @@
 //! `coloc report` recomputes a report.
 //!
 //! The procedures: ReSense's characterization and Tang et al.'s sharing
-//! characteristics ([`crate::profile::procedure`]), and the memory
-//! calibration ([`crate::calibration::procedure`]).
+//! characteristics (the profile's `procedure` module), and the memory
+//! calibration (the calibration's `procedure` module).
 
 use std::time::Duration;
 
