@@ -13,7 +13,7 @@ use clap::Args;
 use coloc_manager::{run, Machine, Recorder, RunOptions, RunSummary};
 use coloc_model::topology::hwloc::parse_hwloc_xml;
 use coloc_model::trace::TraceWriter;
-use coloc_model::{Topology, TraceEvent, Workload};
+use coloc_model::{AppSample, Observation, Topology, TraceEvent, Workload};
 use coloc_policy::{Policy, PolicyContext};
 use coloc_sim::{Platform, PlatformFile, SimMachine};
 
@@ -211,10 +211,11 @@ impl Job<'_> {
     }
 }
 
-/// Sends every event to the trace file and a watcher, and keeps every event
-/// but observations in memory (the run's metrics read launches, plans and
-/// exits; observations, one per epoch with a sample per thread, would grow
-/// without bound on long runs and are in the file).
+/// Sends every event to the trace file and a watcher, and keeps in memory
+/// every event but observations, of which it keeps only the apps' live metric
+/// samples (the run's metrics read launches, plans, exits and a latency app's
+/// metric series; whole observations, one per epoch with a sample per thread,
+/// would grow without bound on long runs and are in the file).
 struct Tee<'a, W: std::io::Write> {
     file: TraceWriter<W>,
     events: Vec<TraceEvent>,
@@ -224,11 +225,35 @@ struct Tee<'a, W: std::io::Write> {
 impl<W: std::io::Write> Recorder for Tee<'_, W> {
     fn record(&mut self, event: &TraceEvent) -> std::io::Result<()> {
         self.file.write(event)?;
-        if !matches!(event, TraceEvent::Obs(_)) {
-            self.events.push(event.clone());
+        match event {
+            TraceEvent::Obs(o) => {
+                if let Some(metrics) = metric_samples(o) {
+                    self.events.push(TraceEvent::Obs(Box::new(metrics)));
+                }
+            }
+            e => self.events.push(e.clone()),
         }
         self.watch.record(event)
     }
+}
+
+/// The observation's apps with a metric sample, only that, if any.
+fn metric_samples(o: &Observation) -> Option<Observation> {
+    let apps: Vec<AppSample> = o
+        .apps
+        .iter()
+        .filter(|a| a.metric.is_some())
+        .map(|a| AppSample {
+            app: a.app,
+            metric: a.metric,
+            ..AppSample::default()
+        })
+        .collect();
+    (!apps.is_empty()).then(|| Observation {
+        at: o.at,
+        apps,
+        ..Observation::default()
+    })
 }
 
 /// A `--sim` value: a built-in platform name, an hwloc XML file or a TOML platform

@@ -64,7 +64,7 @@ name = "nginx"
 command = ["{}"]
 threads = 1
 class = "latency"
-env = {{ ROUNDS = "16", PORT = "18093" }}
+env = {{ ROUNDS = "16" }}
 
 [app.metric]
 regex = 'coloc-metric: ([0-9.eE+-]+)'

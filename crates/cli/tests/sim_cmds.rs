@@ -1,6 +1,7 @@
 //! The simulator-facing commands through the built binary: `gen` (seeded,
 //! read back by `sim`), the oracle in `sim` and `compare --sim` (and where it
-//! is refused), and `calibrate-sim`.
+//! is refused), a latency app's median and p99 in `compare`, and
+//! `calibrate-sim`.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -260,6 +261,66 @@ fn compare_sim_has_an_oracle_row() {
     // One search; the second run replays its configuration with the next seed.
     assert_eq!(out.matches("search: exhaustive").count(), 1, "{out}");
     assert!(dir.path().join("cmp/oracle-2/trace.jsonl").exists());
+}
+
+/// A latency service (bigtable's model prints its throughput as it runs)
+/// alone on Westmere.
+const SERVICE: &str = r#"
+name = "service"
+epoch = "200ms"
+[[app]]
+name = "bigtable"
+model = "bigtable"
+threads = 4
+class = "latency"
+[app.metric]
+regex = 'coloc-metric: ([0-9.eE+-]+)'
+unit = "req/s"
+"#;
+
+/// `compare` reads each run's live metric series (kept in memory beside the
+/// trace file): the table has the service's median and p99 per policy, with
+/// their legend, and AToM's learned mapping serves more than Linux's.
+#[test]
+fn compare_prints_a_latency_apps_median_and_p99() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("service.toml");
+    std::fs::write(&w, SERVICE).unwrap();
+    let (out, err) = ok(&[
+        "compare",
+        s(&w),
+        "--sim",
+        "westmere",
+        "--policies",
+        "native,atom",
+        "--repeat",
+        "1",
+        "--out",
+        s(&dir.path().join("cmp")),
+    ]);
+    let header = out.lines().find(|l| l.starts_with("| policy ")).unwrap();
+    let cols: Vec<&str> = header.split('|').map(str::trim).collect();
+    let col = |name: &str| {
+        cols.iter()
+            .position(|c| *c == name)
+            .unwrap_or_else(|| panic!("no column {name}:\n{out}\n{err}"))
+    };
+    let (median, p99) = (col("bigtable median req/s"), col("bigtable p99 req/s"));
+    let cell = |policy: &str, i: usize| -> f64 {
+        let row = out
+            .lines()
+            .find(|l| l.starts_with(&format!("| {policy} ")))
+            .unwrap();
+        row.split('|').nth(i).unwrap().trim().parse().unwrap()
+    };
+    for policy in ["native", "atom"] {
+        assert!(cell(policy, p99) <= cell(policy, median), "{out}");
+    }
+    assert!(cell("atom", median) > cell("native", median), "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with("APP median, APP p99:")),
+        "{out}"
+    );
 }
 
 #[test]

@@ -11,8 +11,9 @@
 //!   information), until every app before it executes its winner, then learns
 //!   on the cores those winners leave. When an app competes again, every later
 //!   app waits and competes again after it (its cores depend on the earlier
-//!   winners), even when the earlier winner comes out the same. Any app arriving or leaving changes every app's co-runners, so
-//!   all compete again in that order.
+//!   winners), even when the earlier winner comes out the same. Any app
+//!   arriving or leaving changes every app's co-runners, so all compete again
+//!   in that order, each keeping its competition's history (no new warm-up).
 //! - **candidates**: for the first app, the distinct sharing configurations of
 //!   its threads, one per core, up to topology symmetry
 //!   ([`coloc_model::topology::symmetry`], the enumeration the simulator's
@@ -294,7 +295,6 @@ impl Atom {
         corunners.sort_unstable();
         let cause = match &self.comps[i] {
             None => Some(Cause::Start),
-            Some(c) if c.app != app.id => Some(Cause::Start),
             Some(c) if c.phase == Phase::Waiting => Some(Cause::Earlier),
             Some(c) if c.corunners != corunners => Some(Cause::Corunners),
             Some(c) if c.cores != on.budget || c.free != on.free => Some(Cause::Budget),
@@ -469,9 +469,17 @@ impl Policy for Atom {
             };
         }
         let levels = Levels::new(view.topology);
-        // Competitions follow the latency apps by position: after an app
-        // leaves, a later one finds another app's competition and starts anew.
-        self.comps.resize(latency.len(), None);
+        // Each app keeps its own competition when an earlier one leaves (it
+        // then competes again for its new co-runners, not as a new app).
+        let mut old = std::mem::take(&mut self.comps);
+        self.comps = latency
+            .iter()
+            .map(|a| {
+                old.iter_mut()
+                    .find(|c| c.as_ref().is_some_and(|c| c.app == a.id))
+                    .and_then(Option::take)
+            })
+            .collect();
         let mut free: Vec<usize> = (0..levels.cores.len()).collect();
         let mut pinned: Vec<(AppId, Vec<usize>)> = Vec::new();
         let mut notes: Vec<String> = Vec::new();
@@ -481,15 +489,13 @@ impl Policy for Atom {
             // The most threads the app has run with: a service whose helpers
             // come and go does not change its budget, and so its competition,
             // each time.
-            let peak = match &self.comps[i] {
-                Some(c) if c.app == app.id => c.peak.max(wanted(app)),
-                _ => wanted(app),
-            };
+            let peak = self.comps[i]
+                .as_ref()
+                .map_or(wanted(app), |c| c.peak.max(wanted(app)));
             let budget = core_budget(view, &latency, i, free.len(), peak);
             if !settled {
-                match self.comps[i].as_mut() {
-                    Some(c) if c.app == app.id => c.phase = Phase::Waiting,
-                    _ => self.comps[i] = None,
+                if let Some(c) = self.comps[i].as_mut() {
+                    c.phase = Phase::Waiting;
                 }
                 let cores = levels.place(&free, budget, WAITING);
                 notes.push(format!(

@@ -436,7 +436,8 @@ fn paired(cpus: &str, _: Duration) -> f64 {
 /// started long ago, learns at once among the distinct layouts of the cores
 /// the first's winner leaves, the first keeping its winner; then both execute.
 /// A drift of the first app makes the second wait again and, after the first's
-/// new competition, compete again (cause `Earlier`).
+/// new competition, compete again (cause `Earlier`). When the first leaves,
+/// the second competes again for its new co-runners, Linux among them.
 #[test]
 fn several_latency_apps_learn_one_at_a_time_in_arrival_order() {
     let mut run = Run::new(vec![
@@ -508,4 +509,21 @@ fn several_latency_apps_learn_one_at_a_time_in_arrival_order() {
     );
     assert_eq!(run.epoch_each(&[&slump, &paired])[..2], ["0,4", "2-3"]);
     assert_eq!(run.atom.competitions, 4);
+    // The first leaves: the second, alone now, competes again for its new
+    // co-runners at once, among its 3 configurations on the whole machine
+    // and Linux.
+    run.apps.remove(0);
+    let mut seen: Vec<String> = Vec::new();
+    for _ in 0..16 {
+        let cpus = run.epoch_each(&[&paired]).swap_remove(0);
+        assert_eq!(
+            run.atom.state().map(|s| (s.1, s.2)),
+            Some((true, Cause::Corunners))
+        );
+        if seen.last() != Some(&cpus) {
+            seen.push(cpus);
+        }
+    }
+    assert_eq!(seen, ["0-1", "0,2", "0,4", "linux"]);
+    assert_eq!(run.atom.competitions, 5);
 }
