@@ -83,6 +83,8 @@ pub(crate) struct Solution {
     pub miss_pi: Vec<f64>,
     /// Per team: instructions of the phase completed per second.
     pub team_rate: Vec<f64>,
+    /// Per LLC: the fraction of each footprint under it that the cache holds.
+    pub llc_fit: Vec<f64>,
 }
 
 /// Per-runner quantities that do not depend on the fixed point.
@@ -174,6 +176,7 @@ pub(crate) fn solve(
                 .map(|s| s.mem_pi.iter().sum::<f64>() + s.coh_pi)
                 .collect(),
             team_rate,
+            llc_fit: fit.clone(),
         };
         if delta < TOLERANCE {
             break;

@@ -67,6 +67,9 @@ pub struct Engine {
     /// so a main thread's tid is its pid and every tid is unique.
     next_id: u32,
     next_balance_ns: Option<u64>,
+    /// Per LLC, the fraction of each footprint it held in the last interval
+    /// solved: what a thread leaving it has to refill elsewhere.
+    llc_fit: Vec<f64>,
     /// Intervals solved so far (each a contention fixed point): the unit of
     /// the simulator's speed (`coloc bench sim`).
     steps: u64,
@@ -77,8 +80,10 @@ const FIRST_PID: u32 = 1000;
 
 impl Engine {
     pub fn new(platform: Platform, seed: u64) -> Self {
+        let layout = Layout::new(&platform);
         Self {
-            layout: Layout::new(&platform),
+            llc_fit: vec![1.0; layout.llcs()],
+            layout,
             platform,
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
             now_ns: 0,
@@ -218,7 +223,12 @@ impl Engine {
         Ok(())
     }
 
-    /// Moves a thread, charging a cache refill when it leaves its LLC.
+    /// Moves a thread, charging a cache refill when it leaves its LLC: the part
+    /// of its private set that LLC held (its footprint times the fraction the
+    /// competing footprints left it, as in the last interval solved), fetched
+    /// again at its memory-level parallelism. A thread whose set overflows its
+    /// share of the cache lost most of it to its neighbours already, so it has
+    /// only that share to refill, not the cache's whole capacity.
     fn migrate(&mut self, app: usize, k: usize, to: usize) {
         let from = self.apps[app].threads[k].cpu;
         let a = &mut self.apps[app];
@@ -236,8 +246,8 @@ impl Engine {
         }
         if self.layout.llc[from] != self.layout.llc[to] {
             let p = &self.platform.params;
-            let bytes = (a.model.private_mb * 1024.0 * 1024.0)
-                .min(self.layout.llc_bytes[self.layout.llc[to]]);
+            let held = a.model.private_mb * 1024.0 * 1024.0 * self.llc_fit[self.layout.llc[from]];
+            let bytes = held.min(self.layout.llc_bytes[self.layout.llc[to]]);
             a.debt_s += bytes / LINE_BYTES / a.model.mlp * p.mem_latency_ns * 1e-9;
         }
     }
@@ -313,6 +323,7 @@ impl Engine {
             self.arm_balancer();
             let (index, sol) = self.solve();
             self.steps += 1;
+            self.llc_fit.clone_from(&sol.llc_fit);
             let mut next = deadline_ns;
             if let Some(b) = self.next_balance_ns {
                 next = next.min(b);
