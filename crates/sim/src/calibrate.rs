@@ -50,7 +50,7 @@ pub const KERNELS: [&str; 5] = ["stream", "compute", "share", "barrier", "lock"]
 /// bandwidth, the cost of an LLC hit in a prefetched stream, and what
 /// synchronization costs when threads share a CPU.
 pub const FITTED: [&str; 6] = [
-    "freq_ghz",
+    "xfer_near_ns",
     "mem_latency_ns",
     "mc_bandwidth_gbs",
     "llc_hit_cycles",
@@ -61,10 +61,7 @@ pub const FITTED: [&str; 6] = [
 /// Cases the model is known not to capture, with the reason; [`fit`] leaves
 /// them out of its objective (they are still compared and printed), so that
 /// one effect the model lacks does not drag every figure away from the rest.
-pub const KNOWN_GAPS: &[(&str, &str)] = &[(
-    "solo-lock-2",
-    "two lock holders spinning on dedicated CPUs bounce the lock's lines between private caches (2.7x slower than one thread); the model keeps them in L1",
-)];
+pub const KNOWN_GAPS: &[(&str, &str)] = &[];
 
 /// The reason `case` is one of the [`KNOWN_GAPS`], if it is.
 pub fn known_gap(case: &str) -> Option<&'static str> {

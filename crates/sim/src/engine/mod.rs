@@ -11,6 +11,7 @@
 mod balancer;
 mod contention;
 mod layout;
+mod lock;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -382,8 +383,8 @@ impl Engine {
             let s = &mut a.threads[k].stats;
             let run = sol.share[j] * dt;
             s.run_s += run;
-            s.wait_s += dt - run;
-            if sol.share[j] < 1.0 {
+            s.wait_s += (sol.demand[j] - sol.share[j]).max(0.0) * dt;
+            if sol.share[j] < sol.demand[j] {
                 s.involuntary += run / slice;
             }
             let instr = sol.useful[j] * dt;

@@ -37,6 +37,7 @@ fn compute(phases: Vec<Phase>, barriers_per_ginstr: f64) -> Arc<AppModel> {
         mlp: 4.0,
         barriers_per_ginstr,
         lock_fraction: 0.0,
+        lock_acquires_per_ginstr: 0.0,
         openmp: true,
     })
 }
