@@ -192,6 +192,55 @@ fn barriers_and_oversubscription() {
     }
 }
 
+/// A lock-bound team (90% of its work inside one mutex) of 2 threads, 9.8e9
+/// instructions, on CPUs 0-1; τ = 1/4.9e9 s per instruction (engine/lock.rs):
+/// - alone, no handoff cost: each member needs 1.9τ per instruction, 4.9e9
+///   instructions each: 1.9 s;
+/// - 1e7 acquisitions per 1e9 instructions, xfer_near_ns 50: both waiters
+///   have a CPU of their own, so half the acquisitions move 2 lines:
+///   1e-2 · 0.5 · 2 · 50 ns = 0.5 ns per instruction, paid by both
+///   contenders: 4.9e9 · (1.9τ + 2 · 0.5e-9) = 1.9 + 4.9 = 6.8 s;
+/// - the same with a single-thread intruder on each CPU: no waiter is alone,
+///   so no transfers; each member uses 1/1.9 of its CPU but gets 1/2, so it
+///   runs at 0.5/τ: 2 s (spinning waiters would have made it 3.8 s);
+/// - an intruder on CPU 1 only: one waiter alone is no handoff (it has no
+///   one to compete with); the member on CPU 1 sets the pace: 2 s.
+#[test]
+fn lock_waiters_sleep_and_handoffs_move_lines() {
+    let cases = [
+        (0.0, "", 1.9),
+        (1e7, "", 6.8),
+        (1e7, "0,1", 2.0),
+        (1e7, "1", 2.0),
+    ];
+    for (acquires, intruders, want) in cases {
+        let mut p = two_cpus();
+        p.params.xfer_near_ns = 50.0;
+        let mut e = Engine::new(p, 1);
+        let mut m = (*compute(vec![Phase::parallel(9.8)], 0.0)).clone();
+        m.lock_fraction = 0.9;
+        m.lock_acquires_per_ginstr = acquires;
+        launch(&mut e, 0, Arc::new(m), 2, "0-1");
+        for (i, cpu) in intruders.split(',').filter(|c| !c.is_empty()).enumerate() {
+            let app = i as u32 + 1;
+            launch(
+                &mut e,
+                app,
+                compute(vec![Phase::serial(100.0)], 0.0),
+                1,
+                cpu,
+            );
+        }
+        let exits = run(&mut e);
+        let t = exits.iter().find(|(a, _)| *a == 0).unwrap().1;
+        assert_close(
+            t,
+            want,
+            &format!("acquires {acquires}, intruders {intruders:?}"),
+        );
+    }
+}
+
 /// A serial phase then a parallel one: the team is created at the parallel
 /// phase (one ThreadsChanged event with the main thread and 1 worker, at
 /// 4.9e9/4.9e9 = 1 s), then 9.8e9 instructions over 2 CPUs take 1 s more.
