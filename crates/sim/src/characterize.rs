@@ -246,6 +246,7 @@ mod tests {
             llc_apki: 0.0,
             barriers_per_ginstr: 0.0,
             lock_fraction: 0.0,
+            lock_acquires_per_ginstr: 0.0,
             ..model("swaptions").unwrap()
         };
         let mut p = platform("kvm-2cpu").unwrap();

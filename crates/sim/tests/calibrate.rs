@@ -95,19 +95,20 @@ fn simulated_side_of_the_compute_cases() {
     }
 }
 
-/// Measurements made by simulating with a 20% faster clock are fitted back
-/// to that clock (the compute cases depend on nothing else), with an error
-/// near zero.
+/// Measurements made by simulating with lock handoffs 50% dearer
+/// (`xfer_near_ns`, the only fitted figure two lock holders on CPUs of their
+/// own depend on) are fitted back to that latency, with an error near zero;
+/// the clock is the processor's and is not fitted.
 #[test]
-fn fit_recovers_a_known_clock() {
+fn fit_recovers_a_known_transfer_latency() {
     let p = platform("kvm-2cpu").unwrap();
     let solo: Vec<_> = cases()
         .into_iter()
-        .filter(|c| c.name.starts_with("solo-compute"))
+        .filter(|c| c.name == "solo-lock-2")
         .collect();
-    let mut fast = p.clone();
-    fast.params.freq_ghz *= 1.2;
-    let measured: Vec<_> = simulate_cases(&fast, &solo)
+    let mut slow = p.clone();
+    slow.params.xfer_near_ns *= 1.5;
+    let measured: Vec<_> = simulate_cases(&slow, &solo)
         .unwrap()
         .into_iter()
         .map(|r| coloc_sim::calibrate::Measured {
@@ -116,15 +117,16 @@ fn fit_recovers_a_known_clock() {
         })
         .collect();
     let before = compare(&measured, &simulate_cases(&p, &solo).unwrap()).unwrap();
-    assert!(before.iter().all(|r| r.error() > 0.15));
+    assert!(before.iter().all(|r| r.error() < -0.15), "{before:?}");
     let f = fit(&p, &solo, &measured).unwrap();
     assert!(f.max_error < 0.01, "{f}");
     assert!(
-        (f.params.freq_ghz / fast.params.freq_ghz - 1.0).abs() < 0.01,
+        (f.params.xfer_near_ns / slow.params.xfer_near_ns - 1.0).abs() < 0.02,
         "{f}"
     );
-    assert!(f.to_string().contains("freq_ghz"));
-    assert!(FITTED.contains(&"freq_ghz"));
+    assert_eq!(f.params.freq_ghz, p.params.freq_ghz);
+    assert!(f.to_string().contains("xfer_near_ns"));
+    assert!(FITTED.contains(&"xfer_near_ns") && !FITTED.contains(&"freq_ghz"));
 }
 
 /// Regression guard for the fitted kvm-2cpu figures: with them, every app
@@ -142,9 +144,9 @@ fn kvm_2cpu_figures_reproduce_the_recorded_error() {
                 .any(|(c, _)| *c == r.case)
         })
         .collect();
-    assert_eq!(covered.len(), 69);
+    assert_eq!(covered.len(), 70);
     let worst = coloc_sim::calibrate::max_error(&covered);
-    assert!(worst < 0.47, "{worst}");
+    assert!(worst < 0.22, "{worst}");
 }
 
 /// What `coloc calibrate-sim --measure --save` writes reads back as the
@@ -177,20 +179,21 @@ fn measured_lines_read_back() {
     );
 }
 
-/// Known gaps are named with their reason and left out of the error figure.
+/// Two lock holders on CPUs of their own (`solo-lock-2`, 2.7 times one
+/// thread's time) are modeled now (lock handoffs, engine/lock.rs), so no
+/// case is a known gap and every app counts in the maximum error.
 #[test]
-fn known_gaps_are_left_out_of_the_max() {
-    let (gap, why) = KNOWN_GAPS[0];
-    assert_eq!(known_gap(gap), Some(why));
-    assert_eq!(known_gap("solo-stream-1"), None);
+fn no_case_is_left_out_of_the_max() {
+    assert!(KNOWN_GAPS.is_empty(), "{KNOWN_GAPS:?}");
+    assert_eq!(known_gap("solo-lock-2"), None);
     let row = |case: &str, simulated_s| Row {
         case: case.into(),
         app: 0,
         measured_s: 1.0,
         simulated_s,
     };
-    let rows = [row("solo-stream-1", 1.1), row(gap, 3.0)];
+    let rows = [row("solo-stream-1", 1.1), row("solo-lock-2", 3.0)];
     let covered = outside_gaps(&rows);
-    assert_eq!(covered.len(), 1);
-    assert!((coloc_sim::calibrate::max_error(&covered) - 0.1).abs() < 1e-12);
+    assert_eq!(covered.len(), 2);
+    assert!((coloc_sim::calibrate::max_error(&covered) - 2.0).abs() < 1e-12);
 }

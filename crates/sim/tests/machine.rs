@@ -71,6 +71,7 @@ fn trait_calls() {
         mlp: 4.0,
         barriers_per_ginstr: 0.0,
         lock_fraction: 0.0,
+        lock_acquires_per_ginstr: 0.0,
         openmp: true,
     };
     let mut p = platform("kvm-2cpu").unwrap();

@@ -173,7 +173,25 @@ fn render(platform: &Platform, cases: &[Case], rows: &[Row], source: &str) -> St
         100.0 * calibrate::max_error(rows),
         100.0 * TARGET_ERROR
     );
-    s += "known gaps (compared, left out of the fit and of the max):\n";
+    let worst = covered
+        .iter()
+        .max_by(|a, b| a.error().abs().total_cmp(&b.error().abs()));
+    if let Some(w) = worst {
+        s += &format!(
+            "worst: {} app {}: measured {:.3} s, simulated {:.3} s ({:+.1}%)\n",
+            w.case,
+            w.app,
+            w.measured_s,
+            w.simulated_s,
+            100.0 * w.error()
+        );
+    }
+    s += "known gaps (compared, left out of the fit and of the max):";
+    s += if KNOWN_GAPS.is_empty() {
+        " none\n"
+    } else {
+        "\n"
+    };
     for (case, why) in KNOWN_GAPS {
         s += &format!("  {case}: {why}\n");
     }

@@ -10,8 +10,9 @@
 //! cross. Its progress rate is its CPU share divided by that time.
 //!
 //! - **CPU share**: runnable threads on one CPU share it in proportion to their
-//!   CFS weight (nice). Threads waiting at a barrier spin (OpenMP's active wait),
-//!   so they keep their share but issue no memory requests.
+//!   CFS weight (nice), up to what each uses (a lock waiter sleeps). Threads
+//!   waiting at a barrier spin (OpenMP's active wait), so they keep their share
+//!   but issue no memory requests.
 //! - **LLC**: the footprints of the threads under one cache — each thread's
 //!   private set plus each app's shared set counted once per cache — compete; when
 //!   they exceed the capacity every footprint keeps the same fraction of itself,
@@ -24,16 +25,16 @@
 //!   depend on the queueing delays, which depend on the activity: the three are
 //!   solved to a fixed point.
 //! - **Teams**: a parallel phase proceeds at the pace of its slowest member
-//!   (bulk-synchronous), divided by lock serialization (1 + s(n − 1)), plus the
-//!   cost of each barrier: ⌈log2 n⌉ levels, doubled across packages, and half a
+//!   (bulk-synchronous), its lock's serialization, sleeping waiters and
+//!   handoffs included (`lock.rs`), plus the cost of each barrier: ⌈log2 n⌉ levels, doubled across packages, and half a
 //!   time slice when a member shares its CPU (a spinning waiter holds its CPU
 //!   until the teammate it waits for is scheduled again) unless the team waits
 //!   passively (an OpenMP runtime that started with more threads than CPUs).
-//!   Lock serialization counts the distinct CPUs of the team, not its threads.
 
 use coloc_model::queueing::NodeLoad;
 
 use super::layout::{CpuIdx, Layout};
+use super::lock::Lock;
 use crate::model::AppModel;
 use crate::platform::Params;
 
@@ -76,6 +77,10 @@ pub(crate) struct Team {
 pub(crate) struct Solution {
     /// Per runner: fraction of its CPU.
     pub share: Vec<f64>,
+    /// Per runner: the fraction of its CPU it would use if it had the CPU to
+    /// itself (below 1 for lock waiters that sleep, `lock.rs`): what it got
+    /// short of that it spent runnable but waiting.
+    pub demand: Vec<f64>,
     /// Per runner: useful instructions per second.
     pub useful: Vec<f64>,
     /// Per runner: LLC references and misses per instruction.
@@ -83,6 +88,8 @@ pub(crate) struct Solution {
     pub miss_pi: Vec<f64>,
     /// Per team: instructions of the phase completed per second.
     pub team_rate: Vec<f64>,
+    /// Per LLC: the fraction of each footprint under it that the cache holds.
+    pub llc_fit: Vec<f64>,
 }
 
 /// Per-runner quantities that do not depend on the fixed point.
@@ -115,12 +122,21 @@ pub(crate) fn solve(
     teams: &[Team],
 ) -> Solution {
     let n = runners.len();
-    let (share, count_on) = cpu_shares(layout, runners);
     let (fit, team_in_llc) = llc_fit(layout, runners, teams);
     let statics: Vec<Static> = runners
         .iter()
         .map(|r| static_of(layout, params, runners, teams, &fit, &team_in_llc, r))
         .collect();
+    let locks: Vec<Option<Lock>> = teams
+        .iter()
+        .map(|t| Lock::of(layout, params, runners, t))
+        .collect();
+    let demand: Vec<f64> = runners
+        .iter()
+        .zip(&statics)
+        .map(|(r, s)| locks[r.team].map_or(1.0, |l| l.demand(s.think)))
+        .collect();
+    let (share, count_on) = cpu_shares(layout, runners, &demand);
     let oversubscribed: Vec<bool> = teams
         .iter()
         .map(|t| t.members.iter().any(|&j| count_on[runners[j].cpu] > 1))
@@ -131,7 +147,8 @@ pub(crate) fn solve(
     for _ in 0..MAX_ITERATIONS {
         let loads = node_loads(layout, runners, &statics, &share, &activity);
         let mrt = layout.numa.predict(&loads).mrt;
-        let own: Vec<f64> = runners
+        // Seconds per instruction of each runner on a CPU of its own.
+        let tau: Vec<f64> = runners
             .iter()
             .enumerate()
             .map(|(j, r)| {
@@ -142,14 +159,21 @@ pub(crate) fn solve(
                     .enumerate()
                     .map(|(m, pi)| pi * mrt[i][m])
                     .sum();
-                share[j] / (statics[j].think + queue)
+                statics[j].think + queue
             })
             .collect();
+        let own: Vec<f64> = share.iter().zip(&tau).map(|(s, t)| s / t).collect();
         let mut next = vec![1.0; n];
         let mut team_rate = Vec::with_capacity(teams.len());
         let mut useful = vec![0.0; n];
         for (t, team) in teams.iter().enumerate() {
-            let per_thread = team_pace(layout, params, runners, team, oversubscribed[t], &own);
+            let paces = Paces {
+                own: &own,
+                tau: &tau,
+                share: &share,
+                lock: locks[t].as_ref(),
+            };
+            let per_thread = team_pace(layout, params, runners, team, oversubscribed[t], &paces);
             for &j in &team.members {
                 useful[j] = per_thread;
                 next[j] = (per_thread / own[j]).min(1.0);
@@ -167,6 +191,7 @@ pub(crate) fn solve(
         }
         sol = Solution {
             share: share.clone(),
+            demand: demand.clone(),
             useful,
             refs_pi: statics.iter().map(|s| s.refs_pi).collect(),
             miss_pi: statics
@@ -174,6 +199,7 @@ pub(crate) fn solve(
                 .map(|s| s.mem_pi.iter().sum::<f64>() + s.coh_pi)
                 .collect(),
             team_rate,
+            llc_fit: fit.clone(),
         };
         if delta < TOLERANCE {
             break;
@@ -182,21 +208,38 @@ pub(crate) fn solve(
     sol
 }
 
-/// Per runner, its fraction of its CPU (time-sharing by weight); per CPU, how
-/// many runners it has.
-fn cpu_shares(layout: &Layout, runners: &[Runner<'_>]) -> (Vec<f64>, Vec<usize>) {
+/// Per runner, its fraction of its CPU; per CPU, how many runners it has.
+/// CFS shares a CPU by weight among the threads that want it: a runner that
+/// asks for less than its weighted part (a lock waiter sleeping, `lock.rs`)
+/// gets what it asks for and the others divide the rest (max-min fairness).
+fn cpu_shares(layout: &Layout, runners: &[Runner<'_>], demand: &[f64]) -> (Vec<f64>, Vec<usize>) {
     let ncpu = layout.cpus.len();
-    let mut weight_on = vec![0.0; ncpu];
-    let mut count_on = vec![0usize; ncpu];
-    for r in runners {
-        weight_on[r.cpu] += r.weight;
-        count_on[r.cpu] += 1;
+    let mut on: Vec<Vec<usize>> = vec![Vec::new(); ncpu];
+    for (j, r) in runners.iter().enumerate() {
+        on[r.cpu].push(j);
     }
-    let share = runners
-        .iter()
-        .map(|r| r.weight / weight_on[r.cpu])
-        .collect();
-    (share, count_on)
+    let mut share = vec![0.0; runners.len()];
+    for mut left in on.iter().cloned() {
+        let mut free = 1.0;
+        while !left.is_empty() {
+            let weight: f64 = left.iter().map(|&j| runners[j].weight).sum();
+            let part = |j: usize| free * runners[j].weight / weight;
+            let (met, rest): (Vec<usize>, Vec<usize>) =
+                left.iter().partition(|&&j| demand[j] <= part(j));
+            if met.is_empty() {
+                for &j in &rest {
+                    share[j] = part(j);
+                }
+                break;
+            }
+            for &j in &met {
+                share[j] = demand[j];
+                free -= demand[j];
+            }
+            left = rest;
+        }
+    }
+    (share, on.iter().map(Vec::len).collect())
 }
 
 /// LLC occupancy: private sets plus one shared set per team present. Per LLC,
@@ -343,36 +386,53 @@ fn node_loads(
         .collect()
 }
 
-/// Instructions per second of each member of `team`, given each runner's own
-/// pace `own`: a bulk-synchronous team progresses at its slowest member's
-/// pace, slowed by critical sections across its CPUs and by its barriers
-/// (longer across packages, and by half a slice when time-shared threads
-/// spin for a teammate that is not running).
+/// What [`team_pace`] needs of each runner: its pace with its CPU share
+/// (`own`), its time per instruction on a CPU of its own (`tau`), its share,
+/// and the team's lock.
+struct Paces<'a> {
+    own: &'a [f64],
+    tau: &'a [f64],
+    share: &'a [f64],
+    lock: Option<&'a Lock>,
+}
+
+impl Paces<'_> {
+    /// Instructions per second of runner `j`: with a lock, its time under the
+    /// lock's serialization and handoffs, slowed when its share is below what
+    /// it uses of its CPU (`lock.rs`); else its own pace.
+    fn of(&self, j: usize) -> f64 {
+        match self.lock {
+            Some(l) => {
+                let tau = self.tau[j];
+                (self.share[j] / l.demand(tau)).min(1.0) / l.time_pi(tau)
+            }
+            None => self.own[j],
+        }
+    }
+}
+
+/// Instructions per second of each member of `team`: a bulk-synchronous team
+/// progresses at its slowest member's pace, its lock's serialization
+/// included, slowed by its barriers (longer across packages, and by half a
+/// slice when time-shared threads spin for a teammate that is not running).
 fn team_pace(
     layout: &Layout,
     params: &Params,
     runners: &[Runner<'_>],
     team: &Team,
     oversubscribed: bool,
-    own: &[f64],
+    paces: &Paces<'_>,
 ) -> f64 {
     let k = team.members.len();
     let slowest = team
         .members
         .iter()
-        .map(|&j| own[j])
+        .map(|&j| paces.of(j))
         .fold(f64::INFINITY, f64::min);
     if !(team.parallel && k > 1) {
         return slowest;
     }
     let m = runners[team.members[0]].model;
-    // Critical sections serialize across the CPUs the team runs on;
-    // teammates time-sharing one CPU are serialized by the CPU already
-    // (a waiter blocks and lets the holder run).
-    let mut cpus: Vec<CpuIdx> = team.members.iter().map(|&j| runners[j].cpu).collect();
-    cpus.sort_unstable();
-    cpus.dedup();
-    let locked = slowest / (1.0 + m.lock_fraction * (cpus.len() - 1) as f64);
     let levels = (k as f64).log2().ceil();
     let packages = team.members.iter().map(|&j| layout.package[runners[j].cpu]);
     let spans = packages.clone().min() != packages.max();
@@ -380,7 +440,7 @@ fn team_pace(
     if oversubscribed && !team.passive {
         barrier += team.slice_s / 2.0;
     }
-    1.0 / (1.0 / locked + m.barriers_per_ginstr * 1e-9 * barrier)
+    1.0 / (1.0 / slowest + m.barriers_per_ginstr * 1e-9 * barrier)
 }
 
 const MIB: f64 = 1024.0 * 1024.0;

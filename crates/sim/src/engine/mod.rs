@@ -11,6 +11,7 @@
 mod balancer;
 mod contention;
 mod layout;
+mod lock;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -69,6 +70,9 @@ pub struct Engine {
     /// so a main thread's tid is its pid and every tid is unique.
     next_id: u32,
     next_balance_ns: Option<u64>,
+    /// Per LLC, the fraction of each footprint it held in the last interval
+    /// solved: what a thread leaving it has to refill elsewhere.
+    llc_fit: Vec<f64>,
     /// Intervals solved so far (each a contention fixed point): the unit of
     /// the simulator's speed (`coloc bench sim`).
     steps: u64,
@@ -79,8 +83,10 @@ const FIRST_PID: u32 = 1000;
 
 impl Engine {
     pub fn new(platform: Platform, seed: u64) -> Self {
+        let layout = Layout::new(&platform);
         Self {
-            layout: Layout::new(&platform),
+            llc_fit: vec![1.0; layout.llcs()],
+            layout,
             platform,
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
             now_ns: 0,
@@ -220,7 +226,12 @@ impl Engine {
         Ok(())
     }
 
-    /// Moves a thread, charging a cache refill when it leaves its LLC.
+    /// Moves a thread, charging a cache refill when it leaves its LLC: the part
+    /// of its private set that LLC held (its footprint times the fraction the
+    /// competing footprints left it, as in the last interval solved), fetched
+    /// again at its memory-level parallelism. A thread whose set overflows its
+    /// share of the cache lost most of it to its neighbours already, so it has
+    /// only that share to refill, not the cache's whole capacity.
     fn migrate(&mut self, app: usize, k: usize, to: usize) {
         let from = self.apps[app].threads[k].cpu;
         let a = &mut self.apps[app];
@@ -238,11 +249,12 @@ impl Engine {
         }
         if self.layout.llc[from] != self.layout.llc[to] {
             // A cold cache (Thread Tranquilizer §2.2): the mover pulls its
-            // private working set, as much of it as the cache holds, from
-            // memory — a stall for its team and as many LLC misses.
+            // private working set, the part its old LLC held (the last
+            // interval's fit) up to what the new one holds, from memory — a
+            // stall for its team and as many LLC misses.
             let p = &self.platform.params;
-            let bytes = (a.model.private_mb * 1024.0 * 1024.0)
-                .min(self.layout.llc_bytes[self.layout.llc[to]]);
+            let held = a.model.private_mb * 1024.0 * 1024.0 * self.llc_fit[self.layout.llc[from]];
+            let bytes = held.min(self.layout.llc_bytes[self.layout.llc[to]]);
             let lines = bytes / LINE_BYTES;
             a.debt_s += lines / a.model.mlp * p.mem_latency_ns * 1e-9;
             t.stats.llc_refs += lines;
@@ -321,6 +333,7 @@ impl Engine {
             self.arm_balancer();
             let (index, sol) = self.solve();
             self.steps += 1;
+            self.llc_fit.clone_from(&sol.llc_fit);
             let mut next = deadline_ns;
             if let Some(b) = self.next_balance_ns {
                 next = next.min(b);
@@ -379,8 +392,8 @@ impl Engine {
             let s = &mut a.threads[k].stats;
             let run = sol.share[j] * dt;
             s.run_s += run;
-            s.wait_s += dt - run;
-            if sol.share[j] < 1.0 {
+            s.wait_s += (sol.demand[j] - sol.share[j]).max(0.0) * dt;
+            if sol.share[j] < sol.demand[j] {
                 s.involuntary += run / slice;
             }
             let instr = sol.useful[j] * dt;

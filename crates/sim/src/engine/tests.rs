@@ -37,6 +37,7 @@ fn compute(phases: Vec<Phase>, barriers_per_ginstr: f64) -> Arc<AppModel> {
         mlp: 4.0,
         barriers_per_ginstr,
         lock_fraction: 0.0,
+        lock_acquires_per_ginstr: 0.0,
         openmp: true,
     })
 }
@@ -191,6 +192,55 @@ fn barriers_and_oversubscription() {
     }
 }
 
+/// A lock-bound team (90% of its work inside one mutex) of 2 threads, 9.8e9
+/// instructions, on CPUs 0-1; τ = 1/4.9e9 s per instruction (engine/lock.rs):
+/// - alone, no handoff cost: each member needs 1.9τ per instruction, 4.9e9
+///   instructions each: 1.9 s;
+/// - 1e7 acquisitions per 1e9 instructions, xfer_near_ns 50: both waiters
+///   have a CPU of their own, so half the acquisitions move 2 lines:
+///   1e-2 · 0.5 · 2 · 50 ns = 0.5 ns per instruction, paid by both
+///   contenders: 4.9e9 · (1.9τ + 2 · 0.5e-9) = 1.9 + 4.9 = 6.8 s;
+/// - the same with a single-thread intruder on each CPU: no waiter is alone,
+///   so no transfers; each member uses 1/1.9 of its CPU but gets 1/2, so it
+///   runs at 0.5/τ: 2 s (spinning waiters would have made it 3.8 s);
+/// - an intruder on CPU 1 only: one waiter alone is no handoff (it has no
+///   one to compete with); the member on CPU 1 sets the pace: 2 s.
+#[test]
+fn lock_waiters_sleep_and_handoffs_move_lines() {
+    let cases = [
+        (0.0, "", 1.9),
+        (1e7, "", 6.8),
+        (1e7, "0,1", 2.0),
+        (1e7, "1", 2.0),
+    ];
+    for (acquires, intruders, want) in cases {
+        let mut p = two_cpus();
+        p.params.xfer_near_ns = 50.0;
+        let mut e = Engine::new(p, 1);
+        let mut m = (*compute(vec![Phase::parallel(9.8)], 0.0)).clone();
+        m.lock_fraction = 0.9;
+        m.lock_acquires_per_ginstr = acquires;
+        launch(&mut e, 0, Arc::new(m), 2, "0-1");
+        for (i, cpu) in intruders.split(',').filter(|c| !c.is_empty()).enumerate() {
+            let app = i as u32 + 1;
+            launch(
+                &mut e,
+                app,
+                compute(vec![Phase::serial(100.0)], 0.0),
+                1,
+                cpu,
+            );
+        }
+        let exits = run(&mut e);
+        let t = exits.iter().find(|(a, _)| *a == 0).unwrap().1;
+        assert_close(
+            t,
+            want,
+            &format!("acquires {acquires}, intruders {intruders:?}"),
+        );
+    }
+}
+
 /// A serial phase then a parallel one: the team is created at the parallel
 /// phase (one ThreadsChanged event with the main thread and 1 worker, at
 /// 4.9e9/4.9e9 = 1 s), then 9.8e9 instructions over 2 CPUs take 1 s more.
@@ -217,4 +267,38 @@ fn team_created_at_first_parallel_phase() {
     launch(&mut e, 0, compute(vec![Phase::serial(4.9)], 0.0), 1, "0");
     assert!(e.advance_until(250_000_000).is_empty());
     assert_eq!(e.now_ns(), 250_000_000);
+}
+
+/// A migration refills only what the thread held in the LLC it left. BT (64 MiB
+/// private per thread) alone and unpinned on nupoco-intel72, 72 threads: 18
+/// threads under each 45 MB L3 hold 1/26 of their sets, so a move across
+/// sockets refills ~2.5 MB (~1 ms at MLP 4), not the whole L3 (~17 ms).
+/// Charged the whole L3, the balancer's jitter (0.5 moves per thread per
+/// second, each stalling the bulk-synchronous team) made the run 7.5 times
+/// slower than the same run without jitter (one thread per CPU throughout);
+/// now the seeded moves and the remote memory they leave behind cost it less
+/// than half again.
+#[test]
+fn unpinned_team_near_unmoved_on_many_caches() {
+    let bt = Arc::new(crate::model::model("bt").unwrap().scaled(0.1));
+    let exit = |jitter_per_s: f64| {
+        let mut platform = crate::platform::platform("nupoco-intel72").unwrap();
+        platform.params.jitter_per_s = jitter_per_s;
+        let mut e = Engine::new(platform, 1);
+        e.launch(AppLaunch {
+            id: AppId { app: 0, rep: 0 },
+            model: bt.clone(),
+            threads: 72,
+            placement: Placement::Unmanaged,
+            memory: MemPolicy::Default,
+            sched: SchedSettings::default(),
+            malleable: false,
+        });
+        run(&mut e)[0].1
+    };
+    let (moved, unmoved) = (exit(0.5), exit(0.0));
+    assert!(
+        moved < 1.5 * unmoved,
+        "with jitter {moved:.3} s, without {unmoved:.3} s"
+    );
 }

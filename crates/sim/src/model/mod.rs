@@ -79,6 +79,11 @@ pub struct AppModel {
     pub barriers_per_ginstr: f64,
     /// Fraction of parallel work inside one lock (serialized across the team).
     pub lock_fraction: f64,
+    /// Acquisitions of that lock per 10^9 instructions (of all threads
+    /// together): each one taken over from a holder on another CPU moves the
+    /// lock's lines between private caches (`engine/lock.rs`).
+    #[serde(default)]
+    pub lock_acquires_per_ginstr: f64,
     /// An OpenMP app: its team is created at the first parallel phase and its
     /// DoP may change at each parallel phase (when the workload says `malleable`).
     pub openmp: bool,
@@ -123,6 +128,7 @@ impl AppModel {
             ("private_mb", self.private_mb),
             ("shared_mb", self.shared_mb),
             ("barriers_per_ginstr", self.barriers_per_ginstr),
+            ("lock_acquires_per_ginstr", self.lock_acquires_per_ginstr),
         ];
         for (field, v) in non_negative {
             if !(v.is_finite() && v >= 0.0) {
