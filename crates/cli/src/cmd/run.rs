@@ -9,7 +9,7 @@ use anyhow::Result;
 use clap::Args;
 use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::metrics::RunMetrics;
-use coloc_model::Trace;
+use coloc_model::{Trace, TraceEvent};
 
 use crate::choice::{choose, OracleArgs};
 use crate::context::policy_context;
@@ -102,11 +102,24 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
     } else {
         "done".into()
     });
+    // What auto measured against Linux per app set: whether it was worse than
+    // doing nothing (docs/policies/auto.md, "Checked against outcomes").
+    let against_linux =
+        coloc_policy::auto::measured_against_linux(events.iter().filter_map(|e| match e {
+            TraceEvent::Plan { plan, .. } => Some(plan.note.as_str()),
+            _ => None,
+        }));
     let metrics = RunMetrics::from_trace(&Trace::from_events(events)?, None);
     if opts.json {
         println!("{}", serde_json::to_string_pretty(&metrics)?);
     } else {
         print!("{}", metrics.render());
+        if !against_linux.is_empty() {
+            println!("auto against Linux, per app set (last estimate):");
+            for line in &against_linux {
+                println!("  {line}");
+            }
+        }
         println!("trace: {}", out.join("trace.jsonl").display());
     }
     if summary.affinity_drift > 0 {

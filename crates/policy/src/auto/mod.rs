@@ -28,10 +28,12 @@
 //!    app exits, unless the running set's trial settled on Linux. An admitted
 //!    app launches into its partition.
 //! 4. Checked against outcomes (`auto/trial.rs`): for every set of co-running
-//!    apps, auto measures their progress under its own arrangement, then left
-//!    to Linux, and keeps its arrangement only if it did not measurably slow
-//!    them down; a new set (arrival, exit) is tried afresh. Progress is work
-//!    reported through the DoP channel, else CPU time.
+//!    apps, auto measures their progress under its own arrangement and left
+//!    to Linux in alternating windows, and keeps its arrangement only while
+//!    the pairs' confidence bound says it is not slower than Linux by more
+//!    than 2%; settled, it re-checks within a bounded share of the time. A
+//!    new set (arrival, exit) is tried afresh. Progress is work reported
+//!    through the DoP channel, else CPU time.
 //! 5. Objective ([`Objective`]): `makespan` (the default) sets no scheduling
 //!    settings; `art` favours the apps that have had the least CPU (least
 //!    attained service, which shortens response times when lengths are
@@ -61,7 +63,8 @@ use coloc_model::{
 };
 
 use self::evidence::{progress, Evidence, Progress};
-use self::trial::{Stage, Trial};
+pub use self::trial::measured_against_linux;
+use self::trial::Trial;
 use crate::baseline::topology_order;
 use crate::Policy;
 
@@ -335,16 +338,13 @@ impl Policy for Auto {
                 .collect();
             trial.record(prev.at, last.at, &work, applicable);
         }
-        // A set settled on Linux because nothing could act is tried again once
+        // A set left to Linux because nothing could act is tried again once
         // something can.
-        if applicable
-            && matches!(trial.stage, Stage::Settled { space: false, ref reason }
-                if reason.starts_with("nothing"))
-        {
+        if applicable && trial.idle {
             *trial = Trial::new(trial.set.clone(), now);
         }
         let stage = trial.describe();
-        let linux = matches!(trial.stage, Stage::Settled { space: false, .. });
+        let linux = trial.linux();
         let held = Self::admission(self.objective, view, &running, demand, cpus, linux);
         // Apps admitted now start in their partition: their set is tried
         // afresh, auto's arrangement first.

@@ -12,7 +12,7 @@ use coloc_model::{
     ThreadSample, Topology, Trigger, View,
 };
 
-use super::trial::{MEASURE, SETTLE};
+use super::trial::{MIN_PAIRS, SETTLE, WINDOW};
 use super::{partitions, Auto, Objective, ART_NICE_STEP, LATENCY_NICE};
 use crate::cores::lever::{MIN_REGIONS, PATIENCE};
 use crate::{invariants, Policy};
@@ -210,10 +210,10 @@ fn unmanaged(plan: &Plan) -> bool {
         .all(|p| p.placement == Placement::Unmanaged)
 }
 
-/// Ticks until the trial of a new set has measured Linux alone and then space
-/// sharing: MEASURE + SETTLE + MEASURE, plus the interval that straddles the
-/// set's start and one for the lever's evidence.
-const TRIAL_TICKS: u32 = MEASURE + SETTLE + MEASURE + 2;
+/// Ticks until the trial of a new set whose apps progress steadily has its
+/// verdict: MIN_PAIRS pairs of windows (own, then Linux), plus the interval
+/// that straddles the set's start and one for the lever's evidence.
+const TRIAL_TICKS: u32 = MIN_PAIRS as u32 * 2 * (SETTLE + WINDOW) + 2;
 
 /// The CPUs an app's plan gives it ("" when left to Linux).
 fn cpus(plan: &Plan, id: AppId) -> String {
@@ -327,7 +327,11 @@ fn a_mid_run_arrival_is_tried_afresh() {
         a.threads = vec![200, 201];
     }
     let p = s.decide(Trigger::ThreadsChanged(second));
-    assert!(p.note.contains("trying its own arrangement"), "{}", p.note);
+    assert!(
+        p.note.contains("open: measuring own arrangement"),
+        "{}",
+        p.note
+    );
     let mut last = p;
     for _ in 0..TRIAL_TICKS + 1 {
         last = s.tick(|_, asked| Some(loops(1000, asked.unwrap_or(2))));
@@ -479,14 +483,16 @@ fn pthreads_apps_that_oversubscribe_get_partitions_judged_by_cpu_time() {
                 p.note
             );
             assert!(
-                p.note.contains("1.00x Linux's progress: kept"),
+                p.note
+                    .contains("own vs Linux: 1.00 ± 0.00 over 2 pair(s), own kept"),
                 "{}",
                 p.note
             );
         } else {
             assert!(unmanaged(&p), "{}", p.note);
             assert!(
-                p.note.contains("0.80x Linux's progress: back to Linux"),
+                p.note
+                    .contains("own vs Linux: 0.80 ± 0.00 over 2 pair(s), back to Linux"),
                 "{}",
                 p.note
             );
