@@ -62,7 +62,7 @@ use coloc_model::{
     AppClass, AppId, AppPlan, AppView, CpuSet, Placement, Plan, SchedSettings, View,
 };
 
-use self::evidence::{progress, Evidence, Progress};
+use self::evidence::{progress, usage, Evidence, Progress};
 pub use self::trial::measured_against_linux;
 use self::trial::Trial;
 use crate::baseline::topology_order;
@@ -113,6 +113,12 @@ impl FromStr for Objective {
             .ok_or_else(|| UnknownObjective(s.to_string()))
     }
 }
+
+/// A partition counts as leaving a CPU idle when its app used at most this
+/// much less than a whole CPU of it over the last interval (the Manager's
+/// work-conservation check counts a CPU busy less than 10% as idle,
+/// `docs/architecture.md`).
+const IDLE_SLACK: f64 = 0.1;
 
 /// Nice value of batch apps while a latency-class app runs (`latency`).
 pub const LATENCY_NICE: i8 = 10;
@@ -171,14 +177,15 @@ impl Auto {
     /// an app waits while every CPU already has an app of its own, its threads
     /// would oversubscribe the CPUs, and the running set's trial has not
     /// settled on Linux — equal's admission, so that a partition is not cut
-    /// in two; it is admitted once an app exits (a CPU frees) or the trial
-    /// finds Linux no slower.
+    /// in two; it is admitted once an app exits (a CPU frees), the trial
+    /// finds Linux no slower, or `idle` CPUs went unused over the last
+    /// interval with no running app's threads waiting (starting it then
+    /// slows no one: one app per idle CPU).
     fn admission(
         objective: Objective,
         view: &View<'_>,
         running: &[&AppView],
-        demand: u32,
-        cpus: u32,
+        (demand, cpus, mut idle): (u32, u32, u32),
         linux: bool,
     ) -> Vec<AppId> {
         let mut pending: Vec<&AppView> = view.pending().collect();
@@ -191,9 +198,11 @@ impl Auto {
                 && !linux
                 && count >= cpus
                 && demand + threads > cpus
+                && idle == 0
             {
                 held.push(a.id);
             } else {
+                idle = idle.saturating_sub(u32::from(count >= cpus));
                 count += 1;
                 demand += threads;
             }
@@ -345,7 +354,21 @@ impl Policy for Auto {
         }
         let stage = trial.describe();
         let linux = trial.linux();
-        let held = Self::admission(self.objective, view, &running, demand, cpus, linux);
+        // How the running apps used the CPUs over the last interval.
+        let used: BTreeMap<AppId, (f64, bool)> = match (view.prev, view.last) {
+            (Some(prev), Some(last)) => running
+                .iter()
+                .filter_map(|a| usage(prev, last, a.id).map(|u| (a.id, u)))
+                .collect(),
+            _ => BTreeMap::new(),
+        };
+        let idle = if used.len() == running.len() && used.values().all(|(_, waiting)| !waiting) {
+            let rate: f64 = used.values().map(|(rate, _)| rate).sum();
+            (f64::from(cpus) - rate + IDLE_SLACK).floor().max(0.0) as u32
+        } else {
+            0
+        };
+        let held = Self::admission(self.objective, view, &running, (demand, cpus, idle), linux);
         // Apps admitted now start in their partition: their set is tried
         // afresh, auto's arrangement first.
         let mut members = running.clone();
@@ -366,6 +389,23 @@ impl Policy for Auto {
             .map(|a| a.id)
             .zip(partitions(&order, &weights))
             .collect();
+        // Work conservation inside the own arrangement: the CPUs of a
+        // partition its app left idle over the last interval are lent to the
+        // apps whose threads waited for a CPU, until it uses them again.
+        let lent: CpuSet = running
+            .iter()
+            .filter_map(|a| {
+                let (rate, _) = used.get(&a.id)?;
+                let slice = slices.get(&a.id)?;
+                let spare = (slice.len() as f64 - rate + IDLE_SLACK).floor().max(0.0) as usize;
+                Some(slice.iter().rev().take(spare).collect::<Vec<_>>())
+            })
+            .flatten()
+            .collect();
+        let borrows = |id: &AppId| {
+            used.get(id).is_some_and(|(_, waiting)| *waiting)
+                && !lent.difference(&slices[id]).is_empty()
+        };
 
         let mut note = format!("auto ({}): {stage}", self.objective);
         let apps = view
@@ -418,14 +458,22 @@ impl Policy for Auto {
                         slice.to_list()
                     );
                 } else {
-                    p.placement = Placement::Shared(slice.clone());
+                    let cpus_of = if borrows(&a.id) {
+                        slice.union(&lent)
+                    } else {
+                        slice.clone()
+                    };
+                    p.placement = Placement::Shared(cpus_of.clone());
                     let _ = write!(
                         note,
                         "; {} {} thread(s) on CPUs {} ({demand} threads wanted on {cpus} CPUs; {why})",
                         a.id,
                         Self::fixed_threads(a),
-                        slice.to_list()
+                        cpus_of.to_list()
                     );
+                    if cpus_of != slice {
+                        let _ = write!(note, ", borrowing idle CPUs {}", lent.to_list());
+                    }
                 }
                 if let Some(n) = p.sched.nice.filter(|n| *n != 0) {
                     let _ = write!(note, " nice {n}");

@@ -30,6 +30,8 @@ struct Tick {
     /// CPU time over the tick, ms, of an app without the DoP channel (None:
     /// an OpenMP app reporting through it, CPU time from its team).
     pthreads_cpu_ms: Option<u64>,
+    /// Time its threads waited for a CPU over the tick, ms.
+    wait_ms: u64,
 }
 
 /// A pthreads app (no DoP channel) that had `cpu_ms` of CPU over the tick.
@@ -40,6 +42,7 @@ fn pthreads(cpu_ms: u64) -> Tick {
         in_parallel: false,
         team: 0,
         pthreads_cpu_ms: Some(cpu_ms),
+        wait_ms: 0,
     }
 }
 
@@ -52,6 +55,7 @@ fn loops(iters: u64, team: u32) -> Tick {
         in_parallel: true,
         team,
         pthreads_cpu_ms: None,
+        wait_ms: 0,
     }
 }
 
@@ -63,6 +67,7 @@ fn one_region(iters: u64, team: u32) -> Tick {
         in_parallel: true,
         team,
         pthreads_cpu_ms: None,
+        wait_ms: 0,
     }
 }
 
@@ -73,8 +78,8 @@ struct Script {
     prev: Option<Observation>,
     last: Option<Observation>,
     now: Duration,
-    /// Cumulative (regions, iterations, run ns) per app.
-    counters: BTreeMap<AppId, (u64, u64, u64)>,
+    /// Cumulative (regions, iterations, run ns, wait ns) per app.
+    counters: BTreeMap<AppId, (u64, u64, u64, u64)>,
 }
 
 impl Script {
@@ -149,12 +154,14 @@ impl Script {
                 Some(ms) => ms * 1_000_000,
                 None => u64::from(t.team.min(2)) * TICK.as_nanos() as u64 / 2,
             };
+            c.3 += t.wait_ms * 1_000_000;
             samples.push(AppSample {
                 app: a.id,
                 pid: a.threads[0],
                 threads: vec![ThreadSample {
                     tid: a.threads[0],
                     run_ns: c.2,
+                    wait_ns: c.3,
                     ..ThreadSample::default()
                 }],
                 omp: t.pthreads_cpu_ms.is_none().then(|| OmpSample {
@@ -595,4 +602,44 @@ fn partitions_follow_the_threads() {
             .collect();
         assert_eq!(got, want, "{cpus:?} {weights:?}");
     }
+}
+
+/// Work conservation inside the own arrangement: when one of two fixed apps
+/// leaves its CPU idle (no CPU time over a tick) while the other's threads
+/// wait, the waiting app's partition takes the idle CPU, until the idle app
+/// runs again. A third app that arrives while a CPU is idle and no thread
+/// waits is admitted at once.
+#[test]
+fn idle_partitions_are_lent_and_let_an_arrival_in() {
+    let mut s = Script::new(Objective::Makespan);
+    let a = s.start(0, 4, false);
+    let b = s.start(1, 2, false);
+    let busy = |cpu_ms| Tick {
+        wait_ms: 60,
+        ..pthreads(cpu_ms)
+    };
+    let p = s.tick(|id, _| Some(if id == a { busy(100) } else { pthreads(100) }));
+    assert_eq!(
+        (cpus(&p, a), cpus(&p, b)),
+        ("0".into(), "1".into()),
+        "{}",
+        p.note
+    );
+    let p = s.tick(|id, _| Some(if id == a { busy(100) } else { pthreads(0) }));
+    assert_eq!(
+        (cpus(&p, a), cpus(&p, b)),
+        ("0-1".into(), "1".into()),
+        "{}",
+        p.note
+    );
+    assert!(p.note.contains("borrowing idle CPUs 1"), "{}", p.note);
+    let p = s.tick(|id, _| Some(if id == a { busy(100) } else { pthreads(100) }));
+    assert_eq!(cpus(&p, a), "0", "{}", p.note);
+
+    // An idle CPU and no waiting thread: the newcomer starts at once.
+    let third = AppId { app: 2, rep: 0 };
+    s.tick(|id, _| Some(pthreads(if id == a { 100 } else { 0 })));
+    s.apps.push(pending_app(2, 2));
+    let p = s.decide(Trigger::Arrival(third));
+    assert!(p.for_app(third).unwrap().admit, "{}", p.note);
 }
