@@ -303,12 +303,15 @@ impl Trial {
             return s;
         }
         match self.estimate() {
+            Some(e) if e.pairs < 2 => {
+                let _ = write!(s, "own vs Linux: {:.2} over 1 pair (no spread yet)", e.ratio);
+            }
             Some(e) => {
                 let _ = write!(
                     s,
                     "own vs Linux: {:.2} ± {:.2} over {} pair(s)",
                     e.ratio,
-                    ((e.high.min(9.99) - e.low) / 2.0),
+                    (e.high - e.low) / 2.0,
                     e.pairs
                 );
             }
@@ -340,6 +343,9 @@ pub fn measured_against_linux<'a>(notes: impl IntoIterator<Item = &'a str>) -> V
         let stage = rest[start + 2..].split(';').next().unwrap_or_default();
         let Some(end) = stage.find(']') else { continue };
         let set = stage[..=end].to_string();
+        if set == "[]" {
+            continue;
+        }
         match last.iter_mut().find(|(s, _)| *s == set) {
             Some(e) => e.1 = stage.to_string(),
             None => last.push((set, stage.to_string())),
@@ -449,6 +455,7 @@ mod tests {
             "equal: something else",
             "auto (makespan): [0.0 1.0] own vs Linux: 1.40 ± 0.20 over 2 pair(s), own kept; 0.0 dop 1",
             "auto (makespan): [1.0] nothing for its own arrangement to act on: left to Linux; 1.0 left to Linux",
+            "auto (makespan): [] own vs Linux: not measured yet, open: measuring own arrangement",
         ];
         assert_eq!(
             measured_against_linux(notes),
