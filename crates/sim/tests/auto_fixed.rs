@@ -9,6 +9,7 @@
 //!   Linux) and keep it.
 //! - compute only: apps that never synchronize, where Linux loses nothing
 //!   (in the simulator partitions tie with it: both are work conserving).
+//!
 //! Deterministic: one seed of the simulator.
 
 use std::time::Duration;

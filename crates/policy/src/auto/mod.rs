@@ -13,7 +13,8 @@
 //! 1. Levers: an app's DoP lever *acts* by the rule shared with the core
 //!    allocation (`cores/lever.rs`): malleable, its runtime answers
 //!    through the DoP channel, at least `MIN_REGIONS` regions ended, and it is
-//!    not stuck inside one region for longer than `PATIENCE`.
+//!    not stuck inside one region beyond its patience (`PATIENCE`, or twice
+//!    the longest region seen to end).
 //! 2. Own arrangement, while at least two apps' threads oversubscribe the
 //!    CPUs: every running app gets an exclusive CPU partition (`partitions`:
 //!    one CPU each, the rest in proportion to its threads), and an app whose

@@ -304,7 +304,11 @@ impl Trial {
         }
         match self.estimate() {
             Some(e) if e.pairs < 2 => {
-                let _ = write!(s, "own vs Linux: {:.2} over 1 pair (no spread yet)", e.ratio);
+                let _ = write!(
+                    s,
+                    "own vs Linux: {:.2} over 1 pair (no spread yet)",
+                    e.ratio
+                );
             }
             Some(e) => {
                 let _ = write!(
