@@ -203,7 +203,8 @@ impl Auto {
             {
                 held.push(a.id);
             } else {
-                idle = idle.saturating_sub(u32::from(count >= cpus));
+                // Whatever let it in, it fills an idle CPU.
+                idle = idle.saturating_sub(1);
                 count += 1;
                 demand += threads;
             }
@@ -363,7 +364,12 @@ impl Policy for Auto {
                 .collect(),
             _ => BTreeMap::new(),
         };
-        let idle = if used.len() == running.len() && used.values().all(|(_, waiting)| !waiting) {
+        // CPUs left idle, counted only from an observation of every running
+        // app (before the first one, nothing is known to idle).
+        let idle = if !running.is_empty()
+            && used.len() == running.len()
+            && used.values().all(|(_, waiting)| !waiting)
+        {
             let rate: f64 = used.values().map(|(rate, _)| rate).sum();
             (f64::from(cpus) - rate + IDLE_SLACK).floor().max(0.0) as u32
         } else {

@@ -643,3 +643,32 @@ fn idle_partitions_are_lent_and_let_an_arrival_in() {
     let p = s.decide(Trigger::Arrival(third));
     assert!(p.for_app(third).unwrap().admit, "{}", p.note);
 }
+
+/// Idle CPUs let a held app in only when an observation of the running apps
+/// shows them: three apps arriving together on 2 CPUs, nothing running yet,
+/// start two (a CPU each) and hold the third; and every admitted app fills an
+/// idle CPU, so one idle CPU lets one app in.
+#[test]
+fn idle_cpus_admit_one_app_each_and_only_when_observed() {
+    let mut s = Script::new(Objective::Makespan);
+    let ids: Vec<AppId> = (0..3).map(|k| AppId { app: k, rep: 0 }).collect();
+    for k in 0..3 {
+        s.apps.push(pending_app(k, 2));
+    }
+    let p = s.decide(Trigger::Arrival(ids[2]));
+    let admitted: Vec<bool> = ids.iter().map(|id| p.for_app(*id).unwrap().admit).collect();
+    assert_eq!(admitted, [true, true, false], "{}", p.note);
+
+    // One app running on one of 2 CPUs, idle CPU 1, two arrivals: the first
+    // takes the free CPU, the second waits.
+    let mut s = Script::new(Objective::Makespan);
+    let a = s.start(0, 1, false);
+    s.tick(|_, _| Some(pthreads(100)));
+    s.tick(|_, _| Some(pthreads(100)));
+    s.apps.push(pending_app(1, 2));
+    s.apps.push(pending_app(2, 2));
+    let p = s.decide(Trigger::Arrival(ids[2]));
+    assert!(p.for_app(a).is_some());
+    assert!(p.for_app(ids[1]).unwrap().admit, "{}", p.note);
+    assert!(!p.for_app(ids[2]).unwrap().admit, "{}", p.note);
+}

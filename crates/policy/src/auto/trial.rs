@@ -167,9 +167,11 @@ impl Trial {
         self.own && !self.idle
     }
 
-    /// Whether the trial settled on Linux (or found nothing to act on).
+    /// Whether the trial measured the set no faster on its own arrangement
+    /// and settled on Linux. A set with nothing to act on (one app, or
+    /// threads that fit) says nothing of what a newcomer would do to it.
     pub fn linux(&self) -> bool {
-        self.idle || self.verdict == Some(false)
+        !self.idle && self.verdict == Some(false)
     }
 
     /// What the pairs measured so far say.
