@@ -24,10 +24,12 @@
 //!    it starts with fewer CPUs than threads). Work conserving across apps:
 //!    partitions are recomputed at every decision, so an exit frees its CPUs
 //!    at once; inside a partition Linux balances the app's threads.
-//! 3. Admission (`makespan` only): an arriving app starts at once while some
-//!    CPU has no app of its own; otherwise it waits (equal's rule) until an
-//!    app exits, unless the running set's trial settled on Linux. An admitted
-//!    app launches into its partition.
+//! 3. Admission (`makespan` only, `auto/admission.rs`): an arriving app
+//!    starts at once while some CPU has no app of its own, CPUs idle, or the
+//!    running set's trial settled on Linux; otherwise, with stored solo times,
+//!    when starting it now does not lengthen the estimated makespan; else it
+//!    waits (equal's rule) until an app exits. An admitted app launches into
+//!    its partition.
 //! 4. Checked against outcomes (`auto/trial.rs`): for every set of co-running
 //!    apps, auto measures their progress under its own arrangement and left
 //!    to Linux in alternating windows, and keeps its arrangement only while
@@ -47,8 +49,9 @@
 //! Not done yet: placement by ReSense's scores and Tang's heuristic from
 //! stored profiles, memory policy, and co-scheduling whole teams by time
 //! slices (gang scheduling); partitions are sized by threads, not by stored
-//! solo scaling.
+//! solo scaling (only admission reads solo times).
 
+mod admission;
 pub(crate) mod evidence;
 #[cfg(test)]
 mod tests;
@@ -59,10 +62,12 @@ use std::fmt::{self, Write as _};
 use std::str::FromStr;
 use std::time::Duration;
 
+use coloc_model::metrics::SoloCurves;
 use coloc_model::{
     AppClass, AppId, AppPlan, AppView, CpuSet, Placement, Plan, SchedSettings, View,
 };
 
+use self::admission::Cpus;
 use self::evidence::{progress, usage, Evidence, Progress};
 pub use self::trial::measured_against_linux;
 use self::trial::Trial;
@@ -135,6 +140,8 @@ pub struct Auto {
     trial: Option<Trial>,
     /// Time of the last observation taken in.
     seen: Option<Duration>,
+    /// Stored solo times per thread count, by app name (admission).
+    solo: SoloCurves,
 }
 
 impl Auto {
@@ -143,6 +150,13 @@ impl Auto {
             objective,
             ..Self::default()
         }
+    }
+
+    /// With the apps' stored solo times (`coloc solo --threads`), which let
+    /// admission start an app that would not slow the mix (`auto/admission.rs`).
+    pub fn with_solo(mut self, solo: SoloCurves) -> Self {
+        self.solo = solo;
+        self
     }
 
     /// Takes in the view's last observation, once: each app's evidence.
@@ -172,44 +186,6 @@ impl Auto {
         a.spec.malleable
             && !(self.objective == Objective::Latency && a.spec.class == AppClass::Latency)
             && self.evidence.get(&a.id).is_some_and(|e| e.lever_acts())
-    }
-
-    /// The pending apps that wait (`makespan` only), oldest first admitted:
-    /// an app waits while every CPU already has an app of its own, its threads
-    /// would oversubscribe the CPUs, and the running set's trial has not
-    /// settled on Linux — equal's admission, so that a partition is not cut
-    /// in two; it is admitted once an app exits (a CPU frees), the trial
-    /// finds Linux no slower, or `idle` CPUs went unused over the last
-    /// interval with no running app's threads waiting (starting it then
-    /// slows no one: one app per idle CPU).
-    fn admission(
-        objective: Objective,
-        view: &View<'_>,
-        running: &[&AppView],
-        (demand, cpus, mut idle): (u32, u32, u32),
-        linux: bool,
-    ) -> Vec<AppId> {
-        let mut pending: Vec<&AppView> = view.pending().collect();
-        pending.sort_by_key(|a| (a.arrived_at, a.id));
-        let (mut count, mut demand) = (running.len() as u32, demand);
-        let mut held = Vec::new();
-        for a in pending {
-            let threads = Self::fixed_threads(a);
-            if objective == Objective::Makespan
-                && !linux
-                && count >= cpus
-                && demand + threads > cpus
-                && idle == 0
-            {
-                held.push(a.id);
-            } else {
-                // Whatever let it in, it fills an idle CPU.
-                idle = idle.saturating_sub(1);
-                count += 1;
-                demand += threads;
-            }
-        }
-        held
     }
 
     /// Scheduling settings the objective asks for, per running app.
@@ -375,7 +351,20 @@ impl Policy for Auto {
         } else {
             0
         };
-        let held = Self::admission(self.objective, view, &running, (demand, cpus, idle), linux);
+        let admission = admission::admit(
+            self.objective,
+            view,
+            &running,
+            &self.solo,
+            Cpus {
+                count: cpus,
+                demand,
+                idle,
+            },
+            linux,
+            Self::fixed_threads,
+        );
+        let held = &admission.held;
         // Apps admitted now start in their partition: their set is tried
         // afresh, auto's arrangement first.
         let mut members = running.clone();
@@ -421,8 +410,9 @@ impl Policy for Auto {
             .map(|a| {
                 let mut p = AppPlan::native(a.id);
                 if !a.is_running() {
+                    let why = admission.why.get(&a.id);
                     if held.contains(&a.id) {
-                        let _ = write!(note, "; {} waits (every CPU has an app of its own)", a.id);
+                        let _ = write!(note, "; {} {}", a.id, why.map_or("waits", |w| w));
                         return AppPlan::hold(a.id);
                     }
                     match slices.get(&a.id).filter(|_| own) {
@@ -433,6 +423,9 @@ impl Policy for Auto {
                         None => {
                             let _ = write!(note, "; {} admitted", a.id);
                         }
+                    }
+                    if let Some(w) = why {
+                        let _ = write!(note, ", {w}");
                     }
                     return p;
                 }

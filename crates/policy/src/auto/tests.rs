@@ -672,3 +672,72 @@ fn idle_cpus_admit_one_app_each_and_only_when_observed() {
     assert!(p.for_app(ids[1]).unwrap().admit, "{}", p.note);
     assert!(!p.for_app(ids[2]).unwrap().admit, "{}", p.note);
 }
+
+/// Admission from stored solo times (`auto/admission.rs`): two 2-thread apps
+/// keep their partitions, a third arrives at 1.9 s. It starts when the mix's
+/// estimated makespan (its lower bound over the work left) is no longer
+/// started now than held until the first CPU frees; without solo times of
+/// every app it waits, as by thread counts alone.
+#[test]
+fn solo_times_start_an_arrival_that_does_not_slow_the_mix() {
+    type Curve = &'static [(u32, f64)];
+    let cases: [(Curve, Curve, Curve, bool); 4] = [
+        // Beside a short and a long app that do not scale: its work fits
+        // before the long one ends.
+        (
+            &[(1, 5.0), (2, 5.0)],
+            &[(1, 20.0), (2, 20.0)],
+            &[(1, 4.0), (2, 3.0)],
+            true,
+        ),
+        // Two apps that scale fill both CPUs for 36 s; its 30 CPU-s would
+        // delay them past 51 s, held it ends by 36 s.
+        (
+            &[(1, 40.0), (2, 20.0)],
+            &[(1, 40.0), (2, 20.0)],
+            &[(1, 30.0), (2, 16.0)],
+            false,
+        ),
+        // The pair is nearly done: held it ends at 5.6 s, started now 7.9 s.
+        (
+            &[(1, 4.0), (2, 2.5)],
+            &[(1, 10.0), (2, 6.0)],
+            &[(1, 8.0), (2, 5.0)],
+            false,
+        ),
+        // No solo time of the newcomer: thread counts alone, it waits.
+        (&[(1, 5.0), (2, 5.0)], &[(1, 20.0), (2, 20.0)], &[], false),
+    ];
+    let third = AppId { app: 2, rep: 0 };
+    for (a, b, c, starts) in cases {
+        let mut solo = coloc_model::metrics::SoloCurves::default();
+        for (name, curve) in [("app0", a), ("app1", b), ("app2", c)] {
+            for (k, t) in curve {
+                solo.add(name, *k, *t);
+            }
+        }
+        let mut s = Script::new(Objective::Makespan);
+        s.auto = Auto::new(Objective::Makespan).with_solo(solo);
+        s.start(0, 2, false);
+        s.start(1, 2, false);
+        for _ in 0..TRIAL_TICKS + 1 {
+            s.tick(|_, _| Some(pthreads(100)));
+        }
+        s.apps.push(pending_app(2, 2));
+        let p = s.decide(Trigger::Arrival(third));
+        assert_eq!(
+            p.for_app(third).unwrap().admit,
+            starts,
+            "{a:?} {b:?} {c:?}: {}",
+            p.note
+        );
+        let why = if c.is_empty() {
+            "2.0 waits (every CPU has an app of its own)"
+        } else if starts {
+            "starts: mix done in"
+        } else {
+            "2.0 waits: mix done in"
+        };
+        assert!(p.note.contains(why), "{}", p.note);
+    }
+}
