@@ -11,6 +11,7 @@ pub mod atom;
 pub mod auto;
 pub mod baseline;
 pub(crate) mod cores;
+pub mod guard;
 pub mod invariants;
 pub mod nupoco;
 mod registry;

@@ -10,6 +10,10 @@
 //! - compute only: apps that never synchronize, where Linux loses nothing
 //!   (in the simulator partitions tie with it: both are work conserving).
 //!
+//! And the same check against Linux around any policy (`BASE+guard`,
+//! `coloc_policy::guard`): on apps a user pinned to one CPU, `static+guard`
+//! must go back to Linux.
+//!
 //! Deterministic: one seed of the simulator.
 
 use std::time::Duration;
@@ -17,7 +21,7 @@ use std::time::Duration;
 use coloc_manager::{run, RunOptions};
 use coloc_model::workload::parse_workload;
 use coloc_model::TraceEvent;
-use coloc_policy::by_name;
+use coloc_policy::{build, PolicyContext};
 use coloc_sim::model::model;
 use coloc_sim::{platform, SimMachine};
 
@@ -69,7 +73,7 @@ fn makespan(workload: &str, policy: &str) -> (f64, Vec<TraceEvent>) {
         .map(|n| model(n).unwrap())
         .to_vec();
     let mut m = SimMachine::new(platform("kvm-2cpu").unwrap(), 1).with_models(models);
-    let mut p = by_name(policy).unwrap();
+    let mut p = build(policy, &PolicyContext::default()).unwrap();
     let opts = RunOptions::simulated(w.epoch.unwrap(), 1);
     let mut trace = Vec::new();
     let summary = run(&mut m, p.as_mut(), &w, &opts, &mut trace).unwrap();
@@ -131,4 +135,60 @@ fn auto_leaves_apps_that_never_synchronize_to_linux() {
         .find(|n| n.contains("[0.0 1.0] own vs Linux") && n.contains("pair(s)"))
         .expect("the pair measured against Linux");
     assert!(verdict.contains("own vs Linux: 1.00"), "{verdict}");
+}
+
+/// Two compute-bound apps a user pinned to the same CPU: `static` runs them at
+/// half the machine's speed, and `static+guard` (`coloc_policy::guard`) must
+/// measure that against Linux and go back to it.
+const PINNED: &str = r#"
+name = "pinned"
+epoch = "50ms"
+
+[[app]]
+name = "compute-a"
+model = "kernel-compute"
+threads = 2
+cpus = "0"
+
+[[app]]
+name = "compute-b"
+model = "kernel-compute"
+threads = 2
+cpus = "0"
+"#;
+
+/// A guarded policy is never much worse than Linux: on the pinned mix it
+/// goes back to Linux after its first pairs of windows (its cost: the
+/// windows under the base's plan, and re-checks within a tenth of the time),
+/// and where its base is no slower (equal on fixed teams) it keeps the base's
+/// plan and its makespan.
+#[test]
+fn a_guarded_policy_goes_back_to_linux_where_its_base_is_slower() {
+    let (native, _) = makespan(PINNED, "native");
+    let (pinned, _) = makespan(PINNED, "static");
+    let (guarded, trace) = makespan(PINNED, "static+guard");
+    eprintln!(
+        "pinned, makespan s: native {native:.3}, static {pinned:.3}, static+guard {guarded:.3}"
+    );
+    assert!(pinned > 1.5 * native, "the mix is one where the base loses");
+    assert!(
+        guarded <= 1.2 * native,
+        "static+guard {guarded:.3} s, native {native:.3} s"
+    );
+    let said = coloc_policy::auto::measured_against_linux(trace.iter().filter_map(|e| match e {
+        TraceEvent::Plan { plan, .. } => Some(plan.note.as_str()),
+        _ => None,
+    }));
+    assert!(
+        said.iter()
+            .any(|s| s.starts_with("[0.0 1.0]") && s.contains("back to Linux")),
+        "{said:#?}"
+    );
+
+    let (equal, _) = makespan(WORKLOAD, "equal");
+    let (guarded, _) = makespan(WORKLOAD, "equal+guard");
+    assert!(
+        guarded <= (1.0 + MARGIN) * equal,
+        "equal+guard {guarded:.3} s, equal {equal:.3} s"
+    );
 }

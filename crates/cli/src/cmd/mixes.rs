@@ -107,10 +107,10 @@ impl Reference {
 
 /// What a mix's traces say beyond times: per policy, how often the Manager
 /// saw CPUs idle while an app's threads waited (work conservation,
-/// `docs/architecture.md`), and per `auto` run what auto last measured
-/// against Linux for each app set (`docs/policies/auto.md`, "Checked against
-/// outcomes"), so the table says where auto knew it was no better than doing
-/// nothing.
+/// `docs/architecture.md`), and per run of `auto` or a guarded policy
+/// (`BASE+guard`) what it last measured against Linux for each app set
+/// (`docs/policies/auto.md`, "Checked against outcomes"), so the table says
+/// where the policy knew it was no better than doing nothing.
 fn from_traces(dir: &Path) -> Result<String> {
     let Saved::Comparison(saved) = open(dir, None)? else {
         return Ok(String::new());
@@ -126,13 +126,13 @@ fn from_traces(dir: &Path) -> Result<String> {
                 .iter()
                 .filter(|e| matches!(e, TraceEvent::IdleWhileWaiting { .. }))
                 .count();
-            if policy == "auto" {
+            if policy == "auto" || policy.ends_with("+guard") {
                 let notes = trace.events.iter().filter_map(|e| match e {
                     TraceEvent::Plan { plan, .. } => Some(plan.note.as_str()),
                     _ => None,
                 });
                 for line in measured_against_linux(notes) {
-                    let _ = writeln!(auto, "  run {}: {line}", n + 1);
+                    let _ = writeln!(auto, "  {policy} run {}: {line}", n + 1);
                 }
             }
         }
@@ -143,7 +143,7 @@ fn from_traces(dir: &Path) -> Result<String> {
         idle.join(", ")
     );
     if !auto.is_empty() {
-        out.push_str("auto against Linux, per app set (last estimate):\n");
+        out.push_str("against Linux, per app set (last estimate):\n");
         out.push_str(&auto);
     }
     Ok(out)

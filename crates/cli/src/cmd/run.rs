@@ -87,6 +87,7 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
         target.describe(),
         humantime::format_duration(epoch)
     )?;
+    let policy_name = policy.name();
     let mut progress = Progress::new(&opts.policy, total);
     let (summary, events) = target.run_policy(
         &workload,
@@ -102,8 +103,9 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
     } else {
         "done".into()
     });
-    // What auto measured against Linux per app set: whether it was worse than
-    // doing nothing (docs/policies/auto.md, "Checked against outcomes").
+    // What auto (or a guarded policy) measured against Linux per app set:
+    // whether it was worse than doing nothing (docs/policies/auto.md, "Checked
+    // against outcomes").
     let against_linux =
         coloc_policy::auto::measured_against_linux(events.iter().filter_map(|e| match e {
             TraceEvent::Plan { plan, .. } => Some(plan.note.as_str()),
@@ -115,7 +117,7 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
     } else {
         print!("{}", metrics.render());
         if !against_linux.is_empty() {
-            println!("auto against Linux, per app set (last estimate):");
+            println!("{policy_name} against Linux, per app set (last estimate):");
             for line in &against_linux {
                 println!("  {line}");
             }

@@ -55,7 +55,7 @@ mod admission;
 pub(crate) mod evidence;
 #[cfg(test)]
 mod tests;
-mod trial;
+pub(crate) mod trial;
 
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
@@ -68,7 +68,7 @@ use coloc_model::{
 };
 
 use self::admission::Cpus;
-use self::evidence::{progress, usage, Evidence, Progress};
+use self::evidence::{usage, Evidence};
 pub use self::trial::measured_against_linux;
 use self::trial::Trial;
 use crate::baseline::topology_order;
@@ -288,7 +288,6 @@ impl Policy for Auto {
     }
 
     fn decide(&mut self, view: &View<'_>) -> Plan {
-        let now = view.now;
         let order = topology_order(view);
         let cpus = order.len().max(1) as u32;
         self.evidence
@@ -311,25 +310,7 @@ impl Policy for Auto {
         let demand: u32 = running.iter().map(|a| Self::fixed_threads(a)).sum();
         let applicable = demand > cpus && running.len() > 1;
         let sched = self.sched(&running);
-        if self.trial.as_ref().is_none_or(|t| t.set != set) {
-            self.trial = Some(Trial::new(set, now));
-        }
-        let trial = self.trial.as_mut().expect("set above");
-        // The interval just observed counts for the trial of this set (if the
-        // set was there all along).
-        if let (true, Some(prev), Some(last)) = (fresh, view.prev, view.last) {
-            let work: Vec<(AppId, Progress)> = trial
-                .set
-                .iter()
-                .flat_map(|&id| progress(prev, last, id).into_iter().map(move |p| (id, p)))
-                .collect();
-            trial.record(prev.at, last.at, &work, applicable);
-        }
-        // A set left to Linux because nothing could act is tried again once
-        // something can.
-        if applicable && trial.idle {
-            *trial = Trial::new(trial.set.clone(), now);
-        }
+        let trial = Trial::follow(&mut self.trial, view, set, fresh, applicable);
         let stage = trial.describe();
         let linux = trial.linux();
         // How the running apps used the CPUs over the last interval.

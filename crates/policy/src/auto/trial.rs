@@ -35,9 +35,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use coloc_model::AppId;
+use coloc_model::{AppId, View};
 
-use super::evidence::{Measure, Progress};
+use super::evidence::{progress, Measure, Progress};
 
 /// Observation intervals skipped after each switch: a new DoP takes effect at
 /// each app's next region.
@@ -70,7 +70,7 @@ type Tally = BTreeMap<(AppId, Measure), (f64, f64)>;
 /// What the pairs say: the geometric mean of own / Linux and the one-sided
 /// 95% bounds around it.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) struct Estimate {
+pub(crate) struct Estimate {
     pub pairs: usize,
     pub ratio: f64,
     pub low: f64,
@@ -114,7 +114,7 @@ impl Estimate {
 
 /// The trial of one set of running apps.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) struct Trial {
+pub(crate) struct Trial {
     /// The running apps it is about, sorted.
     pub set: Vec<AppId>,
     /// The arrangement in force: auto's own (true) or Linux.
@@ -160,6 +160,36 @@ impl Trial {
             other: 0,
             since: now,
         }
+    }
+
+    /// The trial of the running `set` (sorted) in `slot`, a new one when the
+    /// set changed, with the view's last interval counted when it is `fresh`
+    /// (not seen before) and the set was there all along; `applicable` says
+    /// whether the own arrangement has anything to act on now. A set left to
+    /// Linux because nothing could act is tried again once something can.
+    pub fn follow<'a>(
+        slot: &'a mut Option<Trial>,
+        view: &View<'_>,
+        set: Vec<AppId>,
+        fresh: bool,
+        applicable: bool,
+    ) -> &'a mut Trial {
+        if slot.as_ref().is_none_or(|t| t.set != set) {
+            *slot = Some(Trial::new(set, view.now));
+        }
+        let trial = slot.as_mut().expect("set above");
+        if let (true, Some(prev), Some(last)) = (fresh, view.prev, view.last) {
+            let work: Vec<(AppId, Progress)> = trial
+                .set
+                .iter()
+                .flat_map(|&id| progress(prev, last, id).into_iter().map(move |p| (id, p)))
+                .collect();
+            trial.record(prev.at, last.at, &work, applicable);
+        }
+        if applicable && trial.idle {
+            *trial = Trial::new(trial.set.clone(), view.now);
+        }
+        trial
     }
 
     /// Whether the apps are to be space shared now.
@@ -334,19 +364,24 @@ impl Trial {
     }
 }
 
-/// What auto measured against Linux per app set, from the notes of its plans
-/// in a run's order (the last word on each set): for `coloc run` to say at the
-/// end whether auto was worse than doing nothing.
+/// What auto (or a guarded policy, `crate::guard`) measured against Linux
+/// per app set, from the notes of its plans in a run's order (the last word on
+/// each set): for `coloc run` to say at the end whether the policy was worse
+/// than doing nothing.
 pub fn measured_against_linux<'a>(notes: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let mut last: Vec<(String, String)> = Vec::new();
     for note in notes {
-        let Some(rest) = note.strip_prefix("auto (") else {
+        let stage = if let Some(at) = note.rfind("guard: [") {
+            &note[at + "guard: ".len()..]
+        } else if let Some(rest) = note.strip_prefix("auto (") {
+            let Some(start) = rest.find(": [") else {
+                continue;
+            };
+            &rest[start + 2..]
+        } else {
             continue;
         };
-        let Some(start) = rest.find(": [") else {
-            continue;
-        };
-        let stage = rest[start + 2..].split(';').next().unwrap_or_default();
+        let stage = stage.split(';').next().unwrap_or_default();
         let Some(end) = stage.find(']') else { continue };
         let set = stage[..=end].to_string();
         if set == "[]" {
@@ -462,12 +497,14 @@ mod tests {
             "auto (makespan): [0.0 1.0] own vs Linux: 1.40 ± 0.20 over 2 pair(s), own kept; 0.0 dop 1",
             "auto (makespan): [1.0] nothing for its own arrangement to act on: left to Linux; 1.0 left to Linux",
             "auto (makespan): [] own vs Linux: not measured yet, open: measuring own arrangement",
+            "nupoco: 0.0 dop 1 | guard: [0.0 2.0] own vs Linux: 0.90 ± 0.03 over 2 pair(s), back to Linux",
         ];
         assert_eq!(
             measured_against_linux(notes),
             vec![
                 "[0.0 1.0] own vs Linux: 1.40 ± 0.20 over 2 pair(s), own kept".to_string(),
                 "[1.0] nothing for its own arrangement to act on: left to Linux".to_string(),
+                "[0.0 2.0] own vs Linux: 0.90 ± 0.03 over 2 pair(s), back to Linux".to_string(),
             ]
         );
     }
