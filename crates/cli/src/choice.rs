@@ -247,6 +247,7 @@ mod tests {
             "tranquilizer",
             "nupoco+tranquilizer",
             "equal+tranquilizer",
+            "nupoco+guard",
             ORACLE,
         ] {
             check_name(ok).unwrap_or_else(|e| panic!("{ok}: {e:#}"));
@@ -254,6 +255,7 @@ mod tests {
         let bad = [
             ("oracle+tranquilizer", "takes no layer"),
             ("tranquilizer+nupoco", "goes after the `+`"),
+            ("guard+nupoco", "goes after the `+`"),
             ("nupoco+equal", "cannot be a layer"),
             ("nope+tranquilizer", "unknown policy `nope`"),
             ("nope", "or `oracle` on a simulated platform"),

@@ -1,6 +1,6 @@
 //! What a policy may know before a run ([`PolicyContext`]): the machine's
-//! memory calibration (NuPoCo §4.3) and the apps' stored profiles (ReSense
-//! §2.2), looked up only for the policies whose registry entry reads them
+//! memory calibration (NuPoCo §4.3), the apps' stored profiles (ReSense
+//! §2.2) and their stored solo times (`coloc solo --threads`), looked up only for the policies whose registry entry reads them
 //! ([`coloc_policy::Reads`]).
 
 use anyhow::Result;
@@ -27,7 +27,10 @@ use crate::target::Target;
 ///   [`is_current`]). Each app with no matching profile
 ///   ([`coloc_model::profile::find`]) gets a one-line warning naming the
 ///   `coloc profile` command that makes one; it counts as unprofiled (resense
-///   scores it 0, tang spreads it).
+///   scores it 0, tang spreads it);
+/// - solo times per thread count, for `auto`'s admission: those `coloc solo
+///   --threads` (or `coloc bench mixes`) saved for this workload on this
+///   target, none otherwise (no warning: auto then admits by thread counts).
 ///
 /// Only what the policies read is looked up, so a `native` run neither opens
 /// the store nor warns, and a damaged store stops only runs that need it (with
@@ -85,6 +88,9 @@ fn context_from(
                 }
             }
         });
+    }
+    if reads.solo {
+        ctx.solo = crate::cmd::solo::load_saved_curves(workload, target)?.unwrap_or_default();
     }
     if reads.profiles {
         let mut profiles = match store {

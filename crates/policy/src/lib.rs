@@ -11,6 +11,7 @@ pub mod atom;
 pub mod auto;
 pub mod baseline;
 pub(crate) mod cores;
+pub mod guard;
 pub mod invariants;
 pub mod nupoco;
 mod registry;
@@ -25,8 +26,8 @@ pub use registry::{
 pub use tranquilizer::layer::{build, LayerError};
 
 /// What a policy may know beyond the View: knowledge measured before the run (the
-/// machine's calibration, apps' characterizations from the profile store). The CLI
-/// fills it from the store; tests and the simulator fill it directly. Policies stay
+/// machine's calibration, apps' characterizations from the profile store, their
+/// solo times). The CLI fills it from the store and coloc's data directory; tests and the simulator fill it directly. Policies stay
 /// pure: the context is plain data handed over at construction.
 #[derive(Debug, Clone, Default)]
 pub struct PolicyContext {
@@ -38,6 +39,10 @@ pub struct PolicyContext {
     pub profiles: Vec<coloc_model::profile::AppProfile>,
     /// What `auto` optimizes (`--objective`).
     pub objective: auto::Objective,
+    /// The apps' solo times per thread count stored for this workload on this
+    /// machine (`coloc solo --threads`), by app name; `auto`'s admission reads
+    /// them (`docs/policies/auto.md`, Admission). Empty when none are stored.
+    pub solo: coloc_model::metrics::SoloCurves,
 }
 
 /// A placement / parallelism / scheduling policy.

@@ -14,20 +14,27 @@ pub struct Reads {
     pub profiles: bool,
     /// [`PolicyContext::calibration`]: the machine's memory service rates.
     pub calibration: bool,
+    /// [`PolicyContext::solo`]: the apps' stored solo times per thread count.
+    pub solo: bool,
 }
 
 impl Reads {
     pub const NOTHING: Reads = Reads {
         profiles: false,
         calibration: false,
+        solo: false,
     };
     pub const PROFILES: Reads = Reads {
         profiles: true,
-        calibration: false,
+        ..Reads::NOTHING
     };
     pub const CALIBRATION: Reads = Reads {
-        profiles: false,
         calibration: true,
+        ..Reads::NOTHING
+    };
+    pub const SOLO: Reads = Reads {
+        solo: true,
+        ..Reads::NOTHING
     };
 
     /// What either reads.
@@ -35,6 +42,7 @@ impl Reads {
         Reads {
             profiles: self.profiles || other.profiles,
             calibration: self.calibration || other.calibration,
+            solo: self.solo || other.solo,
         }
     }
 }
@@ -64,10 +72,10 @@ impl PolicyInfo {
 pub const POLICIES: &[PolicyInfo] = &[
     PolicyInfo {
         name: "auto",
-        about: "the default: while apps' threads oversubscribe the CPUs, an exclusive CPU partition per app (sized by its threads; arrivals wait for one under makespan) and NuPoCo-style DoP where the app's DoP lever acts; kept only where measured no slower than Linux alone; --objective makespan|art|latency",
+        about: "the default: while apps' threads oversubscribe the CPUs, an exclusive CPU partition per app (sized by its threads; under makespan an arrival waits for one unless stored solo times say starting it now does not slow the mix) and NuPoCo-style DoP where the app's DoP lever acts; kept only where measured no slower than Linux alone; --objective makespan|art|latency",
         source: "coloc's own: NuPoCo §5 space sharing, checked against Linux by its outcomes",
-        reads: Reads::NOTHING,
-        make: |ctx| Box::new(auto::Auto::new(ctx.objective)),
+        reads: Reads::SOLO,
+        make: |ctx| Box::new(auto::Auto::new(ctx.objective).with_solo(ctx.solo.clone())),
     },
     PolicyInfo {
         name: "native",
@@ -213,7 +221,7 @@ mod tests {
         let c = Reads::CALIBRATION;
         let n = Reads::NOTHING;
         let want: &[(&str, Reads)] = &[
-            ("auto", n),
+            ("auto", Reads::SOLO),
             ("native", n),
             ("batch", n),
             ("equal", n),
@@ -253,6 +261,7 @@ mod tests {
                 Reads {
                     profiles: true,
                     calibration: true,
+                    solo: false,
                 },
             ),
         ];

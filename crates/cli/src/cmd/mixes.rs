@@ -9,6 +9,7 @@
 //! Times on a machine shared with other work are noisy: the table is a
 //! measurement of that machine at that time.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -19,12 +20,14 @@ use coloc_model::metrics::reference::{
     render_against_reference, sjf_art, AgainstReference, MixApp,
 };
 use coloc_model::metrics::{Comparison, SoloCurves, SoloTimes};
-use coloc_model::Workload;
+use coloc_model::{TraceEvent, Workload};
+use coloc_policy::auto::measured_against_linux;
 
 use crate::cmd::compare::{check_policies, run_comparison, Plan};
 use crate::cmd::solo;
 use crate::host::Host;
 use crate::output::default_out_dir;
+use crate::runs::{open, read_trace, Saved};
 use crate::target::Target;
 
 #[derive(Debug, Args)]
@@ -102,6 +105,50 @@ impl Reference {
     }
 }
 
+/// What a mix's traces say beyond times: per policy, how often the Manager
+/// saw CPUs idle while an app's threads waited (work conservation,
+/// `docs/architecture.md`), and per run of `auto` or a guarded policy
+/// (`BASE+guard`) what it last measured against Linux for each app set
+/// (`docs/policies/auto.md`, "Checked against outcomes"), so the table says
+/// where the policy knew it was no better than doing nothing.
+fn from_traces(dir: &Path) -> Result<String> {
+    let Saved::Comparison(saved) = open(dir, None)? else {
+        return Ok(String::new());
+    };
+    let mut idle = Vec::new();
+    let mut auto = String::new();
+    for (policy, traces) in &saved.runs {
+        let mut events = 0usize;
+        for (n, path) in traces.iter().enumerate() {
+            let trace = read_trace(path)?;
+            events += trace
+                .events
+                .iter()
+                .filter(|e| matches!(e, TraceEvent::IdleWhileWaiting { .. }))
+                .count();
+            if policy == "auto" || policy.ends_with("+guard") {
+                let notes = trace.events.iter().filter_map(|e| match e {
+                    TraceEvent::Plan { plan, .. } => Some(plan.note.as_str()),
+                    _ => None,
+                });
+                for line in measured_against_linux(notes) {
+                    let _ = writeln!(auto, "  {policy} run {}: {line}", n + 1);
+                }
+            }
+        }
+        idle.push(format!("{policy} {events}"));
+    }
+    let mut out = format!(
+        "idle_while_waiting events over all runs: {}\n",
+        idle.join(", ")
+    );
+    if !auto.is_empty() {
+        out.push_str("against Linux, per app set (last estimate):\n");
+        out.push_str(&auto);
+    }
+    Ok(out)
+}
+
 pub fn main(args: MixesArgs) -> Result<()> {
     check_policies(&args.policies, "native", args.repeat)?;
     let target = Target::Host(Host::new()?);
@@ -154,6 +201,7 @@ pub fn main(args: MixesArgs) -> Result<()> {
         println!();
         let (rows, table) = reference.table(&cmp);
         print!("{table}");
+        print!("{}", from_traces(&dir)?);
         if let Some((r, best)) = over_best_other(&cmp.policies, "auto") {
             println!("auto / best other ({best}): {r:.3}");
             if worst.as_ref().is_none_or(|w| r > w.0) {

@@ -9,7 +9,7 @@ use anyhow::Result;
 use clap::Args;
 use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::metrics::RunMetrics;
-use coloc_model::Trace;
+use coloc_model::{Trace, TraceEvent};
 
 use crate::choice::{choose, OracleArgs};
 use crate::context::policy_context;
@@ -87,6 +87,7 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
         target.describe(),
         humantime::format_duration(epoch)
     )?;
+    let policy_name = policy.name();
     let mut progress = Progress::new(&opts.policy, total);
     let (summary, events) = target.run_policy(
         &workload,
@@ -102,11 +103,25 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
     } else {
         "done".into()
     });
+    // What auto (or a guarded policy) measured against Linux per app set:
+    // whether it was worse than doing nothing (docs/policies/auto.md, "Checked
+    // against outcomes").
+    let against_linux =
+        coloc_policy::auto::measured_against_linux(events.iter().filter_map(|e| match e {
+            TraceEvent::Plan { plan, .. } => Some(plan.note.as_str()),
+            _ => None,
+        }));
     let metrics = RunMetrics::from_trace(&Trace::from_events(events)?, None);
     if opts.json {
         println!("{}", serde_json::to_string_pretty(&metrics)?);
     } else {
         print!("{}", metrics.render());
+        if !against_linux.is_empty() {
+            println!("{policy_name} against Linux, per app set (last estimate):");
+            for line in &against_linux {
+                println!("  {line}");
+            }
+        }
         println!("trace: {}", out.join("trace.jsonl").display());
     }
     if summary.affinity_drift > 0 {

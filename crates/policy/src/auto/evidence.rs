@@ -84,3 +84,29 @@ pub(crate) fn progress(prev: &Observation, last: &Observation, app: AppId) -> Ve
     ));
     out
 }
+
+/// A thread that waited for a CPU more than this fraction of an interval
+/// counts as wanting one (the Manager's work-conservation check uses the same
+/// threshold, `docs/architecture.md`).
+pub(crate) const WAITING_ABOVE: f64 = 0.25;
+
+/// How an app used the CPUs between two observations: CPUs' worth of run
+/// time, and whether some thread of it waited for a CPU (schedstat's run
+/// delay) more than [`WAITING_ABOVE`] of the interval. None when either
+/// observation misses the app.
+pub(crate) fn usage(prev: &Observation, last: &Observation, app: AppId) -> Option<(f64, bool)> {
+    let (a, b) = (prev.app(app)?, last.app(app)?);
+    let dt = last.at.saturating_sub(prev.at).as_nanos() as f64;
+    if dt <= 0.0 {
+        return None;
+    }
+    let before = |tid| a.thread(tid);
+    let mut run = 0u64;
+    let mut waiting = false;
+    for t in &b.threads {
+        let (r0, w0) = before(t.tid).map_or((0, 0), |x| (x.run_ns, x.wait_ns));
+        run += t.run_ns.saturating_sub(r0);
+        waiting |= t.wait_ns.saturating_sub(w0) as f64 > WAITING_ABOVE * dt;
+    }
+    Some((run as f64 / dt, waiting))
+}

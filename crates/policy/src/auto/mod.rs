@@ -13,7 +13,8 @@
 //! 1. Levers: an app's DoP lever *acts* by the rule shared with the core
 //!    allocation (`cores/lever.rs`): malleable, its runtime answers
 //!    through the DoP channel, at least `MIN_REGIONS` regions ended, and it is
-//!    not stuck inside one region for longer than `PATIENCE`.
+//!    not stuck inside one region beyond its patience (`PATIENCE`, or twice
+//!    the longest region seen to end).
 //! 2. Own arrangement, while at least two apps' threads oversubscribe the
 //!    CPUs: every running app gets an exclusive CPU partition (`partitions`:
 //!    one CPU each, the rest in proportion to its threads), and an app whose
@@ -23,15 +24,19 @@
 //!    it starts with fewer CPUs than threads). Work conserving across apps:
 //!    partitions are recomputed at every decision, so an exit frees its CPUs
 //!    at once; inside a partition Linux balances the app's threads.
-//! 3. Admission (`makespan` only): an arriving app starts at once while some
-//!    CPU has no app of its own; otherwise it waits (equal's rule) until an
-//!    app exits, unless the running set's trial settled on Linux. An admitted
-//!    app launches into its partition.
+//! 3. Admission (`makespan` only, `auto/admission.rs`): an arriving app
+//!    starts at once while some CPU has no app of its own, CPUs idle, or the
+//!    running set's trial settled on Linux; otherwise, with stored solo times,
+//!    when starting it now does not lengthen the estimated makespan; else it
+//!    waits (equal's rule) until an app exits. An admitted app launches into
+//!    its partition.
 //! 4. Checked against outcomes (`auto/trial.rs`): for every set of co-running
-//!    apps, auto measures their progress under its own arrangement, then left
-//!    to Linux, and keeps its arrangement only if it did not measurably slow
-//!    them down; a new set (arrival, exit) is tried afresh. Progress is work
-//!    reported through the DoP channel, else CPU time.
+//!    apps, auto measures their progress under its own arrangement and left
+//!    to Linux in alternating windows, and keeps its arrangement only while
+//!    the pairs' confidence bound says it is not slower than Linux by more
+//!    than 2%; settled, it re-checks within a bounded share of the time. A
+//!    new set (arrival, exit) is tried afresh. Progress is work reported
+//!    through the DoP channel, else CPU time.
 //! 5. Objective ([`Objective`]): `makespan` (the default) sets no scheduling
 //!    settings; `art` favours the apps that have had the least CPU (least
 //!    attained service, which shortens response times when lengths are
@@ -44,24 +49,28 @@
 //! Not done yet: placement by ReSense's scores and Tang's heuristic from
 //! stored profiles, memory policy, and co-scheduling whole teams by time
 //! slices (gang scheduling); partitions are sized by threads, not by stored
-//! solo scaling.
+//! solo scaling (only admission reads solo times).
 
+mod admission;
 pub(crate) mod evidence;
 #[cfg(test)]
 mod tests;
-mod trial;
+pub(crate) mod trial;
 
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 use std::str::FromStr;
 use std::time::Duration;
 
+use coloc_model::metrics::SoloCurves;
 use coloc_model::{
     AppClass, AppId, AppPlan, AppView, CpuSet, Placement, Plan, SchedSettings, View,
 };
 
-use self::evidence::{progress, Evidence, Progress};
-use self::trial::{Stage, Trial};
+use self::admission::Cpus;
+use self::evidence::{usage, Evidence};
+pub use self::trial::measured_against_linux;
+use self::trial::Trial;
 use crate::baseline::topology_order;
 use crate::Policy;
 
@@ -111,6 +120,12 @@ impl FromStr for Objective {
     }
 }
 
+/// A partition counts as leaving a CPU idle when its app used at most this
+/// much less than a whole CPU of it over the last interval (the Manager's
+/// work-conservation check counts a CPU busy less than 10% as idle,
+/// `docs/architecture.md`).
+const IDLE_SLACK: f64 = 0.1;
+
 /// Nice value of batch apps while a latency-class app runs (`latency`).
 pub const LATENCY_NICE: i8 = 10;
 /// Nice step between apps ranked by attained CPU time (`art`): the app that has
@@ -125,6 +140,8 @@ pub struct Auto {
     trial: Option<Trial>,
     /// Time of the last observation taken in.
     seen: Option<Duration>,
+    /// Stored solo times per thread count, by app name (admission).
+    solo: SoloCurves,
 }
 
 impl Auto {
@@ -133,6 +150,13 @@ impl Auto {
             objective,
             ..Self::default()
         }
+    }
+
+    /// With the apps' stored solo times (`coloc solo --threads`), which let
+    /// admission start an app that would not slow the mix (`auto/admission.rs`).
+    pub fn with_solo(mut self, solo: SoloCurves) -> Self {
+        self.solo = solo;
+        self
     }
 
     /// Takes in the view's last observation, once: each app's evidence.
@@ -162,40 +186,6 @@ impl Auto {
         a.spec.malleable
             && !(self.objective == Objective::Latency && a.spec.class == AppClass::Latency)
             && self.evidence.get(&a.id).is_some_and(|e| e.lever_acts())
-    }
-
-    /// The pending apps that wait (`makespan` only), oldest first admitted:
-    /// an app waits while every CPU already has an app of its own, its threads
-    /// would oversubscribe the CPUs, and the running set's trial has not
-    /// settled on Linux — equal's admission, so that a partition is not cut
-    /// in two; it is admitted once an app exits (a CPU frees) or the trial
-    /// finds Linux no slower.
-    fn admission(
-        objective: Objective,
-        view: &View<'_>,
-        running: &[&AppView],
-        demand: u32,
-        cpus: u32,
-        linux: bool,
-    ) -> Vec<AppId> {
-        let mut pending: Vec<&AppView> = view.pending().collect();
-        pending.sort_by_key(|a| (a.arrived_at, a.id));
-        let (mut count, mut demand) = (running.len() as u32, demand);
-        let mut held = Vec::new();
-        for a in pending {
-            let threads = Self::fixed_threads(a);
-            if objective == Objective::Makespan
-                && !linux
-                && count >= cpus
-                && demand + threads > cpus
-            {
-                held.push(a.id);
-            } else {
-                count += 1;
-                demand += threads;
-            }
-        }
-        held
     }
 
     /// Scheduling settings the objective asks for, per running app.
@@ -298,7 +288,6 @@ impl Policy for Auto {
     }
 
     fn decide(&mut self, view: &View<'_>) -> Plan {
-        let now = view.now;
         let order = topology_order(view);
         let cpus = order.len().max(1) as u32;
         self.evidence
@@ -321,31 +310,42 @@ impl Policy for Auto {
         let demand: u32 = running.iter().map(|a| Self::fixed_threads(a)).sum();
         let applicable = demand > cpus && running.len() > 1;
         let sched = self.sched(&running);
-        if self.trial.as_ref().is_none_or(|t| t.set != set) {
-            self.trial = Some(Trial::new(set, now));
-        }
-        let trial = self.trial.as_mut().expect("set above");
-        // The interval just observed counts for the trial of this set (if the
-        // set was there all along).
-        if let (true, Some(prev), Some(last)) = (fresh, view.prev, view.last) {
-            let work: Vec<(AppId, Progress)> = trial
-                .set
-                .iter()
-                .flat_map(|&id| progress(prev, last, id).into_iter().map(move |p| (id, p)))
-                .collect();
-            trial.record(prev.at, last.at, &work, applicable);
-        }
-        // A set settled on Linux because nothing could act is tried again once
-        // something can.
-        if applicable
-            && matches!(trial.stage, Stage::Settled { space: false, ref reason }
-                if reason.starts_with("nothing"))
-        {
-            *trial = Trial::new(trial.set.clone(), now);
-        }
+        let trial = Trial::follow(&mut self.trial, view, set, fresh, applicable);
         let stage = trial.describe();
-        let linux = matches!(trial.stage, Stage::Settled { space: false, .. });
-        let held = Self::admission(self.objective, view, &running, demand, cpus, linux);
+        let linux = trial.linux();
+        // How the running apps used the CPUs over the last interval.
+        let used: BTreeMap<AppId, (f64, bool)> = match (view.prev, view.last) {
+            (Some(prev), Some(last)) => running
+                .iter()
+                .filter_map(|a| usage(prev, last, a.id).map(|u| (a.id, u)))
+                .collect(),
+            _ => BTreeMap::new(),
+        };
+        // CPUs left idle, counted only from an observation of every running
+        // app (before the first one, nothing is known to idle).
+        let idle = if !running.is_empty()
+            && used.len() == running.len()
+            && used.values().all(|(_, waiting)| !waiting)
+        {
+            let rate: f64 = used.values().map(|(rate, _)| rate).sum();
+            (f64::from(cpus) - rate + IDLE_SLACK).floor().max(0.0) as u32
+        } else {
+            0
+        };
+        let admission = admission::admit(
+            self.objective,
+            view,
+            &running,
+            &self.solo,
+            Cpus {
+                count: cpus,
+                demand,
+                idle,
+            },
+            linux,
+            Self::fixed_threads,
+        );
+        let held = &admission.held;
         // Apps admitted now start in their partition: their set is tried
         // afresh, auto's arrangement first.
         let mut members = running.clone();
@@ -366,6 +366,23 @@ impl Policy for Auto {
             .map(|a| a.id)
             .zip(partitions(&order, &weights))
             .collect();
+        // Work conservation inside the own arrangement: the CPUs of a
+        // partition its app left idle over the last interval are lent to the
+        // apps whose threads waited for a CPU, until it uses them again.
+        let lent: CpuSet = running
+            .iter()
+            .filter_map(|a| {
+                let (rate, _) = used.get(&a.id)?;
+                let slice = slices.get(&a.id)?;
+                let spare = (slice.len() as f64 - rate + IDLE_SLACK).floor().max(0.0) as usize;
+                Some(slice.iter().rev().take(spare).collect::<Vec<_>>())
+            })
+            .flatten()
+            .collect();
+        let borrows = |id: &AppId| {
+            used.get(id).is_some_and(|(_, waiting)| *waiting)
+                && !lent.difference(&slices[id]).is_empty()
+        };
 
         let mut note = format!("auto ({}): {stage}", self.objective);
         let apps = view
@@ -374,8 +391,9 @@ impl Policy for Auto {
             .map(|a| {
                 let mut p = AppPlan::native(a.id);
                 if !a.is_running() {
+                    let why = admission.why.get(&a.id);
                     if held.contains(&a.id) {
-                        let _ = write!(note, "; {} waits (every CPU has an app of its own)", a.id);
+                        let _ = write!(note, "; {} {}", a.id, why.map_or("waits", |w| w));
                         return AppPlan::hold(a.id);
                     }
                     match slices.get(&a.id).filter(|_| own) {
@@ -386,6 +404,9 @@ impl Policy for Auto {
                         None => {
                             let _ = write!(note, "; {} admitted", a.id);
                         }
+                    }
+                    if let Some(w) = why {
+                        let _ = write!(note, ", {w}");
                     }
                     return p;
                 }
@@ -418,14 +439,22 @@ impl Policy for Auto {
                         slice.to_list()
                     );
                 } else {
-                    p.placement = Placement::Shared(slice.clone());
+                    let cpus_of = if borrows(&a.id) {
+                        slice.union(&lent)
+                    } else {
+                        slice.clone()
+                    };
+                    p.placement = Placement::Shared(cpus_of.clone());
                     let _ = write!(
                         note,
                         "; {} {} thread(s) on CPUs {} ({demand} threads wanted on {cpus} CPUs; {why})",
                         a.id,
                         Self::fixed_threads(a),
-                        slice.to_list()
+                        cpus_of.to_list()
                     );
+                    if cpus_of != slice {
+                        let _ = write!(note, ", borrowing idle CPUs {}", lent.to_list());
+                    }
                 }
                 if let Some(n) = p.sched.nice.filter(|n| *n != 0) {
                     let _ = write!(note, " nice {n}");

@@ -12,7 +12,7 @@ use coloc_model::{
     ThreadSample, Topology, Trigger, View,
 };
 
-use super::trial::{MEASURE, SETTLE};
+use super::trial::{MIN_PAIRS, SETTLE, WINDOW};
 use super::{partitions, Auto, Objective, ART_NICE_STEP, LATENCY_NICE};
 use crate::cores::lever::{MIN_REGIONS, PATIENCE};
 use crate::{invariants, Policy};
@@ -30,6 +30,8 @@ struct Tick {
     /// CPU time over the tick, ms, of an app without the DoP channel (None:
     /// an OpenMP app reporting through it, CPU time from its team).
     pthreads_cpu_ms: Option<u64>,
+    /// Time its threads waited for a CPU over the tick, ms.
+    wait_ms: u64,
 }
 
 /// A pthreads app (no DoP channel) that had `cpu_ms` of CPU over the tick.
@@ -40,6 +42,7 @@ fn pthreads(cpu_ms: u64) -> Tick {
         in_parallel: false,
         team: 0,
         pthreads_cpu_ms: Some(cpu_ms),
+        wait_ms: 0,
     }
 }
 
@@ -52,6 +55,7 @@ fn loops(iters: u64, team: u32) -> Tick {
         in_parallel: true,
         team,
         pthreads_cpu_ms: None,
+        wait_ms: 0,
     }
 }
 
@@ -63,6 +67,7 @@ fn one_region(iters: u64, team: u32) -> Tick {
         in_parallel: true,
         team,
         pthreads_cpu_ms: None,
+        wait_ms: 0,
     }
 }
 
@@ -73,8 +78,8 @@ struct Script {
     prev: Option<Observation>,
     last: Option<Observation>,
     now: Duration,
-    /// Cumulative (regions, iterations, run ns) per app.
-    counters: BTreeMap<AppId, (u64, u64, u64)>,
+    /// Cumulative (regions, iterations, run ns, wait ns) per app.
+    counters: BTreeMap<AppId, (u64, u64, u64, u64)>,
 }
 
 impl Script {
@@ -149,12 +154,14 @@ impl Script {
                 Some(ms) => ms * 1_000_000,
                 None => u64::from(t.team.min(2)) * TICK.as_nanos() as u64 / 2,
             };
+            c.3 += t.wait_ms * 1_000_000;
             samples.push(AppSample {
                 app: a.id,
                 pid: a.threads[0],
                 threads: vec![ThreadSample {
                     tid: a.threads[0],
                     run_ns: c.2,
+                    wait_ns: c.3,
                     ..ThreadSample::default()
                 }],
                 omp: t.pthreads_cpu_ms.is_none().then(|| OmpSample {
@@ -210,10 +217,10 @@ fn unmanaged(plan: &Plan) -> bool {
         .all(|p| p.placement == Placement::Unmanaged)
 }
 
-/// Ticks until the trial of a new set has measured Linux alone and then space
-/// sharing: MEASURE + SETTLE + MEASURE, plus the interval that straddles the
-/// set's start and one for the lever's evidence.
-const TRIAL_TICKS: u32 = MEASURE + SETTLE + MEASURE + 2;
+/// Ticks until the trial of a new set whose apps progress steadily has its
+/// verdict: MIN_PAIRS pairs of windows (own, then Linux), plus the interval
+/// that straddles the set's start and one for the lever's evidence.
+const TRIAL_TICKS: u32 = MIN_PAIRS as u32 * 2 * (SETTLE + WINDOW) + 2;
 
 /// The CPUs an app's plan gives it ("" when left to Linux).
 fn cpus(plan: &Plan, id: AppId) -> String {
@@ -327,7 +334,11 @@ fn a_mid_run_arrival_is_tried_afresh() {
         a.threads = vec![200, 201];
     }
     let p = s.decide(Trigger::ThreadsChanged(second));
-    assert!(p.note.contains("trying its own arrangement"), "{}", p.note);
+    assert!(
+        p.note.contains("open: measuring own arrangement"),
+        "{}",
+        p.note
+    );
     let mut last = p;
     for _ in 0..TRIAL_TICKS + 1 {
         last = s.tick(|_, asked| Some(loops(1000, asked.unwrap_or(2))));
@@ -479,14 +490,16 @@ fn pthreads_apps_that_oversubscribe_get_partitions_judged_by_cpu_time() {
                 p.note
             );
             assert!(
-                p.note.contains("1.00x Linux's progress: kept"),
+                p.note
+                    .contains("own vs Linux: 1.00 ± 0.00 over 2 pair(s), own kept"),
                 "{}",
                 p.note
             );
         } else {
             assert!(unmanaged(&p), "{}", p.note);
             assert!(
-                p.note.contains("0.80x Linux's progress: back to Linux"),
+                p.note
+                    .contains("own vs Linux: 0.80 ± 0.00 over 2 pair(s), back to Linux"),
                 "{}",
                 p.note
             );
@@ -588,5 +601,143 @@ fn partitions_follow_the_threads() {
             .map(|c| c.to_list())
             .collect();
         assert_eq!(got, want, "{cpus:?} {weights:?}");
+    }
+}
+
+/// Work conservation inside the own arrangement: when one of two fixed apps
+/// leaves its CPU idle (no CPU time over a tick) while the other's threads
+/// wait, the waiting app's partition takes the idle CPU, until the idle app
+/// runs again. A third app that arrives while a CPU is idle and no thread
+/// waits is admitted at once.
+#[test]
+fn idle_partitions_are_lent_and_let_an_arrival_in() {
+    let mut s = Script::new(Objective::Makespan);
+    let a = s.start(0, 4, false);
+    let b = s.start(1, 2, false);
+    let busy = |cpu_ms| Tick {
+        wait_ms: 60,
+        ..pthreads(cpu_ms)
+    };
+    let p = s.tick(|id, _| Some(if id == a { busy(100) } else { pthreads(100) }));
+    assert_eq!(
+        (cpus(&p, a), cpus(&p, b)),
+        ("0".into(), "1".into()),
+        "{}",
+        p.note
+    );
+    let p = s.tick(|id, _| Some(if id == a { busy(100) } else { pthreads(0) }));
+    assert_eq!(
+        (cpus(&p, a), cpus(&p, b)),
+        ("0-1".into(), "1".into()),
+        "{}",
+        p.note
+    );
+    assert!(p.note.contains("borrowing idle CPUs 1"), "{}", p.note);
+    let p = s.tick(|id, _| Some(if id == a { busy(100) } else { pthreads(100) }));
+    assert_eq!(cpus(&p, a), "0", "{}", p.note);
+
+    // An idle CPU and no waiting thread: the newcomer starts at once.
+    let third = AppId { app: 2, rep: 0 };
+    s.tick(|id, _| Some(pthreads(if id == a { 100 } else { 0 })));
+    s.apps.push(pending_app(2, 2));
+    let p = s.decide(Trigger::Arrival(third));
+    assert!(p.for_app(third).unwrap().admit, "{}", p.note);
+}
+
+/// Idle CPUs let a held app in only when an observation of the running apps
+/// shows them: three apps arriving together on 2 CPUs, nothing running yet,
+/// start two (a CPU each) and hold the third; and every admitted app fills an
+/// idle CPU, so one idle CPU lets one app in.
+#[test]
+fn idle_cpus_admit_one_app_each_and_only_when_observed() {
+    let mut s = Script::new(Objective::Makespan);
+    let ids: Vec<AppId> = (0..3).map(|k| AppId { app: k, rep: 0 }).collect();
+    for k in 0..3 {
+        s.apps.push(pending_app(k, 2));
+    }
+    let p = s.decide(Trigger::Arrival(ids[2]));
+    let admitted: Vec<bool> = ids.iter().map(|id| p.for_app(*id).unwrap().admit).collect();
+    assert_eq!(admitted, [true, true, false], "{}", p.note);
+
+    // One app running on one of 2 CPUs, idle CPU 1, two arrivals: the first
+    // takes the free CPU, the second waits.
+    let mut s = Script::new(Objective::Makespan);
+    let a = s.start(0, 1, false);
+    s.tick(|_, _| Some(pthreads(100)));
+    s.tick(|_, _| Some(pthreads(100)));
+    s.apps.push(pending_app(1, 2));
+    s.apps.push(pending_app(2, 2));
+    let p = s.decide(Trigger::Arrival(ids[2]));
+    assert!(p.for_app(a).is_some());
+    assert!(p.for_app(ids[1]).unwrap().admit, "{}", p.note);
+    assert!(!p.for_app(ids[2]).unwrap().admit, "{}", p.note);
+}
+
+/// Admission from stored solo times (`auto/admission.rs`): two 2-thread apps
+/// keep their partitions, a third arrives at 1.9 s. It starts when the mix's
+/// estimated makespan (its lower bound over the work left) is no longer
+/// started now than held until the first CPU frees; without solo times of
+/// every app it waits, as by thread counts alone.
+#[test]
+fn solo_times_start_an_arrival_that_does_not_slow_the_mix() {
+    type Curve = &'static [(u32, f64)];
+    let cases: [(Curve, Curve, Curve, bool); 4] = [
+        // Beside a short and a long app that do not scale: its work fits
+        // before the long one ends.
+        (
+            &[(1, 5.0), (2, 5.0)],
+            &[(1, 20.0), (2, 20.0)],
+            &[(1, 4.0), (2, 3.0)],
+            true,
+        ),
+        // Two apps that scale fill both CPUs for 36 s; its 30 CPU-s would
+        // delay them past 51 s, held it ends by 36 s.
+        (
+            &[(1, 40.0), (2, 20.0)],
+            &[(1, 40.0), (2, 20.0)],
+            &[(1, 30.0), (2, 16.0)],
+            false,
+        ),
+        // The pair is nearly done: held it ends at 5.6 s, started now 7.9 s.
+        (
+            &[(1, 4.0), (2, 2.5)],
+            &[(1, 10.0), (2, 6.0)],
+            &[(1, 8.0), (2, 5.0)],
+            false,
+        ),
+        // No solo time of the newcomer: thread counts alone, it waits.
+        (&[(1, 5.0), (2, 5.0)], &[(1, 20.0), (2, 20.0)], &[], false),
+    ];
+    let third = AppId { app: 2, rep: 0 };
+    for (a, b, c, starts) in cases {
+        let mut solo = coloc_model::metrics::SoloCurves::default();
+        for (name, curve) in [("app0", a), ("app1", b), ("app2", c)] {
+            for (k, t) in curve {
+                solo.add(name, *k, *t);
+            }
+        }
+        let mut s = Script::new(Objective::Makespan);
+        s.auto = Auto::new(Objective::Makespan).with_solo(solo);
+        s.start(0, 2, false);
+        s.start(1, 2, false);
+        for _ in 0..TRIAL_TICKS + 1 {
+            s.tick(|_, _| Some(pthreads(100)));
+        }
+        s.apps.push(pending_app(2, 2));
+        let p = s.decide(Trigger::Arrival(third));
+        assert_eq!(
+            p.for_app(third).unwrap().admit,
+            starts,
+            "{a:?} {b:?} {c:?}: {}",
+            p.note
+        );
+        let why = if c.is_empty() {
+            "2.0 waits (every CPU has an app of its own)"
+        } else if starts {
+            "starts: mix done in"
+        } else {
+            "2.0 waits: mix done in"
+        };
+        assert!(p.note.contains(why), "{}", p.note);
     }
 }

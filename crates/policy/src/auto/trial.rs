@@ -1,195 +1,511 @@
 //! Decisions checked against outcomes: for each set of co-running apps, auto
-//! first measures the apps' progress under its own arrangement (DoPs and CPU
-//! partitions), then left to Linux, and keeps its arrangement only if it did
-//! not measurably slow them down (Thread Tranquilizer §3's keep-or-revert,
-//! judged by the apps' own progress as AToM judges by an app metric, Tang et
-//! al. §5).
+//! measures the apps' progress under its own arrangement (DoPs and CPU
+//! partitions) and left to Linux in alternating windows, and keeps its
+//! arrangement only while the evidence says it is not slower than Linux by
+//! more than [`BOUND`] (Thread Tranquilizer §3's keep-or-revert, judged by the
+//! apps' own progress as AToM judges by an app metric, Tang et al. §5;
+//! `docs/policies/auto.md`, "Checked against outcomes").
 //!
-//! The verdict is the geometric mean of per-app ratios (progress rate under
-//! auto's arrangement / under Linux): each app that reported work both ways
-//! ([`Measure::Work`]) counts with its own ratio; the others, measured in CPU
-//! time ([`Measure::Cpu`]), count each with the ratio of their summed CPU
-//! rates, since CPU time moved from one of them to another is no progress for
-//! the mix.
+//! Problem: one comparison of two 0.3 s windows on real programs on a shared
+//! machine is noise-dominated (a pair of OpenBLAS programs that ran 1.7x
+//! faster on their own CPUs over whole runs measured 0.90x once), so a fixed
+//! margin is either too tight (reverts on noise) or too loose (keeps a real
+//! loss). Approach:
+//! - **Pairs.** A window is [`SETTLE`] skipped intervals (a new DoP takes
+//!   effect at each app's next region) then [`WINDOW`] measured ones. Each
+//!   window of one arrangement that follows a window of the other makes a
+//!   *pair*, and a pair's ratio is the geometric mean of per-app progress
+//!   ratios (own / Linux): each app that reported work both ways
+//!   ([`Measure::Work`]) with its own ratio; the others, measured in CPU time
+//!   ([`Measure::Cpu`]), each with the ratio of their summed CPU rates, since
+//!   CPU time moved from one of them to another is no progress for the mix.
+//!   Adjacent windows cancel slow drift (program phases, other load).
+//! - **Verdict** on the log-ratios of the last [`KEEP_PAIRS`] pairs: own when
+//!   the one-sided 95% lower confidence bound (Student's t) is at least
+//!   1 − [`BOUND`]; Linux when the upper bound is below it; otherwise the
+//!   windows disagree and measuring goes on, alternating, up to [`MAX_PAIRS`]
+//!   pairs, after which Linux is kept (own was not shown to be within the
+//!   bound: doing nothing is the safe default).
+//! - **Re-checks.** Once settled, the other arrangement is measured for one
+//!   window whenever that keeps the time spent in it since settling within
+//!   [`SHARE`] of that time; the new pair joins the estimate, so a wrong early
+//!   verdict is corrected and a changed program phase is noticed.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::time::Duration;
 
-use coloc_model::AppId;
+use coloc_model::{AppId, View};
 
-use super::evidence::{Measure, Progress};
+use super::evidence::{progress, Measure, Progress};
 
-/// Observation intervals measured under each arrangement.
-pub const MEASURE: u32 = 3;
-/// Intervals skipped after each switch: a new DoP takes effect at each app's
-/// next region.
+/// Observation intervals skipped after each switch: a new DoP takes effect at
+/// each app's next region.
 pub const SETTLE: u32 = 1;
-/// Auto's arrangement is kept unless the apps' progress under it, relative to
-/// Linux alone (geometric mean over the apps), falls below 1 − TOLERANCE.
-/// The margin is the noise of the measurement: 3 intervals of 100 ms per
-/// arrangement, on real programs whose regions last up to a few hundred ms,
-/// on a machine shared with other work. With 2% (its first value) auto went
-/// back to Linux on the real-program suite after measuring 0.90x for a pair
-/// of OpenBLAS programs that ran about 1.7x faster on their own CPUs than
-/// under Linux over whole runs (equal and nupoco against native) (`bench/mixes/results-2026-11-23-auto.md`); a real loss of less
-/// than this margin is kept.
-pub const TOLERANCE: f64 = 0.10;
+/// Observation intervals measured per window.
+pub const WINDOW: u32 = 3;
+/// Auto's arrangement is kept only while the evidence says it is not slower
+/// than Linux by more than this (own / Linux at least 1 − BOUND).
+pub const BOUND: f64 = 0.02;
+/// Pairs before any verdict (one pair has no spread).
+pub const MIN_PAIRS: usize = 2;
+/// Pairs after which an open estimate settles on Linux.
+pub const MAX_PAIRS: usize = 4;
+/// Pairs the estimate keeps, latest: older phases of the programs drop out.
+pub const KEEP_PAIRS: usize = 8;
+/// Once settled, the most of the time since settling spent measuring the
+/// other arrangement.
+pub const SHARE: f64 = 0.1;
 
-/// Where a trial stands.
-#[derive(Clone, Debug, PartialEq)]
-pub(super) enum Stage {
-    /// Auto's own arrangement (DoPs and CPU partitions), first: an app
-    /// launched into its partition sees it from its start, as libgomp reads
-    /// the CPUs it may use once, at start (it throttles its spin-waiting when
-    /// its team outnumbers them); measuring after the settling intervals.
-    Space { intervals: u32 },
-    /// Left to Linux, measuring after the settling intervals.
-    Native { intervals: u32 },
-    /// Decided: space sharing or not, and why.
-    Settled { space: bool, reason: String },
+/// One-sided 95% Student's t quantile for `df` degrees of freedom.
+fn t95(df: usize) -> f64 {
+    const T: [f64; 8] = [6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860];
+    T.get(df.saturating_sub(1)).copied().unwrap_or(1.645)
 }
 
-/// Work and seconds summed over the intervals of one arrangement, per app and
-/// how it was measured.
+/// Work and seconds summed over the measured intervals of one window, per app
+/// and how it was measured.
 type Tally = BTreeMap<(AppId, Measure), (f64, f64)>;
+
+/// What the pairs say: the geometric mean of own / Linux and the one-sided
+/// 95% bounds around it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Estimate {
+    pub pairs: usize,
+    pub ratio: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+impl Estimate {
+    fn of(logs: &[f64]) -> Option<Self> {
+        let n = logs.len();
+        if n == 0 {
+            return None;
+        }
+        let mean = logs.iter().sum::<f64>() / n as f64;
+        let half = if n < 2 {
+            f64::INFINITY
+        } else {
+            let var = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+            t95(n - 1) * (var / n as f64).sqrt()
+        };
+        Some(Self {
+            pairs: n,
+            ratio: mean.exp(),
+            low: (mean - half).exp(),
+            high: (mean + half).exp(),
+        })
+    }
+
+    /// Own (true), Linux (false), or open (module docs).
+    fn verdict(&self) -> Option<bool> {
+        if self.pairs < MIN_PAIRS {
+            None
+        } else if self.low >= 1.0 - BOUND {
+            Some(true)
+        } else if self.high < 1.0 - BOUND || self.pairs >= MAX_PAIRS {
+            Some(false)
+        } else {
+            None
+        }
+    }
+}
 
 /// The trial of one set of running apps.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) struct Trial {
+pub(crate) struct Trial {
     /// The running apps it is about, sorted.
     pub set: Vec<AppId>,
-    pub stage: Stage,
-    /// When the current stage began: intervals that started earlier mix two
-    /// arrangements and are not counted.
+    /// The arrangement in force: auto's own (true) or Linux.
+    own: bool,
+    /// Intervals counted since the arrangement last switched.
+    run: u32,
+    /// The window being measured.
+    window: Tally,
+    /// The last completed window, while it is in no pair: its arrangement
+    /// and tally.
+    unpaired: Option<(bool, Tally)>,
+    /// ln(own / Linux) per pair, latest last.
+    logs: Vec<f64>,
+    /// Own (true) or Linux (false) once settled.
+    pub verdict: Option<bool>,
+    /// Set when there was nothing for auto's arrangement to act on.
+    pub idle: bool,
+    /// Intervals since the verdict, and how many of them ran the other
+    /// arrangement.
+    settled_for: u32,
+    other: u32,
+    /// When the current arrangement began: intervals that started earlier
+    /// mix two arrangements and are not counted.
     since: Duration,
-    native: Tally,
-    space: Tally,
 }
 
 impl Trial {
+    /// A new set starts under auto's own arrangement: an app launched into its
+    /// partition sees it from its start, as libgomp reads the CPUs it may use
+    /// once, at start (it throttles its spin-waiting when its team outnumbers
+    /// them).
     pub fn new(set: Vec<AppId>, now: Duration) -> Self {
         Self {
             set,
-            stage: Stage::Space { intervals: 0 },
+            own: true,
+            run: 0,
+            window: Tally::new(),
+            unpaired: None,
+            logs: Vec::new(),
+            verdict: None,
+            idle: false,
+            settled_for: 0,
+            other: 0,
             since: now,
-            native: Tally::new(),
-            space: Tally::new(),
         }
+    }
+
+    /// The trial of the running `set` (sorted) in `slot`, a new one when the
+    /// set changed, with the view's last interval counted when it is `fresh`
+    /// (not seen before) and the set was there all along; `applicable` says
+    /// whether the own arrangement has anything to act on now. A set left to
+    /// Linux because nothing could act is tried again once something can.
+    pub fn follow<'a>(
+        slot: &'a mut Option<Trial>,
+        view: &View<'_>,
+        set: Vec<AppId>,
+        fresh: bool,
+        applicable: bool,
+    ) -> &'a mut Trial {
+        if slot.as_ref().is_none_or(|t| t.set != set) {
+            *slot = Some(Trial::new(set, view.now));
+        }
+        let trial = slot.as_mut().expect("set above");
+        if let (true, Some(prev), Some(last)) = (fresh, view.prev, view.last) {
+            let work: Vec<(AppId, Progress)> = trial
+                .set
+                .iter()
+                .flat_map(|&id| progress(prev, last, id).into_iter().map(move |p| (id, p)))
+                .collect();
+            trial.record(prev.at, last.at, &work, applicable);
+        }
+        if applicable && trial.idle {
+            *trial = Trial::new(trial.set.clone(), view.now);
+        }
+        trial
     }
 
     /// Whether the apps are to be space shared now.
     pub fn space(&self) -> bool {
-        matches!(
-            self.stage,
-            Stage::Space { .. } | Stage::Settled { space: true, .. }
-        )
+        self.own && !self.idle
     }
 
-    /// Counts one observation interval starting at `from`, with each measured
+    /// Whether the trial measured the set no faster on its own arrangement
+    /// and settled on Linux. A set with nothing to act on (one app, or
+    /// threads that fit) says nothing of what a newcomer would do to it.
+    pub fn linux(&self) -> bool {
+        !self.idle && self.verdict == Some(false)
+    }
+
+    /// What the pairs measured so far say.
+    pub fn estimate(&self) -> Option<Estimate> {
+        Estimate::of(&self.logs)
+    }
+
+    /// Counts one observation interval from `from` to `at`, with each measured
     /// app's progress; `applicable` says whether auto's arrangement has
     /// anything to act on now (at least two apps whose threads oversubscribe
-    /// the CPUs). Returns true when the stage changed.
+    /// the CPUs).
     pub fn record(
         &mut self,
         from: Duration,
         at: Duration,
         work: &[(AppId, Progress)],
         applicable: bool,
-    ) -> bool {
-        if from < self.since {
-            return false;
+    ) {
+        if !applicable {
+            self.idle = true;
+            return;
         }
-        // One interval of a measuring stage: skipped while the switch
-        // settles, then added; true once MEASURE intervals were added.
-        let measured = |intervals: &mut u32, tally: &mut Tally| {
-            *intervals += 1;
-            if *intervals <= SETTLE {
-                return false;
-            }
-            for &(id, (m, w, s)) in work {
-                let e = tally.entry((id, m)).or_default();
-                e.0 += w;
-                e.1 += s;
-            }
-            *intervals >= SETTLE + MEASURE
-        };
-        match &mut self.stage {
-            Stage::Space { .. } if !applicable => {
-                self.stage = Stage::Settled {
-                    space: false,
-                    reason: "nothing for its own arrangement to act on".into(),
+        if from < self.since || self.idle {
+            return;
+        }
+        self.run += 1;
+        if let Some(v) = self.verdict {
+            self.settled_for += 1;
+            self.other += u32::from(v != self.own);
+        }
+        if self.run <= SETTLE {
+            return;
+        }
+        for &(id, (m, w, s)) in work {
+            let e = self.window.entry((id, m)).or_default();
+            e.0 += w;
+            e.1 += s;
+        }
+        if self.run < SETTLE + WINDOW {
+            return;
+        }
+        // A window is complete.
+        let done = std::mem::take(&mut self.window);
+        let paired = match self.unpaired.take() {
+            Some((was_own, prev)) if was_own != self.own => {
+                let (own, linux) = if self.own {
+                    (&done, &prev)
+                } else {
+                    (&prev, &done)
                 };
-            }
-            Stage::Space { intervals } => {
-                if !measured(intervals, &mut self.space) {
-                    return false;
+                if let Some(r) = self.ratio(own, linux) {
+                    self.logs.push(r.ln());
+                    if self.logs.len() > KEEP_PAIRS {
+                        self.logs.remove(0);
+                    }
                 }
-                self.stage = Stage::Native { intervals: 0 };
+                true
             }
-            Stage::Native { intervals } => {
-                if !measured(intervals, &mut self.native) {
-                    return false;
-                }
-                self.stage = self.judge();
+            _ => {
+                self.unpaired = Some((self.own, done));
+                false
             }
-            Stage::Settled { .. } => return false,
+        };
+        if paired {
+            let verdict = self.estimate().and_then(|e| e.verdict());
+            if verdict != self.verdict {
+                self.settled_for = 0;
+                self.other = 0;
+            }
+            self.verdict = verdict;
         }
-        self.since = at;
-        true
+        let next = match self.verdict {
+            // Open: alternate.
+            None => !self.own,
+            // Back to the verdict after a check.
+            Some(v) if v != self.own => v,
+            // A check of the other arrangement when it fits in the share.
+            Some(v) => {
+                let due =
+                    f64::from(self.other + SETTLE + WINDOW) <= SHARE * f64::from(self.settled_for);
+                if due {
+                    !v
+                } else {
+                    v
+                }
+            }
+        };
+        if next == self.own {
+            self.run = SETTLE;
+        } else {
+            self.own = next;
+            self.run = 0;
+            self.since = at;
+        }
     }
 
-    /// Auto's arrangement against Linux alone (module docs).
-    fn judge(&self) -> Stage {
-        fn rate(t: &Tally, key: &(AppId, Measure)) -> Option<(f64, f64)> {
-            t.get(key).copied().filter(|(w, s)| *w > 0.0 && *s > 0.0)
+    /// A pair's ratio, own / Linux (module docs); None when no app progressed
+    /// both ways.
+    fn ratio(&self, own: &Tally, linux: &Tally) -> Option<f64> {
+        fn rate(t: &Tally, key: &(AppId, Measure)) -> Option<f64> {
+            t.get(key)
+                .copied()
+                .filter(|(w, s)| *w > 0.0 && *s > 0.0)
+                .map(|(w, s)| w / s)
         }
-        let both = |key| rate(&self.space, &key).zip(rate(&self.native, &key));
-        let mut ratios: Vec<f64> = Vec::new();
+        let both = |key| rate(own, &key).zip(rate(linux, &key));
+        let mut logs: Vec<f64> = Vec::new();
         let (mut cpu, mut linux_cpu, mut cpu_apps) = (0.0, 0.0, 0usize);
         for id in &self.set {
-            if let Some(((w, s), (nw, ns))) = both((*id, Measure::Work)) {
-                ratios.push((w / s) / (nw / ns));
-            } else if let Some(((w, s), (nw, ns))) = both((*id, Measure::Cpu)) {
-                cpu += w / s;
-                linux_cpu += nw / ns;
+            if let Some((o, l)) = both((*id, Measure::Work)) {
+                logs.push((o / l).ln());
+            } else if let Some((o, l)) = both((*id, Measure::Cpu)) {
+                cpu += o;
+                linux_cpu += l;
                 cpu_apps += 1;
             }
         }
         if cpu_apps > 0 {
-            ratios.extend(std::iter::repeat_n(cpu / linux_cpu, cpu_apps));
+            logs.extend(std::iter::repeat_n((cpu / linux_cpu).ln(), cpu_apps));
         }
-        if ratios.is_empty() {
-            return Stage::Settled {
-                space: false,
-                reason: "no app progressed both ways: left to Linux".into(),
+        (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
+    }
+
+    /// Where the trial stands, for the trace: the set, the running estimate
+    /// ("own vs Linux: x.xx ± y.yy") and the arrangement in force.
+    pub fn describe(&self) -> String {
+        let set: Vec<String> = self.set.iter().map(|id| id.to_string()).collect();
+        let mut s = format!("[{}] ", set.join(" "));
+        if self.idle {
+            s.push_str("nothing for its own arrangement to act on: left to Linux");
+            return s;
+        }
+        match self.estimate() {
+            Some(e) if e.pairs < 2 => {
+                let _ = write!(
+                    s,
+                    "own vs Linux: {:.2} over 1 pair (no spread yet)",
+                    e.ratio
+                );
+            }
+            Some(e) => {
+                let _ = write!(
+                    s,
+                    "own vs Linux: {:.2} ± {:.2} over {} pair(s)",
+                    e.ratio,
+                    (e.high - e.low) / 2.0,
+                    e.pairs
+                );
+            }
+            None => s.push_str("own vs Linux: not measured yet"),
+        }
+        let now = if self.own { "own arrangement" } else { "Linux" };
+        let _ = match self.verdict {
+            None => write!(s, ", open: measuring {now}"),
+            Some(true) if self.own => write!(s, ", own kept"),
+            Some(false) if !self.own => write!(s, ", back to Linux"),
+            Some(_) => write!(s, ", re-checking {now}"),
+        };
+        s
+    }
+}
+
+/// What auto (or a guarded policy, `crate::guard`) measured against Linux
+/// per app set, from the notes of its plans in a run's order (the last word on
+/// each set): for `coloc run` to say at the end whether the policy was worse
+/// than doing nothing.
+pub fn measured_against_linux<'a>(notes: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut last: Vec<(String, String)> = Vec::new();
+    for note in notes {
+        let stage = if let Some(at) = note.rfind("guard: [") {
+            &note[at + "guard: ".len()..]
+        } else if let Some(rest) = note.strip_prefix("auto (") {
+            let Some(start) = rest.find(": [") else {
+                continue;
             };
-        }
-        let gm = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
-        if gm >= 1.0 - TOLERANCE {
-            Stage::Settled {
-                space: true,
-                reason: format!("own arrangement ran at {gm:.2}x Linux's progress: kept"),
-            }
+            &rest[start + 2..]
         } else {
-            Stage::Settled {
-                space: false,
-                reason: format!("own arrangement ran at {gm:.2}x Linux's progress: back to Linux"),
-            }
+            continue;
+        };
+        let stage = stage.split(';').next().unwrap_or_default();
+        let Some(end) = stage.find(']') else { continue };
+        let set = stage[..=end].to_string();
+        if set == "[]" {
+            continue;
+        }
+        match last.iter_mut().find(|(s, _)| *s == set) {
+            Some(e) => e.1 = stage.to_string(),
+            None => last.push((set, stage.to_string())),
+        }
+    }
+    last.into_iter().map(|(_, stage)| stage).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TICK: Duration = Duration::from_millis(100);
+
+    /// Runs a trial of one app over `ticks` scripted intervals: `rate(k, own)`
+    /// is its progress per second in interval `k` under the arrangement in
+    /// force. Returns the trial and, per interval, whether it ran auto's own
+    /// arrangement.
+    fn script(ticks: u32, rate: impl Fn(u32, bool) -> f64) -> (Trial, Vec<bool>) {
+        let app = AppId { app: 0, rep: 0 };
+        let mut t = Trial::new(vec![app], Duration::ZERO);
+        let mut own = Vec::new();
+        for k in 0..ticks {
+            let r = rate(k, t.space());
+            own.push(t.space());
+            let secs = TICK.as_secs_f64();
+            t.record(
+                TICK * k,
+                TICK * (k + 1),
+                &[(app, (Measure::Work, r * secs, secs))],
+                true,
+            );
+        }
+        (t, own)
+    }
+
+    /// Deterministic noise: each window's rates off by up to `amp`, in a
+    /// pattern that makes consecutive pairs disagree.
+    fn noise(k: u32, amp: f64) -> f64 {
+        const PATTERN: [f64; 8] = [1.0, -0.5, -1.0, 0.5, 0.8, -0.7, -0.3, 0.2];
+        1.0 + amp * PATTERN[(k / (SETTLE + WINDOW)) as usize % PATTERN.len()]
+    }
+
+    /// Verdicts over scripted observations: (own rate, Linux rate, noise
+    /// amplitude, the verdict after the deciding pairs, pairs used).
+    #[test]
+    fn verdicts_follow_the_evidence() {
+        let pair = 2 * (SETTLE + WINDOW);
+        let cases = [
+            // Clearly faster on its own CPUs: own, after a third pair when
+            // the first two disagree by 10% noise.
+            (1.5, 1.0, 0.0, Some(true), MIN_PAIRS),
+            (1.5, 1.0, 0.1, Some(true), 3),
+            // Equal rates, no noise: own is within the bound.
+            (1.0, 1.0, 0.0, Some(true), MIN_PAIRS),
+            // Clearly slower: Linux.
+            (0.8, 1.0, 0.0, Some(false), MIN_PAIRS),
+            (0.8, 1.0, 0.02, Some(false), MIN_PAIRS),
+            // Equal rates under 10% noise: the windows disagree, measuring goes
+            // on, and Linux is kept (own not shown within the bound).
+            (1.0, 1.0, 0.1, Some(false), MAX_PAIRS),
+            // 3% slower without noise: beyond the bound, Linux.
+            (0.97, 1.0, 0.0, Some(false), MIN_PAIRS),
+        ];
+        for (own, linux, amp, want, pairs) in cases {
+            let ticks = pairs as u32 * pair;
+            let rate = |k, o| if o { own } else { linux } * noise(k, amp);
+            let (t, _) = script(ticks - 1, rate);
+            assert_eq!(t.verdict, None, "{own} {linux} {amp}: {}", t.describe());
+            let (t, _) = script(ticks, rate);
+            assert_eq!(t.verdict, want, "{own} {linux} {amp}: {}", t.describe());
+            assert_eq!(t.estimate().map(|e| e.pairs), Some(pairs));
         }
     }
 
-    /// The stage, for the trace.
-    pub fn describe(&self) -> String {
-        match &self.stage {
-            Stage::Native { intervals } => format!(
-                "measuring Linux alone ({}/{MEASURE})",
-                intervals.saturating_sub(SETTLE)
-            ),
-            Stage::Space { intervals } => format!(
-                "trying its own arrangement ({}/{MEASURE})",
-                intervals.saturating_sub(SETTLE)
-            ),
-            Stage::Settled { reason, .. } => reason.clone(),
-        }
+    /// Once settled, the other arrangement is re-measured within SHARE of the
+    /// time, and a verdict the programs' new phase contradicts is corrected:
+    /// 1.3x faster on its own CPUs for 6 s, then 0.7x.
+    #[test]
+    fn re_checks_are_bounded_and_correct_a_wrong_verdict() {
+        let decided = MIN_PAIRS as u32 * 2 * (SETTLE + WINDOW);
+        let turn = 60;
+        let rate = |k: u32, own: bool| match (own, k < turn) {
+            (false, _) => 1.0,
+            (true, true) => 1.3,
+            (true, false) => 0.7,
+        };
+        let (t, own) = script(turn, rate);
+        assert_eq!(t.verdict, Some(true), "{}", t.describe());
+        let linux_after = own[decided as usize..].iter().filter(|o| !**o).count();
+        let span = (turn - decided) as f64;
+        assert!(linux_after >= 1, "re-checked");
+        assert!(
+            linux_after as f64 <= SHARE * span,
+            "{linux_after} of {span}"
+        );
+        let (t, own) = script(turn + 80, rate);
+        assert_eq!(t.verdict, Some(false), "{}", t.describe());
+        assert!(!own.last().unwrap(), "back to Linux");
+        assert!(t.describe().contains("back to Linux"), "{}", t.describe());
+    }
+
+    #[test]
+    fn the_run_summary_takes_each_sets_last_estimate() {
+        let notes = [
+            "auto (makespan): [0.0 1.0] own vs Linux: not measured yet, open: measuring own arrangement; 0.0 dop 1",
+            "equal: something else",
+            "auto (makespan): [0.0 1.0] own vs Linux: 1.40 ± 0.20 over 2 pair(s), own kept; 0.0 dop 1",
+            "auto (makespan): [1.0] nothing for its own arrangement to act on: left to Linux; 1.0 left to Linux",
+            "auto (makespan): [] own vs Linux: not measured yet, open: measuring own arrangement",
+            "nupoco: 0.0 dop 1 | guard: [0.0 2.0] own vs Linux: 0.90 ± 0.03 over 2 pair(s), back to Linux",
+        ];
+        assert_eq!(
+            measured_against_linux(notes),
+            vec![
+                "[0.0 1.0] own vs Linux: 1.40 ± 0.20 over 2 pair(s), own kept".to_string(),
+                "[1.0] nothing for its own arrangement to act on: left to Linux".to_string(),
+                "[0.0 2.0] own vs Linux: 0.90 ± 0.03 over 2 pair(s), back to Linux".to_string(),
+            ]
+        );
     }
 }

@@ -16,7 +16,10 @@
 //! - [`Lever::Stuck`]: the app is inside a region, a whole interval passed
 //!   without a region ending, and either fewer than [`MIN_REGIONS`] regions
 //!   ever ended (a one-region program, or one with a handful of long regions)
-//!   or it has been in this region for [`PATIENCE`];
+//!   or it has been in this region for its patience: [`PATIENCE`], or
+//!   [`LONGEST_FACTOR`] times the longest region seen to end, when that is
+//!   longer (an app whose every region lasts 400 ms is not stuck at 250 ms:
+//!   its next region comes, and takes the DoP);
 //! - [`Lever::Acts`]: otherwise, once at least [`MIN_REGIONS`] regions ended —
 //!   including in a serial section, since its next region takes the DoP (a
 //!   library such as OpenBLAS at a DoP of 1 runs serially and starts no
@@ -45,6 +48,12 @@ pub const MIN_REGIONS: u64 = 3;
 /// regions of programs built from many loop-nest regions, far shorter than a
 /// program whose whole computation is one region.
 pub const PATIENCE: Duration = Duration::from_millis(250);
+
+/// How many times the longest region seen to end an app may stay in one
+/// region before its lever counts as stuck (when that is beyond
+/// [`PATIENCE`]): observed region lengths vary by a factor of about 2 with
+/// the input and the co-runners.
+pub const LONGEST_FACTOR: u32 = 2;
 
 /// What a DoP asked now would do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +84,9 @@ pub struct RegionClock {
     pub ended_last: bool,
     /// When the last observation was taken.
     pub seen: Option<Duration>,
+    /// The longest span seen from a region's first sighting (or the previous
+    /// region's end) to its end: an upper bound on the app's regions.
+    pub longest: Duration,
 }
 
 impl RegionClock {
@@ -91,6 +103,11 @@ impl RegionClock {
         };
         self.steerable = omp.dop_seen.is_some();
         self.ended_last = omp.regions_completed > self.regions || self.since.is_none();
+        if self.ended_last && self.in_parallel {
+            if let Some(since) = self.since {
+                self.longest = self.longest.max(at.saturating_sub(since));
+            }
+        }
         let entered = omp.in_parallel && !self.in_parallel;
         if self.ended_last || entered {
             self.since = Some(at);
@@ -108,6 +125,12 @@ impl RegionClock {
         }
     }
 
+    /// How long the app may stay in one region before its lever counts as
+    /// stuck (module docs).
+    pub fn patience(&self) -> Duration {
+        PATIENCE.max(self.longest * LONGEST_FACTOR)
+    }
+
     /// The rule (module docs).
     pub fn lever(&self) -> Lever {
         lever(
@@ -116,6 +139,7 @@ impl RegionClock {
             self.in_parallel,
             self.ended_last,
             self.quiet(),
+            self.patience(),
         )
     }
 
@@ -136,18 +160,19 @@ impl RegionClock {
 
 /// The rule on its inputs: whether the runtime answers on the DoP channel,
 /// the regions completed so far, whether the app is inside a region, whether
-/// one ended during the last interval, and how long the app has been in its
-/// current state (module docs).
+/// one ended during the last interval, how long the app has been in its
+/// current state, and its patience (module docs).
 pub fn lever(
     steerable: bool,
     regions: u64,
     in_parallel: bool,
     ended_last: bool,
     quiet: Duration,
+    patience: Duration,
 ) -> Lever {
     if !steerable {
         Lever::NoChannel
-    } else if in_parallel && !ended_last && (regions < MIN_REGIONS || quiet >= PATIENCE) {
+    } else if in_parallel && !ended_last && (regions < MIN_REGIONS || quiet >= patience) {
         Lever::Stuck
     } else if regions >= MIN_REGIONS {
         Lever::Acts
@@ -191,7 +216,7 @@ mod tests {
         ];
         for (steerable, regions, par, ended, quiet, want) in cases {
             assert_eq!(
-                lever(steerable, regions, par, ended, MS(quiet)),
+                lever(steerable, regions, par, ended, MS(quiet), PATIENCE),
                 want,
                 "{steerable} {regions} {par} {ended} {quiet}"
             );
@@ -243,6 +268,21 @@ mod tests {
         let before = c.clone();
         c.update(&sample(99, false), MS(50 * 11));
         assert_eq!(c, before);
+        // Regions of 400 ms: once one was seen to end, the patience is twice
+        // that, so the next 400 ms region does not count as stuck.
+        let mut c = RegionClock::default();
+        let mut regions = 0;
+        for k in 0..40u64 {
+            // A region ends every 8th observation (400 ms).
+            if k % 8 == 7 {
+                regions += 1;
+            }
+            c.update(&sample(regions, true), MS(50 * k));
+            if regions >= MIN_REGIONS {
+                assert_eq!(c.lever(), Lever::Acts, "observation {k}: {c:?}");
+            }
+        }
+        assert!(c.patience() >= MS(800), "{c:?}");
         // No OpenMP report: no channel.
         c.update(&AppSample::default(), MS(50 * 12));
         assert_eq!(c.lever(), Lever::NoChannel);

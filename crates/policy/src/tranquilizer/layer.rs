@@ -9,17 +9,20 @@
 //! admission, placement and DoP from the base, memory policy and scheduling
 //! from the layer wherever the layer sets them (the base's elsewhere). A name
 //! `BASE+LAYER` builds it; only policies in [`LAYERS`] may be a layer, and a
-//! layer cannot be a base.
+//! layer cannot be a base. `BASE+guard` is built here too, but it merges no
+//! plans: it checks its base against Linux ([`crate::guard`]).
 
 use std::sync::{Mutex, PoisonError};
 
 use coloc_model::{MemPolicy, Plan, View};
 
+use crate::guard::{Guarded, GUARD};
 use crate::registry::{by_name_with, UnknownPolicy};
 use crate::{Policy, PolicyContext};
 
-/// Policies that set only memory and scheduling, and so may be layered.
-pub const LAYERS: &[&str] = &["tranquilizer"];
+/// Policies that set only memory and scheduling, and so may be layered; and
+/// `guard`, which checks its base against Linux ([`crate::guard`]).
+pub const LAYERS: &[&str] = &["tranquilizer", GUARD];
 
 /// The combining rule: per app of `base`, admission, placement and DoP from
 /// `base`; memory policy and each scheduling field from `layer` where it sets
@@ -120,10 +123,14 @@ pub fn split(name: &str) -> Result<Option<(&str, &str)>, LayerError> {
     Ok(Some((base, layer)))
 }
 
-/// Builds a registry policy or a `BASE+LAYER` combination of two.
+/// Builds a registry policy, a `BASE+LAYER` combination of two, or a
+/// `BASE+guard` (the base checked against Linux, [`crate::guard`]).
 pub fn build(name: &str, ctx: &PolicyContext) -> Result<Box<dyn Policy>, LayerError> {
     Ok(match split(name)? {
         None => by_name_with(name, ctx)?,
+        Some((base, GUARD)) => {
+            Box::new(Guarded::new(by_name_with(base, ctx)?, intern(name.into())))
+        }
         Some((base, layer)) => Box::new(Layered::new(
             by_name_with(base, ctx)?,
             by_name_with(layer, ctx)?,

@@ -1,0 +1,164 @@
+//! Admission under `makespan` (`docs/policies/auto.md`, "Admission"): whether
+//! an arriving app starts now or waits for a CPU of its own.
+//!
+//! Problem: starting an app on a machine whose CPUs each already have an app
+//! cuts a partition in two and slows the apps running there; holding it leaves
+//! it to start when a CPU frees, which lengthens the mix when it then ends
+//! last, and leaves CPUs idle when the running apps do not use them. Approach,
+//! for each pending app, oldest first:
+//! - it starts while some CPU has no app of its own or its threads fit
+//!   (equal's rule), or while the running set's trial settled on Linux, or
+//!   while CPUs went unused over the last interval with no thread waiting
+//!   (each app let in fills one idle CPU);
+//! - otherwise, with stored solo times of every app involved (`coloc solo
+//!   --threads`, as `coloc compare` takes them for its lower bound), it
+//!   starts when the mix's makespan, estimated as its lower bound over the
+//!   work left (`coloc_model::metrics::reference`: the longest app's time
+//!   left, or all work left spread over the CPUs), is no longer started now
+//!   than held until the first app exits and started then. Ties start it:
+//!   the makespan is the same and its response time shorter;
+//! - else it waits until an app exits.
+//!
+//! Solo times are an estimate: an app's time left is its solo time at its
+//! thread count less the time since it started, so an app slowed by its
+//! co-runners has more left than estimated, and times measured on a loaded
+//! machine are off by that load.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use coloc_model::metrics::SoloCurves;
+use coloc_model::{AppId, AppView, View};
+
+use super::Objective;
+
+/// How many CPUs the machine has and how they were used, for admission.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Cpus {
+    /// CPUs in use by the policy.
+    pub count: u32,
+    /// Threads the running apps run.
+    pub demand: u32,
+    /// CPUs unused over the last interval while no running app's threads
+    /// waited (0 without an observation of every running app).
+    pub idle: u32,
+}
+
+/// What admission decided for the pending apps.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct Admission {
+    /// The apps that wait.
+    pub held: Vec<AppId>,
+    /// Why, for every pending app the thread rule alone would hold.
+    pub why: BTreeMap<AppId, String>,
+}
+
+/// An app's time left and CPU work left, in seconds, if it runs as it ran
+/// alone: its solo time at its thread count (or the nearest count measured
+/// below it) less the time since it started, and that share of its least
+/// CPU work ([`need`]).
+fn left(solo: &SoloCurves, a: &AppView, threads: u32, now: Duration) -> Option<(f64, f64)> {
+    let curve = solo.curve(&a.spec.name)?;
+    let t = curve
+        .range(..=threads)
+        .next_back()
+        .or_else(|| curve.iter().next())
+        .map(|(_, t)| *t)
+        .filter(|t| *t > 0.0)?;
+    let (_, work) = need(solo, a)?;
+    let ran = a
+        .started_at
+        .map_or(0.0, |s| now.saturating_sub(s).as_secs_f64());
+    let rem = (t - ran).max(0.0);
+    Some((rem, work * rem / t))
+}
+
+/// The lower bound of the makespan of apps with these (time, work) left on
+/// `cpus` CPUs: the longest time, or all work over the CPUs.
+fn bound(left: &[(f64, f64)], cpus: u32) -> f64 {
+    let longest = left.iter().map(|x| x.0).fold(0.0, f64::max);
+    let work: f64 = left.iter().map(|x| x.1).sum();
+    longest.max(work / f64::from(cpus.max(1)))
+}
+
+/// An app's least time and least CPU work over the thread counts measured
+/// alone: the terms of the makespan's lower bound
+/// (`coloc_model::metrics::reference`).
+fn need(solo: &SoloCurves, a: &AppView) -> Option<(f64, f64)> {
+    let curve = solo.curve(&a.spec.name)?;
+    let time = curve.values().copied().fold(f64::INFINITY, f64::min);
+    let work = curve
+        .iter()
+        .map(|(k, t)| f64::from(*k) * t)
+        .fold(f64::INFINITY, f64::min);
+    time.is_finite().then_some((time, work))
+}
+
+/// Decides which pending apps wait (module docs). `fixed` gives the threads
+/// an app runs; `linux` says whether the running set's trial settled on Linux.
+pub(super) fn admit(
+    objective: Objective,
+    view: &View<'_>,
+    running: &[&AppView],
+    solo: &SoloCurves,
+    cpus: Cpus,
+    linux: bool,
+    fixed: impl Fn(&AppView) -> u32,
+) -> Admission {
+    let mut pending: Vec<&AppView> = view.pending().collect();
+    pending.sort_by_key(|a| (a.arrived_at, a.id));
+    let (mut count, mut demand, mut idle) = (running.len() as u32, cpus.demand, cpus.idle);
+    // Time and CPU work left per app started or let in, while every one of
+    // them has solo times.
+    let mut lefts: Option<Vec<(f64, f64)>> = running
+        .iter()
+        .map(|a| left(solo, a, fixed(a), view.now))
+        .collect();
+    let mut out = Admission::default();
+    for a in pending {
+        let threads = fixed(a);
+        let thread_rule_holds = objective == Objective::Makespan
+            && !linux
+            && count >= cpus.count
+            && demand + threads > cpus.count
+            && idle == 0;
+        let wait = thread_rule_holds
+            && match (lefts.as_deref(), need(solo, a)) {
+                (Some(l), Some((time, work))) if !l.is_empty() => {
+                    let first = l.iter().map(|x| x.0).fold(f64::INFINITY, f64::min);
+                    let held = bound(l, cpus.count).max(first + time);
+                    let mut with = l.to_vec();
+                    with.push((time, work));
+                    let now = bound(&with, cpus.count);
+                    let verb = if now <= held { "starts" } else { "waits" };
+                    out.why.insert(
+                        a.id,
+                        format!(
+                            "{verb}: mix done in ~{now:.2} s started now, ~{held:.2} s held \
+                             (solo times: it needs {time:.2} s, {work:.2} CPU-s; a CPU frees \
+                             in ~{first:.2} s)"
+                        ),
+                    );
+                    now > held
+                }
+                _ => {
+                    out.why
+                        .insert(a.id, "waits (every CPU has an app of its own)".into());
+                    true
+                }
+            };
+        if wait {
+            out.held.push(a.id);
+            continue;
+        }
+        idle = idle.saturating_sub(1);
+        count += 1;
+        demand += threads;
+        let started = left(solo, a, threads, view.now);
+        lefts = lefts.zip(started).map(|(mut l, s)| {
+            l.push(s);
+            l
+        });
+    }
+    out
+}
