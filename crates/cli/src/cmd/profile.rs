@@ -7,7 +7,7 @@
 //! instances, and *contention*, all under one, everything else equal. Each is
 //! run `--repeat` times, baseline and contention alternating so that a slow
 //! drift of the machine hits both alike, and Equation 1 compares the means
-//! ([`Sensitivity::from_runs`], which also keeps every run and the spread).
+//! ([`coloc_model::profile::Sensitivity::from_runs`], which also keeps every run and the spread).
 //!
 //! On this machine the characterization is a measurement procedure
 //! (docs/trace-format.md, Measurement procedures): planned runs
