@@ -90,7 +90,7 @@ fn context_from(
         });
     }
     if reads.solo {
-        ctx.solo = crate::cmd::solo::load_saved_curves(workload, target)?.unwrap_or_default();
+        ctx.solo = crate::solo_store::load_saved_curves(workload, target)?.unwrap_or_default();
     }
     if reads.profiles {
         let mut profiles = match store {

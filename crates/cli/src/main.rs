@@ -14,6 +14,7 @@ mod load;
 mod output;
 mod progress;
 mod runs;
+mod solo_store;
 mod target;
 
 use std::io::IsTerminal;

@@ -15,12 +15,12 @@ use coloc_model::{Trace, Workload};
 use crate::choice::{check_name, choose, Choice, OracleArgs};
 use crate::cmd::mixes::Reference;
 use crate::cmd::report::write_html;
-use crate::cmd::solo;
 use crate::context::policy_context;
 use crate::host::stop_flag;
 use crate::output::{default_out_dir, text_out};
 use crate::progress::Progress;
 use crate::runs::{open, Manifest, Saved};
+use crate::solo_store;
 use crate::target::{MachineArgs, Target};
 
 #[derive(Debug, Args)]
@@ -80,7 +80,7 @@ pub fn main(args: CompareArgs) -> Result<()> {
     let out = args
         .out
         .unwrap_or_else(|| default_out_dir(&workload.name, "compare"));
-    let solo = solo::load_saved(&workload, &target)?;
+    let solo = solo_store::load_saved(&workload, &target)?;
     let choices = args
         .policies
         .iter()
@@ -113,7 +113,7 @@ pub fn main(args: CompareArgs) -> Result<()> {
         print!("{}", cmp.render());
         // Against the workload's reference points, where `coloc solo --threads`
         // measured them on this machine.
-        if let Some(curves) = solo::load_saved_curves(&workload, &target)? {
+        if let Some(curves) = solo_store::load_saved_curves(&workload, &target)? {
             let cpus = target.topology().cpus().len() as u32;
             print!("{}", Reference::of(&workload, &curves, cpus).table(&cmp).1);
         }

@@ -28,6 +28,7 @@ use crate::cmd::solo;
 use crate::host::Host;
 use crate::output::default_out_dir;
 use crate::runs::{open, read_trace, Saved};
+use crate::solo_store;
 use crate::target::Target;
 
 #[derive(Debug, Args)]
@@ -162,7 +163,7 @@ pub fn main(args: MixesArgs) -> Result<()> {
         let workload = target.load(&path)?;
         let dir = out.join(&workload.name);
         let saved = if args.reuse_solo {
-            solo::load_saved_curves(&workload, &target)?
+            solo_store::load_saved_curves(&workload, &target)?
         } else {
             None
         };
@@ -177,7 +178,7 @@ pub fn main(args: MixesArgs) -> Result<()> {
                     args.solo_repeat,
                     &dir.join("solo"),
                 )?;
-                solo::save_curves(&workload, &target, &c)?;
+                solo_store::save_curves(&workload, &target, &c)?;
                 c
             }
         };

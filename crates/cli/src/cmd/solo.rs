@@ -24,9 +24,10 @@ use coloc_model::{Trace, Workload};
 
 use crate::cmd::procedure::{read_json, read_traces, write_json};
 use crate::context::policy_context;
-use crate::host::{data_dir, stop_flag};
+use crate::host::stop_flag;
 use crate::output::default_out_dir;
 use crate::progress::Progress;
+use crate::solo_store;
 use crate::target::{MachineArgs, Target};
 
 #[derive(Debug, Args)]
@@ -52,40 +53,6 @@ pub struct SoloArgs {
     pub threads: Vec<u32>,
     #[command(flatten)]
     pub machine: MachineArgs,
-}
-
-/// Where solo times of a workload on a machine are kept.
-fn saved_path(workload: &Workload, target: &Target) -> PathBuf {
-    data_dir()
-        .join("solo")
-        .join(format!("{}-{}.json", workload.name, target.key()))
-}
-
-/// Where solo times per thread count of a workload on a machine are kept.
-fn curves_path(workload: &Workload, target: &Target) -> PathBuf {
-    data_dir()
-        .join("solo")
-        .join(format!("{}-{}-threads.json", workload.name, target.key()))
-}
-
-/// Solo times saved earlier for this workload on this machine, if any.
-pub fn load_saved(workload: &Workload, target: &Target) -> Result<Option<SoloTimes>> {
-    load_json(&saved_path(workload, target))
-}
-
-/// Solo times per thread count saved earlier (`--threads`), if any.
-pub fn load_saved_curves(workload: &Workload, target: &Target) -> Result<Option<SoloCurves>> {
-    load_json(&curves_path(workload, target))
-}
-
-fn load_json<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Result<Option<T>> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(serde_json::from_str(&text).with_context(|| {
-            format!("reading solo times from {}", path.display())
-        })?)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
-    }
 }
 
 /// Makes `run`: its app of `workload` alone under `native`, `repeat` times
@@ -197,19 +164,6 @@ fn recompute(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn save<T: serde::Serialize>(path: &std::path::Path, value: &T) -> Result<()> {
-    std::fs::create_dir_all(path.parent().expect("a file path has a parent"))?;
-    std::fs::write(path, serde_json::to_string_pretty(value)?)
-        .with_context(|| format!("writing {}", path.display()))
-}
-
-/// Saves solo times per thread count for later `coloc bench mixes` runs.
-pub fn save_curves(workload: &Workload, target: &Target, curves: &SoloCurves) -> Result<PathBuf> {
-    let path = curves_path(workload, target);
-    save(&path, curves)?;
-    Ok(path)
-}
-
 pub fn main(args: SoloArgs) -> Result<()> {
     anyhow::ensure!(args.repeat >= 1, "--repeat must be at least 1");
     if let Some(dir) = &args.from {
@@ -226,14 +180,13 @@ pub fn main(args: SoloArgs) -> Result<()> {
         .unwrap_or_else(|| default_out_dir(&workload.name, "solo"));
     if !args.threads.is_empty() {
         let curves = measure_curves(&target, &workload, &args.threads, args.repeat, &out)?;
-        let path = save_curves(&workload, &target, &curves)?;
+        let path = solo_store::save_curves(&workload, &target, &curves)?;
         print!("{}", curves.render());
         println!("saved: {}", path.display());
         return Ok(());
     }
     let solo = measure(&target, &workload, args.repeat, &out)?;
-    let path = saved_path(&workload, &target);
-    save(&path, &solo)?;
+    let path = solo_store::save_times(&workload, &target, &solo)?;
     print!("{}", solo.render());
     println!("saved: {}", path.display());
     Ok(())

@@ -364,7 +364,7 @@ impl Trial {
     }
 }
 
-/// What auto (or a guarded policy, `crate::guard`) measured against Linux
+/// What auto (or a policy under the guard layer) measured against Linux
 /// per app set, from the notes of its plans in a run's order (the last word on
 /// each set): for `coloc run` to say at the end whether the policy was worse
 /// than doing nothing.
