@@ -299,31 +299,31 @@ fn atom_on_westmere() {
 
 /// Not a check: prints AToM's run on the two Westmere loads whose
 /// configurations differ least (each latency app next to protobuf, where a
-/// scored initialization once made AToM lose to the average mapping): the
-/// static mappings' run times, then every plan note that changes (phase,
+/// scored initialization once made AToM lose to the average mapping) and on
+/// the CI-sized test's other load (webSearch with stitcher): the static
+/// mappings' run times, then every plan note that changes (phase,
 /// candidate, signal) with the latency app's metric samples (time: value)
 /// since the previous one, so a slot's scores can be read off.
 /// `cargo test -p coloc-sim --test tang_sim atom_timeline -- --ignored --nocapture`.
 #[test]
 #[ignore = "prints a timeline; run with --ignored --nocapture"]
 fn atom_timeline() {
-    for l in ["bigtable", "content-analyzer"] {
-        let ms = models(l, Some("protobuf"), 50.0);
+    for (l, b) in [
+        ("bigtable", "protobuf"),
+        ("content-analyzer", "protobuf"),
+        ("websearch", "stitcher"),
+    ] {
+        let ms = models(l, Some(b), 50.0);
         for c in WESTMERE_MAPS {
-            let text = workload(l, Some("protobuf"), Some((c, &complement(c, 12))));
+            let text = workload(l, Some(b), Some((c, &complement(c, 12))));
             let t = latency_time("westmere", &ms, &text, &mut Static);
-            println!("{l} with protobuf, static {c}: {t:.3} s");
+            println!("{l} with {b}, static {c}: {t:.3} s");
         }
         let mut atom = Atom::with_params(Params {
             min_slot: Duration::from_secs(1),
             ..Params::default()
         });
-        let events = trace(
-            "westmere",
-            &ms,
-            &workload(l, Some("protobuf"), None),
-            &mut atom,
-        );
+        let events = trace("westmere", &ms, &workload(l, Some(b), None), &mut atom);
         let mut note = String::new();
         let mut samples = String::new();
         for e in &events {

@@ -21,6 +21,15 @@
 //!   the load, which the next period's balancing corrects by moving some
 //!   thread of the busier CPU, possibly away from its own home: affinity and
 //!   balancing then ping-pong threads between nodes, each move a cold cache.
+//!   Except off a CPU the thread has to itself onto a busy one: that would
+//!   leave an idle CPU beside a queue of two for a whole period, and neither
+//!   scheduler lets that last — an idle CPU steals a waiting thread at once
+//!   (Linux's new-idle balancing, OpenSolaris's idle stealing), and Linux's
+//!   NUMA placement takes an idle CPU of the preferred node or swaps with a
+//!   task that gains from it, never stacks. Without this exception a team
+//!   given CPUs on two nodes after first-touching its pages on one (AToM
+//!   trying a spread mapping, docs/policies/tang-atom.md) ran at half speed:
+//!   each period one of its CPUs idled while another ran two of its threads.
 //!   A thread whose pages are interleaved has no home node and is left where
 //!   it is (Thread Tranquilizer §2.2.2).
 //!
@@ -154,7 +163,11 @@ pub(crate) fn tick(
             continue;
         }
         let target = pick(&at_home, load, rng);
-        if load[target] > load[cpu[k]] {
+        // Never to a busier CPU; and never off a CPU it has to itself onto a
+        // busy one: that would leave its CPU idle beside a queue, which an
+        // idle CPU ends at once by stealing (see the module doc).
+        let alone = load[cpu[k]] == 1;
+        if load[target] > load[cpu[k]] || (alone && load[target] > 0) {
             continue;
         }
         load[cpu[k]] -= 1;
@@ -245,5 +258,32 @@ mod tests {
         let movable = vec![thread(0, 0, None)];
         let mut load = vec![1, 0, 0, 0];
         assert!(tick(&movable, &mem_node, &mut load, 0.0, &mut rng).is_empty());
+    }
+
+    /// A thread alone on its CPU away from home is not stacked on a busy home
+    /// CPU (loads 1,1 | 1,0: it stays on CPU 2 rather than leave it idle
+    /// beside a queue of two), but goes to an idle one (loads 1,0 | 1,0: CPU
+    /// 1); a thread sharing its CPU still goes to a home CPU as busy as its
+    /// own (loads 2,2 | 2,2: to CPU 0 or 1), the ping-pong the balancer then
+    /// answers.
+    #[test]
+    fn memory_affinity_leaves_no_cpu_idle_beside_a_queue() {
+        let mem_node = [0, 0, 1, 1];
+        let away = vec![Movable {
+            id: 0,
+            cpu: 2,
+            allowed: vec![0, 1, 2, 3],
+            home: Some(0),
+        }];
+        for seed in 0..5 {
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+            let mut load = vec![1, 1, 1, 0];
+            assert!(tick(&away, &mem_node, &mut load, 0.0, &mut rng).is_empty());
+            let mut load = vec![1, 0, 1, 0];
+            assert_eq!(tick(&away, &mem_node, &mut load, 0.0, &mut rng), [(0, 1)]);
+            let mut load = vec![2, 2, 2, 2];
+            let moves = tick(&away, &mem_node, &mut load, 0.0, &mut rng);
+            assert!(matches!(moves[..], [(0, 0 | 1)]), "seed {seed}: {moves:?}");
+        }
     }
 }
