@@ -25,8 +25,8 @@
 //!   leave an idle CPU beside a queue of two for a whole period, and neither
 //!   scheduler lets that last — an idle CPU steals a waiting thread at once
 //!   (Linux's new-idle balancing, OpenSolaris's idle stealing), and Linux's
-//!   NUMA placement takes an idle CPU of the preferred node or swaps with a
-//!   task that gains from it, never stacks. Without this exception a team
+//!   NUMA placement moves a task to an idle CPU of its preferred node or swaps
+//!   it with a task there (`task_numa_find_cpu`). Without this exception a team
 //!   given CPUs on two nodes after first-touching its pages on one (AToM
 //!   trying a spread mapping, docs/policies/tang-atom.md) ran at half speed:
 //!   each period one of its CPUs idled while another ran two of its threads.
