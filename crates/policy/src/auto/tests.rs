@@ -789,7 +789,11 @@ fn solo_times_cap_a_team_that_runs_slower_than_a_smaller_one() {
         if want == 1 {
             assert!(unmanaged(&p), "{}", p.note);
             assert_eq!((dop(&p, a), dop(&p, b)), (Some(1), Some(1)), "{}", p.note);
-            assert!(p.note.contains("nothing for its own arrangement"), "{}", p.note);
+            assert!(
+                p.note.contains("nothing for its own arrangement"),
+                "{}",
+                p.note
+            );
         } else {
             // Partitions of one CPU each, a DoP of 1 each, under auto's
             // arrangement or back to full teams under Linux: never above the
