@@ -405,9 +405,17 @@ impl Policy for Auto {
             })
             .flatten()
             .collect();
-        let borrows = |id: &AppId| {
-            used.get(id).is_some_and(|(_, waiting)| *waiting)
-                && !lent.difference(&slices[id]).is_empty()
+        // The CPUs an app runs on in auto's arrangement: its partition, and
+        // the lent CPUs when its threads waited (a steered app keeps the DoP
+        // of its partition: its waiting thread may move, its team stays).
+        let placed = |id: &AppId, slice: &CpuSet| {
+            let borrows = used.get(id).is_some_and(|(_, waiting)| *waiting)
+                && !lent.difference(slice).is_empty();
+            if borrows {
+                slice.union(&lent)
+            } else {
+                slice.clone()
+            }
         };
 
         let mut note = format!("auto ({}): {stage}", self.objective);
@@ -464,24 +472,24 @@ impl Policy for Auto {
                     }
                 } else if steered.contains(&a.id) {
                     let dop = (slice.len() as u32).clamp(1, team);
+                    let cpus_of = placed(&a.id, &slice);
                     p.dop = Some(dop);
-                    p.placement = Placement::Shared(slice.clone());
+                    p.placement = Placement::Shared(cpus_of.clone());
                     let _ = write!(
                         note,
                         "; {} dop {dop} on CPUs {} ({demand} threads wanted on {cpus} CPUs; {why}",
                         a.id,
-                        slice.to_list()
+                        cpus_of.to_list()
                     );
                     if let Some(smaller) = smaller {
                         let _ = write!(note, "; {smaller}");
                     }
                     note.push(')');
+                    if cpus_of != slice {
+                        let _ = write!(note, ", borrowing idle CPUs {}", lent.to_list());
+                    }
                 } else {
-                    let cpus_of = if borrows(&a.id) {
-                        slice.union(&lent)
-                    } else {
-                        slice.clone()
-                    };
+                    let cpus_of = placed(&a.id, &slice);
                     p.placement = Placement::Shared(cpus_of.clone());
                     let _ = write!(
                         note,

@@ -608,7 +608,7 @@ fn partitions_follow_the_threads() {
 /// leaves its CPU idle (no CPU time over a tick) while the other's threads
 /// wait, the waiting app's partition takes the idle CPU, until the idle app
 /// runs again. A third app that arrives while a CPU is idle and no thread
-/// waits is admitted at once.
+/// waits is admitted at once. A steered app borrows the same way.
 #[test]
 fn idle_partitions_are_lent_and_let_an_arrival_in() {
     let mut s = Script::new(Objective::Makespan);
@@ -642,6 +642,43 @@ fn idle_partitions_are_lent_and_let_an_arrival_in() {
     s.apps.push(pending_app(2, 2));
     let p = s.decide(Trigger::Arrival(third));
     assert!(p.for_app(third).unwrap().admit, "{}", p.note);
+
+    // A steered app borrows too, and keeps its partition's DoP: OpenBLAS at
+    // a DoP of 1 whose thread waits on its CPU while its co-runner's idles.
+    let mut s = Script::new(Objective::Makespan);
+    let blas = s.start(0, 2, true);
+    let fixed = s.start(1, 2, false);
+    let waits = |asked: Option<u32>| Tick {
+        wait_ms: 60,
+        ..loops(1000, asked.unwrap_or(2))
+    };
+    let p = s.tick(|id, asked| {
+        Some(if id == blas {
+            waits(asked)
+        } else {
+            pthreads(100)
+        })
+    });
+    assert_eq!(
+        (dop(&p, blas), cpus(&p, blas)),
+        (Some(1), "0".into()),
+        "{}",
+        p.note
+    );
+    let p = s.tick(|id, asked| {
+        Some(if id == blas {
+            waits(asked)
+        } else {
+            pthreads(0)
+        })
+    });
+    assert_eq!(
+        (dop(&p, blas), cpus(&p, blas), cpus(&p, fixed)),
+        (Some(1), "0-1".into(), "1".into()),
+        "{}",
+        p.note
+    );
+    assert!(p.note.contains("borrowing idle CPUs 1"), "{}", p.note);
 }
 
 /// Idle CPUs let a held app in only when an observation of the running apps
