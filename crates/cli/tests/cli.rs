@@ -42,6 +42,20 @@ fn policies_lists_the_baselines() {
     for p in ["native", "batch", "equal", "static"] {
         assert!(out.contains(p), "{out}");
     }
+    // auto, the default, says what it combines.
+    let auto = out
+        .lines()
+        .find(|l| l.starts_with("auto"))
+        .unwrap_or_else(|| panic!("no auto line:\n{out}"));
+    for part in [
+        "combines",
+        "CPU partitions",
+        "NuPoCo's DoP",
+        "admission",
+        "keep-or-revert",
+    ] {
+        assert!(auto.contains(part), "{part}: {auto}");
+    }
 }
 
 #[test]

@@ -263,6 +263,37 @@ fn compare_sim_has_an_oracle_row() {
     assert!(dir.path().join("cmp/oracle-2/trace.jsonl").exists());
 }
 
+/// `compare --objective art` (as `bench mixes --objective`) builds auto for
+/// that objective: its plans' notes say so, and makespan's do not.
+#[test]
+fn compare_passes_the_objective_to_auto() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("tiny.toml");
+    std::fs::write(&w, TINY_STATIC).unwrap();
+    for objective in ["art", "makespan"] {
+        let out = dir.path().join(objective);
+        ok(&[
+            "compare",
+            s(&w),
+            "--sim",
+            "kvm-2cpu",
+            "--policies",
+            "native,auto",
+            "--repeat",
+            "1",
+            "--objective",
+            objective,
+            "--out",
+            s(&out),
+        ]);
+        let trace = std::fs::read_to_string(out.join("auto-1/trace.jsonl")).unwrap();
+        assert!(
+            trace.contains(&format!("auto ({objective})")),
+            "{objective}: {trace}"
+        );
+    }
+}
+
 /// A latency service (bigtable's model prints its throughput as it runs)
 /// alone on Westmere.
 const SERVICE: &str = r#"

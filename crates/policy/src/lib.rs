@@ -40,8 +40,9 @@ pub struct PolicyContext {
     /// What `auto` optimizes (`--objective`).
     pub objective: auto::Objective,
     /// The apps' solo times per thread count stored for this workload on this
-    /// machine (`coloc solo --threads`), by app name; `auto`'s admission reads
-    /// them (`docs/policies/auto.md`, Admission). Empty when none are stored.
+    /// machine (`coloc solo --threads`), by app name; `auto`'s team sizes and
+    /// admission read them (`docs/policies/auto.md`, Team size, Admission).
+    /// Empty when none are stored.
     pub solo: coloc_model::metrics::SoloCurves,
 }
 

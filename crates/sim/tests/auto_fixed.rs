@@ -10,6 +10,10 @@
 //! - compute only: apps that never synchronize, where Linux loses nothing
 //!   (in the simulator partitions tie with it: both are work conserving).
 //!
+//! `--objective art` changes what auto does: on a long pair and a short
+//! arrival, `makespan` holds the arrival for a CPU of its own, `art` starts it
+//! at once at the lowest nice value and its response time is shorter.
+//!
 //! And the same check against Linux around any policy (`BASE+guard`,
 //! `coloc_policy::guard`): on apps a user pinned to one CPU, `static+guard`
 //! must go back to Linux.
@@ -21,8 +25,9 @@ use std::time::Duration;
 use coloc_manager::{run, RunOptions};
 use coloc_model::workload::parse_workload;
 use coloc_model::TraceEvent;
+use coloc_policy::auto::Objective;
 use coloc_policy::{build, PolicyContext};
-use coloc_sim::model::model;
+use coloc_sim::model::{model, Phase};
 use coloc_sim::{platform, SimMachine};
 
 /// How much later than the better of native and equal auto may finish a mix.
@@ -68,12 +73,22 @@ arrive_at = "300ms"
 /// Makespan (first arrival to last exit) of `workload` under `policy`, seed
 /// 1, and the trace.
 fn makespan(workload: &str, policy: &str) -> (f64, Vec<TraceEvent>) {
+    makespan_in(workload, policy, &PolicyContext::default())
+}
+
+/// [`makespan`] with the policy built from `ctx`.
+fn makespan_in(workload: &str, policy: &str, ctx: &PolicyContext) -> (f64, Vec<TraceEvent>) {
     let w = parse_workload("mix.toml", workload).unwrap();
-    let models = ["kernel-barrier", "kernel-compute"]
-        .map(|n| model(n).unwrap())
-        .to_vec();
+    let mut short = model("kernel-compute").unwrap();
+    short.name = "short-compute".into();
+    short.phases = vec![Phase::parallel(3.0)];
+    let models = vec![
+        model("kernel-barrier").unwrap(),
+        model("kernel-compute").unwrap(),
+        short,
+    ];
     let mut m = SimMachine::new(platform("kvm-2cpu").unwrap(), 1).with_models(models);
-    let mut p = build(policy, &PolicyContext::default()).unwrap();
+    let mut p = build(policy, ctx).unwrap();
     let opts = RunOptions::simulated(w.epoch.unwrap(), 1);
     let mut trace = Vec::new();
     let summary = run(&mut m, p.as_mut(), &w, &opts, &mut trace).unwrap();
@@ -191,4 +206,79 @@ fn a_guarded_policy_goes_back_to_linux_where_its_base_is_slower() {
         guarded <= (1.0 + MARGIN) * equal,
         "equal+guard {guarded:.3} s, equal {equal:.3} s"
     );
+}
+
+/// Two long compute-bound apps, then a short one that arrives while both run.
+const SHORT_LATE: &str = r#"
+name = "short-late"
+epoch = "50ms"
+
+[[app]]
+name = "long-a"
+model = "kernel-compute"
+threads = 2
+
+[[app]]
+name = "long-b"
+model = "kernel-compute"
+threads = 2
+
+[[app]]
+name = "short"
+model = "short-compute"
+threads = 2
+arrive_at = "300ms"
+"#;
+
+/// `--objective art` (`docs/policies/auto.md`, Objectives): the short
+/// arrival is held under `makespan` (both CPUs have an app of their own) and
+/// started at once under `art`, at nice 0 while the longer-served apps get
+/// higher nice values; its response time, and the mean, are shorter.
+#[test]
+fn the_art_objective_starts_a_short_arrival_first() {
+    let short = coloc_model::AppId { app: 2, rep: 0 };
+    let response = |trace: &[TraceEvent], id: coloc_model::AppId| {
+        let at = |want: &str| {
+            trace
+                .iter()
+                .find_map(|e| match e {
+                    TraceEvent::Arrive { t, app } if *app == id && want == "arrive" => Some(*t),
+                    TraceEvent::Exit { t, app, .. } if *app == id && want == "exit" => Some(*t),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        (at("exit") - at("arrive")).as_secs_f64()
+    };
+    let art_of = |trace: &[TraceEvent]| {
+        (0..3)
+            .map(|app| response(trace, coloc_model::AppId { app, rep: 0 }))
+            .sum::<f64>()
+            / 3.0
+    };
+    let ctx = |objective| PolicyContext {
+        objective,
+        ..PolicyContext::default()
+    };
+    let (_, by_makespan) = makespan_in(SHORT_LATE, "auto", &ctx(Objective::Makespan));
+    let (_, by_art) = makespan_in(SHORT_LATE, "auto", &ctx(Objective::Art));
+    let held = |trace: &[TraceEvent]| {
+        trace.iter().any(|e| match e {
+            TraceEvent::Plan { plan, .. } => plan.for_app(short).is_some_and(|p| !p.admit),
+            _ => false,
+        })
+    };
+    assert!(held(&by_makespan), "makespan holds the short arrival");
+    assert!(!held(&by_art), "art starts it on arrival");
+    let niced = by_art.iter().any(|e| match e {
+        TraceEvent::Plan { plan, .. } => plan.apps.iter().any(|p| p.sched.nice > Some(0)),
+        _ => false,
+    });
+    assert!(niced, "art ranks the apps by nice value");
+    let (m, a) = (response(&by_makespan, short), response(&by_art, short));
+    eprintln!("short's response s: makespan {m:.3}, art {a:.3}");
+    assert!(a < m, "short's response: art {a:.3} s, makespan {m:.3} s");
+    let (m, a) = (art_of(&by_makespan), art_of(&by_art));
+    eprintln!("ART s: makespan {m:.3}, art {a:.3}");
+    assert!(a < m, "ART: art {a:.3} s, makespan {m:.3} s");
 }

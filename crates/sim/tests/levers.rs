@@ -71,7 +71,7 @@ fn exit_of(trace: &[TraceEvent], app: AppId) -> Duration {
 #[test]
 fn a_one_region_program_gets_both_cpus_once_its_co_runner_left() {
     let native = exit_of(&run_under("native"), LONG);
-    for policy in ["nupoco", "nupoco-greedy", "scalability"] {
+    for policy in ["nupoco", "nupoco-greedy", "scalability", "auto"] {
         let trace = run_under(policy);
         let left = exit_of(&trace, EARLY);
         let done = exit_of(&trace, LONG);

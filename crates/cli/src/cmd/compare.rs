@@ -11,6 +11,7 @@ use clap::Args;
 use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::metrics::{Comparison, RunMetrics, SoloTimes};
 use coloc_model::{Trace, Workload};
+use coloc_policy::auto::Objective;
 
 use crate::choice::{check_name, choose, Choice, OracleArgs};
 use crate::cmd::mixes::Reference;
@@ -47,6 +48,10 @@ pub struct CompareArgs {
     /// Print the comparison as JSON.
     #[arg(long)]
     pub json: bool,
+    /// What `auto` optimizes: makespan (the default), art or latency
+    /// (`coloc run --objective`); the other policies ignore it.
+    #[arg(long, default_value = "makespan")]
+    pub objective: Objective,
     /// Also write a self-contained HTML page of the comparison to FILE (as
     /// `coloc report DIR --html FILE` does later).
     #[arg(long, value_name = "FILE")]
@@ -67,6 +72,8 @@ pub struct Plan<'a> {
     pub out: &'a Path,
     pub epoch: Duration,
     pub solo: Option<&'a SoloTimes>,
+    /// What `auto` optimizes (`--objective`); the other policies ignore it.
+    pub objective: Objective,
 }
 
 pub fn main(args: CompareArgs) -> Result<()> {
@@ -104,6 +111,7 @@ pub fn main(args: CompareArgs) -> Result<()> {
             out: &out,
             epoch: args.epoch.or(workload.epoch).unwrap_or(DEFAULT_EPOCH),
             solo: solo.as_ref(),
+            objective: args.objective,
         },
         &choices,
     )?;
@@ -186,7 +194,8 @@ pub fn run_choices(target: &Target, plan: &Plan<'_>, choices: &[Choice]) -> Resu
         solo: plan.solo.cloned(),
     }
     .write(plan.out)?;
-    let ctx = policy_context(target, plan.workload, plan.policies)?;
+    let mut ctx = policy_context(target, plan.workload, plan.policies)?;
+    ctx.objective = plan.objective;
     let total_runs = choices.len() as u32 * plan.repeat;
     let instances: u64 = plan.workload.apps.iter().map(|a| u64::from(a.repeat)).sum();
     let mut results: Vec<(&Choice, Vec<RunMetrics>)> =

@@ -64,6 +64,7 @@ pub fn main(args: DemoArgs) -> Result<()> {
             out: &out,
             epoch: workload.epoch.unwrap_or(DEFAULT_EPOCH),
             solo: None,
+            objective: Default::default(),
         },
     )?;
     print!("{}", cmp.render());

@@ -55,6 +55,10 @@ pub struct MixesArgs {
     /// Directory for every run's trace [default: coloc-runs/mixes/bench-TIME].
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// What `auto` optimizes: makespan (the default), art or latency
+    /// (`coloc run --objective`); the other policies ignore it.
+    #[arg(long, default_value = "makespan")]
+    pub objective: coloc_policy::auto::Objective,
 }
 
 /// The mix files of `dir`, by name.
@@ -193,6 +197,7 @@ pub fn main(args: MixesArgs) -> Result<()> {
                 out: &dir,
                 epoch: workload.epoch.unwrap_or(DEFAULT_EPOCH),
                 solo: Some(&reference.solo),
+                objective: args.objective,
             },
         )?;
         println!("## {} ({})\n", workload.name, path.display());

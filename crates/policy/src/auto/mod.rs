@@ -15,7 +15,11 @@
 //!    through the DoP channel, at least `MIN_REGIONS` regions ended, and it is
 //!    not stuck inside one region beyond its patience (`PATIENCE`, or twice
 //!    the longest region seen to end).
-//! 2. Own arrangement, while at least two apps' threads oversubscribe the
+//! 2. Team size (`auto/team.rs`): an app whose lever acts runs at most the
+//!    thread count its stored solo times say is fastest (when more than 5%
+//!    faster than its team), in both arrangements: the trial cannot compare
+//!    team sizes of apps that spin while they wait.
+//! 3. Own arrangement, while at least two apps' threads oversubscribe the
 //!    CPUs: every running app gets an exclusive CPU partition (`partitions`:
 //!    one CPU each, the rest in proportion to its threads), and an app whose
 //!    lever acts gets a DoP of its partition's size. Apps whose thread count
@@ -24,20 +28,20 @@
 //!    it starts with fewer CPUs than threads). Work conserving across apps:
 //!    partitions are recomputed at every decision, so an exit frees its CPUs
 //!    at once; inside a partition Linux balances the app's threads.
-//! 3. Admission (`makespan` only, `auto/admission.rs`): an arriving app
+//! 4. Admission (`makespan` only, `auto/admission.rs`): an arriving app
 //!    starts at once while some CPU has no app of its own, CPUs idle, or the
 //!    running set's trial settled on Linux; otherwise, with stored solo times,
 //!    when starting it now does not lengthen the estimated makespan; else it
 //!    waits (equal's rule) until an app exits. An admitted app launches into
 //!    its partition.
-//! 4. Checked against outcomes (`auto/trial.rs`): for every set of co-running
+//! 5. Checked against outcomes (`auto/trial.rs`): for every set of co-running
 //!    apps, auto measures their progress under its own arrangement and left
 //!    to Linux in alternating windows, and keeps its arrangement only while
 //!    the pairs' confidence bound says it is not slower than Linux by more
 //!    than 2%; settled, it re-checks within a bounded share of the time. A
 //!    new set (arrival, exit) is tried afresh. Progress is work reported
 //!    through the DoP channel, else CPU time.
-//! 5. Objective ([`Objective`]): `makespan` (the default) sets no scheduling
+//! 6. Objective ([`Objective`]): `makespan` (the default) sets no scheduling
 //!    settings; `art` favours the apps that have had the least CPU (least
 //!    attained service, which shortens response times when lengths are
 //!    unknown) by nice value and never holds an app back; `latency` lowers the
@@ -48,11 +52,12 @@
 //!
 //! Not done yet: placement by ReSense's scores and Tang's heuristic from
 //! stored profiles, memory policy, and co-scheduling whole teams by time
-//! slices (gang scheduling); partitions are sized by threads, not by stored
-//! solo scaling (only admission reads solo times).
+//! slices (gang scheduling); partitions are sized by the threads each app
+//! runs, not by how much a CPU more speeds it up.
 
 mod admission;
 pub(crate) mod evidence;
+mod team;
 #[cfg(test)]
 mod tests;
 pub(crate) mod trial;
@@ -140,7 +145,8 @@ pub struct Auto {
     trial: Option<Trial>,
     /// Time of the last observation taken in.
     seen: Option<Duration>,
-    /// Stored solo times per thread count, by app name (admission).
+    /// Stored solo times per thread count, by app name (team sizes,
+    /// admission).
     solo: SoloCurves,
 }
 
@@ -152,7 +158,8 @@ impl Auto {
         }
     }
 
-    /// With the apps' stored solo times (`coloc solo --threads`), which let
+    /// With the apps' stored solo times (`coloc solo --threads`), which cap a
+    /// team that runs slower than a smaller one (`auto/team.rs`) and let
     /// admission start an app that would not slow the mix (`auto/admission.rs`).
     pub fn with_solo(mut self, solo: SoloCurves) -> Self {
         self.solo = solo;
@@ -186,6 +193,20 @@ impl Auto {
         a.spec.malleable
             && !(self.objective == Objective::Latency && a.spec.class == AppClass::Latency)
             && self.evidence.get(&a.id).is_some_and(|e| e.lever_acts())
+    }
+
+    /// Threads an app runs under auto, in either arrangement, and why when
+    /// fewer than it asked for: a steered app whose stored solo times say a
+    /// smaller team is faster runs that team (`auto/team.rs`), any other app
+    /// its threads.
+    fn team(&self, a: &AppView) -> (u32, Option<String>) {
+        if self.steer(a) {
+            let (k, why) = team::fastest(&self.solo, &a.spec.name, a.threads_requested.max(1));
+            if why.is_some() {
+                return (k, why);
+            }
+        }
+        (Self::fixed_threads(a), None)
     }
 
     /// Scheduling settings the objective asks for, per running app.
@@ -307,7 +328,11 @@ impl Policy for Auto {
             .filter(|a| self.steer(a))
             .map(|a| a.id)
             .collect();
-        let demand: u32 = running.iter().map(|a| Self::fixed_threads(a)).sum();
+        // Threads each app runs under auto, and why when fewer than asked.
+        let teams: BTreeMap<AppId, (u32, Option<String>)> =
+            view.apps.iter().map(|a| (a.id, self.team(a))).collect();
+        let team = |a: &AppView| teams[&a.id].0;
+        let demand: u32 = running.iter().map(|a| team(a)).sum();
         let applicable = demand > cpus && running.len() > 1;
         let sched = self.sched(&running);
         let trial = Trial::follow(&mut self.trial, view, set, fresh, applicable);
@@ -343,7 +368,7 @@ impl Policy for Auto {
                 idle,
             },
             linux,
-            Self::fixed_threads,
+            team,
         );
         let held = &admission.held;
         // Apps admitted now start in their partition: their set is tried
@@ -352,15 +377,16 @@ impl Policy for Auto {
         members.extend(view.pending().filter(|a| !held.contains(&a.id)));
         let launching = members.len() > running.len();
         let own = if launching {
-            let demand: u32 = members.iter().map(|a| Self::fixed_threads(a)).sum();
+            let demand: u32 = members.iter().map(|a| team(a)).sum();
             demand > cpus && members.len() > 1
         } else {
             applicable && trial.space()
         };
 
         // Auto's arrangement: a partition per app, in proportion to the
-        // threads it runs (a steered app: the team it asked for).
-        let weights: Vec<u32> = members.iter().map(|a| Self::fixed_threads(a)).collect();
+        // threads it runs (a steered app: the team it asked for, or the
+        // smaller one its solo times say is faster).
+        let weights: Vec<u32> = members.iter().map(|a| team(a)).collect();
         let slices: BTreeMap<AppId, CpuSet> = members
             .iter()
             .map(|a| a.id)
@@ -379,9 +405,17 @@ impl Policy for Auto {
             })
             .flatten()
             .collect();
-        let borrows = |id: &AppId| {
-            used.get(id).is_some_and(|(_, waiting)| *waiting)
-                && !lent.difference(&slices[id]).is_empty()
+        // The CPUs an app runs on in auto's arrangement: its partition, and
+        // the lent CPUs when its threads waited (a steered app keeps the DoP
+        // of its partition: its waiting thread may move, its team stays).
+        let placed = |id: &AppId, slice: &CpuSet| {
+            let borrows = used.get(id).is_some_and(|(_, waiting)| *waiting)
+                && !lent.difference(slice).is_empty();
+            if borrows {
+                slice.union(&lent)
+            } else {
+                slice.clone()
+            }
         };
 
         let mut note = format!("auto ({}): {stage}", self.objective);
@@ -420,8 +454,16 @@ impl Policy for Auto {
                     "not malleable".to_string()
                 };
                 let slice = slices.get(&a.id).cloned().unwrap_or_default();
+                let (team, smaller) = &teams[&a.id];
+                let team = *team;
                 if !own {
-                    if steered.contains(&a.id) {
+                    if let Some(smaller) = smaller {
+                        // A steered app's smaller team is judged by its solo
+                        // times, not by the trial: it holds in both
+                        // arrangements (`auto/team.rs`).
+                        p.dop = Some(team);
+                        let _ = write!(note, "; {} dop {team}, left to Linux ({smaller})", a.id);
+                    } else if steered.contains(&a.id) {
                         // Its whole team back, once its next region starts.
                         p.dop = Some(a.threads_requested.max(1));
                         let _ = write!(note, "; {} full team, left to Linux", a.id);
@@ -429,21 +471,25 @@ impl Policy for Auto {
                         let _ = write!(note, "; {} left to Linux ({why})", a.id);
                     }
                 } else if steered.contains(&a.id) {
-                    let dop = (slice.len() as u32).clamp(1, a.threads_requested.max(1));
+                    let dop = (slice.len() as u32).clamp(1, team);
+                    let cpus_of = placed(&a.id, &slice);
                     p.dop = Some(dop);
-                    p.placement = Placement::Shared(slice.clone());
+                    p.placement = Placement::Shared(cpus_of.clone());
                     let _ = write!(
                         note,
-                        "; {} dop {dop} on CPUs {} ({demand} threads wanted on {cpus} CPUs; {why})",
+                        "; {} dop {dop} on CPUs {} ({demand} threads wanted on {cpus} CPUs; {why}",
                         a.id,
-                        slice.to_list()
+                        cpus_of.to_list()
                     );
+                    if let Some(smaller) = smaller {
+                        let _ = write!(note, "; {smaller}");
+                    }
+                    note.push(')');
+                    if cpus_of != slice {
+                        let _ = write!(note, ", borrowing idle CPUs {}", lent.to_list());
+                    }
                 } else {
-                    let cpus_of = if borrows(&a.id) {
-                        slice.union(&lent)
-                    } else {
-                        slice.clone()
-                    };
+                    let cpus_of = placed(&a.id, &slice);
                     p.placement = Placement::Shared(cpus_of.clone());
                     let _ = write!(
                         note,

@@ -608,7 +608,7 @@ fn partitions_follow_the_threads() {
 /// leaves its CPU idle (no CPU time over a tick) while the other's threads
 /// wait, the waiting app's partition takes the idle CPU, until the idle app
 /// runs again. A third app that arrives while a CPU is idle and no thread
-/// waits is admitted at once.
+/// waits is admitted at once. A steered app borrows the same way.
 #[test]
 fn idle_partitions_are_lent_and_let_an_arrival_in() {
     let mut s = Script::new(Objective::Makespan);
@@ -642,6 +642,43 @@ fn idle_partitions_are_lent_and_let_an_arrival_in() {
     s.apps.push(pending_app(2, 2));
     let p = s.decide(Trigger::Arrival(third));
     assert!(p.for_app(third).unwrap().admit, "{}", p.note);
+
+    // A steered app borrows too, and keeps its partition's DoP: OpenBLAS at
+    // a DoP of 1 whose thread waits on its CPU while its co-runner's idles.
+    let mut s = Script::new(Objective::Makespan);
+    let blas = s.start(0, 2, true);
+    let fixed = s.start(1, 2, false);
+    let waits = |asked: Option<u32>| Tick {
+        wait_ms: 60,
+        ..loops(1000, asked.unwrap_or(2))
+    };
+    let p = s.tick(|id, asked| {
+        Some(if id == blas {
+            waits(asked)
+        } else {
+            pthreads(100)
+        })
+    });
+    assert_eq!(
+        (dop(&p, blas), cpus(&p, blas)),
+        (Some(1), "0".into()),
+        "{}",
+        p.note
+    );
+    let p = s.tick(|id, asked| {
+        Some(if id == blas {
+            waits(asked)
+        } else {
+            pthreads(0)
+        })
+    });
+    assert_eq!(
+        (dop(&p, blas), cpus(&p, blas), cpus(&p, fixed)),
+        (Some(1), "0-1".into(), "1".into()),
+        "{}",
+        p.note
+    );
+    assert!(p.note.contains("borrowing idle CPUs 1"), "{}", p.note);
 }
 
 /// Idle CPUs let a held app in only when an observation of the running apps
@@ -739,5 +776,68 @@ fn solo_times_start_an_arrival_that_does_not_slow_the_mix() {
             "2.0 waits: mix done in"
         };
         assert!(p.note.contains(why), "{}", p.note);
+    }
+}
+
+/// Stored solo times that say a malleable app is faster with fewer threads
+/// (OpenBLAS on small matrices: 0.13 s alone with 1 thread, 1.89 s with 2)
+/// cap its DoP once its lever acts, alone and beside another app, in both
+/// arrangements; times that favour its team, or differ by less than the
+/// margin, or are missing, leave its team (`auto/team.rs`).
+#[test]
+fn solo_times_cap_a_team_that_runs_slower_than_a_smaller_one() {
+    type Curve = &'static [(u32, f64)];
+    let cases: [(Curve, u32); 4] = [
+        (&[(1, 0.13), (2, 1.89)], 1),
+        (&[(1, 2.0), (2, 1.1)], 2),
+        (&[(1, 1.0), (2, 1.03)], 2),
+        (&[], 2),
+    ];
+    for (curve, want) in cases {
+        let mut solo = coloc_model::metrics::SoloCurves::default();
+        for (k, t) in curve {
+            solo.add("app0", *k, *t);
+            solo.add("app1", *k, *t);
+        }
+        let mut s = Script::new(Objective::Makespan);
+        s.auto = Auto::new(Objective::Makespan).with_solo(solo);
+        let a = s.start(0, 2, true);
+        let mut p = Plan::default();
+        for _ in 0..3 {
+            p = s.tick(|_, asked| Some(loops(1000, asked.unwrap_or(2))));
+        }
+        // Alone: nothing oversubscribes, the plan leaves placement to Linux.
+        assert!(unmanaged(&p), "{}", p.note);
+        assert_eq!(dop(&p, a), Some(want), "{curve:?} alone: {}", p.note);
+        if want == 1 {
+            assert!(
+                p.note
+                    .contains("0.0 dop 1, left to Linux (fastest alone with 1 thread(s)"),
+                "{}",
+                p.note
+            );
+        }
+        // Beside a second such app: two teams of 2 oversubscribe 2 CPUs, two
+        // capped teams of 1 do not, and the trial has nothing to act on.
+        let b = s.start(1, 2, true);
+        for _ in 0..TRIAL_TICKS {
+            p = s.tick(|_, asked| Some(loops(1000, asked.unwrap_or(2))));
+        }
+        if want == 1 {
+            assert!(unmanaged(&p), "{}", p.note);
+            assert_eq!((dop(&p, a), dop(&p, b)), (Some(1), Some(1)), "{}", p.note);
+            assert!(
+                p.note.contains("nothing for its own arrangement"),
+                "{}",
+                p.note
+            );
+        } else {
+            // Partitions of one CPU each, a DoP of 1 each, under auto's
+            // arrangement or back to full teams under Linux: never above the
+            // team.
+            for id in [a, b] {
+                assert!(dop(&p, id).is_some_and(|d| d <= 2), "{}", p.note);
+            }
+        }
     }
 }

@@ -184,6 +184,7 @@ pub fn nupoco_table(
                 out: &out.join(&w.name),
                 epoch: w.epoch.unwrap_or(DEFAULT_EPOCH),
                 solo: Some(&solo),
+                objective: Default::default(),
             },
         )?;
         scenarios.push(ScenarioResult {
