@@ -1,7 +1,7 @@
 //! Thread Tranquilizer on this machine (docs/policies/tranquilizer.md): a
 //! memory-bound kernel (`kernel:stream`, three arrays together larger than
-//! the machine's LLC, with the shim's progress reports) and a compute-bound one (`kernel:compute`) run under
-//! `tranquilizer`. While they run, every thread's nice and EEVDF slice are read
+//! the machine's LLC, with the shim's progress reports) and a compute-bound
+//! one (`kernel:compute`) run under `tranquilizer`. While they run, every thread's nice and EEVDF slice are read
 //! from `/proc/<pid>/task/<tid>/sched` and must be what the trace's plan in
 //! force says (the kernel's defaults where the plan sets nothing, so a revert
 //! is seen restored); the memory-bound app's pages must be on its nodes
@@ -55,33 +55,6 @@ fn page_nodes(pid: u32) -> Vec<u32> {
     nodes
 }
 
-/// Size of the largest cache CPU 0 has, MiB (sysfs `cache/index*/size`): what
-/// the policy's no-counter substitute compares an app's resident set with
-/// (docs/policies/tranquilizer.md). Some KVM guests report the host's whole L3
-/// (480 MiB seen), so the stream kernel is sized from it, not fixed.
-fn llc_mib() -> u64 {
-    let dir = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache");
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .filter_map(|e| std::fs::read_to_string(e.path().join("size")).ok())
-        .filter_map(|s| {
-            let s = s.trim();
-            let (n, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit())?);
-            let n: u64 = n.parse().ok()?;
-            Some(match unit {
-                "K" => n / 1024,
-                "M" => n,
-                "G" => n * 1024,
-                _ => return None,
-            })
-        })
-        .max()
-        .unwrap_or(0)
-}
-
 fn online_nodes() -> Vec<u32> {
     let text = std::fs::read_to_string("/sys/devices/system/node/online").unwrap_or_default();
     let set: coloc_model::CpuSet = text.trim().parse().unwrap_or_default();
@@ -99,10 +72,13 @@ fn threads_have_the_nice_slice_and_memory_the_trace_says() {
     let (default_nice, default_slice) = sched_of(std::process::id(), std::process::id()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let workload = dir.path().join("w.toml");
-    // Three arrays of `mb` MiB must outgrow the LLC for the stream kernel to
-    // count as memory-intensive; the sweeps shrink as the arrays grow, so the
-    // run stays about as long as 150 sweeps of 64 MiB.
-    let mb = (llc_mib() / 3 + 32).max(64);
+    // Three arrays of `mb` MiB must outgrow the LLC the policy's no-counter
+    // substitute compares the resident set with (some KVM guests report the
+    // host's whole L3, 480 MiB seen); the sweeps shrink as the arrays grow, so
+    // the run stays about as long as 150 sweeps of 64 MiB.
+    let topology = coloc_linux::topology::host_topology().unwrap();
+    let llc_mib = coloc_policy::tranquilizer::llc_bytes(&topology) >> 20;
+    let mb = (llc_mib / 3 + 32).max(64);
     let iters = (150 * 64 / mb).max(10);
     std::fs::write(
         &workload,
