@@ -59,6 +59,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::cgroup::Cpusets;
 use coloc_machine::{LaunchRequest, Launched, Machine, MachineError, MachineEvent};
 use coloc_model::observation::Signals;
 use coloc_model::topology::ObjKind;
@@ -148,6 +149,9 @@ pub struct LinuxMachine {
     /// is counted from there, not from coloc's start.
     cpu_at_start: Duration,
     finished: bool,
+    /// The hierarchy of the cpuset controller, where the host has one: the
+    /// CPUs an adopted app's cgroup allows it.
+    cpusets: Option<Cpusets>,
 }
 
 /// A failure of the machine itself while doing `what` (ends the run).
@@ -239,6 +243,7 @@ impl LinuxMachine {
             leftovers: Vec::new(),
             cpu_at_start: own_cpu()?,
             finished: false,
+            cpusets: Cpusets::detect(&opts.proc_root).ok(),
             opts,
         })
     }
@@ -426,6 +431,7 @@ impl LinuxMachine {
             },
             last_samples: Default::default(),
             rescan_due: true,
+            allowed: None,
         };
         let launched = Launched {
             pid: main.pid,
