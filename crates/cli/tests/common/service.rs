@@ -151,5 +151,16 @@ pub fn placed_by_plan(s: &Status) -> bool {
     })
 }
 
+/// Whether every `exec` app runs its command: `coloc exec`'s child execs it
+/// once the daemon's answer came (a daemon killed before answering leaves
+/// the command unrun, by design).
+pub fn running_their_commands(s: &Status) -> bool {
+    s.apps.iter().all(|a| {
+        a.kind != "exec"
+            || std::fs::read_to_string(format!("/proc/{}/comm", a.pid))
+                .is_ok_and(|c| c.trim() != "coloc")
+    })
+}
+
 /// A long OpenMP kernel (ended by the test).
 pub const KERNEL: &[&str] = &["kernel:compute", "--iters", "1000000000000"];

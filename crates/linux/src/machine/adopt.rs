@@ -22,6 +22,7 @@ use coloc_model::{AppId, CpuSet, MemPolicy};
 
 use super::actuate::Base;
 use super::dop::{self, DopControl, DopLaunch};
+use super::slice::InSlice;
 use super::tasks::TaskId;
 use super::track::Tracker;
 use super::{sys, Instance, LinuxMachine};
@@ -175,6 +176,7 @@ impl LinuxMachine {
             pages: Default::default(),
             rescan_due: true,
             allowed: Some(allowed.clone()),
+            slice: Default::default(),
         };
         let launched = Launched {
             pid,
@@ -201,8 +203,8 @@ impl LinuxMachine {
             return Ok(None);
         };
         let mut inst = self.instances.remove(k);
-        let refused = inst
-            .release_all(&self.proc, &mut self.journal)
+        let refused = self
+            .let_go(&mut inst)
             .map_err(|e| super::other("restoring a released instance", e))?;
         inst.dop.remove();
         if let Some(child) = inst.child.take() {
@@ -222,7 +224,11 @@ impl LinuxMachine {
     pub fn allowed_cpus(&self, id: AppId) -> Option<CpuSet> {
         let inst = self.instances.iter().find(|i| i.id == id)?;
         let own = inst.allowed.as_ref()?;
-        Some(match self.cpuset_cpus(inst.pid()) {
+        let home = match (&inst.slice, &self.slice) {
+            (InSlice::In(cg), Some(slice)) => slice.sets().effective_cpus(&cg.home).ok(),
+            _ => self.cpuset_cpus(inst.pid()),
+        };
+        Some(match home {
             Some(cpus) => own.intersection(&cpus),
             None => own.clone(),
         })
