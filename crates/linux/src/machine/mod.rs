@@ -71,6 +71,7 @@ use nix::sys::resource::{getrusage, UsageWho};
 pub use actuate::MAX_REAPPLY;
 pub use adopt::{Adopt, AdoptError, Adopted};
 pub use journal::{secure_dir, JournalError};
+pub use launch::set_own_memory_policy;
 pub use recover::{
     recover_stale_journals, remove_stale_dop_records, RecoveryError, RecoveryReport,
 };
