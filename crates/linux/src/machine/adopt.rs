@@ -202,7 +202,7 @@ impl LinuxMachine {
             set_env: dop.set_env,
             remove_env: dop.remove_env.iter().map(|s| s.to_string()).collect(),
             dop_unmanaged,
-            memory: (a.held && a.memory != MemPolicy::Default).then(|| (a.memory, nodes)),
+            memory: (a.held && a.memory != MemPolicy::Default).then_some((a.memory, nodes)),
             allowed,
         })
     }
