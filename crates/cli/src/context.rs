@@ -21,13 +21,14 @@ use crate::target::Target;
 ///   [`MemoryCalibration::assumed`] with a warning to run `coloc calibrate`; in
 ///   the simulator the platform's own ([`coloc_sim::Platform::memory_calibration`]), never the
 ///   store's;
-/// - profiles (ReSense §2.2), for `resense`: every stored profile of the
+/// - profiles (ReSense §2.2), for `resense`, `tang` and `tranquilizer`: every stored profile of the
 ///   target's platform ([`coloc_store::Store::for_platform`]); on this machine
 ///   only those whose executable is still the one measured (see
 ///   [`is_current`]). Each app with no matching profile
 ///   ([`coloc_model::profile::find`]) gets a one-line warning naming the
 ///   `coloc profile` command that makes one; it counts as unprofiled (resense
-///   scores it 0, tang spreads it);
+///   scores it 0, tang spreads it, tranquilizer without counters classifies it
+///   by resident set);
 /// - solo times per thread count, for `auto`'s admission: those `coloc solo
 ///   --threads` (or `coloc bench mixes`) saved for this workload on this
 ///   target, none otherwise (no warning: auto then admits by thread counts).
@@ -108,7 +109,8 @@ fn context_from(
             if find(&profiles, app).is_none() {
                 warnings.push(format!(
                     "no profile of app \"{}\" on {}: it counts as unprofiled (resense scores \
-                     it 0, tang spreads it); make one with `coloc profile WORKLOAD --app {}{sim}`",
+                     it 0, tang spreads it, tranquilizer without counters classifies it by \
+                     resident set); make one with `coloc profile WORKLOAD --app {}{sim}`",
                     app.name,
                     target.describe(),
                     app.name

@@ -3,16 +3,25 @@
 //!
 //! Problem: the paper classifies by the mean LLC miss rate against a threshold
 //! Δ and judges a memory trial by the miss rate, a CPU trial by the ICX rate.
-//! Machines without hardware counters (VMs, containers) have no miss rate.
+//! Machines without hardware counters (VMs, containers) have no miss rate, and
+//! some KVM guests report the host's whole L3 in sysfs (480 MiB seen on this
+//! development VM), so a resident set compared with that says nothing.
 //!
 //! Approach: with counters, the paper's rule (mean misses per 1000
-//! instructions above Δ). Without, a documented substitute — the app's
-//! resident set larger than the machine's last-level cache capacity (its data
-//! cannot stay in cache, so it streams from memory) — and the shim's progress
-//! rate judges the memory trial; an app without progress reports has nothing
-//! to judge interleaving by, and the trace says so. The ICX rate, read from
-//! every thread's `nonvoluntary_ctxt_switches`, is always there.
+//! instructions above Δ). Without, a documented substitute, the first of:
+//! 1. the memory bandwidth per thread stored in the app's profile (Tang et
+//!    al.'s characteristic, which `coloc profile` measures here by co-runs
+//!    with the `stream` kernel: what one thread of the app takes from a
+//!    streaming neighbour) above [`TranquilizerConfig::substitute_gbs`];
+//! 2. with no stored bandwidth, the app's resident set larger than the
+//!    machine's last-level cache capacity (its data cannot stay in cache).
+//!
+//! The shim's progress rate judges the memory trial; an app without progress
+//! reports has nothing to judge interleaving by. The ICX rate, read from every
+//! thread's `nonvoluntary_ctxt_switches`, is always there. The note names the
+//! signal each class came from, so the trace says which was used.
 
+use coloc_model::profile::SharingSignal;
 use coloc_model::topology::human_bytes;
 use coloc_model::MemPolicy;
 
@@ -80,9 +89,20 @@ impl Classified {
     }
 }
 
-/// Classifies an app from its baseline samples. `llc_bytes` is the machine's
-/// last-level cache capacity (all LLC instances), used only without counters.
-pub fn classify(samples: &[Rates], llc_bytes: u64, cfg: &TranquilizerConfig) -> Classified {
+/// What classification reads besides the samples, for machines without
+/// counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Known {
+    /// The machine's last-level cache capacity (all LLC instances), bytes.
+    pub llc_bytes: u64,
+    /// The app's memory bandwidth per thread stored in its profile, GB/s,
+    /// and what it was measured with.
+    pub stored_gbs: Option<(f64, SharingSignal)>,
+}
+
+/// Classifies an app from its baseline samples; `known` is read only without
+/// counters.
+pub fn classify(samples: &[Rates], known: &Known, cfg: &TranquilizerConfig) -> Classified {
     if let Some(p) = Profile::of(samples, Signal::LlcMisses) {
         let memory = p.mean > cfg.delta_mpki;
         let class = if memory { Class::Memory } else { Class::Cpu };
@@ -102,8 +122,28 @@ pub fn classify(samples: &[Rates], llc_bytes: u64, cfg: &TranquilizerConfig) -> 
             ),
         };
     }
-    let rss = samples.iter().map(|r| r.rss_bytes).max().unwrap_or(0);
-    let memory = llc_bytes > 0 && rss > llc_bytes;
+    let (memory, evidence) = match known.stored_gbs {
+        Some((gbs, signal)) => {
+            let memory = gbs > cfg.substitute_gbs;
+            let evidence = format!(
+                "no LLC counters: substitute stored memory bandwidth {gbs:.2} GB/s per thread {} {:.2} [{signal}]",
+                if memory { ">" } else { "≤" },
+                cfg.substitute_gbs
+            );
+            (memory, evidence)
+        }
+        None => {
+            let rss = samples.iter().map(|r| r.rss_bytes).max().unwrap_or(0);
+            let memory = known.llc_bytes > 0 && rss > known.llc_bytes;
+            let evidence = format!(
+                "no LLC counters, no stored bandwidth: substitute resident set {} {} LLC {}",
+                human_bytes(rss),
+                if memory { ">" } else { "≤" },
+                human_bytes(known.llc_bytes)
+            );
+            (memory, evidence)
+        }
+    };
     let class = if memory { Class::Memory } else { Class::Cpu };
     let judge = if !memory {
         Some(Signal::Icx)
@@ -115,12 +155,6 @@ pub fn classify(samples: &[Rates], llc_bytes: u64, cfg: &TranquilizerConfig) -> 
     Classified {
         class,
         judge,
-        why: format!(
-            "{} (no LLC counters: substitute resident set {} {} LLC {})",
-            class.label(),
-            human_bytes(rss),
-            if memory { ">" } else { "≤" },
-            human_bytes(llc_bytes)
-        ),
+        why: format!("{} ({evidence})", class.label()),
     }
 }

@@ -4,22 +4,32 @@
 use std::time::Duration;
 
 use coloc_model::observation::{Counters, Signals};
+use coloc_model::profile::SharingSignal;
 use coloc_model::testutils::{fixture_topologies, pending_app, running_app};
 use coloc_model::{
     AppPlan, AppSample, MemPolicy, Observation, OmpSample, Placement, Plan, SchedSettings,
     ThreadSample, Trigger, View,
 };
 
-use super::classify::{classify, Class};
+use super::classify::{classify, Class, Known};
 use super::pass::{improved, AppPass, Setting, Stage};
 use super::window::{Profile, Rates, Signal};
 use super::*;
 use crate::{build, invariants, LayerError, Policy};
+use coloc_model::profile;
 
 const MIB: u64 = 1024 * 1024;
 
 fn cfg() -> TranquilizerConfig {
     TranquilizerConfig::default()
+}
+
+/// A machine whose LLC holds `llc` bytes; no stored bandwidth.
+fn llc(llc_bytes: u64) -> Known {
+    Known {
+        llc_bytes,
+        stored_gbs: None,
+    }
 }
 
 /// A sample with counters.
@@ -62,57 +72,141 @@ fn a_profile_is_the_mean_and_sample_sd() {
     assert_eq!(Profile::of(&s, Signal::LlcMisses), None);
 }
 
+/// (what, samples, known, class, judge, what the note says)
+type ClassCase = (
+    &'static str,
+    Vec<Rates>,
+    Known,
+    Class,
+    Option<Signal>,
+    &'static str,
+);
+
 #[test]
-fn classification_by_miss_rate_or_its_substitute() {
-    let llc = 32 * MIB;
-    // (samples, class, judge)
-    let cases: Vec<(&str, Vec<Rates>, Class, Option<Signal>)> = vec![
-        // Mean 12 misses/kinstr > Δ 3: memory, judged by the miss rate.
+fn classification_by_miss_rate_or_its_substitutes() {
+    let small_llc = llc(32 * MIB);
+    // This VM's sysfs: the host's whole L3.
+    let host_llc = llc(480 * MIB);
+    let stored = |gbs| Known {
+        stored_gbs: Some((gbs, SharingSignal::StreamCoRuns)),
+        ..host_llc
+    };
+    let cases: Vec<ClassCase> = vec![
+        // Mean 12 misses/kinstr > Δ 3: memory, judged by the miss rate; the
+        // stored bandwidth is not read when there are counters.
         (
             "stream-like",
             ten(12.0, 2.0, |m| hw(m, 5.0)),
+            stored(0.1),
             Class::Memory,
             Some(Signal::LlcMisses),
+            "LLC misses 12.00/kinstr > Δ 3.00",
         ),
         // Mean 3 = Δ is not above it: CPU, judged by ICX.
         (
             "at Δ",
             ten(3.0, 0.0, |m| hw(m, 5.0)),
+            small_llc,
             Class::Cpu,
             Some(Signal::Icx),
+            "LLC misses 3.00/kinstr ≤ Δ 3.00",
         ),
         // Mean 0.5: CPU.
         (
             "compute",
             ten(0.5, 0.1, |m| hw(m, 50.0)),
+            small_llc,
             Class::Cpu,
             Some(Signal::Icx),
+            "0.50/kinstr ≤ Δ",
         ),
-        // No counters: 256 MiB resident > 32 MiB LLC, with progress reports.
+        // No counters, no stored bandwidth: 256 MiB resident > 32 MiB LLC,
+        // with progress reports.
         (
             "big, shim",
             ten(100.0, 10.0, |p| soft(1.0, Some(p), 256 * MIB)),
+            small_llc,
             Class::Memory,
             Some(Signal::Progress),
+            "no stored bandwidth: substitute resident set 256 MiB > LLC 32 MiB",
         ),
         // No counters, no progress: memory-intensive but nothing judges.
         (
             "big, no shim",
             ten(1.0, 0.5, |i| soft(i, None, 256 * MIB)),
+            small_llc,
             Class::Memory,
             None,
+            "> LLC 32 MiB",
         ),
         // 8 MiB ≤ 32 MiB: CPU, judged by ICX (always read).
         (
             "small",
             ten(30.0, 5.0, |i| soft(i, None, 8 * MIB)),
+            small_llc,
             Class::Cpu,
             Some(Signal::Icx),
+            "resident set 8 MiB ≤ LLC 32 MiB",
+        ),
+        // The defect the stored bandwidth fixes: 192 MiB of streamed arrays
+        // under the host's 480 MiB L3 count as CPU-intensive by resident set.
+        (
+            "192 MiB stream, unprofiled",
+            ten(100.0, 10.0, |p| soft(1.0, Some(p), 192 * MIB)),
+            host_llc,
+            Class::Cpu,
+            Some(Signal::Icx),
+            "resident set 192 MiB ≤ LLC 480 MiB",
+        ),
+        // Profiled: one thread took 1.30 GB/s from the stream probe > 1.00:
+        // memory, whatever the resident set, judged by progress.
+        (
+            "192 MiB stream, profiled",
+            ten(100.0, 10.0, |p| soft(1.0, Some(p), 192 * MIB)),
+            stored(1.30),
+            Class::Memory,
+            Some(Signal::Progress),
+            "stored memory bandwidth 1.30 GB/s per thread > 1.00 [substitute: co-runs with the stream kernel]",
+        ),
+        // A cache-resident kernel's 0.53 GB/s (the co-runs' noise) ≤ 1.00:
+        // CPU, even with a resident set above the LLC.
+        (
+            "compute, profiled",
+            ten(30.0, 5.0, |i| soft(i, None, 600 * MIB)),
+            stored(0.53),
+            Class::Cpu,
+            Some(Signal::Icx),
+            "stored memory bandwidth 0.53 GB/s per thread ≤ 1.00",
+        ),
+        // Exactly at the threshold is not above it.
+        (
+            "at the threshold",
+            ten(30.0, 5.0, |i| soft(i, None, 8 * MIB)),
+            stored(1.0),
+            Class::Cpu,
+            Some(Signal::Icx),
+            "1.00 GB/s per thread ≤ 1.00",
+        ),
+        // Profiled memory-bound, no progress reports: nothing judges.
+        (
+            "profiled, no shim",
+            ten(1.0, 0.5, |i| soft(i, None, 8 * MIB)),
+            stored(2.0),
+            Class::Memory,
+            None,
+            "2.00 GB/s per thread > 1.00",
         ),
     ];
-    for (what, samples, class, judge) in cases {
-        let c = classify(&samples, llc, &cfg());
+    for (what, samples, known, class, judge, says) in cases {
+        let c = classify(&samples, &known, &cfg());
         assert_eq!((c.class, c.judge), (class, judge), "{what}: {}", c.why);
+        assert!(c.why.contains(says), "{what}: {}", c.why);
+        assert_eq!(
+            c.why.contains("no LLC counters") && c.why.contains("substitute"),
+            samples[0].mpki.is_none(),
+            "{what}: the note names the substitute: {}",
+            c.why
+        );
     }
 }
 
@@ -170,11 +264,11 @@ fn one_pass(p: &mut AppPass, baseline: &[Rates], trial: &[Rates]) -> (Setting, S
     let start = p.pass_start.max(Duration::from_secs(1));
     assert!(p.tick(start, true).is_some() || matches!(p.stage, Stage::Baseline { .. }));
     for r in baseline {
-        p.sample(*r, &c, |s| classify(s, 32 * MIB, &c));
+        p.sample(*r, &c, |s| classify(s, &llc(32 * MIB), &c));
     }
     let during = p.setting;
     for r in trial {
-        p.sample(*r, &c, |s| classify(s, 32 * MIB, &c));
+        p.sample(*r, &c, |s| classify(s, &llc(32 * MIB), &c));
     }
     (during, p.setting)
 }
@@ -293,7 +387,10 @@ fn a_pass_waits_for_workers_and_repeats_every_5_s() {
     let mut p = AppPass::default();
     // No workers yet: stays waiting, samples are ignored.
     assert_eq!(p.tick(Duration::from_millis(300), false), None);
-    assert_eq!(p.sample(hw(12.0, 1.0), &c, |s| classify(s, 0, &c)), None);
+    assert_eq!(
+        p.sample(hw(12.0, 1.0), &c, |s| classify(s, &llc(0), &c)),
+        None
+    );
     assert_eq!(p.stage, Stage::Waiting);
     // Workers at 0.5 s: pass 1 begins.
     assert!(p.tick(Duration::from_millis(500), true).is_some());
@@ -304,7 +401,7 @@ fn a_pass_waits_for_workers_and_repeats_every_5_s() {
     ]
     .concat();
     for r in all {
-        p.sample(r, &c, |s| classify(s, 0, &c));
+        p.sample(r, &c, |s| classify(s, &llc(0), &c));
     }
     assert_eq!(p.setting, INTERLEAVE_100);
     // Held until 0.5 + 5 = 5.5 s; at 5.4 s nothing begins.
@@ -319,7 +416,7 @@ fn a_pass_waits_for_workers_and_repeats_every_5_s() {
     ]
     .concat();
     for r in all {
-        p.sample(r, &c, |s| classify(s, 0, &c));
+        p.sample(r, &c, |s| classify(s, &llc(0), &c));
     }
     assert_eq!(
         p.setting,
@@ -334,6 +431,8 @@ fn a_pass_waits_for_workers_and_repeats_every_5_s() {
 /// `mpki` misses per 1000 of 10^8 instructions and `icx` switches per thread.
 struct Script {
     policy: Tranquilizer,
+    /// Whether the machine has hardware counters.
+    hw: bool,
     now: Duration,
     misses: u64,
     icx: u64,
@@ -343,8 +442,13 @@ struct Script {
 
 impl Script {
     fn new() -> Self {
+        Self::with(Tranquilizer::default(), true)
+    }
+
+    fn with(policy: Tranquilizer, hw: bool) -> Self {
         Self {
-            policy: Tranquilizer::default(),
+            policy,
+            hw,
             now: Duration::ZERO,
             misses: 0,
             icx: 0,
@@ -363,7 +467,7 @@ impl Script {
             tid,
             pid: 100,
             involuntary_switches: self.icx,
-            counters: Some(Counters {
+            counters: self.hw.then_some(Counters {
                 llc_misses: Some(self.misses),
                 instructions: Some(instructions),
                 ..Counters::default()
@@ -374,7 +478,7 @@ impl Script {
         let obs = Observation {
             at: self.now,
             signals: Signals {
-                hw_counters: true,
+                hw_counters: self.hw,
                 schedstat: true,
             },
             apps: vec![AppSample {
@@ -438,6 +542,62 @@ fn the_policy_samples_every_100_ms_and_applies_figure_7() {
     }
     assert!(plan.note.contains("keep"), "{}", plan.note);
     assert_eq!(plan.apps[0].memory, MemPolicy::Interleave);
+}
+
+/// Without counters the app's stored memory bandwidth classifies it, the
+/// profile found by the app's name; without a profile its resident set (0
+/// here) does. No progress reports: a memory-intensive app cannot be judged,
+/// so it gets local memory and the 100 ms slice at once.
+#[test]
+fn without_counters_the_stored_bandwidth_classifies_and_the_note_says_so() {
+    let topo = fixture_topologies().pop().unwrap();
+    let profile = |gbs| AppProfile {
+        identity: profile::AppIdentity::program("app0", vec!["other".into()], "h"),
+        platform: profile::PlatformFingerprint::of(&topo),
+        levels: Vec::new(),
+        sharing: Some(profile::SharingCharacteristics {
+            bandwidth_gbs: Some(gbs),
+            ..profile::SharingCharacteristics::not_measured("test".into())
+        }),
+    };
+    // (stored profile, memory, slice tried, the note says)
+    let cases = [
+        (
+            Some(profile(1.3)),
+            MemPolicy::Local,
+            Some(100_000),
+            "stored memory bandwidth 1.30 GB/s per thread > 1.00 [substitute: co-runs with \
+             the stream kernel]); no LLC counters and no progress reports",
+        ),
+        (
+            Some(profile(0.5)),
+            MemPolicy::Default,
+            Some(20_000),
+            "stored memory bandwidth 0.50 GB/s per thread ≤ 1.00",
+        ),
+        (
+            None,
+            MemPolicy::Default,
+            Some(20_000),
+            "no stored bandwidth: substitute resident set 0 B ≤ LLC",
+        ),
+    ];
+    for (stored, memory, slice_us, says) in cases {
+        let policy = Tranquilizer::new(cfg(), stored.into_iter().collect());
+        let mut s = Script::with(policy, false);
+        let mut notes = String::new();
+        let mut plan = s.tick(0, 4);
+        for _ in 0..10 {
+            plan = s.tick(0, 4);
+            notes += &plan.note;
+        }
+        assert_eq!(
+            (plan.apps[0].memory, plan.apps[0].sched.slice_us),
+            (memory, slice_us),
+            "{notes}"
+        );
+        assert!(notes.contains(says), "{notes}");
+    }
 }
 
 #[test]
