@@ -16,7 +16,8 @@ use crate::target::Target;
 /// What `policies` may know before running `workload` on `target`, from the
 /// profile store at its default path ([`DbArgs::path`]):
 ///
-/// - calibration (NuPoCo §4.3), for the nupoco policies: on this machine the one
+/// - calibration (NuPoCo §4.3), for the nupoco policies and `tranquilizer` (its
+///   measured LLC capacity): on this machine the one
 ///   `coloc calibrate` stored for its platform fingerprint, else
 ///   [`MemoryCalibration::assumed`] with a warning to run `coloc calibrate`; in
 ///   the simulator the platform's own ([`coloc_sim::Platform::memory_calibration`]), never the
@@ -80,8 +81,9 @@ fn context_from(
                     None => {
                         let assumed = MemoryCalibration::assumed(&h.topology);
                         warnings.push(format!(
-                            "no memory calibration of this machine is stored: nupoco uses {}; \
-                             run `coloc calibrate` to measure the real rates",
+                            "no memory calibration of this machine is stored: nupoco uses {}, \
+                             tranquilizer the LLC size sysfs reports; run `coloc calibrate` to \
+                             measure them",
                             assumed.method
                         ));
                         assumed

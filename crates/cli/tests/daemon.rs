@@ -8,7 +8,7 @@ mod common;
 #[allow(dead_code)] // chown: the other tests' part of it
 mod users;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use coloc_daemon::protocol::Status;
@@ -117,6 +117,77 @@ fn exec_kernels_are_placed_and_readopted_after_the_daemon_is_killed() {
     assert!(!svc.socket().exists(), "the socket outlived its daemon");
 }
 
+/// `cmd` run as `user` (its uid as group, no other groups).
+fn as_user(user: &TestUser, cmd: &Command) -> Command {
+    let mut c = Command::new("setpriv");
+    c.arg(format!("--reuid={}", user.uid))
+        .arg(format!("--regid={}", user.uid))
+        .arg("--clear-groups")
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    c
+}
+
+/// An unprivileged user's `--malleable` exec under root's daemon gets DoP
+/// control: the shim, extracted where every user can read it, is loaded,
+/// and the DoP record, given to the user, is mapped by the app.
+#[test]
+fn a_users_malleable_exec_under_roots_daemon_gets_its_dop_managed() {
+    if !is_root() {
+        return;
+    }
+    let Some(user) = TestUser::create("dop") else {
+        return;
+    };
+    let svc = Service::new();
+    let mut started = Started::default();
+    let daemon = svc.start("equal", &mut started);
+    let mut exec = svc.coloc(&["exec", "--malleable", "--name", "theirs", "--"]);
+    exec.args(KERNEL);
+    let child = as_user(&user, &exec)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    started.children.push(child);
+    let mut pid = 0;
+    wait_for("the user's kernel running", || {
+        svc.status().apps.iter().any(|a| {
+            pid = a.pid;
+            a.state == "running" && a.uid == user.uid
+        })
+    });
+    started.pids.push(pid);
+    let app = svc.status().apps.remove(0);
+    assert!(
+        !app.notes.iter().any(|n| n.contains("not managed")),
+        "{app:?}"
+    );
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    let record = environ
+        .split(|b| *b == 0)
+        .find_map(|v| v.strip_prefix(b"COLOC_OMP_RECORD="))
+        .map(|v| PathBuf::from(String::from_utf8_lossy(v).into_owned()))
+        .expect("the record's path in the app's environment");
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(std::fs::metadata(&record).unwrap().uid(), user.uid);
+    wait_for("the shim to map the record", || {
+        let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+        maps.contains("libcoloc_omp") && maps.contains(record.to_str().unwrap())
+    });
+    // A daemon that stops removes the record, the user's as its own.
+    let daemon = &mut started.children[daemon];
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert!(daemon.wait().unwrap().success(), "{}", svc.log());
+    assert!(!record.exists(), "{} outlived the daemon", record.display());
+    drop(started);
+    drop(user);
+}
+
 /// An unprivileged user is refused on root's process and accepted on its
 /// own; its status shows its own apps only.
 #[test]
@@ -130,15 +201,7 @@ fn a_user_manages_only_its_own_processes() {
     let svc = Service::new();
     let mut started = Started::default();
     svc.start("equal", &mut started);
-    let as_user = |cmd: &mut Command| {
-        let mut c = Command::new("setpriv");
-        c.arg(format!("--reuid={}", user.uid))
-            .arg(format!("--regid={}", user.uid))
-            .arg("--clear-groups")
-            .arg(cmd.get_program())
-            .args(cmd.get_args());
-        c
-    };
+    let as_user = |cmd: &mut Command| as_user(&user, cmd);
     let roots = Command::new("sleep").arg("60").spawn().unwrap();
     let root_pid = roots.id();
     started.children.push(roots);

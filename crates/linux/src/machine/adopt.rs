@@ -128,6 +128,14 @@ impl LinuxMachine {
             .into_iter()
             .filter(|c| allowed.contains(*c))
             .collect();
+        // A user's app gets the DoP record to itself (root's daemon serves
+        // every user).
+        let owner = self
+            .proc
+            .task_status(pid, pid)
+            .ok()
+            .map(|s| s.euid)
+            .filter(|uid| *uid != nix::unistd::geteuid().as_raw());
         let dop = dop::prepare(&DopLaunch {
             id: a.id,
             malleable: a.malleable,
@@ -140,6 +148,8 @@ impl LinuxMachine {
                 cpus
             },
             shm_dir: &self.opts.shm_dir,
+            shim_dir: self.opts.shim_dir.as_deref(),
+            owner,
         });
         let dop_unmanaged = match &dop.control {
             DopControl::NotManaged { reason, .. } => Some(reason.clone()),

@@ -105,6 +105,11 @@ pub struct LinuxOptions {
     /// reported a fork or exit in it (`proc_events.rs`), where the connector
     /// is available; false rescans every app every poll.
     pub process_events: bool,
+    /// Where the OpenMP shim is extracted for malleable apps; None: this
+    /// user's cache directory. Root's daemon serves other users, whose
+    /// programs must read it: it names a directory of root's every user can
+    /// read.
+    pub shim_dir: Option<PathBuf>,
 }
 
 impl Default for LinuxOptions {
@@ -120,6 +125,7 @@ impl Default for LinuxOptions {
             poll: Duration::from_millis(50),
             shm_dir: PathBuf::from("/dev/shm"),
             process_events: true,
+            shim_dir: None,
         }
     }
 }
@@ -367,6 +373,8 @@ impl LinuxMachine {
             dop: req.plan.dop.unwrap_or(req.threads),
             cpus: cpus.iter().collect(),
             shm_dir: &self.opts.shm_dir,
+            shim_dir: self.opts.shim_dir.as_deref(),
+            owner: None,
         });
         if let DopControl::NotManaged { reason, .. } = &dop.control {
             tracing::warn!(app = %req.id, name = %spec.name, "DoP is not managed: {reason}");

@@ -4,22 +4,27 @@
 //! Problem: the paper classifies by the mean LLC miss rate against a threshold
 //! Δ and judges a memory trial by the miss rate, a CPU trial by the ICX rate.
 //! Machines without hardware counters (VMs, containers) have no miss rate, and
-//! some KVM guests report the host's whole L3 in sysfs (480 MiB seen on this
-//! development VM), so a resident set compared with that says nothing.
+//! some KVM guests report the host's whole L3 in sysfs (480 MiB on this
+//! development VM, where a 192 MiB stream already runs at memory speed), so a
+//! resident set compared with that says nothing.
 //!
 //! Approach: with counters, the paper's rule (mean misses per 1000
-//! instructions above Δ). Without, a documented substitute, the first of:
-//! 1. the memory bandwidth per thread stored in the app's profile (Tang et
-//!    al.'s characteristic, which `coloc profile` measures here by co-runs
-//!    with the `stream` kernel: what one thread of the app takes from a
-//!    streaming neighbour) above [`TranquilizerConfig::substitute_gbs`];
-//! 2. with no stored bandwidth, the app's resident set larger than the
-//!    machine's last-level cache capacity (its data cannot stay in cache).
+//! instructions above Δ). Without, documented substitutes; the app is
+//! memory-intensive when either says so:
+//! - its resident set is larger than the LLC capacity — the one `coloc
+//!   calibrate` measured for one thread where it is stored, else what sysfs
+//!   reports (all LLC instances): its data cannot stay in cache;
+//! - the memory bandwidth per thread stored in its profile (Tang et al.'s
+//!   characteristic; `coloc profile` measures it here by co-runs with the
+//!   `stream` kernel) is above [`TranquilizerConfig::substitute_gbs`].
 //!
-//! The shim's progress rate judges the memory trial; an app without progress
-//! reports has nothing to judge interleaving by. The ICX rate, read from every
-//! thread's `nonvoluntary_ctxt_switches`, is always there. The note names the
-//! signal each class came from, so the trace says which was used.
+//! Neither proves the contrary: a co-run shows no bandwidth taken where the
+//! machine has bandwidth to spare, and an app can stream through a small
+//! resident set. The shim's progress rate judges the memory trial; an app
+//! without progress reports has nothing to judge interleaving by. The ICX
+//! rate, read from every thread's `nonvoluntary_ctxt_switches`, is always
+//! there. The note names every figure the class came from and where each
+//! came from, so the trace says which signal was used.
 
 use coloc_model::profile::SharingSignal;
 use coloc_model::topology::human_bytes;
@@ -93,8 +98,11 @@ impl Classified {
 /// counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Known {
-    /// The machine's last-level cache capacity (all LLC instances), bytes.
+    /// The LLC capacity resident sets are compared with, bytes.
     pub llc_bytes: u64,
+    /// Whether `llc_bytes` was measured (`coloc calibrate`) rather than read
+    /// from sysfs.
+    pub llc_measured: bool,
     /// The app's memory bandwidth per thread stored in its profile, GB/s,
     /// and what it was measured with.
     pub stored_gbs: Option<(f64, SharingSignal)>,
@@ -122,28 +130,33 @@ pub fn classify(samples: &[Rates], known: &Known, cfg: &TranquilizerConfig) -> C
             ),
         };
     }
-    let (memory, evidence) = match known.stored_gbs {
+    let cmp = |above: bool| if above { ">" } else { "≤" };
+    let rss = samples.iter().map(|r| r.rss_bytes).max().unwrap_or(0);
+    let big = known.llc_bytes > 0 && rss > known.llc_bytes;
+    let rss_text = format!(
+        "resident set {} {} LLC {} ({})",
+        human_bytes(rss),
+        cmp(big),
+        human_bytes(known.llc_bytes),
+        if known.llc_measured {
+            "measured by coloc calibrate"
+        } else {
+            "as sysfs reports it"
+        }
+    );
+    let (streams, bw_text) = match known.stored_gbs {
         Some((gbs, signal)) => {
-            let memory = gbs > cfg.substitute_gbs;
-            let evidence = format!(
-                "no LLC counters: substitute stored memory bandwidth {gbs:.2} GB/s per thread {} {:.2} [{signal}]",
-                if memory { ">" } else { "≤" },
+            let above = gbs > cfg.substitute_gbs;
+            let text = format!(
+                "stored memory bandwidth {gbs:.2} GB/s per thread {} {:.2} [{signal}]",
+                cmp(above),
                 cfg.substitute_gbs
             );
-            (memory, evidence)
+            (above, text)
         }
-        None => {
-            let rss = samples.iter().map(|r| r.rss_bytes).max().unwrap_or(0);
-            let memory = known.llc_bytes > 0 && rss > known.llc_bytes;
-            let evidence = format!(
-                "no LLC counters, no stored bandwidth: substitute resident set {} {} LLC {}",
-                human_bytes(rss),
-                if memory { ">" } else { "≤" },
-                human_bytes(known.llc_bytes)
-            );
-            (memory, evidence)
-        }
+        None => (false, "no stored bandwidth".to_string()),
     };
+    let memory = big || streams;
     let class = if memory { Class::Memory } else { Class::Cpu };
     let judge = if !memory {
         Some(Signal::Icx)
@@ -155,6 +168,9 @@ pub fn classify(samples: &[Rates], known: &Known, cfg: &TranquilizerConfig) -> C
     Classified {
         class,
         judge,
-        why: format!("{} ({evidence})", class.label()),
+        why: format!(
+            "{} (no LLC counters: substitutes {rss_text}, {bw_text})",
+            class.label()
+        ),
     }
 }

@@ -87,24 +87,35 @@ pub struct Tranquilizer {
     /// The apps' stored profiles: their memory bandwidth classifies them on a
     /// machine without counters ([`classify`]).
     profiles: Vec<AppProfile>,
+    /// The LLC capacity one thread gets as `coloc calibrate` measured it
+    /// (the machine's calibration), compared with resident sets instead of
+    /// sysfs's figure ([`classify`]).
+    llc_measured: Option<u64>,
     apps: BTreeMap<AppId, AppPass>,
     /// The observation the last samples ended at.
     last_sample: Option<Observation>,
 }
 
 impl Tranquilizer {
-    pub fn new(cfg: TranquilizerConfig, profiles: Vec<AppProfile>) -> Self {
+    pub fn new(
+        cfg: TranquilizerConfig,
+        profiles: Vec<AppProfile>,
+        llc_measured: Option<u64>,
+    ) -> Self {
         Self {
             cfg,
             profiles,
+            llc_measured,
             ..Self::default()
         }
     }
 
-    /// What classification knows of `app` besides its samples.
-    fn known(&self, app: &AppView, llc_bytes: u64) -> Known {
+    /// What classification knows of `app` besides its samples: the LLC
+    /// capacity measured by `coloc calibrate` where stored, else sysfs's.
+    fn known(&self, app: &AppView, topology: &Topology) -> Known {
         Known {
-            llc_bytes,
+            llc_bytes: self.llc_measured.unwrap_or_else(|| llc_bytes(topology)),
+            llc_measured: self.llc_measured.is_some(),
             stored_gbs: profile::find(&self.profiles, &app.spec)
                 .and_then(|(p, _)| p.sharing.as_ref())
                 .and_then(|s| Some((s.bandwidth_gbs?, s.signal))),
@@ -169,9 +180,8 @@ impl Policy for Tranquilizer {
         });
         if let Some(last) = due {
             if let Some(prev) = &self.last_sample {
-                let llc = llc_bytes(view.topology);
                 for a in view.running() {
-                    let known = self.known(a, llc);
+                    let known = self.known(a, view.topology);
                     let (Some(p), Some(r)) =
                         (self.apps.get_mut(&a.id), window::rates(prev, last, a.id))
                     else {

@@ -24,10 +24,11 @@ fn cfg() -> TranquilizerConfig {
     TranquilizerConfig::default()
 }
 
-/// A machine whose LLC holds `llc` bytes; no stored bandwidth.
+/// A machine whose sysfs reports an LLC of `llc_bytes`; no stored bandwidth.
 fn llc(llc_bytes: u64) -> Known {
     Known {
         llc_bytes,
+        llc_measured: false,
         stored_gbs: None,
     }
 }
@@ -87,20 +88,27 @@ fn classification_by_miss_rate_or_its_substitutes() {
     let small_llc = llc(32 * MIB);
     // This VM's sysfs: the host's whole L3.
     let host_llc = llc(480 * MIB);
-    let stored = |gbs| Known {
-        stored_gbs: Some((gbs, SharingSignal::StreamCoRuns)),
-        ..host_llc
+    // This VM's LLC as `coloc calibrate` measured it for one thread.
+    let measured = Known {
+        llc_bytes: 96 * MIB,
+        llc_measured: true,
+        stored_gbs: None,
     };
+    let stored = |known: Known, gbs| Known {
+        stored_gbs: Some((gbs, SharingSignal::StreamCoRuns)),
+        ..known
+    };
+    let stream = |rss| ten(100.0, 10.0, move |p| soft(1.0, Some(p), rss));
     let cases: Vec<ClassCase> = vec![
         // Mean 12 misses/kinstr > Δ 3: memory, judged by the miss rate; the
-        // stored bandwidth is not read when there are counters.
+        // substitutes are not read when there are counters.
         (
             "stream-like",
             ten(12.0, 2.0, |m| hw(m, 5.0)),
-            stored(0.1),
+            stored(host_llc, 0.1),
             Class::Memory,
             Some(Signal::LlcMisses),
-            "LLC misses 12.00/kinstr > Δ 3.00",
+            "memory-intensive (LLC misses 12.00/kinstr > Δ 3.00)",
         ),
         // Mean 3 = Δ is not above it: CPU, judged by ICX.
         (
@@ -120,15 +128,15 @@ fn classification_by_miss_rate_or_its_substitutes() {
             Some(Signal::Icx),
             "0.50/kinstr ≤ Δ",
         ),
-        // No counters, no stored bandwidth: 256 MiB resident > 32 MiB LLC,
-        // with progress reports.
+        // No counters: 256 MiB resident > 32 MiB LLC, with progress reports.
         (
             "big, shim",
-            ten(100.0, 10.0, |p| soft(1.0, Some(p), 256 * MIB)),
+            stream(256 * MIB),
             small_llc,
             Class::Memory,
             Some(Signal::Progress),
-            "no stored bandwidth: substitute resident set 256 MiB > LLC 32 MiB",
+            "substitutes resident set 256 MiB > LLC 32 MiB (as sysfs reports it), no stored \
+             bandwidth",
         ),
         // No counters, no progress: memory-intensive but nothing judges.
         (
@@ -148,50 +156,70 @@ fn classification_by_miss_rate_or_its_substitutes() {
             Some(Signal::Icx),
             "resident set 8 MiB ≤ LLC 32 MiB",
         ),
-        // The defect the stored bandwidth fixes: 192 MiB of streamed arrays
-        // under the host's 480 MiB L3 count as CPU-intensive by resident set.
+        // The defect: 192 MiB of streamed arrays under the host's 480 MiB L3
+        // count as CPU-intensive by sysfs's figure.
         (
-            "192 MiB stream, unprofiled",
-            ten(100.0, 10.0, |p| soft(1.0, Some(p), 192 * MIB)),
+            "192 MiB stream, sysfs",
+            stream(192 * MIB),
             host_llc,
             Class::Cpu,
             Some(Signal::Icx),
-            "resident set 192 MiB ≤ LLC 480 MiB",
+            "resident set 192 MiB ≤ LLC 480 MiB (as sysfs reports it)",
         ),
-        // Profiled: one thread took 1.30 GB/s from the stream probe > 1.00:
-        // memory, whatever the resident set, judged by progress.
+        // Calibrated: one thread gets 96 MiB; 192 MiB > 96 MiB: memory.
         (
-            "192 MiB stream, profiled",
-            ten(100.0, 10.0, |p| soft(1.0, Some(p), 192 * MIB)),
-            stored(1.30),
+            "192 MiB stream, measured LLC",
+            stream(192 * MIB),
+            measured,
             Class::Memory,
             Some(Signal::Progress),
-            "stored memory bandwidth 1.30 GB/s per thread > 1.00 [substitute: co-runs with the stream kernel]",
+            "resident set 192 MiB > LLC 96 MiB (measured by coloc calibrate)",
         ),
-        // A cache-resident kernel's 0.53 GB/s (the co-runs' noise) ≤ 1.00:
-        // CPU, even with a resident set above the LLC.
+        // Profiled where co-runs show it: one thread took 1.30 GB/s from the
+        // stream probe > 1.00: memory, whatever sysfs says.
         (
-            "compute, profiled",
-            ten(30.0, 5.0, |i| soft(i, None, 600 * MIB)),
-            stored(0.53),
+            "192 MiB stream, stored bandwidth",
+            stream(192 * MIB),
+            stored(host_llc, 1.30),
+            Class::Memory,
+            Some(Signal::Progress),
+            "≤ LLC 480 MiB (as sysfs reports it), stored memory bandwidth 1.30 GB/s per thread \
+             > 1.00 [substitute: co-runs with the stream kernel]",
+        ),
+        // This VM: the co-runs saw nothing taken (0.00 ≤ 1.00: bandwidth to
+        // spare), the measured LLC still says memory.
+        (
+            "192 MiB stream, both",
+            stream(192 * MIB),
+            stored(measured, 0.0),
+            Class::Memory,
+            Some(Signal::Progress),
+            "> LLC 96 MiB (measured by coloc calibrate), stored memory bandwidth 0.00 GB/s per \
+             thread ≤ 1.00",
+        ),
+        // A cache-resident kernel: 2 MiB ≤ 96 MiB and 0.53 ≤ 1.00: CPU.
+        (
+            "compute, both",
+            ten(30.0, 5.0, |i| soft(i, None, 2 * MIB)),
+            stored(measured, 0.53),
             Class::Cpu,
             Some(Signal::Icx),
-            "stored memory bandwidth 0.53 GB/s per thread ≤ 1.00",
+            "CPU-intensive (no LLC counters: substitutes resident set 2 MiB ≤ LLC 96 MiB",
         ),
         // Exactly at the threshold is not above it.
         (
             "at the threshold",
             ten(30.0, 5.0, |i| soft(i, None, 8 * MIB)),
-            stored(1.0),
+            stored(small_llc, 1.0),
             Class::Cpu,
             Some(Signal::Icx),
             "1.00 GB/s per thread ≤ 1.00",
         ),
         // Profiled memory-bound, no progress reports: nothing judges.
         (
-            "profiled, no shim",
+            "stored bandwidth, no shim",
             ten(1.0, 0.5, |i| soft(i, None, 8 * MIB)),
-            stored(2.0),
+            stored(small_llc, 2.0),
             Class::Memory,
             None,
             "2.00 GB/s per thread > 1.00",
@@ -201,12 +229,6 @@ fn classification_by_miss_rate_or_its_substitutes() {
         let c = classify(&samples, &known, &cfg());
         assert_eq!((c.class, c.judge), (class, judge), "{what}: {}", c.why);
         assert!(c.why.contains(says), "{what}: {}", c.why);
-        assert_eq!(
-            c.why.contains("no LLC counters") && c.why.contains("substitute"),
-            samples[0].mpki.is_none(),
-            "{what}: the note names the substitute: {}",
-            c.why
-        );
     }
 }
 
@@ -544,12 +566,12 @@ fn the_policy_samples_every_100_ms_and_applies_figure_7() {
     assert_eq!(plan.apps[0].memory, MemPolicy::Interleave);
 }
 
-/// Without counters the app's stored memory bandwidth classifies it, the
-/// profile found by the app's name; without a profile its resident set (0
-/// here) does. No progress reports: a memory-intensive app cannot be judged,
-/// so it gets local memory and the 100 ms slice at once.
+/// Without counters the app's stored memory bandwidth (its profile found by
+/// the app's name) or the LLC capacity the calibration measured classify it;
+/// sysfs's LLC otherwise. No progress reports: a memory-intensive app cannot
+/// be judged, so it gets local memory and the 100 ms slice at once.
 #[test]
-fn without_counters_the_stored_bandwidth_classifies_and_the_note_says_so() {
+fn without_counters_stored_figures_classify_and_the_note_says_so() {
     let topo = fixture_topologies().pop().unwrap();
     let profile = |gbs| AppProfile {
         identity: profile::AppIdentity::program("app0", vec!["other".into()], "h"),
@@ -560,10 +582,13 @@ fn without_counters_the_stored_bandwidth_classifies_and_the_note_says_so() {
             ..profile::SharingCharacteristics::not_measured("test".into())
         }),
     };
-    // (stored profile, memory, slice tried, the note says)
+    // The script's app has 0 bytes resident; a measured LLC of 0 bytes is
+    // not exceeded either, so only the bandwidth can make it memory.
+    // (stored profile, measured LLC, memory, slice tried, the note says)
     let cases = [
         (
             Some(profile(1.3)),
+            None,
             MemPolicy::Local,
             Some(100_000),
             "stored memory bandwidth 1.30 GB/s per thread > 1.00 [substitute: co-runs with \
@@ -571,19 +596,22 @@ fn without_counters_the_stored_bandwidth_classifies_and_the_note_says_so() {
         ),
         (
             Some(profile(0.5)),
+            Some(64 * MIB),
             MemPolicy::Default,
             Some(20_000),
-            "stored memory bandwidth 0.50 GB/s per thread ≤ 1.00",
+            "resident set 0 B ≤ LLC 64 MiB (measured by coloc calibrate), stored memory \
+             bandwidth 0.50 GB/s per thread ≤ 1.00",
         ),
         (
             None,
+            None,
             MemPolicy::Default,
             Some(20_000),
-            "no stored bandwidth: substitute resident set 0 B ≤ LLC",
+            "(as sysfs reports it), no stored bandwidth",
         ),
     ];
-    for (stored, memory, slice_us, says) in cases {
-        let policy = Tranquilizer::new(cfg(), stored.into_iter().collect());
+    for (stored, measured, memory, slice_us, says) in cases {
+        let policy = Tranquilizer::new(cfg(), stored.into_iter().collect(), measured);
         let mut s = Script::with(policy, false);
         let mut notes = String::new();
         let mut plan = s.tick(0, 4);
