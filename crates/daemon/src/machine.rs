@@ -361,12 +361,10 @@ impl Machine for DaemonMachine {
                 let Some(e) = state.apps.get_mut(&p.app.app) else {
                     continue;
                 };
-                if let Some(allowed) = e
-                    .allowed
-                    .as_deref()
-                    .and_then(|a| CpuSet::parse_list(a).ok())
-                {
+                // Read again every epoch: its cpuset may have shrunk.
+                if let Some(allowed) = self.inner.allowed_cpus(p.app) {
                     p.placement = within(&p.placement, &allowed);
+                    e.allowed = Some(allowed.to_list());
                 }
                 e.plan = Some(p.clone());
             }
@@ -378,10 +376,16 @@ impl Machine for DaemonMachine {
                 let Some(e) = state.apps.get_mut(&o.app.app) else {
                     continue;
                 };
+                let places_itself = self.inner.places_itself(o.app);
+                if places_itself && !e.self_managed {
+                    tracing::info!(
+                        app = o.app.app,
+                        name = %e.name,
+                        "self-managed: it sets its own affinity; coloc leaves it to the app"
+                    );
+                }
+                e.self_managed = places_itself;
                 for r in &o.refused {
-                    if r.contains("left to the app") {
-                        e.self_managed = true;
-                    }
                     tracing::info!(app = o.app.app, name = %e.name, "{r}");
                     e.notes.push(r.clone());
                 }

@@ -5,6 +5,8 @@
 // Every test crate compiles this module on its own and uses a part of it.
 #![allow(dead_code)]
 
+pub mod service;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

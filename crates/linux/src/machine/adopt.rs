@@ -108,21 +108,48 @@ impl LinuxMachine {
                 found: stat.starttime,
             });
         }
-        let allowed = sys::affinity(pid).map_err(|source| AdoptError::Affinity { pid, source })?;
+        let affinity = sys::affinity(pid).map_err(|source| AdoptError::Affinity { pid, source })?;
+        // The affinity is within the cpuset already; the cpuset is read too
+        // in case it changed since the affinity was last set.
+        let allowed = match self.cpuset_cpus(pid) {
+            Some(cpus) if !affinity.intersection(&cpus).is_empty() => affinity.intersection(&cpus),
+            _ => affinity,
+        };
         let main = TaskId {
             pid,
             tid: pid,
             start: stat.starttime,
         };
         let env = Default::default();
+        // The shim pins threads to the record's CPUs: never beyond what the
+        // app allowed itself.
+        let cpus: Vec<u32> = a
+            .cpus
+            .into_iter()
+            .filter(|c| allowed.contains(*c))
+            .collect();
+        // A user's app gets the DoP record to itself (root's daemon serves
+        // every user).
+        let owner = self
+            .proc
+            .task_status(pid, pid)
+            .ok()
+            .map(|s| s.euid)
+            .filter(|uid| *uid != nix::unistd::geteuid().as_raw());
         let dop = dop::prepare(&DopLaunch {
             id: a.id,
             malleable: a.malleable,
             argv0: a.program,
             env: &env,
             dop: a.dop,
-            cpus: a.cpus,
+            cpus: if cpus.is_empty() {
+                allowed.iter().collect()
+            } else {
+                cpus
+            },
             shm_dir: &self.opts.shm_dir,
+            shim_dir: self.opts.shim_dir.as_deref(),
+            owner,
         });
         let dop_unmanaged = match &dop.control {
             DopControl::NotManaged { reason, .. } => Some(reason.clone()),
@@ -147,6 +174,7 @@ impl LinuxMachine {
             live_metric: None,
             pages: Default::default(),
             rescan_due: true,
+            allowed: Some(allowed.clone()),
         };
         let launched = Launched {
             pid,
@@ -185,6 +213,37 @@ impl LinuxMachine {
             });
         }
         Ok(Some(refused))
+    }
+
+    /// The CPUs adopted instance `id` may be placed on now: those it allowed
+    /// itself when adopted, within its cgroup's cpuset as the cpuset is now
+    /// (an admin may shrink it, or move the app). None for an instance coloc
+    /// launched, or none at all: its CPUs are coloc's to choose.
+    pub fn allowed_cpus(&self, id: AppId) -> Option<CpuSet> {
+        let inst = self.instances.iter().find(|i| i.id == id)?;
+        let own = inst.allowed.as_ref()?;
+        Some(match self.cpuset_cpus(inst.pid()) {
+            Some(cpus) => own.intersection(&cpus),
+            None => own.clone(),
+        })
+    }
+
+    /// The CPUs the cpuset of process `pid`'s cgroup allows, where the host
+    /// has the controller and the files can be read.
+    fn cpuset_cpus(&self, pid: u32) -> Option<CpuSet> {
+        let sets = self.cpusets.as_ref()?;
+        let home = sets.cgroup_of(&self.opts.proc_root, pid).ok()?;
+        sets.effective_cpus(&home).ok()
+    }
+
+    /// Whether instance `id` places threads of its own: they moved off the
+    /// CPUs coloc set more than [`super::MAX_REAPPLY`] times, and coloc left
+    /// their affinity to the app (`actuate.rs`, Affinity drift).
+    pub fn places_itself(&self, id: AppId) -> bool {
+        self.instances
+            .iter()
+            .find(|i| i.id == id)
+            .is_some_and(|i| i.settings.values().any(|s| s.app_owns_affinity))
     }
 
     /// The instance whose main process is `pid`, if any.

@@ -59,6 +59,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::cgroup::Cpusets;
 use coloc_machine::{LaunchRequest, Launched, Machine, MachineError, MachineEvent};
 use coloc_model::observation::Signals;
 use coloc_model::topology::ObjKind;
@@ -104,6 +105,11 @@ pub struct LinuxOptions {
     /// reported a fork or exit in it (`proc_events.rs`), where the connector
     /// is available; false rescans every app every poll.
     pub process_events: bool,
+    /// Where the OpenMP shim is extracted for malleable apps; None: this
+    /// user's cache directory. Root's daemon serves other users, whose
+    /// programs must read it: it names a directory of root's every user can
+    /// read.
+    pub shim_dir: Option<PathBuf>,
 }
 
 impl Default for LinuxOptions {
@@ -119,6 +125,7 @@ impl Default for LinuxOptions {
             poll: Duration::from_millis(50),
             shm_dir: PathBuf::from("/dev/shm"),
             process_events: true,
+            shim_dir: None,
         }
     }
 }
@@ -148,6 +155,9 @@ pub struct LinuxMachine {
     /// is counted from there, not from coloc's start.
     cpu_at_start: Duration,
     finished: bool,
+    /// The hierarchy of the cpuset controller, where the host has one: the
+    /// CPUs an adopted app's cgroup allows it.
+    cpusets: Option<Cpusets>,
 }
 
 /// A failure of the machine itself while doing `what` (ends the run).
@@ -239,6 +249,7 @@ impl LinuxMachine {
             leftovers: Vec::new(),
             cpu_at_start: own_cpu()?,
             finished: false,
+            cpusets: Cpusets::detect(&opts.proc_root).ok(),
             opts,
         })
     }
@@ -362,6 +373,8 @@ impl LinuxMachine {
             dop: req.plan.dop.unwrap_or(req.threads),
             cpus: cpus.iter().collect(),
             shm_dir: &self.opts.shm_dir,
+            shim_dir: self.opts.shim_dir.as_deref(),
+            owner: None,
         });
         if let DopControl::NotManaged { reason, .. } = &dop.control {
             tracing::warn!(app = %req.id, name = %spec.name, "DoP is not managed: {reason}");
@@ -426,6 +439,7 @@ impl LinuxMachine {
             },
             last_samples: Default::default(),
             rescan_due: true,
+            allowed: None,
         };
         let launched = Launched {
             pid: main.pid,

@@ -312,8 +312,9 @@ fn describe(s: &TaskSettings) -> String {
 
 /// Removes the DoP records (`coloc-<pid>-…` in `shm_dir`, see `dop.rs`) of coloc
 /// processes that are gone: a crash leaves them in shared memory (a tmpfs, so
-/// in RAM) until reboot. Only the caller's own regular files are touched, and a
-/// record whose pid is alive is kept. Returns the records removed.
+/// in RAM) until reboot. Only regular files are touched, the caller's own (or,
+/// for root, any user's: root's daemon gives each app's record to the app's
+/// user), and a record whose pid is alive is kept. Returns the records removed.
 pub fn remove_stale_dop_records(shm_dir: &Path, proc_root: &Path) -> io::Result<Vec<PathBuf>> {
     let proc = ProcRoot::new(proc_root);
     let me = nix::unistd::geteuid().as_raw();
@@ -336,7 +337,8 @@ pub fn remove_stale_dop_records(shm_dir: &Path, proc_root: &Path) -> io::Result<
         let Ok(meta) = entry.path().symlink_metadata() else {
             continue;
         };
-        if !meta.file_type().is_file() || meta.uid() != me || proc.process_stat(pid).is_ok() {
+        let theirs = me != 0 && meta.uid() != me;
+        if !meta.file_type().is_file() || theirs || proc.process_stat(pid).is_ok() {
             continue;
         }
         match fs::remove_file(entry.path()) {

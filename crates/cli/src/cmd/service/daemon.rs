@@ -14,7 +14,7 @@ use coloc_daemon::server::PolicyFactory;
 use coloc_daemon::DaemonOptions;
 use coloc_model::Workload;
 
-use super::client::SocketArgs;
+use super::client::{root_dir, SocketArgs};
 use crate::choice::Choice;
 use crate::context::policy_context;
 use crate::host::{journal_dir, stop_flag, Host};
@@ -80,7 +80,12 @@ pub fn main(a: DaemonArgs) -> Result<()> {
         stop: stop_flag()?,
         trace: a.trace.clone(),
     };
-    let linux = host.machine(&journal_dir()?.join("daemon-out"))?;
+    let mut options = host.options(&journal_dir()?.join("daemon-out"))?;
+    if nix::unistd::geteuid().is_root() {
+        // Other users' malleable programs preload the shim from here.
+        options.shim_dir = Some(root_dir()?);
+    }
+    let linux = host.machine_with(options)?;
     let summary = coloc_daemon::run(linux, policy, factory, &opts, |s| eprintln!("coloc: {s}"))?;
     eprintln!(
         "coloc: daemon stopped; {} app(s) managed, every setting restored",
