@@ -16,18 +16,20 @@ use crate::target::Target;
 /// What `policies` may know before running `workload` on `target`, from the
 /// profile store at its default path ([`DbArgs::path`]):
 ///
-/// - calibration (NuPoCo §4.3), for the nupoco policies: on this machine the one
+/// - calibration (NuPoCo §4.3), for the nupoco policies and `tranquilizer` (its
+///   measured LLC capacity): on this machine the one
 ///   `coloc calibrate` stored for its platform fingerprint, else
 ///   [`MemoryCalibration::assumed`] with a warning to run `coloc calibrate`; in
 ///   the simulator the platform's own ([`coloc_sim::Platform::memory_calibration`]), never the
 ///   store's;
-/// - profiles (ReSense §2.2), for `resense`: every stored profile of the
+/// - profiles (ReSense §2.2), for `resense`, `tang` and `tranquilizer`: every stored profile of the
 ///   target's platform ([`coloc_store::Store::for_platform`]); on this machine
 ///   only those whose executable is still the one measured (see
 ///   [`is_current`]). Each app with no matching profile
 ///   ([`coloc_model::profile::find`]) gets a one-line warning naming the
 ///   `coloc profile` command that makes one; it counts as unprofiled (resense
-///   scores it 0, tang spreads it);
+///   scores it 0, tang spreads it, tranquilizer without counters classifies it
+///   by resident set);
 /// - solo times per thread count, for `auto`'s admission: those `coloc solo
 ///   --threads` (or `coloc bench mixes`) saved for this workload on this
 ///   target, none otherwise (no warning: auto then admits by thread counts).
@@ -79,8 +81,9 @@ fn context_from(
                     None => {
                         let assumed = MemoryCalibration::assumed(&h.topology);
                         warnings.push(format!(
-                            "no memory calibration of this machine is stored: nupoco uses {}; \
-                             run `coloc calibrate` to measure the real rates",
+                            "no memory calibration of this machine is stored: nupoco uses {}, \
+                             tranquilizer the LLC size sysfs reports; run `coloc calibrate` to \
+                             measure them",
                             assumed.method
                         ));
                         assumed
@@ -108,7 +111,8 @@ fn context_from(
             if find(&profiles, app).is_none() {
                 warnings.push(format!(
                     "no profile of app \"{}\" on {}: it counts as unprofiled (resense scores \
-                     it 0, tang spreads it); make one with `coloc profile WORKLOAD --app {}{sim}`",
+                     it 0, tang spreads it, tranquilizer without counters classifies it by \
+                     resident set); make one with `coloc profile WORKLOAD --app {}{sim}`",
                     app.name,
                     target.describe(),
                     app.name

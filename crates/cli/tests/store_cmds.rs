@@ -278,6 +278,12 @@ fn calibrate_stores_what_show_prints() {
         "{}",
         stored.method
     );
+    // The cache ladder ran, and its capacity is stored or the note says why not.
+    assert!(out.contains("| stream working set, 1 thread |"), "{out}");
+    assert!(
+        stored.llc_bytes.is_some() || out.contains("LLC capacity not measured"),
+        "{out}"
+    );
     let gbs = stored.node_service_rate[0] * f64::from(stored.line_bytes) / 1e9;
     assert!(gbs > 0.0 && gbs.is_finite());
     let (show, _) = ok(&["calibrate", "--show", "--db", s(&db)]);

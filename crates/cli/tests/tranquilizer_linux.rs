@@ -101,7 +101,10 @@ threads = 2
     .unwrap();
     let out = dir.path().join("out");
     let started = unix_now();
+    // No stored profile (a profile store of its own, empty): the stream
+    // kernel is classified by its resident set.
     let mut child = coloc()
+        .env("XDG_DATA_HOME", dir.path())
         .arg("run")
         .arg(&workload)
         .args(["--policy", "tranquilizer", "--out"])

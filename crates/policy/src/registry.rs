@@ -165,8 +165,18 @@ pub const POLICIES: &[PolicyInfo] = &[
         name: "tranquilizer",
         about: "Thread Tranquilizer: per app, interleaved memory + 100 ms slice (memory-intensive) or a 20 ms slice (CPU-intensive), kept only if the miss or ICX rate's mean and spread fell; placement left to Linux or to BASE in BASE+tranquilizer",
         source: "Thread Tranquilizer, TACO 2012: §3, Figure 7",
-        reads: Reads::NOTHING,
-        make: |_| Box::new(tranquilizer::Tranquilizer::default()),
+        reads: Reads {
+            profiles: true,
+            calibration: true,
+            solo: false,
+        },
+        make: |ctx| {
+            Box::new(tranquilizer::Tranquilizer::new(
+                tranquilizer::TranquilizerConfig::default(),
+                ctx.profiles.clone(),
+                ctx.calibration.as_ref().and_then(|c| c.llc_bytes),
+            ))
+        },
     },
 ];
 
@@ -234,7 +244,14 @@ mod tests {
             ("scalability", n),
             ("tang", p),
             ("atom", n),
-            ("tranquilizer", n),
+            (
+                "tranquilizer",
+                Reads {
+                    profiles: true,
+                    calibration: true,
+                    solo: false,
+                },
+            ),
         ];
         let got: Vec<(&str, Reads)> = POLICIES.iter().map(|p| (p.name, p.reads)).collect();
         assert_eq!(got, want);
@@ -255,7 +272,14 @@ mod tests {
             (&["resense-positive"], Reads::NOTHING),
             (&["resense", "oracle"], Reads::PROFILES),
             (&["native", "nupoco-greedy"], Reads::CALIBRATION),
-            (&["nupoco+tranquilizer"], Reads::CALIBRATION),
+            (
+                &["nupoco+tranquilizer"],
+                Reads {
+                    profiles: true,
+                    calibration: true,
+                    solo: false,
+                },
+            ),
             (
                 &["nupoco", "resense"],
                 Reads {

@@ -21,6 +21,13 @@
 //! directory holds `calibration.json`, and `coloc calibrate --from DIR`
 //! recomputes the calibration from its traces.
 //!
+//! Then the cache ladder ([`coloc_model::calibration::cache`]): the stream
+//! kernel on one CPU at working sets doubling from 3 MiB past twice the LLC
+//! sysfs reports, `--repeat` rounds, traces under `cache/`; the largest
+//! working set still clearly faster than memory is the LLC capacity one thread
+//! gets, which Thread Tranquilizer compares resident sets with where there
+//! are no counters (a KVM guest may report the host's whole L3).
+//!
 //! `--sim PLATFORM` prints a simulated platform's own calibration
 //! ([`coloc_sim::Platform::memory_calibration`]) and stores nothing: those rates are the
 //! platform's definition, which every run in the simulator reads afresh, so a
@@ -32,12 +39,16 @@ use std::time::UNIX_EPOCH;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use coloc_manager::DEFAULT_EPOCH;
+use coloc_model::calibration::cache::{
+    cache_runs, cache_samples, effective_llc, CacheRun, CacheSample, CACHE_SPEEDUP,
+};
 use coloc_model::calibration::procedure::{
     calibration_from_traces, calibration_runs, CalibrationManifest, StreamRun, MANIFEST, STREAM,
 };
 use coloc_model::calibration::{MemoryCalibration, StreamRate, StreamSample, DEFAULT_LINE_BYTES};
 use coloc_model::metrics::table::{finish, fixed, new_table, NONE};
 use coloc_model::profile::PlatformFingerprint;
+use coloc_model::topology::human_bytes;
 use coloc_model::Workload;
 
 use crate::cmd::procedure::{read_json, read_traces, stream_kernel, write_json, Runner};
@@ -85,13 +96,14 @@ pub struct CalibrateArgs {
 pub fn main(args: CalibrateArgs) -> Result<()> {
     if let Some(dir) = &args.from {
         let manifest: CalibrationManifest = read_json(dir, MANIFEST)?;
-        let (samples, calibration) = from_dir(dir, &manifest)?;
+        let (samples, cache, calibration) = from_dir(dir, &manifest)?;
         println!(
             "Recomputed from the traces in {}, platform {}:",
             dir.display(),
             manifest.platform
         );
         print!("{}", samples_table(&samples));
+        print!("{}", cache_table(&cache));
         print!("{}", render(&calibration));
         return Ok(());
     }
@@ -126,16 +138,18 @@ pub fn main(args: CalibrateArgs) -> Result<()> {
         platform: platform.clone(),
         line_bytes: DEFAULT_LINE_BYTES,
         runs: calibration_runs(&topology, args.max_threads, args.repeat),
+        cache_runs: cache_runs(&topology, args.repeat),
     };
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| default_out_dir("calibrate", "calibrate"));
-    measure(&manifest.runs, &args, &out)?;
+    measure(&manifest.runs, &manifest.cache_runs, &args, &out)?;
     write_json(&out, MANIFEST, &manifest)?;
-    let (samples, calibration) = from_dir(&out, &manifest)?;
+    let (samples, cache, calibration) = from_dir(&out, &manifest)?;
     store.put_calibration(&platform, &calibration)?;
     print!("{}", samples_table(&samples));
+    print!("{}", cache_table(&cache));
     print!("{}", render(&calibration));
     println!(
         "stored in {} for this machine ({platform}); traces in {}, `coloc calibrate --from {}` \
@@ -148,8 +162,9 @@ pub fn main(args: CalibrateArgs) -> Result<()> {
 }
 
 /// Makes every planned stream run on this machine, traces under
-/// `out/stream/RUN`, with a progress bar.
-fn measure(runs: &[StreamRun], args: &CalibrateArgs, out: &Path) -> Result<()> {
+/// `out/stream/RUN`, then the cache ladder under `out/cache/RUN`, with a
+/// progress bar.
+fn measure(runs: &[StreamRun], cache: &[CacheRun], args: &CalibrateArgs, out: &Path) -> Result<()> {
     let target = Target::Host(Host::new()?);
     let argv = [
         "kernel:stream",
@@ -173,7 +188,7 @@ fn measure(runs: &[StreamRun], args: &CalibrateArgs, out: &Path) -> Result<()> {
         epoch: DEFAULT_EPOCH,
         stop: stop_flag()?,
     };
-    let mut progress = Progress::new("calibrate", runs.len() as u64);
+    let mut progress = Progress::new("calibrate", (runs.len() + cache.len()) as u64);
     for r in runs {
         runner
             .run(STREAM, &r.run, std::slice::from_ref(&stream), &mut progress)
@@ -184,22 +199,74 @@ fn measure(runs: &[StreamRun], args: &CalibrateArgs, out: &Path) -> Result<()> {
                 )
             })?;
     }
+    // The ladder's runs give their own sizes; the kernel alone otherwise.
+    let bare = stream_kernel(&target, STREAM, vec!["kernel:stream".into()])?;
+    let cache_runner = Runner {
+        out: out.join(CACHE_DIR),
+        ..runner
+    };
+    for r in cache {
+        cache_runner
+            .run(STREAM, &r.run, std::slice::from_ref(&bare), &mut progress)
+            .with_context(|| format!("cache run with {} MiB per array", r.mib))?;
+    }
     progress.finish("done".into());
     Ok(())
 }
 
-/// The samples and the calibration from the traces under `dir`, by the same
-/// function whether the runs were just made or long ago.
+/// Where the cache ladder's traces go, under the calibration's directory.
+const CACHE_DIR: &str = "cache";
+
+/// The samples, the cache ladder's and the calibration from the traces under
+/// `dir`, by the same functions whether the runs were just made or long ago.
 fn from_dir(
     dir: &Path,
     manifest: &CalibrationManifest,
-) -> Result<(Vec<StreamSample>, MemoryCalibration)> {
+) -> Result<(Vec<StreamSample>, Vec<CacheSample>, MemoryCalibration)> {
     let traces = read_traces(
         &dir.join(STREAM),
         manifest.runs.iter().map(|r| r.run.dir.as_str()),
     )?;
-    calibration_from_traces(&manifest.runs, manifest.line_bytes, &traces)
-        .map_err(anyhow::Error::msg)
+    let (samples, mut calibration) =
+        calibration_from_traces(&manifest.runs, manifest.line_bytes, &traces)
+            .map_err(anyhow::Error::msg)?;
+    if manifest.cache_runs.is_empty() {
+        return Ok((samples, Vec::new(), calibration));
+    }
+    let traces = read_traces(
+        &dir.join(CACHE_DIR).join(STREAM),
+        manifest.cache_runs.iter().map(|r| r.run.dir.as_str()),
+    )?;
+    let cache = cache_samples(&manifest.cache_runs, &traces).map_err(anyhow::Error::msg)?;
+    match effective_llc(&cache) {
+        Ok(bytes) => {
+            calibration.llc_bytes = Some(bytes);
+            calibration.notes.push(format!(
+                "LLC capacity one thread gets: {} (the largest working set at least {CACHE_SPEEDUP} \
+                 times as fast as the largest measured)",
+                human_bytes(bytes)
+            ));
+        }
+        Err(why) => calibration
+            .notes
+            .push(format!("LLC capacity not measured: {why}")),
+    }
+    Ok((samples, cache, calibration))
+}
+
+/// The cache ladder: each working set's best GB/s.
+fn cache_table(samples: &[CacheSample]) -> String {
+    if samples.is_empty() {
+        return String::new();
+    }
+    let mut table = new_table(&["stream working set, 1 thread", "best GB/s"]);
+    for s in samples {
+        table.add_row(vec![
+            human_bytes(s.working_set_bytes),
+            fixed(Some(s.gbs), 2),
+        ]);
+    }
+    finish(&table)
 }
 
 /// GB/s of a sample (the kernels report bytes; requests only come from models).

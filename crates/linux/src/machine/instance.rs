@@ -192,7 +192,8 @@ impl Instance {
     }
 
     /// A running app's memory policy (`pages.rs`): `Interleave` when it was not
-    /// launched so walks its pages (rate-limited, journaled first); `Local` or
+    /// launched so walks its pages (in passes with a rest between them,
+    /// rate-limited, journaled first); `Local` or
     /// `Default` after coloc moved pages moves them back. `set_mempolicy` acts
     /// on the calling thread only, so the policy of its future allocations is
     /// set by its own threads where the shim runs in it
@@ -214,14 +215,14 @@ impl Instance {
                     return;
                 };
                 self.pages
-                    .interleave(proc, pid, nodes, PAGES_PER_APPLY, |runs| {
+                    .interleave(proc, pid, nodes, PAGES_PER_APPLY, Instant::now(), |runs| {
                         journal
                             .append(&Entry::changed(&main, Original::PageNodes(runs.to_vec())))
                             .map_err(|e| e.to_string())
                     })
             }
             MemPolicy::Local | MemPolicy::Default if self.pages.has_moved() => {
-                self.pages.restore(pid)
+                self.pages.restore(pid).map(Some)
             }
             MemPolicy::Local
                 if self.memory == MemPolicy::Interleave && self.memory_refused != Some(memory) =>
@@ -235,10 +236,15 @@ impl Instance {
                 ));
                 return;
             }
-            _ => return,
+            _ => {
+                // Not interleaved now (and nothing to move back): a later
+                // Interleave starts a pass at once.
+                self.pages.stop();
+                return;
+            }
         };
         match result {
-            Ok(moves) => out.pages = Some(moves),
+            Ok(moves) => out.pages = moves,
             Err(e) if self.memory_refused != Some(memory) => {
                 self.memory_refused = Some(memory);
                 out.refused.push(format!("memory policy {memory:?}: {e}"));

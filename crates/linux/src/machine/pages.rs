@@ -3,21 +3,29 @@
 //!
 //! Problem: `set_mempolicy` acts only on the calling thread, so coloc cannot
 //! change the policy of an app that already runs, and its pages already sit
-//! where they were first touched.
+//! where they were first touched. Finding them costs: the kernel walks the
+//! app's page tables for every read of `/proc/<pid>/numa_maps` and for every
+//! page `move_pages` is asked about, so re-walking a 192 MiB app at every
+//! 100 ms epoch took several percent of a core (docs/policies/tranquilizer.md,
+//! Agent CPU use).
 //!
-//! Approach: move the pages instead. The app's private writable mappings with
-//! resident anonymous pages come from `/proc/<pid>/numa_maps` (which mappings
-//! hold pages, and their page size) and `/proc/<pid>/maps` (where each ends).
-//! A walk looks at up to a budget of pages per apply (the rate limit), asks
-//! the kernel where each is (`move_pages` without nodes), journals where the
-//! ones that must move were, then moves them, page `a` to node
+//! Approach: move the pages in passes, then rest. A pass reads the app's
+//! private writable mappings with resident anonymous pages once, from
+//! `numa_maps` (which mappings hold pages, and their page size) and
+//! `/proc/<pid>/maps` (where each ends), and walks them over the following
+//! applies, up to a budget of pages each (the rate limit): it asks the kernel
+//! where each page is (`move_pages` without nodes), journals where the ones
+//! that must move were, then moves them, page `a` to node
 //! `nodes[(a / page size) mod n]`, so a page's node depends only on its
-//! address and a second walk moves nothing. The walk resumes where it stopped
-//! and wraps around, so pages allocated later (under the app's own, local,
-//! policy) are interleaved by the following walks. A revert, and the app's
-//! release, move every page back to the node it was on.
+//! address and a second pass moves nothing. When a pass reaches the end of
+//! its mappings the mover rests for [`REST`] (Thread Tranquilizer's pass, §3)
+//! before the next pass reads `numa_maps` again, so pages allocated meanwhile
+//! (under the app's own, local, policy) are interleaved within a pass of the
+//! policy. Other nodes start a new pass at once. A revert, and the app's
+//! release, move every page back to the node it was on and end the pass.
 
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use coloc_model::trace::PageMoves;
 use nix::errno::Errno;
@@ -31,6 +39,9 @@ pub(crate) const PAGES_PER_APPLY: usize = 16_384;
 
 /// Pages per `move_pages` call.
 const BATCH: usize = 4096;
+
+/// The rest between the end of one pass and the start of the next.
+pub(crate) const REST: Duration = Duration::from_secs(5);
 
 /// A run of consecutive pages that were on one node before coloc moved them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -126,13 +137,25 @@ pub(crate) enum PagesError {
     Journal(String),
 }
 
-/// One app's page walk and what it moved.
+/// One app's pages walked in passes, and what was moved.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct PageMover {
-    /// Where the next walk starts.
-    cursor: u64,
+    /// The pass under way; None between passes.
+    pass: Option<Pass>,
+    /// When the last pass ended and over which nodes (the next pass over
+    /// them may begin [`REST`] after).
+    ended: Option<(Instant, Vec<u32>)>,
     /// Where moved pages were, in the order they were moved.
     originals: Vec<PageRun>,
+}
+
+/// A pass: the mappings `numa_maps` listed at its start, walked in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Pass {
+    nodes: Vec<u32>,
+    vmas: Vec<Vma>,
+    /// Where the next walk starts.
+    cursor: u64,
 }
 
 impl PageMover {
@@ -141,35 +164,68 @@ impl PageMover {
         !self.originals.is_empty()
     }
 
+    /// Whether a walk over `nodes` is due at `now`: within a pass over the
+    /// same nodes, or once the rest after the last pass is over (at once for
+    /// other nodes, or when there was none).
+    fn due(&self, nodes: &[u32], now: Instant) -> bool {
+        match (&self.pass, &self.ended) {
+            (Some(p), _) => p.nodes == nodes,
+            (None, Some((at, over))) => over != nodes || now.saturating_duration_since(*at) >= REST,
+            (None, None) => true,
+        }
+    }
+
     /// Looks at up to `budget` resident pages of `pid` from where the last
-    /// walk stopped and moves those not on their round-robin node among
-    /// `nodes`. `journal` receives the originals of the pages about to move and
-    /// must have them on disk when it returns.
+    /// walk of the pass stopped and moves those not on their round-robin node
+    /// among `nodes`; None while resting between passes. A pass begins with
+    /// a read of `maps` and `numa_maps`. `journal` receives the originals of
+    /// the pages about to move and must have them on disk when it returns.
     pub fn interleave(
         &mut self,
         proc: &ProcRoot,
         pid: u32,
         nodes: &[u32],
         budget: usize,
+        now: Instant,
         mut journal: impl FnMut(&[PageRun]) -> Result<(), String>,
-    ) -> Result<PageMoves, PagesError> {
-        let read = |file| {
-            proc.process_file(pid, file)
-                .map_err(|source| PagesError::Read { pid, file, source })
-        };
-        let vmas = movable_vmas(&read("maps")?, &read("numa_maps")?);
+    ) -> Result<Option<PageMoves>, PagesError> {
+        if self.pass.as_ref().is_some_and(|p| p.nodes != nodes) {
+            self.pass = None;
+        }
+        if !self.due(nodes, now) {
+            return Ok(None);
+        }
         let mut out = PageMoves {
             action: "interleave".into(),
             nodes: nodes.to_vec(),
             ..PageMoves::default()
         };
         if nodes.is_empty() {
-            return Ok(out);
+            return Ok(Some(out));
         }
-        let mut pages = self.pages_from(&vmas, budget);
-        if pages.is_empty() && self.cursor > 0 {
-            self.cursor = 0;
-            pages = self.pages_from(&vmas, budget);
+        let pass = match self.pass.take() {
+            Some(p) => p,
+            None => {
+                let read = |file| {
+                    proc.process_file(pid, file)
+                        .map_err(|source| PagesError::Read { pid, file, source })
+                };
+                Pass {
+                    nodes: nodes.to_vec(),
+                    vmas: movable_vmas(&read("maps")?, &read("numa_maps")?),
+                    cursor: 0,
+                }
+            }
+        };
+        let pages = pages_from(&pass.vmas, pass.cursor, budget);
+        // The pass ends with the walk that reaches the end of its mappings.
+        if pages.len() < budget {
+            self.ended = Some((now, pass.nodes));
+        } else if let Some(&(addr, page_bytes)) = pages.last() {
+            self.pass = Some(Pass {
+                cursor: addr + page_bytes,
+                ..pass
+            });
         }
         for chunk in pages.chunks(BATCH) {
             let addrs: Vec<u64> = chunk.iter().map(|&(a, _)| a).collect();
@@ -215,26 +271,14 @@ impl PageMover {
                 .map_err(|errno| PagesError::MovePages { pid, errno })?;
             tally(&moved, &targets, &mut out);
         }
-        if let Some(&(addr, page_bytes)) = pages.last() {
-            self.cursor = addr + page_bytes;
-        }
-        Ok(out)
+        Ok(Some(out))
     }
 
-    /// Up to `budget` page addresses (with their page size) of `vmas` from the cursor on.
-    fn pages_from(&self, vmas: &[Vma], budget: usize) -> Vec<(u64, u64)> {
-        let mut out = Vec::new();
-        for v in vmas.iter().filter(|v| v.end > self.cursor) {
-            let mut a = v.start.max(self.cursor.next_multiple_of(v.page_bytes));
-            while a < v.end && out.len() < budget {
-                out.push((a, v.page_bytes));
-                a += v.page_bytes;
-            }
-            if out.len() >= budget {
-                break;
-            }
-        }
-        out
+    /// Ends the pass and the rest: the next [`interleave`](Self::interleave)
+    /// starts a pass at once (after a revert, the app is interleaved anew).
+    pub fn stop(&mut self) {
+        self.pass = None;
+        self.ended = None;
     }
 
     /// Moves every page coloc moved back to where it was (the first recorded
@@ -242,9 +286,25 @@ impl PageMover {
     pub fn restore(&mut self, pid: u32) -> Result<PageMoves, PagesError> {
         let out = restore_runs(pid, &self.originals)?;
         self.originals.clear();
-        self.cursor = 0;
+        self.stop();
         Ok(out)
     }
+}
+
+/// Up to `budget` page addresses (with their page size) of `vmas` from `cursor` on.
+fn pages_from(vmas: &[Vma], cursor: u64, budget: usize) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for v in vmas.iter().filter(|v| v.end > cursor) {
+        let mut a = v.start.max(cursor.next_multiple_of(v.page_bytes));
+        while a < v.end && out.len() < budget {
+            out.push((a, v.page_bytes));
+            a += v.page_bytes;
+        }
+        if out.len() >= budget {
+            break;
+        }
+    }
+    out
 }
 
 /// Moves the pages of `runs` back to their nodes, latest run first so that a
@@ -335,17 +395,76 @@ mod tests {
     #[test]
     fn a_walk_resumes_at_its_cursor_within_its_budget() {
         let vmas = movable_vmas(MAPS, NUMA_MAPS);
-        let mut m = PageMover::default();
         // The .data page, then the heap's 33 pages: 34 with a budget of 34.
-        let first = m.pages_from(&vmas, 34);
+        let first = pages_from(&vmas, 0, 34);
         assert_eq!(first.len(), 34);
         assert_eq!(first[0], (0x55d0c8a2a000, 4096));
-        m.cursor = first.last().unwrap().0 + 4096;
+        let cursor = first.last().unwrap().0 + 4096;
         // Next: the two 2 MiB pages, then the stack's 33.
-        let next = m.pages_from(&vmas, 100);
+        let next = pages_from(&vmas, cursor, 100);
         assert_eq!(next[0], (0x7f2a00000000, 2 << 20));
         assert_eq!(next[1], (0x7f2a00200000, 2 << 20));
         assert_eq!(next.len(), 2 + 0x21);
+    }
+
+    /// The fixture's mappings as this process's `maps` and `numa_maps` under a
+    /// proc root of its own. None of their addresses is mapped here, so
+    /// `move_pages` reports every page absent and nothing moves: what is
+    /// checked is when the files are read and when a walk happens.
+    fn fixture_root() -> (tempfile::TempDir, ProcRoot, u32) {
+        let dir = tempfile::tempdir().unwrap();
+        let pid = std::process::id();
+        let d = dir.path().join(pid.to_string());
+        std::fs::create_dir(&d).unwrap();
+        std::fs::write(d.join("maps"), MAPS).unwrap();
+        std::fs::write(d.join("numa_maps"), NUMA_MAPS).unwrap();
+        let root = ProcRoot::new(dir.path());
+        (dir, root, pid)
+    }
+
+    /// The defect: every apply re-read `numa_maps` and walked on, wrapping
+    /// around without end. Now a pass reads the files once, walks the 69
+    /// pages of the fixture (1 + 33 + 2 + 33) 34 a time over three applies,
+    /// rests 5 s, and only then reads them again; other nodes, or a stop (a
+    /// revert), start a pass at once.
+    #[test]
+    fn a_pass_reads_numa_maps_once_then_rests() {
+        let (dir, root, pid) = fixture_root();
+        let numa_maps = dir.path().join(pid.to_string()).join("numa_maps");
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let mut m = PageMover::default();
+        let walk = |m: &mut PageMover, nodes: &[u32], ms| {
+            m.interleave(&root, pid, nodes, 34, at(ms), |_| Ok(()))
+        };
+        // Pass 1 reads the files at 0 ms; removed, they are not read again
+        // until the pass is over: 34 + 34 pages, then the last 1 (< 34) ends
+        // the pass at 200 ms.
+        assert!(walk(&mut m, &[0], 0).unwrap().is_some());
+        std::fs::remove_file(&numa_maps).unwrap();
+        assert!(walk(&mut m, &[0], 100).unwrap().is_some());
+        assert!(walk(&mut m, &[0], 200).unwrap().is_some());
+        // Rest: 200 ms + 5 s = 5.2 s; nothing at 300 ms or 5.1 s.
+        assert_eq!(walk(&mut m, &[0], 300).unwrap(), None);
+        assert_eq!(walk(&mut m, &[0], 5100).unwrap(), None);
+        // At 5.2 s pass 2 reads numa_maps again (gone: the read fails).
+        let e = walk(&mut m, &[0], 5200).unwrap_err();
+        assert!(e.to_string().contains("numa_maps"), "{e}");
+        std::fs::write(&numa_maps, NUMA_MAPS).unwrap();
+        for ms in [5300, 5400, 5500] {
+            assert!(walk(&mut m, &[0], ms).unwrap().is_some());
+        }
+        // Resting after pass 2 (ended at 5.5 s): other nodes start at once,
+        assert_eq!(walk(&mut m, &[0], 5600).unwrap(), None);
+        let other = walk(&mut m, &[0, 1], 5700).unwrap().unwrap();
+        assert_eq!(other.nodes, vec![0, 1]);
+        // and after a stop the same nodes do too.
+        for ms in [5800, 5900] {
+            assert!(walk(&mut m, &[0, 1], ms).unwrap().is_some());
+        }
+        assert_eq!(walk(&mut m, &[0, 1], 6000).unwrap(), None);
+        m.stop();
+        assert!(walk(&mut m, &[0, 1], 6100).unwrap().is_some());
     }
 
     #[test]
@@ -366,8 +485,10 @@ mod tests {
                 pid,
                 &[0],
                 PAGES_PER_APPLY,
+                Instant::now(),
                 |_| Ok(()),
             )
+            .unwrap()
             .unwrap();
         assert!(out.examined > 0, "{out:?}");
         assert_eq!((out.moved, out.failed), (0, 0), "{out:?}");

@@ -19,6 +19,7 @@
 //! measures app request rates per second of CPU time, so the two meet without
 //! conversion.
 
+pub mod cache;
 pub mod procedure;
 
 use std::collections::BTreeMap;
@@ -83,6 +84,12 @@ pub struct MemoryCalibration {
     /// by symmetry), for `coloc calibrate` to print.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The last-level cache capacity one thread gets, bytes, measured by the
+    /// stream kernel at growing working sets ([`cache::effective_llc`]); None
+    /// where it was not measured (calibrations made before it was, assumed
+    /// and simulated ones) or no cache step showed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llc_bytes: Option<u64>,
 }
 
 /// Why stream samples do not make a calibration.
@@ -263,6 +270,7 @@ impl MemoryCalibration {
             measured_at: rfc3339(measured_unix),
             topology_hash: topology.shape_hash(),
             notes,
+            llc_bytes: None,
         })
     }
 
@@ -313,6 +321,7 @@ impl MemoryCalibration {
             measured_at: rfc3339(0),
             topology_hash: topology.shape_hash(),
             notes: Vec::new(),
+            llc_bytes: None,
         }
     }
 

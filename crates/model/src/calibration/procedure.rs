@@ -47,6 +47,10 @@ pub struct CalibrationManifest {
     /// Bytes per request the kernel's GB/s are divided by.
     pub line_bytes: u32,
     pub runs: Vec<StreamRun>,
+    /// The cache ladder ([`super::cache`]); traces under `cache/DIR`. Empty
+    /// in calibrations made before it existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cache_runs: Vec<super::cache::CacheRun>,
 }
 
 /// The planned runs on `topology`: `repeat` rounds of every path at 1..=n

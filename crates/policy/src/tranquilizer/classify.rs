@@ -3,16 +3,30 @@
 //!
 //! Problem: the paper classifies by the mean LLC miss rate against a threshold
 //! Δ and judges a memory trial by the miss rate, a CPU trial by the ICX rate.
-//! Machines without hardware counters (VMs, containers) have no miss rate.
+//! Machines without hardware counters (VMs, containers) have no miss rate, and
+//! some KVM guests report the host's whole L3 in sysfs (480 MiB on this
+//! development VM, where a 192 MiB stream already runs at memory speed), so a
+//! resident set compared with that says nothing.
 //!
 //! Approach: with counters, the paper's rule (mean misses per 1000
-//! instructions above Δ). Without, a documented substitute — the app's
-//! resident set larger than the machine's last-level cache capacity (its data
-//! cannot stay in cache, so it streams from memory) — and the shim's progress
-//! rate judges the memory trial; an app without progress reports has nothing
-//! to judge interleaving by, and the trace says so. The ICX rate, read from
-//! every thread's `nonvoluntary_ctxt_switches`, is always there.
+//! instructions above Δ). Without, documented substitutes; the app is
+//! memory-intensive when either says so:
+//! - its resident set is larger than the LLC capacity — the one `coloc
+//!   calibrate` measured for one thread where it is stored, else what sysfs
+//!   reports (all LLC instances): its data cannot stay in cache;
+//! - the memory bandwidth per thread stored in its profile (Tang et al.'s
+//!   characteristic; `coloc profile` measures it here by co-runs with the
+//!   `stream` kernel) is above [`TranquilizerConfig::substitute_gbs`].
+//!
+//! Neither proves the contrary: a co-run shows no bandwidth taken where the
+//! machine has bandwidth to spare, and an app can stream through a small
+//! resident set. The shim's progress rate judges the memory trial; an app
+//! without progress reports has nothing to judge interleaving by. The ICX
+//! rate, read from every thread's `nonvoluntary_ctxt_switches`, is always
+//! there. The note names every figure the class came from and where each
+//! came from, so the trace says which signal was used.
 
+use coloc_model::profile::SharingSignal;
 use coloc_model::topology::human_bytes;
 use coloc_model::MemPolicy;
 
@@ -80,9 +94,23 @@ impl Classified {
     }
 }
 
-/// Classifies an app from its baseline samples. `llc_bytes` is the machine's
-/// last-level cache capacity (all LLC instances), used only without counters.
-pub fn classify(samples: &[Rates], llc_bytes: u64, cfg: &TranquilizerConfig) -> Classified {
+/// What classification reads besides the samples, for machines without
+/// counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Known {
+    /// The LLC capacity resident sets are compared with, bytes.
+    pub llc_bytes: u64,
+    /// Whether `llc_bytes` was measured (`coloc calibrate`) rather than read
+    /// from sysfs.
+    pub llc_measured: bool,
+    /// The app's memory bandwidth per thread stored in its profile, GB/s,
+    /// and what it was measured with.
+    pub stored_gbs: Option<(f64, SharingSignal)>,
+}
+
+/// Classifies an app from its baseline samples; `known` is read only without
+/// counters.
+pub fn classify(samples: &[Rates], known: &Known, cfg: &TranquilizerConfig) -> Classified {
     if let Some(p) = Profile::of(samples, Signal::LlcMisses) {
         let memory = p.mean > cfg.delta_mpki;
         let class = if memory { Class::Memory } else { Class::Cpu };
@@ -102,8 +130,33 @@ pub fn classify(samples: &[Rates], llc_bytes: u64, cfg: &TranquilizerConfig) -> 
             ),
         };
     }
+    let cmp = |above: bool| if above { ">" } else { "≤" };
     let rss = samples.iter().map(|r| r.rss_bytes).max().unwrap_or(0);
-    let memory = llc_bytes > 0 && rss > llc_bytes;
+    let big = known.llc_bytes > 0 && rss > known.llc_bytes;
+    let rss_text = format!(
+        "resident set {} {} LLC {} ({})",
+        human_bytes(rss),
+        cmp(big),
+        human_bytes(known.llc_bytes),
+        if known.llc_measured {
+            "measured by coloc calibrate"
+        } else {
+            "as sysfs reports it"
+        }
+    );
+    let (streams, bw_text) = match known.stored_gbs {
+        Some((gbs, signal)) => {
+            let above = gbs > cfg.substitute_gbs;
+            let text = format!(
+                "stored memory bandwidth {gbs:.2} GB/s per thread {} {:.2} [{signal}]",
+                cmp(above),
+                cfg.substitute_gbs
+            );
+            (above, text)
+        }
+        None => (false, "no stored bandwidth".to_string()),
+    };
+    let memory = big || streams;
     let class = if memory { Class::Memory } else { Class::Cpu };
     let judge = if !memory {
         Some(Signal::Icx)
@@ -116,11 +169,8 @@ pub fn classify(samples: &[Rates], llc_bytes: u64, cfg: &TranquilizerConfig) -> 
         class,
         judge,
         why: format!(
-            "{} (no LLC counters: substitute resident set {} {} LLC {})",
-            class.label(),
-            human_bytes(rss),
-            if memory { ">" } else { "≤" },
-            human_bytes(llc_bytes)
+            "{} (no LLC counters: substitutes {rss_text}, {bw_text})",
+            class.label()
         ),
     }
 }

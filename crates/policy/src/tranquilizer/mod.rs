@@ -28,9 +28,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use coloc_model::profile::{self, AppProfile};
 use coloc_model::topology::ObjKind;
 use coloc_model::{AppId, AppPlan, AppView, Observation, Plan, Topology, View};
 
+use self::classify::Known;
 pub use self::layer::{combine, Layered};
 use self::pass::AppPass;
 use crate::Policy;
@@ -43,6 +45,14 @@ pub struct TranquilizerConfig {
     /// separates the simulator's memory-bound models (≥ 5) from its compute
     /// ones (≤ 1).
     pub delta_mpki: f64,
+    /// Without counters, an app whose stored memory bandwidth per thread
+    /// (its profile's Tang characteristic; `coloc profile` measures it by
+    /// co-runs with the `stream` kernel where there are no counters) is above
+    /// this many GB/s is memory-intensive ([`classify`]). 1.0 lies between
+    /// what this development VM measured for `kernel:stream` (1.30) and for
+    /// the cache-resident `kernel:compute` (0.53, the co-runs' noise floor;
+    /// docs/policies/tang-atom.md).
+    pub substitute_gbs: f64,
     /// Samples per profile (§3: 10).
     pub samples: usize,
     /// Time between samples (§3: 100 ms). Samples are taken at the policy's
@@ -60,6 +70,7 @@ impl Default for TranquilizerConfig {
     fn default() -> Self {
         Self {
             delta_mpki: 3.0,
+            substitute_gbs: 1.0,
             samples: 10,
             interval: Duration::from_millis(100),
             pass: Duration::from_secs(5),
@@ -73,16 +84,41 @@ impl Default for TranquilizerConfig {
 #[derive(Debug, Default)]
 pub struct Tranquilizer {
     cfg: TranquilizerConfig,
+    /// The apps' stored profiles: their memory bandwidth classifies them on a
+    /// machine without counters ([`classify`]).
+    profiles: Vec<AppProfile>,
+    /// The LLC capacity one thread gets as `coloc calibrate` measured it
+    /// (the machine's calibration), compared with resident sets instead of
+    /// sysfs's figure ([`classify`]).
+    llc_measured: Option<u64>,
     apps: BTreeMap<AppId, AppPass>,
     /// The observation the last samples ended at.
     last_sample: Option<Observation>,
 }
 
 impl Tranquilizer {
-    pub fn new(cfg: TranquilizerConfig) -> Self {
+    pub fn new(
+        cfg: TranquilizerConfig,
+        profiles: Vec<AppProfile>,
+        llc_measured: Option<u64>,
+    ) -> Self {
         Self {
             cfg,
+            profiles,
+            llc_measured,
             ..Self::default()
+        }
+    }
+
+    /// What classification knows of `app` besides its samples: the LLC
+    /// capacity measured by `coloc calibrate` where stored, else sysfs's.
+    fn known(&self, app: &AppView, topology: &Topology) -> Known {
+        Known {
+            llc_bytes: self.llc_measured.unwrap_or_else(|| llc_bytes(topology)),
+            llc_measured: self.llc_measured.is_some(),
+            stored_gbs: profile::find(&self.profiles, &app.spec)
+                .and_then(|(p, _)| p.sharing.as_ref())
+                .and_then(|s| Some((s.bandwidth_gbs?, s.signal))),
         }
     }
 
@@ -144,15 +180,15 @@ impl Policy for Tranquilizer {
         });
         if let Some(last) = due {
             if let Some(prev) = &self.last_sample {
-                let llc = llc_bytes(view.topology);
                 for a in view.running() {
+                    let known = self.known(a, view.topology);
                     let (Some(p), Some(r)) =
                         (self.apps.get_mut(&a.id), window::rates(prev, last, a.id))
                     else {
                         continue;
                     };
                     let cfg = &self.cfg;
-                    if let Some(t) = p.sample(r, cfg, |s| classify::classify(s, llc, cfg)) {
+                    if let Some(t) = p.sample(r, cfg, |s| classify::classify(s, &known, cfg)) {
                         say(a.id, t);
                     }
                 }

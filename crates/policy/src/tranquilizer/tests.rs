@@ -4,22 +4,33 @@
 use std::time::Duration;
 
 use coloc_model::observation::{Counters, Signals};
+use coloc_model::profile::SharingSignal;
 use coloc_model::testutils::{fixture_topologies, pending_app, running_app};
 use coloc_model::{
     AppPlan, AppSample, MemPolicy, Observation, OmpSample, Placement, Plan, SchedSettings,
     ThreadSample, Trigger, View,
 };
 
-use super::classify::{classify, Class};
+use super::classify::{classify, Class, Known};
 use super::pass::{improved, AppPass, Setting, Stage};
 use super::window::{Profile, Rates, Signal};
 use super::*;
 use crate::{build, invariants, LayerError, Policy};
+use coloc_model::profile;
 
 const MIB: u64 = 1024 * 1024;
 
 fn cfg() -> TranquilizerConfig {
     TranquilizerConfig::default()
+}
+
+/// A machine whose sysfs reports an LLC of `llc_bytes`; no stored bandwidth.
+fn llc(llc_bytes: u64) -> Known {
+    Known {
+        llc_bytes,
+        llc_measured: false,
+        stored_gbs: None,
+    }
 }
 
 /// A sample with counters.
@@ -62,57 +73,162 @@ fn a_profile_is_the_mean_and_sample_sd() {
     assert_eq!(Profile::of(&s, Signal::LlcMisses), None);
 }
 
+/// (what, samples, known, class, judge, what the note says)
+type ClassCase = (
+    &'static str,
+    Vec<Rates>,
+    Known,
+    Class,
+    Option<Signal>,
+    &'static str,
+);
+
 #[test]
-fn classification_by_miss_rate_or_its_substitute() {
-    let llc = 32 * MIB;
-    // (samples, class, judge)
-    let cases: Vec<(&str, Vec<Rates>, Class, Option<Signal>)> = vec![
-        // Mean 12 misses/kinstr > Δ 3: memory, judged by the miss rate.
+fn classification_by_miss_rate_or_its_substitutes() {
+    let small_llc = llc(32 * MIB);
+    // This VM's sysfs: the host's whole L3.
+    let host_llc = llc(480 * MIB);
+    // This VM's LLC as `coloc calibrate` measured it for one thread.
+    let measured = Known {
+        llc_bytes: 96 * MIB,
+        llc_measured: true,
+        stored_gbs: None,
+    };
+    let stored = |known: Known, gbs| Known {
+        stored_gbs: Some((gbs, SharingSignal::StreamCoRuns)),
+        ..known
+    };
+    let stream = |rss| ten(100.0, 10.0, move |p| soft(1.0, Some(p), rss));
+    let cases: Vec<ClassCase> = vec![
+        // Mean 12 misses/kinstr > Δ 3: memory, judged by the miss rate; the
+        // substitutes are not read when there are counters.
         (
             "stream-like",
             ten(12.0, 2.0, |m| hw(m, 5.0)),
+            stored(host_llc, 0.1),
             Class::Memory,
             Some(Signal::LlcMisses),
+            "memory-intensive (LLC misses 12.00/kinstr > Δ 3.00)",
         ),
         // Mean 3 = Δ is not above it: CPU, judged by ICX.
         (
             "at Δ",
             ten(3.0, 0.0, |m| hw(m, 5.0)),
+            small_llc,
             Class::Cpu,
             Some(Signal::Icx),
+            "LLC misses 3.00/kinstr ≤ Δ 3.00",
         ),
         // Mean 0.5: CPU.
         (
             "compute",
             ten(0.5, 0.1, |m| hw(m, 50.0)),
+            small_llc,
             Class::Cpu,
             Some(Signal::Icx),
+            "0.50/kinstr ≤ Δ",
         ),
         // No counters: 256 MiB resident > 32 MiB LLC, with progress reports.
         (
             "big, shim",
-            ten(100.0, 10.0, |p| soft(1.0, Some(p), 256 * MIB)),
+            stream(256 * MIB),
+            small_llc,
             Class::Memory,
             Some(Signal::Progress),
+            "substitutes resident set 256 MiB > LLC 32 MiB (as sysfs reports it), no stored \
+             bandwidth",
         ),
         // No counters, no progress: memory-intensive but nothing judges.
         (
             "big, no shim",
             ten(1.0, 0.5, |i| soft(i, None, 256 * MIB)),
+            small_llc,
             Class::Memory,
             None,
+            "> LLC 32 MiB",
         ),
         // 8 MiB ≤ 32 MiB: CPU, judged by ICX (always read).
         (
             "small",
             ten(30.0, 5.0, |i| soft(i, None, 8 * MIB)),
+            small_llc,
             Class::Cpu,
             Some(Signal::Icx),
+            "resident set 8 MiB ≤ LLC 32 MiB",
+        ),
+        // The defect: 192 MiB of streamed arrays under the host's 480 MiB L3
+        // count as CPU-intensive by sysfs's figure.
+        (
+            "192 MiB stream, sysfs",
+            stream(192 * MIB),
+            host_llc,
+            Class::Cpu,
+            Some(Signal::Icx),
+            "resident set 192 MiB ≤ LLC 480 MiB (as sysfs reports it)",
+        ),
+        // Calibrated: one thread gets 96 MiB; 192 MiB > 96 MiB: memory.
+        (
+            "192 MiB stream, measured LLC",
+            stream(192 * MIB),
+            measured,
+            Class::Memory,
+            Some(Signal::Progress),
+            "resident set 192 MiB > LLC 96 MiB (measured by coloc calibrate)",
+        ),
+        // Profiled where co-runs show it: one thread took 1.30 GB/s from the
+        // stream probe > 1.00: memory, whatever sysfs says.
+        (
+            "192 MiB stream, stored bandwidth",
+            stream(192 * MIB),
+            stored(host_llc, 1.30),
+            Class::Memory,
+            Some(Signal::Progress),
+            "≤ LLC 480 MiB (as sysfs reports it), stored memory bandwidth 1.30 GB/s per thread \
+             > 1.00 [substitute: co-runs with the stream kernel]",
+        ),
+        // This VM: the co-runs saw nothing taken (0.00 ≤ 1.00: bandwidth to
+        // spare), the measured LLC still says memory.
+        (
+            "192 MiB stream, both",
+            stream(192 * MIB),
+            stored(measured, 0.0),
+            Class::Memory,
+            Some(Signal::Progress),
+            "> LLC 96 MiB (measured by coloc calibrate), stored memory bandwidth 0.00 GB/s per \
+             thread ≤ 1.00",
+        ),
+        // A cache-resident kernel: 2 MiB ≤ 96 MiB and 0.53 ≤ 1.00: CPU.
+        (
+            "compute, both",
+            ten(30.0, 5.0, |i| soft(i, None, 2 * MIB)),
+            stored(measured, 0.53),
+            Class::Cpu,
+            Some(Signal::Icx),
+            "CPU-intensive (no LLC counters: substitutes resident set 2 MiB ≤ LLC 96 MiB",
+        ),
+        // Exactly at the threshold is not above it.
+        (
+            "at the threshold",
+            ten(30.0, 5.0, |i| soft(i, None, 8 * MIB)),
+            stored(small_llc, 1.0),
+            Class::Cpu,
+            Some(Signal::Icx),
+            "1.00 GB/s per thread ≤ 1.00",
+        ),
+        // Profiled memory-bound, no progress reports: nothing judges.
+        (
+            "stored bandwidth, no shim",
+            ten(1.0, 0.5, |i| soft(i, None, 8 * MIB)),
+            stored(small_llc, 2.0),
+            Class::Memory,
+            None,
+            "2.00 GB/s per thread > 1.00",
         ),
     ];
-    for (what, samples, class, judge) in cases {
-        let c = classify(&samples, llc, &cfg());
+    for (what, samples, known, class, judge, says) in cases {
+        let c = classify(&samples, &known, &cfg());
         assert_eq!((c.class, c.judge), (class, judge), "{what}: {}", c.why);
+        assert!(c.why.contains(says), "{what}: {}", c.why);
     }
 }
 
@@ -170,11 +286,11 @@ fn one_pass(p: &mut AppPass, baseline: &[Rates], trial: &[Rates]) -> (Setting, S
     let start = p.pass_start.max(Duration::from_secs(1));
     assert!(p.tick(start, true).is_some() || matches!(p.stage, Stage::Baseline { .. }));
     for r in baseline {
-        p.sample(*r, &c, |s| classify(s, 32 * MIB, &c));
+        p.sample(*r, &c, |s| classify(s, &llc(32 * MIB), &c));
     }
     let during = p.setting;
     for r in trial {
-        p.sample(*r, &c, |s| classify(s, 32 * MIB, &c));
+        p.sample(*r, &c, |s| classify(s, &llc(32 * MIB), &c));
     }
     (during, p.setting)
 }
@@ -293,7 +409,10 @@ fn a_pass_waits_for_workers_and_repeats_every_5_s() {
     let mut p = AppPass::default();
     // No workers yet: stays waiting, samples are ignored.
     assert_eq!(p.tick(Duration::from_millis(300), false), None);
-    assert_eq!(p.sample(hw(12.0, 1.0), &c, |s| classify(s, 0, &c)), None);
+    assert_eq!(
+        p.sample(hw(12.0, 1.0), &c, |s| classify(s, &llc(0), &c)),
+        None
+    );
     assert_eq!(p.stage, Stage::Waiting);
     // Workers at 0.5 s: pass 1 begins.
     assert!(p.tick(Duration::from_millis(500), true).is_some());
@@ -304,7 +423,7 @@ fn a_pass_waits_for_workers_and_repeats_every_5_s() {
     ]
     .concat();
     for r in all {
-        p.sample(r, &c, |s| classify(s, 0, &c));
+        p.sample(r, &c, |s| classify(s, &llc(0), &c));
     }
     assert_eq!(p.setting, INTERLEAVE_100);
     // Held until 0.5 + 5 = 5.5 s; at 5.4 s nothing begins.
@@ -319,7 +438,7 @@ fn a_pass_waits_for_workers_and_repeats_every_5_s() {
     ]
     .concat();
     for r in all {
-        p.sample(r, &c, |s| classify(s, 0, &c));
+        p.sample(r, &c, |s| classify(s, &llc(0), &c));
     }
     assert_eq!(
         p.setting,
@@ -334,6 +453,8 @@ fn a_pass_waits_for_workers_and_repeats_every_5_s() {
 /// `mpki` misses per 1000 of 10^8 instructions and `icx` switches per thread.
 struct Script {
     policy: Tranquilizer,
+    /// Whether the machine has hardware counters.
+    hw: bool,
     now: Duration,
     misses: u64,
     icx: u64,
@@ -343,8 +464,13 @@ struct Script {
 
 impl Script {
     fn new() -> Self {
+        Self::with(Tranquilizer::default(), true)
+    }
+
+    fn with(policy: Tranquilizer, hw: bool) -> Self {
         Self {
-            policy: Tranquilizer::default(),
+            policy,
+            hw,
             now: Duration::ZERO,
             misses: 0,
             icx: 0,
@@ -363,7 +489,7 @@ impl Script {
             tid,
             pid: 100,
             involuntary_switches: self.icx,
-            counters: Some(Counters {
+            counters: self.hw.then_some(Counters {
                 llc_misses: Some(self.misses),
                 instructions: Some(instructions),
                 ..Counters::default()
@@ -374,7 +500,7 @@ impl Script {
         let obs = Observation {
             at: self.now,
             signals: Signals {
-                hw_counters: true,
+                hw_counters: self.hw,
                 schedstat: true,
             },
             apps: vec![AppSample {
@@ -438,6 +564,68 @@ fn the_policy_samples_every_100_ms_and_applies_figure_7() {
     }
     assert!(plan.note.contains("keep"), "{}", plan.note);
     assert_eq!(plan.apps[0].memory, MemPolicy::Interleave);
+}
+
+/// Without counters the app's stored memory bandwidth (its profile found by
+/// the app's name) or the LLC capacity the calibration measured classify it;
+/// sysfs's LLC otherwise. No progress reports: a memory-intensive app cannot
+/// be judged, so it gets local memory and the 100 ms slice at once.
+#[test]
+fn without_counters_stored_figures_classify_and_the_note_says_so() {
+    let topo = fixture_topologies().pop().unwrap();
+    let profile = |gbs| AppProfile {
+        identity: profile::AppIdentity::program("app0", vec!["other".into()], "h"),
+        platform: profile::PlatformFingerprint::of(&topo),
+        levels: Vec::new(),
+        sharing: Some(profile::SharingCharacteristics {
+            bandwidth_gbs: Some(gbs),
+            ..profile::SharingCharacteristics::not_measured("test".into())
+        }),
+    };
+    // The script's app has 0 bytes resident; a measured LLC of 0 bytes is
+    // not exceeded either, so only the bandwidth can make it memory.
+    // (stored profile, measured LLC, memory, slice tried, the note says)
+    let cases = [
+        (
+            Some(profile(1.3)),
+            None,
+            MemPolicy::Local,
+            Some(100_000),
+            "stored memory bandwidth 1.30 GB/s per thread > 1.00 [substitute: co-runs with \
+             the stream kernel]); no LLC counters and no progress reports",
+        ),
+        (
+            Some(profile(0.5)),
+            Some(64 * MIB),
+            MemPolicy::Default,
+            Some(20_000),
+            "resident set 0 B ≤ LLC 64 MiB (measured by coloc calibrate), stored memory \
+             bandwidth 0.50 GB/s per thread ≤ 1.00",
+        ),
+        (
+            None,
+            None,
+            MemPolicy::Default,
+            Some(20_000),
+            "(as sysfs reports it), no stored bandwidth",
+        ),
+    ];
+    for (stored, measured, memory, slice_us, says) in cases {
+        let policy = Tranquilizer::new(cfg(), stored.into_iter().collect(), measured);
+        let mut s = Script::with(policy, false);
+        let mut notes = String::new();
+        let mut plan = s.tick(0, 4);
+        for _ in 0..10 {
+            plan = s.tick(0, 4);
+            notes += &plan.note;
+        }
+        assert_eq!(
+            (plan.apps[0].memory, plan.apps[0].sched.slice_us),
+            (memory, slice_us),
+            "{notes}"
+        );
+        assert!(notes.contains(says), "{notes}");
+    }
 }
 
 #[test]
