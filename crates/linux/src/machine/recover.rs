@@ -156,6 +156,8 @@ pub fn recover_stale_journals(
                     .push(format!("{}: {e} (left in place)", path.display()));
                 continue;
             }
+            // Another coloc starting at the same time recovered it first.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(source) => return Err(RecoveryError::Read { path, source }),
         };
         if coloc_is_alive(&proc, pid, &lines) {
