@@ -88,11 +88,17 @@ impl Service {
             .spawn()
             .unwrap();
         started.children.push(child);
+        let at = started.children.len() - 1;
         let socket = self.socket();
         wait_for("the daemon's socket", || {
+            // A daemon that refused to start fails the test with its log at
+            // once, not after the wait.
+            if let Some(status) = started.children[at].try_wait().unwrap() {
+                panic!("the daemon exited with {status}:\n{}", self.log());
+            }
             std::os::unix::net::UnixStream::connect(&socket).is_ok()
         });
-        started.children.len() - 1
+        at
     }
 
     pub fn log(&self) -> String {
