@@ -13,7 +13,9 @@ use std::process::{Child, Command, Stdio};
 
 use coloc_daemon::protocol::Status;
 use coloc_model::CpuSet;
-use common::service::{affinities, is_root, placed_by_plan, wait_for, Service, Started, KERNEL};
+use common::service::{
+    affinities, is_root, placed_by_plan, running_their_commands, wait_for, Service, Started, KERNEL,
+};
 use common::{allowed_here, coloc, text};
 use users::TestUser;
 
@@ -52,6 +54,7 @@ fn exec_kernels_are_placed_and_readopted_after_the_daemon_is_killed() {
         status = svc.status();
         status.apps.len() == 2
             && status.apps.iter().all(|a| a.state == "running")
+            && running_their_commands(&status)
             && placed_by_plan(&status)
     });
     let pids: Vec<u32> = status.apps.iter().map(|a| a.pid).collect();

@@ -1,5 +1,5 @@
 //! Apps that limit their own CPUs, under the node service (docs/service.md,
-//! Apps that place themselves): coloc places them within what they allow
+//! The loop): coloc places them within what they allow
 //! themselves, never beyond, and leaves an app that keeps moving its threads
 //! back to itself, shown as self-managed. Checked in /proc; root only.
 
@@ -76,17 +76,17 @@ fn an_app_started_under_taskset_is_never_given_another_cpu() {
     started.children.push(pinned);
     let free = exec(&svc, &[], "free", KERNEL);
     started.children.push(free);
-    let mut pid = 0;
     wait_for("both apps running", || {
-        let s = svc.status();
-        s.apps.iter().filter(|a| a.state == "running").count() == 2 && {
-            let a = s.apps.iter().find(|a| a.name == "pinned").unwrap();
-            pid = a.pid;
-            true
-        }
+        svc.status()
+            .apps
+            .iter()
+            .filter(|a| a.state == "running")
+            .count()
+            == 2
     });
-    started.pids.push(pid);
     let s = svc.status();
+    started.pids.extend(s.apps.iter().map(|a| a.pid));
+    let pid = s.apps.iter().find(|a| a.name == "pinned").unwrap().pid;
     let app = s.apps.iter().find(|a| a.name == "pinned").unwrap();
     assert_eq!(app.allowed.as_deref(), Some(list.as_str()), "{app:?}");
     let planned = app.plan.as_ref().unwrap().placement.cpus();
@@ -120,17 +120,20 @@ fn an_app_that_resets_its_own_affinity_is_left_to_it() {
     );
     let fighter = exec(&svc, &[], "fighter", &["sh", "-c", &fight]);
     started.children.push(fighter);
-    let mut pid = 0;
     wait_for("the fighter shown as self-managed", || {
         let s = svc.status();
-        s.apps.iter().any(|a| {
-            pid = a.pid;
-            a.name == "fighter" && a.state == "self-managed"
-        })
+        for a in &s.apps {
+            if !started.pids.contains(&a.pid) {
+                started.pids.push(a.pid);
+            }
+        }
+        s.apps
+            .iter()
+            .any(|a| a.name == "fighter" && a.state == "self-managed")
     });
-    started.pids.push(pid);
     let s = svc.status();
     let app = s.apps.iter().find(|a| a.name == "fighter").unwrap();
+    let pid = app.pid;
     assert!(
         app.notes.iter().any(|n| n.contains("left to the app")),
         "{app:?}"

@@ -1,7 +1,7 @@
 //! The simulator-facing commands through the built binary: `gen` (seeded,
 //! read back by `sim`), the oracle in `sim` and `compare --sim` (and where it
-//! is refused), a latency app's median and p99 in `compare`, and
-//! `calibrate-sim`.
+//! is refused), a latency app's median and p99 in `compare`, each app's mean,
+//! CV and p-value in `compare`, and `calibrate-sim`.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -261,6 +261,69 @@ fn compare_sim_has_an_oracle_row() {
     // One search; the second run replays its configuration with the next seed.
     assert_eq!(out.matches("search: exhaustive").count(), 1, "{out}");
     assert!(dir.path().join("cmp/oracle-2/trace.jsonl").exists());
+}
+
+/// `compare` gives each app's mean wall time, CV and rank-test p-value
+/// against the baseline over the repeats (what Thread Tranquilizer is judged
+/// by), in the JSON and, recomputed from the traces by `report`, in the
+/// table: native against tranquilizer in the simulator, two seeds each.
+#[test]
+fn compare_gives_each_apps_mean_cv_and_p_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("tiny.toml");
+    std::fs::write(&w, TINY_STATIC).unwrap();
+    let out = dir.path().join("cmp");
+    // A profile store of its own (empty): tranquilizer reads it.
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_coloc"))
+            .args(args)
+            .env("XDG_DATA_HOME", dir.path())
+            .output()
+            .unwrap();
+        let (stdout, err) = text(&o);
+        assert!(o.status.success(), "{err}");
+        stdout
+    };
+    let json = run(&[
+        "compare",
+        s(&w),
+        "--sim",
+        "kvm-2cpu",
+        "--policies",
+        "native,tranquilizer",
+        "--repeat",
+        "2",
+        "--json",
+        "--out",
+        s(&out),
+    ]);
+    let cmp: serde_json::Value = serde_json::from_str(&json).unwrap();
+    for (k, p) in cmp["policies"].as_array().unwrap().iter().enumerate() {
+        let apps = p["apps"].as_array().unwrap();
+        let names: Vec<&str> = apps.iter().map(|a| a["app"].as_str().unwrap()).collect();
+        assert_eq!(names, ["bs", "sc"], "{p}");
+        for a in apps {
+            assert_eq!(a["wall"]["n"], 2, "{a}");
+            assert!(a["wall"]["mean"].as_f64().unwrap() > 0.0, "{a}");
+            assert!(a["wall"]["cv"].as_f64().is_some(), "{a}");
+            // The baseline is not tested against itself; with 2 runs a side
+            // the exact test's p is at least 2 / C(4, 2) = 1/3.
+            match k {
+                0 => assert!(a["p_wall"].is_null(), "{a}"),
+                _ => assert!(a["p_wall"].as_f64().unwrap() >= 1.0 / 3.0 - 1e-12, "{a}"),
+            }
+        }
+    }
+    let table = run(&["report", s(&out)]);
+    for row in [
+        "| bs  |       native |    2 |",
+        "| bs  | tranquilizer |    2 |",
+        "| sc  |       native |    2 |",
+        "| sc  | tranquilizer |    2 |",
+    ] {
+        assert!(table.contains(row), "no row {row:?}:\n{table}");
+    }
+    assert!(table.contains("per app: its wall time"), "{table}");
 }
 
 /// `compare --objective art` (as `bench mixes --objective`) builds auto for

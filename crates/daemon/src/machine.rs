@@ -231,7 +231,7 @@ impl Machine for DaemonMachine {
             name: req.spec.name.clone(),
             source: why.into(),
         };
-        let (pid, start, malleable, program, cancelled) = {
+        let (pid, start, malleable, held, program, cancelled) = {
             let state = self.shared.lock();
             let e = state
                 .apps
@@ -241,6 +241,7 @@ impl Machine for DaemonMachine {
                 e.pid,
                 e.start,
                 e.malleable && e.kind == Kind::Exec,
+                e.kind == Kind::Exec,
                 e.program.clone(),
                 e.cancelled.clone(),
             )
@@ -257,6 +258,8 @@ impl Machine for DaemonMachine {
             program: &program,
             dop: req.plan.dop.unwrap_or(req.threads),
             cpus: req.plan.placement.cpus().iter().collect(),
+            memory: req.plan.memory,
+            held,
         });
         let mut state = self.shared.lock();
         let Some(e) = state.apps.get_mut(&req.id.app) else {
@@ -304,6 +307,7 @@ impl Machine for DaemonMachine {
                     .collect(),
                 remove_env: adopted.remove_env.clone(),
                 threads: req.threads,
+                memory: adopted.memory.clone(),
                 notes,
             },
             Kind::Attach | Kind::Readopted => Reply::Attached {

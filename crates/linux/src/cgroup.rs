@@ -1,6 +1,6 @@
 //! The cpuset controller's cgroups: where a process may run by its cgroup,
 //! and the files coloc writes to place apps in cgroups of its own
-//! (docs/service.md, Apps that place themselves, and cgroup slices).
+//! (docs/service.md: The loop, and cgroup slices).
 //!
 //! Problem: an app can be held to some CPUs by its cgroup's cpuset as well as
 //! by its affinity, and a cpuset can change under it. coloc must never plan an
@@ -23,9 +23,11 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use coloc_model::CpuSet;
+use serde::{Deserialize, Serialize};
 
 /// The two kinds of hierarchy that can hold the cpuset controller.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Version {
     V1,
     V2,
@@ -80,6 +82,16 @@ fn mounts(mountinfo: &str) -> impl Iterator<Item = (&str, &str, &str, &str)> {
 }
 
 impl Cpusets {
+    /// The hierarchy of kind `version` mounted at `mount` (a journal names
+    /// it so).
+    pub fn at(version: Version, mount: PathBuf) -> Cpusets {
+        Cpusets {
+            version,
+            mount,
+            mount_root: PathBuf::from("/"),
+        }
+    }
+
     /// The hierarchy of the cpuset controller in `<proc_root>/self/mountinfo`.
     pub fn detect(proc_root: &Path) -> Result<Cpusets, CgroupError> {
         let path = proc_root.join("self/mountinfo");
@@ -240,6 +252,17 @@ impl Cpusets {
         write(&self.file(rel, "procs"), &pid.to_string())
     }
 
+    /// Whether cgroup `rel`'s children may use the cpuset controller (always
+    /// in v1; in v2 when `subtree_control` lists it).
+    pub fn enabled_below(&self, rel: &Path) -> Result<bool, CgroupError> {
+        if self.version == Version::V1 {
+            return Ok(true);
+        }
+        let path = self.file(rel, "subtree_control");
+        let text = fs::read_to_string(&path).map_err(io_err(&path))?;
+        Ok(text.split_whitespace().any(|c| c == "cpuset"))
+    }
+
     /// Lets cgroup `rel`'s children use the cpuset controller (cgroup v2's
     /// `subtree_control`; v1 needs nothing). Returns whether it was off.
     pub fn enable_below(&self, rel: &Path) -> Result<bool, CgroupError> {
@@ -252,14 +275,10 @@ impl Cpusets {
     }
 
     fn toggle_below(&self, rel: &Path, on: bool) -> Result<bool, CgroupError> {
-        if self.version == Version::V1 {
+        if self.version == Version::V1 || self.enabled_below(rel)? == on {
             return Ok(false);
         }
         let path = self.file(rel, "subtree_control");
-        let text = fs::read_to_string(&path).map_err(io_err(&path))?;
-        if text.split_whitespace().any(|c| c == "cpuset") == on {
-            return Ok(false);
-        }
         write(&path, if on { "+cpuset" } else { "-cpuset" })?;
         Ok(true)
     }

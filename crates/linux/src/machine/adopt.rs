@@ -22,6 +22,7 @@ use coloc_model::{AppId, CpuSet, MemPolicy};
 
 use super::actuate::Base;
 use super::dop::{self, DopControl, DopLaunch};
+use super::slice::InSlice;
 use super::tasks::TaskId;
 use super::track::Tracker;
 use super::{sys, Instance, LinuxMachine};
@@ -42,6 +43,13 @@ pub struct Adopt<'a> {
     /// The DoP and CPUs the record starts with.
     pub dop: u32,
     pub cpus: Vec<u32>,
+    /// The memory policy of its first plan. Only a process that has not
+    /// exec'd its program yet can take it (`set_mempolicy` acts on the
+    /// calling thread, and survives exec): it is handed back in
+    /// [`Adopted::memory`] for the process to set.
+    pub memory: MemPolicy,
+    /// It has not exec'd its program yet (`coloc exec`'s held child).
+    pub held: bool,
 }
 
 /// An adopted process.
@@ -57,6 +65,10 @@ pub struct Adopted {
     pub remove_env: Vec<String>,
     /// Why its DoP is not managed, when it was asked to be and is not.
     pub dop_unmanaged: Option<String>,
+    /// The memory policy and nodes a held process sets itself before it
+    /// execs its program ([`super::set_own_memory_policy`]); None when the
+    /// plan leaves the policy as it is, or the process runs already.
+    pub memory: Option<(MemPolicy, Vec<u32>)>,
     /// The CPUs it may run on now (its affinity, within its cpuset): coloc
     /// places it inside these and never widens them.
     pub allowed: CpuSet,
@@ -128,6 +140,7 @@ impl LinuxMachine {
             .into_iter()
             .filter(|c| allowed.contains(*c))
             .collect();
+        let nodes = self.nodes_of(&cpus.iter().copied().collect());
         // A user's app gets the DoP record to itself (root's daemon serves
         // every user).
         let owner = self
@@ -164,7 +177,7 @@ impl LinuxMachine {
             settings: Default::default(),
             base: Base::default(),
             dop: dop.control,
-            memory: MemPolicy::Default,
+            memory: if a.held { a.memory } else { MemPolicy::Default },
             memory_refused: None,
             pending_refused: Vec::new(),
             output: PathBuf::new(),
@@ -175,6 +188,7 @@ impl LinuxMachine {
             pages: Default::default(),
             rescan_due: true,
             allowed: Some(allowed.clone()),
+            slice: Default::default(),
         };
         let launched = Launched {
             pid,
@@ -188,6 +202,7 @@ impl LinuxMachine {
             set_env: dop.set_env,
             remove_env: dop.remove_env.iter().map(|s| s.to_string()).collect(),
             dop_unmanaged,
+            memory: (a.held && a.memory != MemPolicy::Default).then_some((a.memory, nodes)),
             allowed,
         })
     }
@@ -201,8 +216,8 @@ impl LinuxMachine {
             return Ok(None);
         };
         let mut inst = self.instances.remove(k);
-        let refused = inst
-            .release_all(&self.proc, &mut self.journal)
+        let refused = self
+            .let_go(&mut inst)
             .map_err(|e| super::other("restoring a released instance", e))?;
         inst.dop.remove();
         if let Some(child) = inst.child.take() {
@@ -222,7 +237,11 @@ impl LinuxMachine {
     pub fn allowed_cpus(&self, id: AppId) -> Option<CpuSet> {
         let inst = self.instances.iter().find(|i| i.id == id)?;
         let own = inst.allowed.as_ref()?;
-        Some(match self.cpuset_cpus(inst.pid()) {
+        let home = match (&inst.slice, &self.slice) {
+            (InSlice::In(cg), Some(slice)) => slice.sets().effective_cpus(&cg.home).ok(),
+            _ => self.cpuset_cpus(inst.pid()),
+        };
+        Some(match home {
             Some(cpus) => own.intersection(&cpus),
             None => own.clone(),
         })

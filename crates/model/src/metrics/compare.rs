@@ -41,6 +41,9 @@ pub struct PolicyStats {
     /// Per latency-class app with a metric, in workload order: the centre and
     /// tail of its live metric over every run.
     pub service: Vec<MetricTail>,
+    /// Per workload app, in the order first seen: its wall time over the runs
+    /// (Thread Tranquilizer §3 judges by each app's mean and CV).
+    pub apps: Vec<AppStats>,
     /// The per-run values the figures above summarise (for plots).
     pub samples: Samples,
 }
@@ -97,6 +100,17 @@ impl MetricTail {
             })
             .collect()
     }
+}
+
+/// One app's wall time over a policy's runs: in each run its mean over its
+/// instances ([`super::AppMetrics::mean_wall_secs`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AppStats {
+    pub app: String,
+    pub wall: Option<Summary>,
+    /// Two-sided Mann–Whitney U p-value against the baseline's runs of the
+    /// same app; None for the baseline and with fewer than two runs a side.
+    pub p_wall: Option<f64>,
 }
 
 /// Several policies' runs of one workload, compared with a baseline policy.
@@ -176,6 +190,17 @@ impl Comparison {
                     p_makespan: vs_base.and_then(|b| rank_p_value(&mine.makespan, &b.makespan)),
                     p_art: vs_base.and_then(|b| rank_p_value(&mine.art, &b.art)),
                     service: MetricTail::of(runs),
+                    apps: mine
+                        .app_wall
+                        .iter()
+                        .map(|(app, walls)| AppStats {
+                            app: app.clone(),
+                            wall: Summary::of(walls),
+                            p_wall: vs_base
+                                .and_then(|b| b.app_wall.iter().find(|(n, _)| n == app))
+                                .and_then(|(_, base)| rank_p_value(walls, base)),
+                        })
+                        .collect(),
                     samples: mine,
                 }
             })
@@ -273,12 +298,55 @@ impl Comparison {
                     no worse than (the 1st percentile when higher is better, e.g. a throughput; \
                     the 99th when lower is better, e.g. a latency)\n";
         }
+        out += &self.render_apps();
         if !self.has_baseline() {
             out += &format!(
                 "baseline {} is not among the compared policies: no NTT or p-values\n",
                 self.baseline
             );
         }
+        out
+    }
+
+    /// One row per app and policy: the app's wall time over the runs.
+    fn render_apps(&self) -> String {
+        let mut apps: Vec<&str> = Vec::new();
+        for a in self.policies.iter().flat_map(|p| &p.apps) {
+            if !apps.contains(&a.app.as_str()) {
+                apps.push(&a.app);
+            }
+        }
+        if apps.is_empty() {
+            return String::new();
+        }
+        let mut table = new_table(&["app", "policy", "runs", "mean s", "CV %", "p"]);
+        for app in apps {
+            for p in &self.policies {
+                let Some(a) = p.apps.iter().find(|a| a.app == app) else {
+                    continue;
+                };
+                let base = p.policy == self.baseline;
+                table.add_row(vec![
+                    app.to_string(),
+                    p.policy.clone(),
+                    a.wall.map_or(0, |w| w.n).to_string(),
+                    fixed(a.wall.map(|w| w.mean), 3),
+                    fixed(a.wall.and_then(|w| w.cv).map(|c| c * 100.0), 1),
+                    if base {
+                        String::new()
+                    } else {
+                        p_value(a.p_wall)
+                    },
+                ]);
+            }
+        }
+        let mut out = finish(&table);
+        out += &format!(
+            "per app: its wall time (start to exit, the mean of its instances in a run) over \
+             the runs: arithmetic mean, CV = sd / mean, p = two-sided Mann-Whitney U rank test \
+             against {}'s runs of the app\n",
+            self.baseline
+        );
         out
     }
 }

@@ -31,7 +31,7 @@ pub(crate) mod testtrace;
 mod timeline;
 
 pub use app::{AppMetrics, Repetition};
-pub use compare::{Comparison, PolicyStats, Samples};
+pub use compare::{AppStats, Comparison, PolicyStats, Samples};
 pub use reference::SoloCurves;
 pub use run::{RunFigures, RunMetrics};
 pub use solo::{

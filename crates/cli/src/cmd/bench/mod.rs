@@ -1,7 +1,8 @@
 //! `coloc bench`: performance figures as commands that print numbers, never as
 //! timed tests (so CI cannot flake on a noisy machine).
 //!
-//! - `overhead`: coloc's own CPU use while managing a workload, and how long after
+//! - `overhead`: coloc's own CPU use while managing a workload (and, under
+//!   `tranquilizer`, what its page walks did), and how long after
 //!   an app starts (or creates threads) its plan is in force. Targets: under 1%
 //!   of a core at the default epoch, placement within one epoch; a figure that
 //!   misses its target is flagged ABOVE TARGET.
@@ -283,6 +284,7 @@ fn overhead(path: Option<PathBuf>, policy: &str, epoch: Duration) -> Result<()> 
         None => target.resolve(parse_workload("<built-in bench-overhead>", BENCH_WORKLOAD)?)?,
     };
     let (summary, events) = bench_run(&target, &workload, policy, epoch, stop_flag()?, policy)?;
+    let walks = page_walks(&events);
     let m = RunMetrics::from_trace(&Trace::from_events(events)?, None);
     println!(
         "coloc bench overhead: workload {}, policy {policy}, epoch {} ms",
@@ -296,6 +298,9 @@ fn overhead(path: Option<PathBuf>, policy: &str, epoch: Duration) -> Result<()> 
         summary.usage.wall.as_secs_f64(),
         over(cpu > CPU_TARGET_PERCENT)
     );
+    if let Some(w) = walks {
+        println!("  {w}");
+    }
     let late = |d: Option<Duration>| over(d.is_some_and(|d| d > epoch));
     for a in &m.apps {
         println!(
@@ -322,6 +327,38 @@ fn overhead(path: Option<PathBuf>, policy: &str, epoch: Duration) -> Result<()> 
         );
     }
     Ok(())
+}
+
+/// What the page walks that interleave a running app's memory did over the
+/// run (`tranquilizer`, docs/policies/tranquilizer.md, Agent CPU use): the
+/// part of coloc's CPU use that grows with the apps' resident memory. None
+/// when no apply walked pages.
+fn page_walks(events: &[TraceEvent]) -> Option<String> {
+    let mut by_action: Vec<(&str, u64, u64, u64)> = Vec::new();
+    let outcomes = events.iter().flat_map(|e| match e {
+        TraceEvent::Applied { outcomes, .. } => outcomes.as_slice(),
+        _ => &[],
+    });
+    for pages in outcomes.filter_map(|o| o.pages.as_ref()) {
+        let i = match by_action.iter().position(|a| a.0 == pages.action) {
+            Some(i) => i,
+            None => {
+                by_action.push((&pages.action, 0, 0, 0));
+                by_action.len() - 1
+            }
+        };
+        let a = &mut by_action[i];
+        (a.1, a.2, a.3) = (a.1 + 1, a.2 + pages.examined, a.3 + pages.moved);
+    }
+    (!by_action.is_empty()).then(|| {
+        let parts: Vec<String> = by_action
+            .iter()
+            .map(|(action, applies, examined, moved)| {
+                format!("{action}: {applies} applies, {examined} pages examined, {moved} moved")
+            })
+            .collect();
+        format!("page walks: {}", parts.join("; "))
+    })
 }
 
 /// The thread-count scaling curve of coloc's own cost: for each N, one app of
@@ -457,4 +494,46 @@ fn decide(apps: u32, threads: u32, iterations: u32) -> Result<()> {
 
 fn demo_spec(i: u32, threads: u32) -> coloc_model::AppSpec {
     coloc_model::AppSpec::program(format!("app{i}"), vec!["true".into()], threads)
+}
+
+#[cfg(test)]
+mod tests {
+    use coloc_model::trace::{ApplyOutcome, PageMoves};
+
+    use super::*;
+
+    /// Two interleave walks (3 + 4 pages examined, 1 moved) and a restore,
+    /// summed per action in order of first appearance; no walk, no line.
+    #[test]
+    fn page_walks_are_summed_per_action() {
+        let applied = |pages: Vec<Option<PageMoves>>| TraceEvent::Applied {
+            t: Duration::ZERO,
+            outcomes: pages
+                .into_iter()
+                .map(|pages| ApplyOutcome {
+                    pages,
+                    ..ApplyOutcome::default()
+                })
+                .collect(),
+        };
+        let moves = |action: &str, examined, moved| {
+            Some(PageMoves {
+                action: action.into(),
+                examined,
+                moved,
+                ..PageMoves::default()
+            })
+        };
+        let events = [
+            applied(vec![moves("interleave", 3, 0), None]),
+            applied(vec![moves("interleave", 4, 1)]),
+            applied(vec![moves("restore", 1, 1)]),
+        ];
+        assert_eq!(
+            page_walks(&events).unwrap(),
+            "page walks: interleave: 2 applies, 7 pages examined, 1 moved; \
+             restore: 1 applies, 1 pages examined, 1 moved"
+        );
+        assert_eq!(page_walks(&[applied(vec![None])]), None);
+    }
 }

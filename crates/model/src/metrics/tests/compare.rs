@@ -74,6 +74,53 @@ fn three_policies_three_runs() {
     assert!(shown.contains("| 0.2000 |"), "{shown}");
 }
 
+/// Per app: its wall time's mean and CV over the runs and the rank test
+/// against the baseline's runs of the app; one app "a" of one instance per
+/// run here, so its walls are the makespans.
+#[test]
+fn per_app_mean_cv_and_p() {
+    let c = three_by_three();
+    let [native, equal, batch] = &c.policies[..] else {
+        panic!("three rows")
+    };
+    let app = |p: &crate::metrics::PolicyStats| {
+        assert_eq!(p.apps.len(), 1);
+        assert_eq!(p.apps[0].app, "a");
+        let w = p.apps[0].wall.unwrap();
+        (w.n, w.mean, w.cv, p.apps[0].p_wall)
+    };
+    // native 10, 11, 12: mean 11, sd 1, CV 1/11; not tested against itself.
+    let (n, mean, cv, p) = app(native);
+    assert_eq!((n, mean, p), (3, 11.0, None));
+    assert!(close(cv.unwrap(), 1.0 / 11.0));
+    // equal 8, 9, 10: mean 9, CV 1/9, p = 0.2 as for the makespans.
+    let (_, mean, cv, p) = app(equal);
+    assert_eq!(mean, 9.0);
+    assert!(close(cv.unwrap(), 1.0 / 9.0));
+    assert!(close(p.unwrap(), 0.2));
+    // batch 12, 12, 12: CV 0, p = 0.4.
+    let (_, _, cv, p) = app(batch);
+    assert_eq!(cv, Some(0.0));
+    assert!(close(p.unwrap(), 0.4));
+    let shown = c.render();
+    let rows: Vec<&str> = shown
+        .lines()
+        .skip_while(|l| !l.starts_with("| app "))
+        .take(5)
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "| app | policy | runs | mean s | CV % |      p |",
+            "|-----|--------|------|--------|------|--------|",
+            "| a   | native |    3 | 11.000 |  9.1 |        |",
+            "| a   |  equal |    3 |  9.000 | 11.1 | 0.2000 |",
+            "| a   |  batch |    3 | 12.000 |  0.0 | 0.4000 |",
+        ]
+    );
+    assert!(shown.contains("per app: its wall time"), "{shown}");
+}
+
 #[test]
 fn single_run_shows_dashes() {
     let c = Comparison::new(
