@@ -203,17 +203,49 @@ fn print_variation() {
 /// Figure 9's co-run (§3.1.1): `examples/sim/tranquilizer-figure9.toml`,
 /// four memory-intensive apps, 90 threads on 24 cores, under `native` and
 /// `tranquilizer`, 10 seeds each: per app the CV and mean of its time, and
-/// per run the makespan of the four (the figure's third row).
+/// per run the makespan of the four (the figure's third row). Then `native`
+/// with Tranquilizer's memory-intensive settings given to every app from its
+/// start, interleaving alone and with the 100 ms slice, which separates what
+/// each setting does to each app in the model. `FIG9_CASES=0,1` runs only
+/// those rows.
 #[test]
 #[ignore = "measurement: prints the table (use --release)"]
 fn print_figure9() {
     let workload = include_str!("../../../examples/sim/tranquilizer-figure9.toml");
-    println!("| policy | app | CV % | mean s |");
+    let with = |extra: &str| {
+        workload
+            .lines()
+            .flat_map(|l| {
+                let more = l.starts_with("threads =").then_some(extra);
+                std::iter::once(l).chain(more)
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let cases = [
+        ("native", "native", workload.to_string()),
+        ("tranquilizer", "tranquilizer", workload.to_string()),
+        (
+            "native + interleave",
+            "native",
+            with("memory = \"interleave\""),
+        ),
+        (
+            "native + interleave + 100 ms slice",
+            "native",
+            with("memory = \"interleave\"\nsched = { slice_us = 100000 }"),
+        ),
+    ];
+    let only = std::env::var("FIG9_CASES").unwrap_or_default();
+    println!("| run | app | CV % | mean s |");
     println!("|---|---|---|---|");
-    for policy in ["native", "tranquilizer"] {
-        for (app, v) in runs(policy, workload, 10) {
+    for (k, (label, policy, w)) in cases.iter().enumerate() {
+        if !only.is_empty() && !only.split(',').any(|c| c == k.to_string()) {
+            continue;
+        }
+        for (app, v) in runs(policy, w, 10) {
             let (cv, mean) = cv_mean(&v);
-            println!("| {policy} | {app} | {:.2} | {mean:.3} |", cv * 100.0);
+            println!("| {label} | {app} | {:.2} | {mean:.3} |", cv * 100.0);
         }
     }
 }

@@ -31,7 +31,13 @@ pub struct Started {
 
 impl Drop for Started {
     fn drop(&mut self) {
-        for &pid in &self.pids {
+        // The commands of `coloc exec`s are their children: a test that
+        // failed before it learnt their pids must not leave them running.
+        let mut pids = self.pids.clone();
+        for c in &self.children {
+            pids.extend(descendants(c.id()));
+        }
+        for &pid in &pids {
             let _ = nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(pid as i32),
                 nix::sys::signal::Signal::SIGKILL,
@@ -42,6 +48,35 @@ impl Drop for Started {
             let _ = c.wait();
         }
     }
+}
+
+/// Every process below `pid` (children, their children, ...), from /proc.
+fn descendants(pid: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let p: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+            // The parent is the second field after the command's ')'.
+            let ppid = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?;
+            Some((p, ppid.parse().ok()?))
+        })
+        .collect();
+    let mut found = vec![pid];
+    let mut k = 0;
+    while k < found.len() {
+        let parent = found[k];
+        found.extend(
+            parents
+                .iter()
+                .filter(|(_, pp)| *pp == parent)
+                .map(|(p, _)| *p),
+        );
+        k += 1;
+    }
+    found.split_off(1)
 }
 
 /// A daemon's files in a directory of the test's.
@@ -88,11 +123,17 @@ impl Service {
             .spawn()
             .unwrap();
         started.children.push(child);
+        let at = started.children.len() - 1;
         let socket = self.socket();
         wait_for("the daemon's socket", || {
+            // A daemon that refused to start fails the test with its log at
+            // once, not after the wait.
+            if let Some(status) = started.children[at].try_wait().unwrap() {
+                panic!("the daemon exited with {status}:\n{}", self.log());
+            }
             std::os::unix::net::UnixStream::connect(&socket).is_ok()
         });
-        started.children.len() - 1
+        at
     }
 
     pub fn log(&self) -> String {

@@ -150,6 +150,10 @@ pub fn recover_stale_journals(
     for (pid, path) in journals {
         let (lines, _torn) = match read_entries(&path) {
             Ok(read) => read,
+            // Its coloc ended cleanly between the listing and the read, and
+            // removed it: nothing is left to restore (several colocs start
+            // and stop at once, e.g. `coloc exec`s next to a daemon).
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied || is_link(&e) => {
                 report
                     .ignored
