@@ -144,16 +144,22 @@ impl Host {
 
     /// A fresh backend for one run whose apps' output goes to `out`.
     pub fn machine(&self, out: &Path) -> Result<LinuxMachine> {
-        LinuxMachine::new(
-            self.topology.clone(),
-            LinuxOptions {
-                out_dir: out.to_path_buf(),
-                journal_dir: journal_dir()?,
-                process_events: self.process_events,
-                ..LinuxOptions::default()
-            },
-        )
-        .context("setting up the Linux backend")
+        self.machine_with(self.options(out)?)
+    }
+
+    /// The backend's options for a run whose apps' output goes to `out`.
+    pub fn options(&self, out: &Path) -> Result<LinuxOptions> {
+        Ok(LinuxOptions {
+            out_dir: out.to_path_buf(),
+            journal_dir: journal_dir()?,
+            process_events: self.process_events,
+            ..LinuxOptions::default()
+        })
+    }
+
+    /// A fresh backend with `opts`.
+    pub fn machine_with(&self, opts: LinuxOptions) -> Result<LinuxMachine> {
+        LinuxMachine::new(self.topology.clone(), opts).context("setting up the Linux backend")
     }
 }
 

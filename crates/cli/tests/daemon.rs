@@ -8,151 +8,16 @@ mod common;
 #[allow(dead_code)] // chown: the other tests' part of it
 mod users;
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use coloc_daemon::protocol::Status;
 use coloc_model::CpuSet;
-use common::{allowed_here, coloc, cpus_allowed, status_of, text, tids_of};
+use common::service::{
+    affinities, is_root, placed_by_plan, running_their_commands, wait_for, Service, Started, KERNEL,
+};
+use common::{allowed_here, coloc, text};
 use users::TestUser;
-
-fn is_root() -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    eprintln!("skipped: managing other processes' settings needs root");
-    false
-}
-
-/// Processes a test started, ended (SIGKILL, reaped) when it ends however it
-/// ends; `pids` are processes it did not spawn itself (the commands `coloc
-/// exec` runs).
-#[derive(Default)]
-struct Started {
-    children: Vec<Child>,
-    pids: Vec<u32>,
-}
-
-impl Drop for Started {
-    fn drop(&mut self) {
-        for &pid in &self.pids {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-        for c in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// A daemon's files in a directory of the test's.
-struct Service {
-    dir: tempfile::TempDir,
-}
-
-impl Service {
-    fn new() -> Service {
-        let dir = tempfile::tempdir().unwrap();
-        // Reachable by a second user (the socket itself is 0666 for root).
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        Service { dir }
-    }
-
-    fn socket(&self) -> PathBuf {
-        self.dir.path().join("coloc.sock")
-    }
-
-    /// `coloc daemon --foreground` with `policy`, answering on its socket.
-    fn start(&self, policy: &str, started: &mut Started) -> usize {
-        let log = std::fs::File::create(self.dir.path().join("daemon.log")).unwrap();
-        let child = coloc()
-            .args([
-                "daemon",
-                "--foreground",
-                "--log-level",
-                "info",
-                "--policy",
-                policy,
-            ])
-            .arg("--socket")
-            .arg(self.socket())
-            .arg("--state")
-            .arg(self.dir.path().join("daemon.state"))
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        started.children.push(child);
-        let socket = self.socket();
-        wait_for("the daemon's socket", || {
-            std::os::unix::net::UnixStream::connect(&socket).is_ok()
-        });
-        started.children.len() - 1
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("daemon.log")).unwrap_or_default()
-    }
-
-    /// `coloc CMD --socket S ARGS...`.
-    fn coloc(&self, args: &[&str]) -> Command {
-        let mut c = coloc();
-        c.arg(args[0])
-            .arg("--socket")
-            .arg(self.socket())
-            .args(&args[1..]);
-        c
-    }
-
-    fn status(&self) -> Status {
-        let out = self.coloc(&["status", "--json"]).output().unwrap();
-        let (stdout, stderr) = text(&out);
-        assert!(out.status.success(), "status: {stderr}\n{}", self.log());
-        serde_json::from_str(&stdout).unwrap()
-    }
-}
-
-/// Polls `done` for up to 30 s (a loaded machine is slow, not wrong).
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let until = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < until {
-        if done() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("timed out waiting for {what}");
-}
-
-/// Every thread of `pid` and the CPUs it may use.
-fn affinities(pid: u32) -> Vec<(u32, CpuSet)> {
-    tids_of(pid)
-        .into_iter()
-        .filter_map(|t| Some((t, cpus_allowed(&status_of(pid, t)?)?)))
-        .collect()
-}
-
-/// Whether every thread of every managed app runs where its plan says.
-fn placed_by_plan(s: &Status) -> bool {
-    s.apps.iter().all(|a| {
-        let Some(plan) = &a.plan else { return false };
-        let threads = affinities(a.pid);
-        !threads.is_empty()
-            && threads.iter().all(|(tid, cpus)| {
-                plan.placement
-                    .cpus_of(*tid)
-                    .is_some_and(|want| want == cpus)
-            })
-    })
-}
-
-/// A long OpenMP kernel (ended by the test).
-const KERNEL: &[&str] = &["kernel:compute", "--iters", "1000000000000"];
 
 /// Two `coloc exec` OpenMP kernels from two processes are placed by the plan;
 /// the daemon is killed with SIGKILL and they go on; a new daemon re-adopts
@@ -189,6 +54,7 @@ fn exec_kernels_are_placed_and_readopted_after_the_daemon_is_killed() {
         status = svc.status();
         status.apps.len() == 2
             && status.apps.iter().all(|a| a.state == "running")
+            && running_their_commands(&status)
             && placed_by_plan(&status)
     });
     let pids: Vec<u32> = status.apps.iter().map(|a| a.pid).collect();
@@ -254,6 +120,77 @@ fn exec_kernels_are_placed_and_readopted_after_the_daemon_is_killed() {
     assert!(!svc.socket().exists(), "the socket outlived its daemon");
 }
 
+/// `cmd` run as `user` (its uid as group, no other groups).
+fn as_user(user: &TestUser, cmd: &Command) -> Command {
+    let mut c = Command::new("setpriv");
+    c.arg(format!("--reuid={}", user.uid))
+        .arg(format!("--regid={}", user.uid))
+        .arg("--clear-groups")
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    c
+}
+
+/// An unprivileged user's `--malleable` exec under root's daemon gets DoP
+/// control: the shim, extracted where every user can read it, is loaded,
+/// and the DoP record, given to the user, is mapped by the app.
+#[test]
+fn a_users_malleable_exec_under_roots_daemon_gets_its_dop_managed() {
+    if !is_root() {
+        return;
+    }
+    let Some(user) = TestUser::create("dop") else {
+        return;
+    };
+    let svc = Service::new();
+    let mut started = Started::default();
+    let daemon = svc.start("equal", &mut started);
+    let mut exec = svc.coloc(&["exec", "--malleable", "--name", "theirs", "--"]);
+    exec.args(KERNEL);
+    let child = as_user(&user, &exec)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    started.children.push(child);
+    let mut pid = 0;
+    wait_for("the user's kernel running", || {
+        svc.status().apps.iter().any(|a| {
+            pid = a.pid;
+            a.state == "running" && a.uid == user.uid
+        })
+    });
+    started.pids.push(pid);
+    let app = svc.status().apps.remove(0);
+    assert!(
+        !app.notes.iter().any(|n| n.contains("not managed")),
+        "{app:?}"
+    );
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    let record = environ
+        .split(|b| *b == 0)
+        .find_map(|v| v.strip_prefix(b"COLOC_OMP_RECORD="))
+        .map(|v| PathBuf::from(String::from_utf8_lossy(v).into_owned()))
+        .expect("the record's path in the app's environment");
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(std::fs::metadata(&record).unwrap().uid(), user.uid);
+    wait_for("the shim to map the record", || {
+        let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+        maps.contains("libcoloc_omp") && maps.contains(record.to_str().unwrap())
+    });
+    // A daemon that stops removes the record, the user's as its own.
+    let daemon = &mut started.children[daemon];
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert!(daemon.wait().unwrap().success(), "{}", svc.log());
+    assert!(!record.exists(), "{} outlived the daemon", record.display());
+    drop(started);
+    drop(user);
+}
+
 /// An unprivileged user is refused on root's process and accepted on its
 /// own; its status shows its own apps only.
 #[test]
@@ -267,15 +204,7 @@ fn a_user_manages_only_its_own_processes() {
     let svc = Service::new();
     let mut started = Started::default();
     svc.start("equal", &mut started);
-    let as_user = |cmd: &mut Command| {
-        let mut c = Command::new("setpriv");
-        c.arg(format!("--reuid={}", user.uid))
-            .arg(format!("--regid={}", user.uid))
-            .arg("--clear-groups")
-            .arg(cmd.get_program())
-            .args(cmd.get_args());
-        c
-    };
+    let as_user = |cmd: &mut Command| as_user(&user, cmd);
     let roots = Command::new("sleep").arg("60").spawn().unwrap();
     let root_pid = roots.id();
     started.children.push(roots);

@@ -3,11 +3,13 @@
 
 mod common;
 
+use coloc_model::profile::shared_cache::{shared_cache_plan, SharedCachePlan, ONE_CORE};
 use coloc_model::profile::{
-    characterization_plan, AppIdentity, AppProfile, AppSource, LevelResult, NotCharacterizable,
-    PlatformFingerprint, SharingSignal, Signal,
+    characterization_plan, llc_footprint, AppIdentity, AppProfile, AppSource, LevelResult,
+    NotCharacterizable, PlatformFingerprint, SharingSignal, Signal,
 };
 use coloc_model::topology::ResourceKind;
+use coloc_model::{Cpu, Trace, TraceEvent};
 use coloc_store::Store;
 use common::{coloc_output, repo, text};
 
@@ -26,6 +28,36 @@ fn recomputed(dir: &str) -> Vec<AppProfile> {
     let (json, err) = text(&o);
     assert!(o.status.success(), "{json}\n{err}");
     serde_json::from_str(&json).unwrap()
+}
+
+/// The CPU each thread of the trace's first app last ran on (field 39 of
+/// /proc/PID/task/TID/stat), in its last observation after a plan was
+/// applied.
+fn cpus_after_pinning(trace: &Trace) -> Vec<Cpu> {
+    let applied = trace
+        .events
+        .iter()
+        .find_map(|e| match e {
+            TraceEvent::Applied { t, .. } => Some(*t),
+            _ => None,
+        })
+        .expect("the static plan was applied");
+    trace
+        .events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            TraceEvent::Obs(o) if o.at > applied => o
+                .apps
+                .iter()
+                .find(|a| a.app.app == 0 && !a.threads.is_empty()),
+            _ => None,
+        })
+        .expect("the app was observed after its plan was applied")
+        .threads
+        .iter()
+        .filter_map(|t| t.cpu)
+        .collect()
 }
 
 /// On simulated Yorkfield (two L2s of two cores under one FSB), the signs of
@@ -237,9 +269,11 @@ fn host_profile_names_what_cannot_be_characterized() {
 }
 
 /// On this machine, without LLC counters: `coloc profile` of a kernel stores
-/// Tang's sharing characteristics measured by the stream-probe substitute, the
-/// signal named in the record and by `coloc profiles show`; the bandwidth is a
-/// figure and what the substitute cannot give is absent with the reason; and
+/// Tang's sharing characteristics measured by the substitutes, the signal
+/// named in the record and by `coloc profiles show`: the bandwidth from the
+/// stream-probe co-runs, data sharing from the app's threads sharing a cache
+/// against apart (with one LLC, two threads on one core, which /proc shows
+/// both on that core's CPU), and the footprint by Equation 1 of the two; and
 /// `coloc profile --from` recomputes exactly the stored profile (levels and
 /// characteristics) from the traces the runs wrote (docs/policies/tang-atom.md, Characteristics).
 #[test]
@@ -281,15 +315,39 @@ fn host_profile_stores_sharing_substitutes() {
             .bandwidth_gbs
             .unwrap_or_else(|| panic!("{sharing:?}"));
         assert!(bw >= 0.0 && bw.is_finite(), "{sharing:?}");
-        assert_eq!(sharing.llc_miss_rate, Some(bw * 1e6 / 64.0));
-        assert_eq!((sharing.data_sharing, sharing.llc_footprint), (None, None));
-        assert!(
-            sharing
-                .missing
-                .iter()
-                .any(|m| m.starts_with("data sharing:")),
-            "{sharing:?}"
-        );
+        // Within a rounding step: the store keeps JSON, whose parser may
+        // land one unit in the last place away.
+        let close = |got: Option<f64>, want: f64| {
+            got.is_some_and(|g| (g - want).abs() <= want.abs() * 1e-12)
+        };
+        let miss_rate = bw * 1e6 / 64.0;
+        assert!(close(sharing.llc_miss_rate, miss_rate), "{sharing:?}");
+        let by = sharing
+            .data_sharing_runs
+            .as_ref()
+            .unwrap_or_else(|| panic!("no data sharing runs: {sharing:?}"));
+        let share = by.data_sharing();
+        assert!(close(sharing.data_sharing, share), "{sharing:?}");
+        let footprint = llc_footprint(miss_rate, share, 1.0);
+        assert!(close(sharing.llc_footprint, footprint), "{sharing:?}");
+        assert!(sharing.missing.is_empty(), "{sharing:?}");
+        match shared_cache_plan(&topology).unwrap() {
+            SharedCachePlan::LlcLevel { level, .. } => assert_eq!(by.cache, level.label()),
+            SharedCachePlan::OneCore(c) => {
+                assert_eq!(
+                    (by.cache.as_str(), by.runs.signal, by.runs.baseline.len()),
+                    (ONE_CORE, Signal::TaskClock, 1)
+                );
+                let run = std::path::Path::new(runs).join("stream/sharing-core-contention-0");
+                let on = cpus_after_pinning(&common::read_trace(&run));
+                assert_eq!(on.len(), 2, "both threads observed: {on:?}");
+                assert!(on.iter().all(|&cpu| cpu == c.contention[0]), "{on:?}");
+                assert!(
+                    out.contains("data sharing by the substitute: 2 threads"),
+                    "{out}"
+                );
+            }
+        }
     }
 
     let o = coloc_output(&["profiles", "show", "stream", "--db", db]);

@@ -1,25 +1,35 @@
 //! `coloc run --policy atom` with a real latency-sensitive service: nginx and
 //! its wrk client (bench/programs/nginx-wrk.sh, printing its throughput every
-//! second) next to a batch kernel. Checked from /proc
-//! (/proc/<pid>/task/*/status, Cpus_allowed_list) while AToM warms up, runs
-//! its competition and executes the winner: every thread of the service's
-//! process tree is where the plan in force puts it (pinned, or its original
-//! affinity while Linux's placement competes), and nothing the run started is
-//! left behind. No timing is asserted.
+//! second) next to a batch kernel that runs through AToM's competition.
+//! Checked from /proc (/proc/<pid>/task/*/status, Cpus_allowed_list; stat's
+//! nice and scheduling policy), sampled every 50 ms:
+//! - during the competition, in every slot, every thread of the service's
+//!   process tree is on exactly that slot's mapping (its CPUs, or its original
+//!   affinity while Linux's placement competes) and every thread of the batch
+//!   kernel on what the slot leaves it, never on the service's CPUs;
+//! - after it, in the execution phase, the same for the winner, which is the
+//!   mapping of one of the slots;
+//! - nothing is left changed: no thread's nice or scheduling policy ever moved
+//!   (atom changes neither), a process the service leaves behind (a `sleep`
+//!   it started with `nice -n 3`, placed with the service while it ran) has
+//!   its original affinity, its own nice and its policy after the run, coloc's journal
+//!   and DoP records are gone, and no nginx or wrk outlives the run.
 //!
-//! Needs root (nginx's workers run as another user, whose affinity only root
-//! may change) and the `nginx` and `wrk` programs (`scripts/setup --bench`);
-//! without them it says why and passes.
+//! No timing is asserted. Needs root (nginx's workers run as another user,
+//! whose affinity only root may change) and the `nginx` and `wrk` programs
+//! (`scripts/setup --bench`); without them it says why and passes.
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use coloc_model::{AppId, CpuSet, Placement};
-use common::{allowed_at, allowed_here, apps_by_pid, decisions, repo, tids_of};
+use coloc_model::{AppId, CpuSet};
+use common::{apps_by_pid, decisions, in_force, planned, repo, stat_field, tids_of, Decision};
 
 const SERVICE: AppId = AppId { app: 0, rep: 0 };
+const BATCH: AppId = AppId { app: 1, rep: 0 };
 
 fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
@@ -37,6 +47,83 @@ fn descendants(pid: u32) -> Vec<u32> {
     out
 }
 
+/// One thread of an app's process tree as /proc showed it.
+#[derive(Clone, Debug)]
+struct Seen {
+    /// Unix seconds.
+    at: f64,
+    /// The process coloc started, whose tree the thread is in.
+    top: u32,
+    tid: u32,
+    cpus: CpuSet,
+    nice: i64,
+    policy: u32,
+}
+
+/// A thread's affinity, nice value and scheduling policy, if it still exists.
+fn seen(at: f64, top: u32, pid: u32, tid: u32) -> Option<Seen> {
+    Some(Seen {
+        at,
+        top,
+        tid,
+        cpus: common::status_of(pid, tid)
+            .as_deref()
+            .and_then(common::cpus_allowed)?,
+        nice: stat_field(pid, tid, 19)?,
+        policy: stat_field(pid, tid, 41)?,
+    })
+}
+
+/// A stretch of the run under one AToM phase of the service: its note's
+/// phase (`learning (Corunners), slot 1/2`, `executing the winner 1/2 (…)`)
+/// and mapping (`CPUs 0`, `Linux placing every app`), and when it was in
+/// force on the threads, trace seconds.
+struct Window<'a> {
+    phase: &'a str,
+    mapping: &'a str,
+    from: f64,
+    to: f64,
+}
+
+/// The phase and mapping of an atom plan note about the service
+/// (`atom: 0.0 PHASE: MAPPING; signal …`).
+fn phase_of(note: &str) -> Option<(&str, &str)> {
+    let head = note
+        .strip_prefix(&format!("atom: {SERVICE} "))?
+        .split("; signal")
+        .next()?;
+    head.rsplit_once(": ")
+}
+
+/// The windows of the service's phases, consecutive plans of one phase and
+/// mapping together, each from its first plan's application (plus the time a
+/// loaded machine may take to apply it) to the next window's plan (less the
+/// clock's slack), the last one up to the service's exit.
+fn windows<'a>(plans: &'a [Decision<'a>], exit: f64) -> Vec<Window<'a>> {
+    let mut out: Vec<Window> = Vec::new();
+    for d in plans {
+        let Some((phase, mapping)) = phase_of(&d.plan.note) else {
+            continue;
+        };
+        if out
+            .last()
+            .is_some_and(|w| w.phase == phase && w.mapping == mapping)
+        {
+            continue;
+        }
+        if let Some(last) = out.last_mut() {
+            last.to = d.t - common::CLOCK_SLACK;
+        }
+        out.push(Window {
+            phase,
+            mapping,
+            from: d.applied + common::APPLY_SLACK,
+            to: exit - common::APPLY_SLACK,
+        });
+    }
+    out
+}
+
 #[test]
 fn atom_places_a_real_service_during_and_after_its_competition() {
     // SAFETY: geteuid has no preconditions and cannot fail.
@@ -48,10 +135,13 @@ fn atom_places_a_real_service_during_and_after_its_competition() {
         eprintln!("skipped: `{missing}` is not installed (scripts/setup --bench installs it)");
         return;
     }
-    let here = allowed_here();
+    let here = common::allowed_here();
     let dir = tempfile::tempdir().unwrap();
     let script = repo("bench/programs/nginx-wrk.sh");
+    let keeper = dir.path().join("keeper.pid");
     let w = dir.path().join("w.toml");
+    // The batch kernel: about 16 s of CPU time here, so it runs through the
+    // service's warm-up and competition whatever CPUs it gets.
     std::fs::write(
         &w,
         format!(
@@ -61,7 +151,7 @@ epoch = "200ms"
 
 [[app]]
 name = "nginx"
-command = ["{}"]
+command = ["sh", "-c", "nice -n 3 sleep 3600 & echo $! > {}; exec {}"]
 threads = 1
 class = "latency"
 env = {{ ROUNDS = "16" }}
@@ -71,67 +161,63 @@ regex = 'coloc-metric: ([0-9.eE+-]+)'
 
 [[app]]
 name = "batch"
-command = ["kernel:compute", "--iters", "20000000"]
+command = ["kernel:compute", "--iters", "200000000"]
 threads = 2
 "#,
+            keeper.display(),
             script.display()
         ),
     )
     .unwrap();
 
-    // Sample the service's whole process tree (the script, nginx, its
-    // workers, wrk) as the run goes on (common::run_sampled sees the direct
-    // children only).
+    // Sample every process tree coloc started (the service's: the shell,
+    // the sleep, the script, nginx, its workers, wrk; the batch kernel's).
     let out = dir.path().join("out");
-    let mut samples: Vec<(f64, u32, CpuSet)> = Vec::new();
-    let run = {
-        let mut child = common::coloc()
-            .arg("run")
-            .arg(&w)
-            .args(["--policy", "atom", "--out"])
-            .arg(&out)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let coloc_pid = child.id();
-        let t0 = std::time::Instant::now();
-        while child.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(180) {
-            let at = common::unix_now();
-            if let Some(&service) = common::children(coloc_pid).first() {
-                for pid in std::iter::once(service).chain(descendants(service)) {
-                    for tid in tids_of(pid) {
-                        if let Some(c) = common::status_of(pid, tid)
-                            .as_deref()
-                            .and_then(common::cpus_allowed)
-                        {
-                            samples.push((at, tid, c));
-                        }
-                    }
-                }
+    let mut samples: Vec<Seen> = Vec::new();
+    let mut child = common::coloc()
+        .arg("run")
+        .arg(&w)
+        .args(["--policy", "atom", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let coloc_pid = child.id();
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(900) {
+        let at = common::unix_now();
+        for top in common::children(coloc_pid) {
+            for pid in std::iter::once(top).chain(descendants(top)) {
+                samples.extend(
+                    tids_of(pid)
+                        .into_iter()
+                        .filter_map(|t| seen(at, top, pid, t)),
+                );
             }
-            std::thread::sleep(Duration::from_millis(50));
         }
-        let output = child.wait_with_output().unwrap();
-        assert!(
-            output.status.success(),
-            "coloc run failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        common::read_trace(&out)
-    };
-    let pid = apps_by_pid(&run)
-        .into_iter()
-        .find_map(|(pid, app)| (app == SERVICE).then_some(pid))
-        .expect("the service started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "coloc run failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let run = common::read_trace(&out);
+    // The sleep the service left behind, as it is after the run; then gone.
+    let keeper: u32 = std::fs::read_to_string(&keeper)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let after = seen(0.0, keeper, keeper, keeper);
+    let _ = std::process::Command::new("kill")
+        .arg(keeper.to_string())
+        .status();
+    let app_of: BTreeMap<u32, AppId> = apps_by_pid(&run);
     let plans = decisions(&run);
     let notes: Vec<&str> = plans.iter().map(|d| d.plan.note.as_str()).collect();
-    for phase in ["warming up", "learning", "executing the winner"] {
-        assert!(
-            notes.iter().any(|n| n.contains(phase)),
-            "atom never reached `{phase}`: {notes:?}"
-        );
-    }
     assert!(
         notes.iter().any(|n| n.contains("signal metric")),
         "the live metric is the signal: {notes:?}"
@@ -156,49 +242,139 @@ threads = 2
             _ => None,
         })
         .expect("the service exits");
-    // A plan that leaves the service to Linux (AToM's status-quo candidate)
-    // means its original affinity: every CPU here.
-    let restored: Vec<coloc_model::Plan> = plans
+    let windows = windows(&plans, exit);
+    let learning: Vec<&Window> = windows
         .iter()
-        .map(|d| {
-            let mut p = d.plan.clone();
-            for a in &mut p.apps {
-                if a.placement == Placement::Unmanaged {
-                    a.placement = Placement::Shared(here.clone());
-                }
-            }
-            p
-        })
+        .filter(|w| w.phase.starts_with("learning"))
         .collect();
-    let plans: Vec<common::Decision> = plans
-        .iter()
-        .zip(&restored)
-        .map(|(d, plan)| common::Decision { plan, ..*d })
-        .collect();
-    // From the first plan's application (processes the script forks before
-    // it keep their original affinity until then) to the service's exit.
-    let first = plans.first().map_or(0.0, |d| d.applied) + common::APPLY_SLACK;
-    let mut checked = 0;
-    for (at_unix, tid, cpus) in &samples {
-        let at = at_unix - t0;
-        if at < first || at > exit - common::APPLY_SLACK {
+    assert!(
+        learning.len() >= 2,
+        "AToM never competed (two candidates at least): {notes:?}"
+    );
+    assert!(
+        windows
+            .iter()
+            .any(|w| w.phase.starts_with("executing the winner")),
+        "AToM never executed a winner: {notes:?}"
+    );
+
+    // In each window every sampled thread is on the mapping of a plan in
+    // force: what it gives the thread's app, or its original affinity
+    // (everything usable here) where it leaves the app to Linux.
+    let mut sampled: BTreeMap<(usize, AppId), usize> = BTreeMap::new();
+    for s in &samples {
+        let at = s.at - t0;
+        let Some(app) = app_of.get(&s.top) else {
             continue;
-        }
-        let allowed = allowed_at(&plans, SERVICE, *tid, at);
+        };
+        let Some(i) = windows.iter().position(|w| w.from <= at && at <= w.to) else {
+            continue;
+        };
+        let want: Vec<CpuSet> = in_force(&plans, at)
+            .map(|d| planned(d.plan, *app, s.tid).unwrap_or_else(|| here.clone()))
+            .collect();
         assert!(
-            allowed.contains(cpus),
-            "thread {tid} at {at:.2} s on {cpus}, plans give {allowed:?}"
+            want.contains(&s.cpus),
+            "thread {} of {app} at {at:.2} s on {}, {}: {} gives {want:?}",
+            s.tid,
+            s.cpus,
+            windows[i].phase,
+            windows[i].mapping
         );
-        checked += 1;
+        *sampled.entry((i, *app)).or_default() += 1;
     }
-    assert!(checked > 0, "no sample of the service (pid {pid})");
-    // Nothing the run started outlives it.
-    for (_, tid, _) in &samples {
+    // Every slot and the execution phase were seen, the batch kernel beside
+    // the service at least in the first slot, and never on its CPUs when the
+    // service was pinned.
+    for (i, w) in windows.iter().enumerate() {
+        if w.to - w.from < 1.0 {
+            continue; // Cut short (a competition restarted): maybe unsampled.
+        }
         assert!(
-            !Path::new(&format!("/proc/{tid}")).exists()
-                || std::fs::read_to_string(format!("/proc/{tid}/comm"))
+            sampled.contains_key(&(i, SERVICE)),
+            "no sample of the service in {}: {} ({:.2} .. {:.2} s)",
+            w.phase,
+            w.mapping,
+            w.from,
+            w.to
+        );
+    }
+    for d in &plans {
+        if let (Some(service), Some(batch)) =
+            (planned(d.plan, SERVICE, 0), planned(d.plan, BATCH, 0))
+        {
+            assert!(service.is_disjoint(&batch), "{}", d.plan.note);
+        }
+    }
+    let first = windows.iter().position(|w| w.phase.starts_with("learning"));
+    assert!(
+        first.is_some_and(|i| sampled.contains_key(&(i, BATCH))),
+        "the batch kernel was not running in the first slot: {sampled:?}"
+    );
+    // The winner is one of the slots: its mapping is the one learned in the
+    // slot of its number.
+    for w in windows
+        .iter()
+        .filter(|w| w.phase.starts_with("executing the winner"))
+    {
+        let slot = w
+            .phase
+            .strip_prefix("executing the winner ")
+            .and_then(|r| r.split_whitespace().next())
+            .unwrap();
+        assert!(
+            learning
+                .iter()
+                .any(|l| l.phase.ends_with(&format!("slot {slot}")) && l.mapping == w.mapping),
+            "the winner {slot} ({}) was not a slot's mapping",
+            w.mapping
+        );
+    }
+
+    // Nice and scheduling policy: as each thread had them when first seen
+    // (but the sleep's, which `nice -n 3` sets after its fork: below).
+    let mut first_seen: BTreeMap<u32, (i64, u32)> = BTreeMap::new();
+    for s in samples.iter().filter(|s| s.tid != keeper) {
+        let was = *first_seen.entry(s.tid).or_insert((s.nice, s.policy));
+        assert_eq!(
+            (s.nice, s.policy),
+            was,
+            "thread {}'s nice and policy changed",
+            s.tid
+        );
+    }
+    // The sleep the service left behind: placed with the service while it
+    // ran, everything back after the run.
+    let was_pinned = samples.iter().any(|s| s.tid == keeper && s.cpus != here);
+    let after = after.expect("the sleep outlives the service");
+    assert!(was_pinned || here.len() < 2, "the sleep was never placed");
+    // `nice -n 3` adds to what it inherits from this test (19 at most).
+    let me = std::process::id();
+    let nice = (stat_field::<i64>(me, me, 19).unwrap() + 3).min(19);
+    assert_eq!(
+        (after.cpus, after.nice, after.policy),
+        (here.clone(), nice, 0),
+        "the sleep's affinity, nice and policy (SCHED_OTHER) after the run"
+    );
+    let journal = Path::new("/run/coloc").join(format!("{coloc_pid}.journal"));
+    assert!(!journal.exists(), "{} left behind", journal.display());
+    let records: Vec<String> = std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.starts_with(&format!("coloc-{coloc_pid}-")))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(records.is_empty(), "DoP records left behind: {records:?}");
+    // Nothing else the run started outlives it.
+    for s in samples.iter().filter(|s| s.tid != keeper) {
+        assert!(
+            !Path::new(&format!("/proc/{}", s.tid)).exists()
+                || std::fs::read_to_string(format!("/proc/{}/comm", s.tid))
                     .is_ok_and(|c| !["nginx", "wrk"].contains(&c.trim())),
-            "thread {tid} outlived the run"
+            "thread {} outlived the run",
+            s.tid
         );
     }
 }

@@ -231,7 +231,7 @@ impl Machine for DaemonMachine {
             name: req.spec.name.clone(),
             source: why.into(),
         };
-        let (pid, start, malleable, program, cancelled) = {
+        let (pid, start, malleable, held, program, cancelled) = {
             let state = self.shared.lock();
             let e = state
                 .apps
@@ -241,6 +241,7 @@ impl Machine for DaemonMachine {
                 e.pid,
                 e.start,
                 e.malleable && e.kind == Kind::Exec,
+                e.kind == Kind::Exec,
                 e.program.clone(),
                 e.cancelled.clone(),
             )
@@ -257,6 +258,8 @@ impl Machine for DaemonMachine {
             program: &program,
             dop: req.plan.dop.unwrap_or(req.threads),
             cpus: req.plan.placement.cpus().iter().collect(),
+            memory: req.plan.memory,
+            held,
         });
         let mut state = self.shared.lock();
         let Some(e) = state.apps.get_mut(&req.id.app) else {
@@ -304,6 +307,7 @@ impl Machine for DaemonMachine {
                     .collect(),
                 remove_env: adopted.remove_env.clone(),
                 threads: req.threads,
+                memory: adopted.memory.clone(),
                 notes,
             },
             Kind::Attach | Kind::Readopted => Reply::Attached {
@@ -361,12 +365,10 @@ impl Machine for DaemonMachine {
                 let Some(e) = state.apps.get_mut(&p.app.app) else {
                     continue;
                 };
-                if let Some(allowed) = e
-                    .allowed
-                    .as_deref()
-                    .and_then(|a| CpuSet::parse_list(a).ok())
-                {
+                // Read again every epoch: its cpuset may have shrunk.
+                if let Some(allowed) = self.inner.allowed_cpus(p.app) {
                     p.placement = within(&p.placement, &allowed);
+                    e.allowed = Some(allowed.to_list());
                 }
                 e.plan = Some(p.clone());
             }
@@ -378,10 +380,16 @@ impl Machine for DaemonMachine {
                 let Some(e) = state.apps.get_mut(&o.app.app) else {
                     continue;
                 };
+                let places_itself = self.inner.places_itself(o.app);
+                if places_itself && !e.self_managed {
+                    tracing::info!(
+                        app = o.app.app,
+                        name = %e.name,
+                        "self-managed: it sets its own affinity; coloc leaves it to the app"
+                    );
+                }
+                e.self_managed = places_itself;
                 for r in &o.refused {
-                    if r.contains("left to the app") {
-                        e.self_managed = true;
-                    }
                     tracing::info!(app = o.app.app, name = %e.name, "{r}");
                     e.notes.push(r.clone());
                 }

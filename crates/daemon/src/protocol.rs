@@ -4,7 +4,7 @@
 //! instead of misreading fields.
 
 use coloc_model::trace::ExitStatus;
-use coloc_model::{AppClass, AppPlan};
+use coloc_model::{AppClass, AppPlan, MemPolicy};
 use serde::{Deserialize, Serialize};
 
 /// The protocol version this build speaks.
@@ -60,6 +60,10 @@ pub enum Reply {
         remove_env: Vec<String>,
         /// `OMP_NUM_THREADS` for it.
         threads: u32,
+        /// The memory policy (and nodes) it sets itself before it execs the
+        /// command; absent when the plan leaves it as it is.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        memory: Option<(MemPolicy, Vec<u32>)>,
         /// Things the user should know (DoP not managed, and why).
         notes: Vec<String>,
     },

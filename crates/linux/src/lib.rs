@@ -2,6 +2,7 @@
 //! and thread tracking from /proc, actuators (affinity, scheduling, memory policy)
 //! with a journal so that nothing coloc changes outlives it unrecorded.
 
+pub mod cgroup;
 pub mod machine;
 pub mod program;
 pub mod topology;

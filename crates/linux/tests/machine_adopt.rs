@@ -11,7 +11,7 @@ use std::time::Duration;
 use coloc_linux::machine::{Adopt, AdoptError};
 use coloc_manager::{Machine, MachineEvent};
 use coloc_model::trace::ExitStatus;
-use coloc_model::Plan;
+use coloc_model::{MemPolicy, Plan};
 use support::*;
 
 /// A child ended (killed, reaped) when the test ends, however it ends.
@@ -37,6 +37,8 @@ fn adopt(pid: u32, app: u32) -> Adopt<'static> {
         program: "sleep",
         dop: 1,
         cpus: Vec::new(),
+        memory: MemPolicy::Default,
+        held: false,
     }
 }
 
@@ -132,4 +134,61 @@ fn a_reused_pid_or_a_managed_one_is_refused() {
     let err = m.adopt(adopt(u32::MAX / 2, 2)).unwrap_err();
     assert!(matches!(err, AdoptError::Gone { .. }), "{err}");
     m.finish().unwrap();
+}
+
+/// A held process (not exec'd yet) is handed its plan's memory policy to set
+/// itself; one that runs already cannot take it and is handed none.
+#[test]
+fn a_held_process_is_handed_its_memory_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = machine(dir.path());
+    let (held, running) = (sleeper(), sleeper());
+    let adopted = m
+        .adopt(Adopt {
+            memory: MemPolicy::Local,
+            held: true,
+            ..adopt(held.0.id(), 0)
+        })
+        .unwrap();
+    let (policy, nodes) = adopted.memory.expect("handed to the held process");
+    assert_eq!(policy, MemPolicy::Local);
+    assert!(!nodes.is_empty());
+    let adopted = m
+        .adopt(Adopt {
+            memory: MemPolicy::Local,
+            ..adopt(running.0.id(), 1)
+        })
+        .unwrap();
+    assert_eq!(adopted.memory, None);
+    m.finish().unwrap();
+}
+
+/// The policy a process sets itself before exec holds in the program it
+/// execs: `/proc/<pid>/numa_maps` shows the task's policy on mappings that
+/// have none of their own.
+#[test]
+fn a_memory_policy_set_before_exec_holds_after_it() {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new("sleep");
+    cmd.arg("60");
+    // SAFETY: MPOL_LOCAL needs no node mask: only the raw syscall runs in
+    // the child, nothing is allocated.
+    unsafe {
+        cmd.pre_exec(|| {
+            coloc_linux::machine::set_own_memory_policy(MemPolicy::Local, &[])
+                .map_err(std::io::Error::from)
+        });
+    }
+    let s = Kept(cmd.spawn().unwrap());
+    let pid = s.0.id();
+    let mut maps = String::new();
+    for _ in 0..100 {
+        maps = std::fs::read_to_string(format!("/proc/{pid}/numa_maps")).unwrap_or_default();
+        if maps.contains("sleep") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let first = maps.lines().next().unwrap_or_default();
+    assert!(first.contains(" local"), "{maps}");
 }

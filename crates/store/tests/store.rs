@@ -364,11 +364,12 @@ fn calibrations_by_platform() {
 }
 
 /// Tang et al.'s characteristics travel with the profile: stored, read back,
-/// exported and imported unchanged; a profile written before they existed
-/// (no `sharing` key) still reads, without them.
+/// exported and imported unchanged, the substitute's data sharing runs too; a
+/// profile written before they existed (no `sharing` key) still reads,
+/// without them.
 #[test]
 fn sharing_characteristics_round_trip() {
-    use coloc_model::profile::{SharingCharacteristics, SharingSignal};
+    use coloc_model::profile::{SharedCacheRuns, SharingCharacteristics, SharingSignal};
     let dir = tempfile::tempdir().unwrap();
     let a = Store::open(dir.path().join("a.db")).unwrap();
     let mut p = profile(sc(), westmere(), 3.0);
@@ -380,7 +381,24 @@ fn sharing_characteristics_round_trip() {
         llc_miss_rate: Some(2660.0),
         llc_footprint: Some(1596.0),
         missing: vec!["nothing".into()],
+        data_sharing_runs: None,
     });
+    let mut substitute = profile(sc(), westmere(), 2.0);
+    substitute.identity = AppIdentity::model("sub", "substituted");
+    substitute.sharing = Some(SharingCharacteristics {
+        signal: SharingSignal::StreamCoRuns,
+        threads: 1,
+        data_sharing: Some(0.1),
+        bandwidth_gbs: Some(1.0),
+        llc_miss_rate: Some(15625.0),
+        llc_footprint: Some(14062.5),
+        missing: Vec::new(),
+        data_sharing_runs: Some(SharedCacheRuns {
+            cache: "core".into(),
+            runs: Sensitivity::from_runs(Signal::TaskClock, 2, vec![2e9], vec![1.8e9]).unwrap(),
+        }),
+    });
+    a.put(&substitute).unwrap();
     a.put(&p).unwrap();
     assert_eq!(a.get(&sc(), &westmere()).unwrap(), Some(p.clone()));
     let mut json = Vec::new();
@@ -388,6 +406,8 @@ fn sharing_characteristics_round_trip() {
     let b = Store::open(dir.path().join("b.db")).unwrap();
     b.import_json(json.as_slice(), &westmere()).unwrap();
     assert_eq!(b.get(&sc(), &westmere()).unwrap(), Some(p.clone()));
+    let id = &substitute.identity;
+    assert_eq!(b.get(id, &westmere()).unwrap(), Some(substitute.clone()));
 
     let mut old = serde_json::to_value(profile(sc(), yorkfield(), 1.0)).unwrap();
     assert!(old.get("sharing").is_none());

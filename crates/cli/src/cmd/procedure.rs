@@ -97,7 +97,9 @@ impl Runner<'_> {
 /// plans its runs: what `coloc profile` stores and `coloc profile --from`
 /// prints. ReSense's levels take each run's figure from its trace, or its
 /// metered cycles ([`level_from_traces`]); the sharing characteristics come
-/// from the counter run or the stream-probe runs ([`sharing_from_traces`]).
+/// from the counter run or the stream-probe runs with the data sharing runs
+/// (the app's own, or the LLC level's among the levels:
+/// [`sharing_from_traces`]).
 pub fn profile_from_dir(
     dir: &Path,
     platform: &PlatformFingerprint,
@@ -133,8 +135,10 @@ pub fn profile_from_dir(
     let sharing = match &app.sharing_not_measured {
         Some(why) => SharingCharacteristics::not_measured(why.clone()),
         None => sharing_from_traces(
+            &app.name,
             &app.sharing_runs,
             &read_traces(&app_dir, dirs(&app.sharing_runs))?,
+            &levels,
         )
         .unwrap_or_else(SharingCharacteristics::not_measured),
     };

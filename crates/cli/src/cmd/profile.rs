@@ -19,8 +19,11 @@
 //! event, or `--signal wall` its elapsed time from the trace; where the
 //! machine has hardware counters it is their total cycles, counted around the
 //! run ([`coloc_linux::usage`]: the only figure the trace does not carry).
-//! Then the stream-probe co-runs measure Tang et al.'s bandwidth
-//! (docs/policies/tang-atom.md, Characteristics). The directory holds
+//! Then the stream-probe co-runs measure Tang et al.'s bandwidth, and the
+//! app's threads sharing a cache against apart its data sharing (on a machine
+//! with two LLCs the LLC level's runs above, else two threads on one core
+//! against two cores), whence its LLC footprint (docs/policies/tang-atom.md,
+//! Characteristics). The directory holds
 //! `procedure.json`, and `coloc profile --from DIR` recomputes every profile
 //! from its traces with the same functions. In the simulator (`--sim`) the
 //! procedure is the same, through the Manager and the simulated machine: the
@@ -50,6 +53,7 @@ use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::profile::procedure::{
     level_runs, ManifestApp, ManifestLevel, ProcedureManifest, MANIFEST,
 };
+use coloc_model::profile::shared_cache::{shared_cache_plan, SharedCachePlan};
 use coloc_model::profile::substitute::{corun_cpus, sharing_runs};
 use coloc_model::profile::{
     characterization_plan, counter_run, AppIdentity, LevelPlan, PlatformFingerprint, Signal,
@@ -173,11 +177,16 @@ pub fn main(args: ProfileArgs) -> Result<()> {
     // Tang et al.'s characteristics: the simulator counts what the paper
     // counts; this machine has no LLC counters, hence the stream probe.
     let corun = corun_cpus(target.topology());
+    let shared_cache = shared_cache_plan(target.topology());
     let sharing_plan = |app: &str| match &target {
         Target::Sim { .. } => Ok(vec![counter_run(app, target.topology())]),
-        Target::Host(_) => corun
-            .clone()
-            .and_then(|cpus| sharing_runs(app, cpus, args.repeat)),
+        Target::Host(_) => corun.clone().and_then(|cpus| {
+            let mut planned = sharing_runs(app, cpus, args.repeat)?;
+            if let Ok(plan) = &shared_cache {
+                planned.extend(plan.runs(app, args.repeat));
+            }
+            Ok(planned)
+        }),
     };
     match (&target, &corun) {
         (Target::Sim { .. }, _) => println!(
@@ -189,6 +198,12 @@ pub fn main(args: ProfileArgs) -> Result<()> {
             args.repeat
         ),
         (Target::Host(_), Err(why)) => println!("Sharing characteristics not measured: {why}"),
+    }
+    if let Target::Host(_) = &target {
+        println!(
+            "  data sharing by the substitute: {}",
+            describe_shared_cache(&shared_cache)
+        );
     }
     let identified = match &target {
         Target::Sim { .. } => distinct(apps, |a| Ok(model_identity(a)))?,
@@ -367,6 +382,25 @@ fn describe_plan(plan: &[LevelPlan]) -> String {
         out.push_str("  (no resource is shared by two cores or more)\n");
     }
     out
+}
+
+/// Which runs give the data sharing substitute (Tang et al. §5 without LLC
+/// counters), or why none do.
+fn describe_shared_cache(plan: &Result<SharedCachePlan, String>) -> String {
+    match plan {
+        Ok(SharedCachePlan::LlcLevel { label, .. }) => format!(
+            "the {label} runs above, one {label} against two, read as the share of CPU time \
+             sharing it saves"
+        ),
+        Ok(SharedCachePlan::OneCore(c)) => format!(
+            "{} threads on CPUs {} (one core) against on CPUs {}, by task-clock, the share of \
+             CPU time sharing the core's caches saves",
+            c.threads,
+            cpu_list(&c.contention),
+            cpu_list(&c.baseline)
+        ),
+        Err(why) => format!("not measured: {why}"),
+    }
 }
 
 fn cpu_list(cpus: &[Cpu]) -> String {

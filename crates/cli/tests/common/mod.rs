@@ -5,6 +5,8 @@
 // Every test crate compiles this module on its own and uses a part of it.
 #![allow(dead_code)]
 
+pub mod service;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -84,13 +86,20 @@ pub fn tids_of(pid: u32) -> Vec<u32> {
 }
 
 /// Field 22 of /proc/<pid>/task/<tid>/stat, the thread's start in clock ticks
-/// after boot. Fields are counted from the end of the command name, which is
-/// in parentheses and may itself hold spaces and parentheses.
+/// after boot.
 pub fn start_ticks(pid: u32, tid: u32) -> Option<u64> {
+    stat_field(pid, tid, 22)
+}
+
+/// Field `n` (1-based, as proc(5) numbers them) of
+/// /proc/<pid>/task/<tid>/stat: 19 is the nice value, 41 the scheduling
+/// policy. Fields are counted from the end of the command name, which is in
+/// parentheses and may itself hold spaces and parentheses.
+pub fn stat_field<T: std::str::FromStr>(pid: u32, tid: u32, n: usize) -> Option<T> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
     let after_comm = &stat[stat.rfind(')')? + 1..];
     // Field 3 (state) is the first one after the name.
-    after_comm.split_whitespace().nth(22 - 3)?.parse().ok()
+    after_comm.split_whitespace().nth(n - 3)?.parse().ok()
 }
 
 /// Seconds since the Unix epoch, the clock of a trace's `started_unix`.
@@ -255,13 +264,19 @@ pub fn planned(plan: &Plan, app: AppId, tid: u32) -> Option<CpuSet> {
 /// What the plans in force around trace time `at` (the last one made by then,
 /// and those it replaced within [`APPLY_SLACK`]) give thread `tid` of `app`.
 pub fn allowed_at(decisions: &[Decision], app: AppId, tid: u32, at: f64) -> Vec<CpuSet> {
-    decisions
-        .iter()
-        .enumerate()
-        .filter(|(i, d)| {
-            let until = decisions.get(i + 1).map_or(f64::INFINITY, |n| n.applied);
-            d.t <= at + CLOCK_SLACK && until >= at - APPLY_SLACK
-        })
-        .filter_map(|(_, d)| planned(d.plan, app, tid))
+    in_force(decisions, at)
+        .filter_map(|d| planned(d.plan, app, tid))
         .collect()
+}
+
+/// The plans in force around trace time `at`: the last one made by then, and
+/// those it replaced within [`APPLY_SLACK`].
+pub fn in_force<'a>(
+    decisions: &'a [Decision<'a>],
+    at: f64,
+) -> impl Iterator<Item = &'a Decision<'a>> {
+    decisions.iter().enumerate().filter_map(move |(i, d)| {
+        let until = decisions.get(i + 1).map_or(f64::INFINITY, |n| n.applied);
+        (d.t <= at + CLOCK_SLACK && until >= at - APPLY_SLACK).then_some(d)
+    })
 }

@@ -22,6 +22,7 @@ use coloc_model::{AppId, CpuSet, MemPolicy};
 
 use super::actuate::Base;
 use super::dop::{self, DopControl, DopLaunch};
+use super::slice::InSlice;
 use super::tasks::TaskId;
 use super::track::Tracker;
 use super::{sys, Instance, LinuxMachine};
@@ -42,6 +43,13 @@ pub struct Adopt<'a> {
     /// The DoP and CPUs the record starts with.
     pub dop: u32,
     pub cpus: Vec<u32>,
+    /// The memory policy of its first plan. Only a process that has not
+    /// exec'd its program yet can take it (`set_mempolicy` acts on the
+    /// calling thread, and survives exec): it is handed back in
+    /// [`Adopted::memory`] for the process to set.
+    pub memory: MemPolicy,
+    /// It has not exec'd its program yet (`coloc exec`'s held child).
+    pub held: bool,
 }
 
 /// An adopted process.
@@ -57,6 +65,10 @@ pub struct Adopted {
     pub remove_env: Vec<String>,
     /// Why its DoP is not managed, when it was asked to be and is not.
     pub dop_unmanaged: Option<String>,
+    /// The memory policy and nodes a held process sets itself before it
+    /// execs its program ([`super::set_own_memory_policy`]); None when the
+    /// plan leaves the policy as it is, or the process runs already.
+    pub memory: Option<(MemPolicy, Vec<u32>)>,
     /// The CPUs it may run on now (its affinity, within its cpuset): coloc
     /// places it inside these and never widens them.
     pub allowed: CpuSet,
@@ -108,21 +120,49 @@ impl LinuxMachine {
                 found: stat.starttime,
             });
         }
-        let allowed = sys::affinity(pid).map_err(|source| AdoptError::Affinity { pid, source })?;
+        let affinity = sys::affinity(pid).map_err(|source| AdoptError::Affinity { pid, source })?;
+        // The affinity is within the cpuset already; the cpuset is read too
+        // in case it changed since the affinity was last set.
+        let allowed = match self.cpuset_cpus(pid) {
+            Some(cpus) if !affinity.intersection(&cpus).is_empty() => affinity.intersection(&cpus),
+            _ => affinity,
+        };
         let main = TaskId {
             pid,
             tid: pid,
             start: stat.starttime,
         };
         let env = Default::default();
+        // The shim pins threads to the record's CPUs: never beyond what the
+        // app allowed itself.
+        let cpus: Vec<u32> = a
+            .cpus
+            .into_iter()
+            .filter(|c| allowed.contains(*c))
+            .collect();
+        let nodes = self.nodes_of(&cpus.iter().copied().collect());
+        // A user's app gets the DoP record to itself (root's daemon serves
+        // every user).
+        let owner = self
+            .proc
+            .task_status(pid, pid)
+            .ok()
+            .map(|s| s.euid)
+            .filter(|uid| *uid != nix::unistd::geteuid().as_raw());
         let dop = dop::prepare(&DopLaunch {
             id: a.id,
             malleable: a.malleable,
             argv0: a.program,
             env: &env,
             dop: a.dop,
-            cpus: a.cpus,
+            cpus: if cpus.is_empty() {
+                allowed.iter().collect()
+            } else {
+                cpus
+            },
             shm_dir: &self.opts.shm_dir,
+            shim_dir: self.opts.shim_dir.as_deref(),
+            owner,
         });
         let dop_unmanaged = match &dop.control {
             DopControl::NotManaged { reason, .. } => Some(reason.clone()),
@@ -137,7 +177,7 @@ impl LinuxMachine {
             settings: Default::default(),
             base: Base::default(),
             dop: dop.control,
-            memory: MemPolicy::Default,
+            memory: if a.held { a.memory } else { MemPolicy::Default },
             memory_refused: None,
             pending_refused: Vec::new(),
             output: PathBuf::new(),
@@ -147,6 +187,8 @@ impl LinuxMachine {
             live_metric: None,
             pages: Default::default(),
             rescan_due: true,
+            allowed: Some(allowed.clone()),
+            slice: Default::default(),
         };
         let launched = Launched {
             pid,
@@ -160,6 +202,7 @@ impl LinuxMachine {
             set_env: dop.set_env,
             remove_env: dop.remove_env.iter().map(|s| s.to_string()).collect(),
             dop_unmanaged,
+            memory: (a.held && a.memory != MemPolicy::Default).then_some((a.memory, nodes)),
             allowed,
         })
     }
@@ -173,8 +216,8 @@ impl LinuxMachine {
             return Ok(None);
         };
         let mut inst = self.instances.remove(k);
-        let refused = inst
-            .release_all(&self.proc, &mut self.journal)
+        let refused = self
+            .let_go(&mut inst)
             .map_err(|e| super::other("restoring a released instance", e))?;
         inst.dop.remove();
         if let Some(child) = inst.child.take() {
@@ -185,6 +228,41 @@ impl LinuxMachine {
             });
         }
         Ok(Some(refused))
+    }
+
+    /// The CPUs adopted instance `id` may be placed on now: those it allowed
+    /// itself when adopted, within its cgroup's cpuset as the cpuset is now
+    /// (an admin may shrink it, or move the app). None for an instance coloc
+    /// launched, or none at all: its CPUs are coloc's to choose.
+    pub fn allowed_cpus(&self, id: AppId) -> Option<CpuSet> {
+        let inst = self.instances.iter().find(|i| i.id == id)?;
+        let own = inst.allowed.as_ref()?;
+        let home = match (&inst.slice, &self.slice) {
+            (InSlice::In(cg), Some(slice)) => slice.sets().effective_cpus(&cg.home).ok(),
+            _ => self.cpuset_cpus(inst.pid()),
+        };
+        Some(match home {
+            Some(cpus) => own.intersection(&cpus),
+            None => own.clone(),
+        })
+    }
+
+    /// The CPUs the cpuset of process `pid`'s cgroup allows, where the host
+    /// has the controller and the files can be read.
+    fn cpuset_cpus(&self, pid: u32) -> Option<CpuSet> {
+        let sets = self.cpusets.as_ref()?;
+        let home = sets.cgroup_of(&self.opts.proc_root, pid).ok()?;
+        sets.effective_cpus(&home).ok()
+    }
+
+    /// Whether instance `id` places threads of its own: they moved off the
+    /// CPUs coloc set more than [`super::MAX_REAPPLY`] times, and coloc left
+    /// their affinity to the app (`actuate.rs`, Affinity drift).
+    pub fn places_itself(&self, id: AppId) -> bool {
+        self.instances
+            .iter()
+            .find(|i| i.id == id)
+            .is_some_and(|i| i.settings.values().any(|s| s.app_owns_affinity))
     }
 
     /// The instance whose main process is `pid`, if any.

@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use coloc_model::{AppId, OmpSample};
 use coloc_shim::{
-    ld_preload_with, monotonic_ns, openmp_runtime_of, shim_path, DopChannel, OmpRuntime, RECORD_ENV,
+    extract_shim, ld_preload_with, monotonic_ns, openmp_runtime_of, shim_path, DopChannel,
+    OmpRuntime, RECORD_ENV,
 };
 
 /// libgomp's own binding variables: they would re-bind threads behind the
@@ -59,6 +60,13 @@ pub(crate) struct DopLaunch<'a> {
     pub dop: u32,
     pub cpus: Vec<u32>,
     pub shm_dir: &'a Path,
+    /// Where the shim is extracted; None: this user's cache directory. Root's
+    /// daemon preloads it into other users' programs, which must be able to
+    /// read it (`LinuxOptions::shim_dir`).
+    pub shim_dir: Option<&'a Path>,
+    /// The user the app runs as, when not coloc's: the record is given to
+    /// it, for the shim in the app reads and writes the record.
+    pub owner: Option<u32>,
 }
 
 /// Sets up the channel of a malleable libgomp app; anything else gets its DoP
@@ -94,7 +102,7 @@ pub(crate) fn prepare(l: &DopLaunch<'_>) -> DopSetup {
         Ok(other) => return unmanaged(format!("{}: {other}", exe.display())),
         Err(e) => return unmanaged(e.to_string()),
     }
-    let shim = match shim_path() {
+    let shim = match l.shim_dir.map_or_else(shim_path, extract_shim) {
         Ok(s) => s,
         Err(e) => return unmanaged(format!("extracting libcoloc_omp.so: {e}")),
     };
@@ -112,6 +120,15 @@ pub(crate) fn prepare(l: &DopLaunch<'_>) -> DopSetup {
         Ok(c) => c,
         Err(e) => return unmanaged(format!("creating the DoP record: {e}")),
     };
+    if let Some(uid) = l.owner {
+        if let Err(e) = std::os::unix::fs::chown(channel.path(), Some(uid), None) {
+            let _ = channel.remove();
+            return unmanaged(format!(
+                "giving the DoP record {} to uid {uid}: {e}",
+                record.display()
+            ));
+        }
+    }
     let set_env = vec![
         (
             OsString::from("LD_PRELOAD"),
@@ -267,6 +284,8 @@ mod tests {
             dop: 2,
             cpus: vec![],
             shm_dir: dir.path(),
+            shim_dir: None,
+            owner: None,
         });
         assert!(setup.set_env.is_empty());
         assert!(matches!(setup.control, DopControl::NotManaged { .. }));

@@ -54,6 +54,12 @@ pub(crate) struct Instance {
     /// true for a new instance, whose first threads may predate the events
     /// coloc saw (an adopted process's always do).
     pub rescan_due: bool,
+    /// For an adopted process, the CPUs it allowed itself when adopted (its
+    /// affinity within its cpuset): coloc never widens them.
+    pub allowed: Option<coloc_model::CpuSet>,
+    /// Its cpuset cgroup of coloc's, where the machine has a slice
+    /// (`slice.rs`).
+    pub slice: super::slice::InSlice,
 }
 
 /// The CPUs of a placement for a thread the plan does not name: the set for

@@ -25,6 +25,7 @@ use coloc_model::CpuSet;
 use serde::{Deserialize, Serialize};
 
 use super::tasks::TaskId;
+use crate::cgroup::Version;
 
 /// A setting's value before coloc changed it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +60,29 @@ pub(crate) enum Entry {
         pid: u32,
         tid: u32,
         start: u64,
+    },
+    /// coloc is about to make cgroup `rel` of the cpuset hierarchy mounted at
+    /// `mount` (`slice.rs`); `enabled`: it also turns the cpuset controller
+    /// on for the parent's children (cgroup v2's `subtree_control`).
+    CgroupMade {
+        mount: PathBuf,
+        version: Version,
+        rel: PathBuf,
+        enabled: bool,
+    },
+    /// coloc is about to move process `pid` (started at `start`) from cgroup
+    /// `from` into `to`, one of its own: its processes go back to `from`.
+    CgroupMoved {
+        mount: PathBuf,
+        pid: u32,
+        start: u64,
+        from: PathBuf,
+        to: PathBuf,
+    },
+    /// coloc moved the processes of its cgroup `rel` back and removed it.
+    CgroupRemoved {
+        mount: PathBuf,
+        rel: PathBuf,
     },
 }
 

@@ -88,6 +88,17 @@ pub(crate) fn memory_policy(policy: MemPolicy, nodes: &[u32]) -> Option<(i32, Ve
     }
 }
 
+/// Sets the calling process's memory policy to `policy` over `nodes`, as a
+/// launch does between fork and exec: for a process that execs its program
+/// after coloc admitted it (`coloc exec`'s held child, docs/service.md), the
+/// policy survives the exec. `Default` leaves it as it is.
+pub fn set_own_memory_policy(policy: MemPolicy, nodes: &[u32]) -> Result<(), Errno> {
+    match memory_policy(policy, nodes) {
+        Some((mode, mask)) => sys::set_mempolicy(mode, &mask),
+        None => Ok(()),
+    }
+}
+
 /// Order of the per-setting results the child sends back.
 const RESULTS: usize = 4;
 const AFFINITY: usize = 0;

@@ -50,6 +50,7 @@ mod pages;
 mod proc_events;
 mod recover;
 mod sample;
+mod slice;
 mod sys;
 mod tasks;
 mod track;
@@ -59,6 +60,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::cgroup::Cpusets;
 use coloc_machine::{LaunchRequest, Launched, Machine, MachineError, MachineEvent};
 use coloc_model::observation::Signals;
 use coloc_model::topology::ObjKind;
@@ -69,9 +71,11 @@ use nix::sys::resource::{getrusage, UsageWho};
 pub use actuate::MAX_REAPPLY;
 pub use adopt::{Adopt, AdoptError, Adopted};
 pub use journal::{secure_dir, JournalError};
+pub use launch::set_own_memory_policy;
 pub use recover::{
     recover_stale_journals, remove_stale_dop_records, RecoveryError, RecoveryReport,
 };
+pub use slice::SLICE;
 
 use self::actuate::Wanted;
 use self::counters::{HwCounters, HARDWARE_EVENTS};
@@ -80,6 +84,7 @@ use self::instance::{default_cpus, end_leftovers, terminate, Instance};
 use self::journal::Journal;
 use self::launch::{memory_policy, output_path, LaunchError, Spawn};
 use self::proc_events::{ProcEvents, Touched};
+use self::slice::Slice;
 use self::tasks::{ProcRoot, ProcTable};
 use self::track::Tracker;
 
@@ -104,6 +109,14 @@ pub struct LinuxOptions {
     /// reported a fork or exit in it (`proc_events.rs`), where the connector
     /// is available; false rescans every app every poll.
     pub process_events: bool,
+    /// Where the OpenMP shim is extracted for malleable apps; None: this
+    /// user's cache directory. Root's daemon serves other users, whose
+    /// programs must read it: it names a directory of root's every user can
+    /// read.
+    pub shim_dir: Option<PathBuf>,
+    /// Place apps in cpuset cgroups of their own under `coloc.slice` of this
+    /// hierarchy (`slice.rs`); None places them by affinity alone.
+    pub cgroup_slice: Option<Cpusets>,
 }
 
 impl Default for LinuxOptions {
@@ -119,6 +132,8 @@ impl Default for LinuxOptions {
             poll: Duration::from_millis(50),
             shm_dir: PathBuf::from("/dev/shm"),
             process_events: true,
+            shim_dir: None,
+            cgroup_slice: None,
         }
     }
 }
@@ -148,6 +163,11 @@ pub struct LinuxMachine {
     /// is counted from there, not from coloc's start.
     cpu_at_start: Duration,
     finished: bool,
+    /// The hierarchy of the cpuset controller, where the host has one: the
+    /// CPUs an adopted app's cgroup allows it.
+    cpusets: Option<Cpusets>,
+    /// The apps' cgroups, when asked for (`LinuxOptions::cgroup_slice`).
+    slice: Option<Slice>,
 }
 
 /// A failure of the machine itself while doing `what` (ends the run).
@@ -239,6 +259,8 @@ impl LinuxMachine {
             leftovers: Vec::new(),
             cpu_at_start: own_cpu()?,
             finished: false,
+            cpusets: Cpusets::detect(&opts.proc_root).ok(),
+            slice: opts.cgroup_slice.clone().map(Slice::new),
             opts,
         })
     }
@@ -297,8 +319,8 @@ impl LinuxMachine {
                         self.leftovers
                             .extend(inst.tracker.processes().filter(|(p, _)| *p != main));
                     }
-                    let refused = inst
-                        .release_all(&self.proc, &mut self.journal)
+                    let refused = self
+                        .let_go(&mut inst)
                         .map_err(|e| other("restoring an exited instance", e))?;
                     for r in refused {
                         tracing::warn!(app = %inst.id, "could not restore: {r}");
@@ -325,6 +347,19 @@ impl LinuxMachine {
             }
         }
         Ok(events)
+    }
+
+    /// Restores everything coloc changed of `inst`, which leaves the machine:
+    /// its processes back in their own cgroup first (the kernel resets
+    /// affinities on a move), then its threads' settings. Returns what could
+    /// not be put back.
+    fn let_go(&mut self, inst: &mut Instance) -> Result<Vec<String>, JournalError> {
+        let mut refused = match &self.slice {
+            Some(slice) => slice.release(inst, &mut self.journal),
+            None => Vec::new(),
+        };
+        refused.extend(inst.release_all(&self.proc, &mut self.journal)?);
+        Ok(refused)
     }
 
     fn launch_instance(&mut self, req: LaunchRequest<'_>) -> Result<Launched, InstanceError> {
@@ -362,6 +397,8 @@ impl LinuxMachine {
             dop: req.plan.dop.unwrap_or(req.threads),
             cpus: cpus.iter().collect(),
             shm_dir: &self.opts.shm_dir,
+            shim_dir: self.opts.shim_dir.as_deref(),
+            owner: None,
         });
         if let DopControl::NotManaged { reason, .. } = &dop.control {
             tracing::warn!(app = %req.id, name = %spec.name, "DoP is not managed: {reason}");
@@ -426,6 +463,8 @@ impl LinuxMachine {
             },
             last_samples: Default::default(),
             rescan_due: true,
+            allowed: None,
+            slice: Default::default(),
         };
         let launched = Launched {
             pid: main.pid,
@@ -515,9 +554,22 @@ impl Machine for LinuxMachine {
         let mut outcomes = Vec::new();
         for p in &plan.apps {
             let nodes = self.nodes_of(&p.placement.cpus());
-            if let Some(inst) = self.instances.iter_mut().find(|i| i.id == p.app) {
-                outcomes.push(inst.apply(p, &self.proc, &mut self.journal, &nodes));
+            let Some(inst) = self.instances.iter_mut().find(|i| i.id == p.app) else {
+                continue;
+            };
+            // The app's cgroup holds both the old and the new CPUs while its
+            // threads move (`slice.rs`, Order).
+            let mut refused = Vec::new();
+            if let Some(slice) = &self.slice {
+                slice.before(inst, p, &nodes, &mut refused);
             }
+            let mut out = inst.apply(p, &self.proc, &mut self.journal, &nodes);
+            if let Some(slice) = &mut self.slice {
+                let proc_root = &self.opts.proc_root;
+                slice.after(inst, p, &nodes, proc_root, &mut self.journal, &mut refused);
+            }
+            out.refused.extend(refused);
+            outcomes.push(out);
         }
         outcomes
     }
@@ -538,11 +590,14 @@ impl Machine for LinuxMachine {
             if !inst.adopted() {
                 self.leftovers.extend(inst.tracker.processes());
             }
-            match inst.release_all(&self.proc, &mut self.journal) {
+            match self.let_go(&mut inst) {
                 Ok(r) => refused.extend(r),
                 Err(e) => refused.push(e.to_string()),
             }
             inst.dop.remove();
+        }
+        if let Some(slice) = &mut self.slice {
+            refused.extend(slice.finish(&mut self.journal));
         }
         end_leftovers(
             &self.proc,

@@ -25,7 +25,9 @@ use std::path::{Path, PathBuf};
 use super::actuate::{Outcome, Slot, TaskSettings};
 use super::journal::{journal_pid, read_entries, Entry, Journal, Original};
 use super::pages::{restore_runs, PageRun};
+use super::slice::{take_back, SLICE};
 use super::tasks::{ProcRoot, TaskId};
+use crate::cgroup::{CgroupError, Cpusets};
 
 /// What recovery did, for the user.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -148,6 +150,10 @@ pub fn recover_stale_journals(
     for (pid, path) in journals {
         let (lines, _torn) = match read_entries(&path) {
             Ok(read) => read,
+            // Its coloc ended cleanly between the listing and the read, and
+            // removed it: nothing is left to restore (several colocs start
+            // and stop at once, e.g. `coloc exec`s next to a daemon).
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied || is_link(&e) => {
                 report
                     .ignored
@@ -224,6 +230,7 @@ fn restore_journal(
                     Original::PageNodes(_) => {}
                 }
             }
+            Entry::CgroupMade { .. } | Entry::CgroupMoved { .. } | Entry::CgroupRemoved { .. } => {}
             Entry::Released { pid, tid, start } => {
                 let task = TaskId {
                     pid: *pid,
@@ -235,6 +242,9 @@ fn restore_journal(
             }
         }
     }
+    // Processes back in their cgroups first: the kernel resets affinities
+    // on a move, and the threads' originals are put back after.
+    restore_cgroups(coloc, lines, report);
     // Pages first, while the process is known to be the one journaled.
     for (task, runs) in pages {
         let name = format!("coloc {coloc}: pages of pid {}", task.pid);
@@ -284,6 +294,68 @@ fn restore_journal(
     }
 }
 
+/// Moves the processes of every cgroup coloc made and did not remove back to
+/// the cgroup its app came from, and removes coloc's cgroups, the apps'
+/// before the slice (`slice.rs`). Only cgroups under `coloc.slice` are
+/// touched, whatever the journal says.
+fn restore_cgroups(coloc: u32, lines: &[Entry], report: &mut RecoveryReport) {
+    let mut made = Vec::new();
+    let mut homes = BTreeMap::new();
+    let mut removed = Vec::new();
+    for line in lines {
+        match line {
+            Entry::CgroupMade {
+                mount,
+                version,
+                rel,
+                enabled,
+            } => made.push((Cpusets::at(*version, mount.clone()), rel, *enabled)),
+            Entry::CgroupMoved {
+                mount, from, to, ..
+            } => {
+                homes.entry((mount, to)).or_insert(from);
+            }
+            Entry::CgroupRemoved { mount, rel } => removed.push((mount, rel)),
+            _ => {}
+        }
+    }
+    for (sets, rel, enabled) in made.into_iter().rev() {
+        if removed.contains(&(&sets.mount, rel)) {
+            continue;
+        }
+        let name = format!("coloc {coloc}: cgroup {}", sets.dir(rel).display());
+        if !rel.starts_with(SLICE) {
+            report.ignored.push(format!("{name}: not under {SLICE}"));
+            continue;
+        }
+        let home = homes
+            .get(&(&sets.mount, rel))
+            .map_or(Path::new(""), |h| h.as_path());
+        let done = take_back(&sets, rel, home).and_then(|moved| {
+            if enabled {
+                let parent = rel.parent().unwrap_or(Path::new(""));
+                sets.disable_below(parent)?;
+            }
+            Ok(moved)
+        });
+        match done {
+            Ok(moved) => report.restored.push(format!(
+                "{name}: removed, {moved} process(es) back in cgroup /{}",
+                home.display()
+            )),
+            // The slice holds a running daemon's cgroups (made since).
+            Err(CgroupError::Io { source, .. })
+                if rel == Path::new(SLICE) && source.raw_os_error() == Some(libc::EBUSY) =>
+            {
+                report.restored.push(format!(
+                    "{name}: left in place, a running coloc's apps are in it"
+                ))
+            }
+            Err(e) => report.failed.push(format!("{name}: {e}")),
+        }
+    }
+}
+
 /// Records a journaled original as one coloc put in force (so that restoring
 /// writes it back); only the first, the true original, counts.
 fn fill<T>(slot: &mut Slot<T>, original: T)
@@ -312,8 +384,9 @@ fn describe(s: &TaskSettings) -> String {
 
 /// Removes the DoP records (`coloc-<pid>-…` in `shm_dir`, see `dop.rs`) of coloc
 /// processes that are gone: a crash leaves them in shared memory (a tmpfs, so
-/// in RAM) until reboot. Only the caller's own regular files are touched, and a
-/// record whose pid is alive is kept. Returns the records removed.
+/// in RAM) until reboot. Only regular files are touched, the caller's own (or,
+/// for root, any user's: root's daemon gives each app's record to the app's
+/// user), and a record whose pid is alive is kept. Returns the records removed.
 pub fn remove_stale_dop_records(shm_dir: &Path, proc_root: &Path) -> io::Result<Vec<PathBuf>> {
     let proc = ProcRoot::new(proc_root);
     let me = nix::unistd::geteuid().as_raw();
@@ -336,7 +409,8 @@ pub fn remove_stale_dop_records(shm_dir: &Path, proc_root: &Path) -> io::Result<
         let Ok(meta) = entry.path().symlink_metadata() else {
             continue;
         };
-        if !meta.file_type().is_file() || meta.uid() != me || proc.process_stat(pid).is_ok() {
+        let theirs = me != 0 && meta.uid() != me;
+        if !meta.file_type().is_file() || theirs || proc.process_stat(pid).is_ok() {
             continue;
         }
         match fs::remove_file(entry.path()) {

@@ -14,6 +14,7 @@ mod identity;
 pub mod procedure;
 mod render;
 mod score;
+pub mod shared_cache;
 mod sharing;
 pub mod substitute;
 
@@ -25,6 +26,7 @@ pub use self::characterization::{
 pub use self::identity::{AppIdentity, AppSource, Match, PlatformFingerprint};
 pub use self::render::{render, render_sharing};
 pub use self::score::{sensitivity_score, ScoreError, Sensitivity, Signal, Spread};
+pub use self::shared_cache::SharedCacheRuns;
 pub use self::sharing::{
     counter_run, counter_run_cpus, llc_footprint, CounterTotals, SharingCharacteristics,
     SharingError, SharingSignal, COUNTERS, LINE_BYTES,

@@ -100,9 +100,9 @@ pub fn level_from_traces(
     signal: Signal,
     traces: &[Trace],
 ) -> Result<Sensitivity, String> {
-    let (mut baseline, mut contention) = (Vec::new(), Vec::new());
-    for (run, trace) in level.runs.iter().zip(traces) {
-        let figure = if signal == Signal::Cycles && !level.metered_cycles.is_empty() {
+    let runs = level.runs.iter().zip(traces);
+    score_runs(runs, signal, level.threads, |run, trace| {
+        if signal == Signal::Cycles && !level.metered_cycles.is_empty() {
             // Counted around the run: its trace says only whether it succeeded.
             run_figure(trace, app, Signal::Wall).and_then(|_| {
                 level
@@ -114,14 +114,30 @@ pub fn level_from_traces(
         } else {
             run_figure(trace, app, signal)
         }
-        .map_err(|e| format!("run {}: {e}", run.dir))?;
+    })
+}
+
+/// Equation 1 over paired runs, each with its trace: each run's `figure` (in
+/// `signal`'s unit), by its role, baseline or contention; a run that gives
+/// none, or has another role, names its directory. ReSense's levels and Tang
+/// et al.'s data sharing substitute ([`super::shared_cache`]) score their
+/// runs this way.
+pub fn score_runs<'a>(
+    runs: impl IntoIterator<Item = (&'a PlannedRun, &'a Trace)>,
+    signal: Signal,
+    threads: u32,
+    figure: impl Fn(&PlannedRun, &Trace) -> Result<f64, String>,
+) -> Result<Sensitivity, String> {
+    let (mut baseline, mut contention) = (Vec::new(), Vec::new());
+    for (run, trace) in runs {
+        let figure = figure(run, trace).map_err(|e| format!("run {}: {e}", run.dir))?;
         match run.role.as_str() {
             BASELINE => baseline.push(figure),
             CONTENTION => contention.push(figure),
             other => return Err(format!("run {}: unknown role \"{other}\"", run.dir)),
         }
     }
-    Sensitivity::from_runs(signal, level.threads, baseline, contention).map_err(|e| e.to_string())
+    Sensitivity::from_runs(signal, threads, baseline, contention).map_err(|e| e.to_string())
 }
 
 /// A level's planned runs: `repeat` times the baseline then the contention

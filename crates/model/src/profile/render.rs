@@ -3,6 +3,7 @@
 //! every profile says what it was measured with), then why the other levels have
 //! no score.
 
+use super::shared_cache::ONE_CORE;
 use super::{AppProfile, LevelResult, SharingCharacteristics, Signal};
 use crate::metrics::table::{finish, new_table, NONE};
 
@@ -74,6 +75,26 @@ pub fn render_sharing(c: &SharingCharacteristics) -> String {
         fig(c.llc_miss_rate, " misses/ms"),
         fig(c.llc_footprint, " misses/ms"),
     );
+    if let Some(r) = &c.data_sharing_runs {
+        let s = &r.runs;
+        let shared = match r.cache.as_str() {
+            ONE_CORE => "one core's caches against two cores'".to_string(),
+            cache => format!("one {cache} against two"),
+        };
+        out.push_str(&format!(
+            "  data sharing by substitute: the share of CPU time saved by {} threads sharing \
+             {shared}: {} together, {} apart ({}, {} run(s) each; Equation 1 of ReSense \
+             {:+.2}, runs {:+.2} .. {:+.2})\n",
+            s.threads,
+            amount(mean(&s.contention), s.signal),
+            amount(mean(&s.baseline), s.signal),
+            s.signal,
+            s.baseline.len(),
+            s.score,
+            s.spread.min,
+            s.spread.max,
+        ));
+    }
     for m in &c.missing {
         out.push_str(&format!("  not measured: {m}\n"));
     }
@@ -166,6 +187,7 @@ mod tests {
             llc_miss_rate: None,
             llc_footprint: None,
             missing: vec!["data sharing: no LLC counters".into()],
+            data_sharing_runs: None,
         };
         let text = render_sharing(&c);
         assert!(
@@ -178,5 +200,41 @@ mod tests {
             text.contains("not measured: data sharing: no LLC counters"),
             "{text}"
         );
+    }
+
+    /// Data sharing from the substitute names its runs: 2.0 and 2.2 s of CPU
+    /// apart, 1.8 and 1.9 s together on one core: means 2.1 and 1.85 s, a
+    /// score of +11.90 (runs +10.00 and +13.64), 0.119 of the CPU time saved;
+    /// a footprint of Equation 1, 1000 × (1 − 0.119) = 880.952.
+    #[test]
+    fn renders_the_data_sharing_substitute() {
+        let runs =
+            Sensitivity::from_runs(Signal::TaskClock, 2, vec![2.0e9, 2.2e9], vec![1.8e9, 1.9e9])
+                .unwrap();
+        let r = crate::profile::SharedCacheRuns {
+            cache: ONE_CORE.into(),
+            runs,
+        };
+        let c = SharingCharacteristics {
+            signal: crate::profile::SharingSignal::StreamCoRuns,
+            threads: 1,
+            data_sharing: Some(r.data_sharing()),
+            bandwidth_gbs: Some(0.064),
+            llc_miss_rate: Some(1000.0),
+            llc_footprint: Some(1000.0 * (1.0 - r.data_sharing())),
+            missing: Vec::new(),
+            data_sharing_runs: Some(r),
+        };
+        let text = render_sharing(&c);
+        for want in [
+            "data sharing 0.119,",
+            "LLC footprint (Equation 1) 880.952 misses/ms",
+            "saved by 2 threads sharing one core's caches against two cores': 1.8500 s \
+             together, 2.1000 s apart (task-clock, 2 run(s) each; Equation 1 of ReSense \
+             +11.90, runs +10.00 .. +13.64)",
+        ] {
+            assert!(text.contains(want), "{want} missing in {text}");
+        }
+        assert!(!text.contains("not measured"), "{text}");
     }
 }

@@ -19,11 +19,12 @@
 //!   Equation 1: `miss_rate × (1 − shared_requests / all_requests)`.
 //!
 //! Where a figure could not be measured on a machine (no counters, no second
-//! cache to compare with) it is `None` with the reason in `missing`, never a
+//! core to compare with) it is `None` with the reason in `missing`, never a
 //! guessed number; Algorithm 1 says how it reads a missing figure.
 
 use serde::{Deserialize, Serialize};
 
+use super::SharedCacheRuns;
 use crate::cpuset::Cpu;
 use crate::procedure::{finished, PinnedApp, PlannedRun};
 use crate::topology::symmetry::SymTree;
@@ -42,7 +43,9 @@ pub enum SharingSignal {
     SimCounters,
     /// The substitute on a machine without counters: the bandwidth one thread
     /// of the app takes from the `stream` kernel in co-runs
-    /// (docs/policies/tang-atom.md, Characteristics; `substitute.rs`).
+    /// (docs/policies/tang-atom.md, Characteristics; `substitute.rs`), and
+    /// data sharing from the runs `data_sharing_runs` names
+    /// (`shared_cache.rs`).
     #[serde(alias = "substitutes")]
     StreamCoRuns,
 }
@@ -74,6 +77,13 @@ pub struct SharingCharacteristics {
     /// Why a figure is missing, one line each (empty when all were measured).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
+    /// Where `data_sharing` comes from the substitute on a machine without
+    /// LLC counters: the runs of the app's threads sharing a cache against
+    /// apart. `data_sharing` is then the share of CPU time sharing the cache
+    /// saves, not a share of LLC requests, and Algorithm 1 has a threshold
+    /// for it (`shared_cache.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_sharing_runs: Option<SharedCacheRuns>,
 }
 
 /// Why raw measurements cannot give characteristics.
@@ -154,6 +164,7 @@ impl SharingCharacteristics {
             llc_miss_rate: Some(miss_rate),
             llc_footprint: Some(llc_footprint(miss_rate, c.shared_requests, c.llc_requests)),
             missing: Vec::new(),
+            data_sharing_runs: None,
         })
     }
 }

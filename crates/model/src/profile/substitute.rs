@@ -18,16 +18,19 @@
 //! time it spent queued behind other processes is not taken for the app's
 //! traffic ([`probe_bandwidth`]). A co-run counts only
 //! when the app was still running when the probe ended, so the whole probe
-//! ran next to it. Data sharing and the LLC footprint (Equation 1, which needs
-//! data sharing) are not measured this way and are absent with the reason.
+//! ran next to it. Data sharing comes from other runs, the app's threads
+//! sharing a cache against apart ([`super::shared_cache`]), and the LLC
+//! footprint is Equation 1 of the probe's miss rate with it; where those runs
+//! give nothing both are absent with the reason.
 
 use crate::cpuset::Cpu;
 use crate::topology::Topology;
 use crate::trace::{Trace, TraceEvent};
 
-use super::procedure::{PinnedApp, PlannedRun};
+use super::procedure::{PinnedApp, PlannedRun, BASELINE, CONTENTION};
+use super::shared_cache::shared_cache_runs;
 use super::sharing::{from_counter_trace, COUNTERS, LINE_BYTES};
-use super::{SharingCharacteristics, SharingSignal};
+use super::{llc_footprint, LevelProfile, SharedCacheRuns, SharingCharacteristics, SharingSignal};
 
 /// The probe's app name in the co-run workloads (never an app's own name:
 /// [`sharing_runs`] refuses an app of that name).
@@ -37,12 +40,6 @@ pub const PROBE: &str = "stream-probe";
 pub const PROBE_ALONE: &str = "probe-alone";
 /// Role of a run with the probe next to the app.
 pub const CO_RUN: &str = "co-run";
-
-/// Why data sharing and the footprint are absent from substitute characteristics.
-const NOT_MEASURED: [&str; 2] = [
-    "data sharing: no LLC counters, and co-runs with the stream probe do not show it",
-    "LLC footprint: Equation 1 needs data sharing",
-];
 
 /// Where the app and the probe run: the first PU of the first core and the
 /// first PU of the last core (two cores, never SMT siblings), or why the
@@ -184,13 +181,20 @@ impl SharingCharacteristics {
             llc_miss_rate: None,
             llc_footprint: None,
             missing: vec![format!("every figure: {why}")],
+            data_sharing_runs: None,
         }
     }
 }
 
 /// The characteristics from the probe's bandwidth in the probe-alone runs and
-/// in the co-runs with one thread of the app.
-pub fn from_probe_runs(alone: &[f64], corun: &[f64]) -> Result<SharingCharacteristics, String> {
+/// in the co-runs with one thread of the app, and the app's data sharing
+/// runs (or why there are none): Equation 1 of the miss rate with their data
+/// sharing gives the footprint.
+pub fn from_probe_runs(
+    alone: &[f64],
+    corun: &[f64],
+    shared: Result<SharedCacheRuns, String>,
+) -> Result<SharingCharacteristics, String> {
     let mean = |v: &[f64], what: &str| {
         if v.is_empty() || v.iter().any(|x| !(x.is_finite() && *x >= 0.0)) {
             Err(format!(
@@ -201,25 +205,41 @@ pub fn from_probe_runs(alone: &[f64], corun: &[f64]) -> Result<SharingCharacteri
         }
     };
     let taken = (mean(alone, PROBE_ALONE)? - mean(corun, CO_RUN)?).max(0.0);
+    // GB/s = 1e6 bytes per ms.
+    let miss_rate = taken * 1e6 / LINE_BYTES;
+    let (data_sharing, missing) = match &shared {
+        Ok(runs) => (Some(runs.data_sharing()), Vec::new()),
+        Err(why) => (
+            None,
+            vec![
+                format!("data sharing: {why}"),
+                "LLC footprint: Equation 1 needs data sharing".to_string(),
+            ],
+        ),
+    };
     Ok(SharingCharacteristics {
         signal: SharingSignal::StreamCoRuns,
         threads: 1,
-        data_sharing: None,
+        data_sharing,
         bandwidth_gbs: Some(taken),
-        // GB/s = 1e6 bytes per ms.
-        llc_miss_rate: Some(taken * 1e6 / LINE_BYTES),
-        llc_footprint: None,
-        missing: NOT_MEASURED.iter().map(|s| s.to_string()).collect(),
+        llc_miss_rate: Some(miss_rate),
+        llc_footprint: data_sharing.map(|s| llc_footprint(miss_rate, s, 1.0)),
+        missing,
+        data_sharing_runs: shared.ok(),
     })
 }
 
-/// The characteristics from a procedure's sharing runs and their traces (in
-/// the order of `runs`): one counter run ([`COUNTERS`]), or the stream-probe
-/// runs. The pure function `coloc profile` and `coloc profile --from` both
-/// apply.
+/// `app`'s characteristics from a procedure's sharing runs and their traces
+/// (in the order of `runs`): one counter run ([`COUNTERS`]), or the
+/// stream-probe runs with the data sharing runs, its own one-core runs among
+/// `runs` or ReSense's runs of the LLC among `levels`
+/// ([`shared_cache_runs`]). The pure function `coloc profile` and `coloc
+/// profile --from` both apply.
 pub fn sharing_from_traces(
+    app: &str,
     runs: &[PlannedRun],
     traces: &[Trace],
+    levels: &[LevelProfile],
 ) -> Result<SharingCharacteristics, String> {
     if let ([run], [trace]) = (runs, traces) {
         if run.role == COUNTERS {
@@ -230,14 +250,22 @@ pub fn sharing_from_traces(
     }
     let (mut alone, mut corun) = (Vec::new(), Vec::new());
     for (run, trace) in runs.iter().zip(traces) {
+        let role = run.role.as_str();
+        if role == BASELINE || role == CONTENTION {
+            continue;
+        }
         let gbs = probe_bandwidth(trace).map_err(|e| format!("run {}: {e}", run.dir))?;
-        match run.role.as_str() {
+        match role {
             PROBE_ALONE => alone.push(gbs),
             CO_RUN => corun.push(gbs),
             other => return Err(format!("run {}: unknown role \"{other}\"", run.dir)),
         }
     }
-    from_probe_runs(&alone, &corun)
+    from_probe_runs(
+        &alone,
+        &corun,
+        shared_cache_runs(app, runs.iter().zip(traces), levels),
+    )
 }
 
 #[cfg(test)]
@@ -296,19 +324,54 @@ mod tests {
     /// lines per ms; a co-run faster than alone takes nothing.
     #[test]
     fn bandwidth_is_what_the_probe_loses() {
-        let c = from_probe_runs(&[10.0, 8.0], &[6.0, 6.0]).unwrap();
+        let none = || Err("no runs".to_string());
+        let c = from_probe_runs(&[10.0, 8.0], &[6.0, 6.0], none()).unwrap();
         assert_eq!(c.signal, SharingSignal::StreamCoRuns);
         assert_eq!(
             (c.bandwidth_gbs, c.llc_miss_rate),
             (Some(3.0), Some(46875.0))
         );
-        assert_eq!((c.data_sharing, c.llc_footprint), (None, None));
-        assert_eq!(c.missing.len(), 2);
-        let c = from_probe_runs(&[5.0], &[6.0]).unwrap();
+        let c = from_probe_runs(&[5.0], &[6.0], none()).unwrap();
         assert_eq!(c.bandwidth_gbs, Some(0.0));
-        let e = from_probe_runs(&[], &[1.0]).unwrap_err();
+        let e = from_probe_runs(&[], &[1.0], none()).unwrap_err();
         assert!(e.starts_with(PROBE_ALONE), "{e}");
-        let e = from_probe_runs(&[1.0], &[f64::NAN]).unwrap_err();
+        let e = from_probe_runs(&[1.0], &[f64::NAN], none()).unwrap_err();
         assert!(e.starts_with(CO_RUN), "{e}");
+    }
+
+    /// The footprint is Equation 1 of the probe's miss rate (3 GB/s, 46 875
+    /// misses/ms) with the data sharing runs' share: 2.0 s of CPU apart and
+    /// 1.8 s together save 10%, 46 875 × 0.9 = 42 187.5; together slower
+    /// (2.2 s) saves nothing, the footprint is the miss rate; without the
+    /// runs both figures are absent with the reason.
+    #[test]
+    fn footprint_is_equation_1_of_the_substitutes() {
+        use crate::profile::{Sensitivity, Signal};
+        let runs = |apart: f64, together: f64| {
+            Ok(SharedCacheRuns {
+                cache: "core".into(),
+                runs: Sensitivity::from_runs(Signal::TaskClock, 2, vec![apart], vec![together])
+                    .unwrap(),
+            })
+        };
+        type Want = (Option<f64>, Option<f64>, usize);
+        let cases: [(Result<SharedCacheRuns, String>, Want); 3] = [
+            (runs(2.0e9, 1.8e9), (Some(0.1), Some(42187.5), 0)),
+            (runs(2.0e9, 2.2e9), (Some(0.0), Some(46875.0), 0)),
+            (Err("two cores needed".into()), (None, None, 2)),
+        ];
+        for (shared, (sharing, footprint, missing)) in cases {
+            let c = from_probe_runs(&[10.0, 8.0], &[6.0, 6.0], shared.clone()).unwrap();
+            let close = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                (Some(a), Some(b)) => (a - b).abs() < 1e-6,
+                (a, b) => a == b,
+            };
+            assert!(close(c.data_sharing, sharing), "{shared:?}: {c:?}");
+            assert!(close(c.llc_footprint, footprint), "{shared:?}: {c:?}");
+            assert_eq!(c.missing.len(), missing, "{c:?}");
+            assert_eq!(c.data_sharing_runs, shared.ok());
+        }
+        let c = from_probe_runs(&[1.0], &[1.0], Err("two cores needed".into())).unwrap();
+        assert_eq!(c.missing[0], "data sharing: two cores needed");
     }
 }

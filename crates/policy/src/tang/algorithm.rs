@@ -8,7 +8,8 @@
 //!
 //! Approach: each line of the algorithm is one branch of [`decide`], which
 //! returns the choice with the line that made it. "High" is a threshold of
-//! [`Thresholds`]; a comparison or a test with a missing figure is false, so
+//! [`Thresholds`] (data sharing has one per scale: a share of LLC requests
+//! from counters, a share of CPU time saved from the substitute); a comparison or a test with a missing figure is false, so
 //! an app with no characteristics takes the algorithm's last branch (distribute
 //! at both levels, line 20), the mapping of apps that gain nothing from sharing.
 
@@ -17,8 +18,13 @@ use super::levels::{Choice, Sharing};
 /// What Algorithm 1 reads of one app (Tang et al. §5; `None` = not measured).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Traits {
-    /// Shared-state LLC requests / all LLC requests.
+    /// Shared-state LLC requests / all LLC requests; or, where
+    /// `sharing_is_time_saved`, the substitute's share of CPU time saved by
+    /// the threads sharing a cache (`coloc_model::profile::shared_cache`).
     pub data_sharing: Option<f64>,
+    /// `data_sharing` is the substitute's figure, read against
+    /// [`Thresholds::time_saved`].
+    pub sharing_is_time_saved: bool,
     /// Memory-bus usage (GB/s per thread).
     pub bus_usage: Option<f64>,
     /// Equation 1 (misses per ms per thread).
@@ -32,6 +38,10 @@ pub struct Thresholds {
     /// state: most of them (Figure 22 puts bigtable above, webSearch and
     /// contentAnalyzer below).
     pub data_sharing: f64,
+    /// The substitute's data sharing is high from this share of the app's CPU
+    /// time saved by its threads sharing a cache (docs/policies/tang-atom.md,
+    /// Thresholds).
+    pub time_saved: f64,
     /// The LLC footprint is high from this many misses per ms per thread
     /// (128 MB/s of fills at 64 B lines; Figure 22's split between
     /// contentAnalyzer and webSearch).
@@ -42,6 +52,7 @@ impl Default for Thresholds {
     fn default() -> Self {
         Self {
             data_sharing: 0.5,
+            time_saved: 0.05,
             llc_footprint: 2000.0,
         }
     }
@@ -56,7 +67,11 @@ pub fn decide(p: &Traits, c: &Traits, t: &Thresholds) -> (Choice, Line) {
     let less = |a: Option<f64>, b: Option<f64>| matches!((a, b), (Some(a), Some(b)) if a < b);
     let choice = |llc, bus| Choice { llc, bus };
     use Sharing::{Distribute as D, Share as S};
-    if high(p.data_sharing, t.data_sharing) {
+    let sharing_at = match p.sharing_is_time_saved {
+        true => t.time_saved,
+        false => t.data_sharing,
+    };
+    if high(p.data_sharing, sharing_at) {
         // Lines 1–7: share the LLC; share the bus with the co-runner's threads
         // only when P draws less of it.
         if less(p.bus_usage, c.bus_usage) {

@@ -53,6 +53,7 @@ impl Tang {
             .and_then(|(p, _)| p.sharing.as_ref())
             .map(|s| Traits {
                 data_sharing: s.data_sharing,
+                sharing_is_time_saved: s.data_sharing_runs.is_some(),
                 bus_usage: s.bandwidth_gbs,
                 llc_footprint: s.llc_footprint,
             })
@@ -142,7 +143,9 @@ fn corunner(tang: &Tang, view: &View<'_>, app: AppId) -> Traits {
         .filter(|a| a.id != app)
         .map(|a| tang.traits(a))
         .fold(Traits::default(), |acc, t| Traits {
+            // Algorithm 1 reads P's data sharing only, not the co-runner's.
             data_sharing: max(acc.data_sharing, t.data_sharing),
+            sharing_is_time_saved: acc.sharing_is_time_saved || t.sharing_is_time_saved,
             bus_usage: max(acc.bus_usage, t.bus_usage),
             llc_footprint: max(acc.llc_footprint, t.llc_footprint),
         })

@@ -27,6 +27,7 @@ const WESTMERE: &str = "package:2 numa:1 l3(12M):1 core:6";
 fn traits(sharing: f64, bus: f64, footprint: f64) -> Traits {
     Traits {
         data_sharing: Some(sharing),
+        sharing_is_time_saved: false,
         bus_usage: Some(bus),
         llc_footprint: Some(footprint),
     }
@@ -202,6 +203,7 @@ fn sharing(data: f64, bw: f64, fp: f64) -> SharingCharacteristics {
         llc_miss_rate: Some(fp / (1.0 - data)),
         llc_footprint: Some(fp),
         missing: Vec::new(),
+        data_sharing_runs: None,
     }
 }
 
@@ -269,6 +271,61 @@ fn the_batch_app_gets_what_remains() {
         assert_eq!(cpus_of(&plan, apps[1].id).to_list(), batch_cpus, "{batch}");
         assert!(plan.note.contains(&format!("line {line}")), "{}", plan.note);
         assert!(plan.apps.iter().all(|p| p.admit));
+    }
+}
+
+/// Characteristics as the Linux substitutes give them: `saved` of the CPU
+/// time saved by the threads sharing a cache (apart 1 s, together 1 − saved),
+/// the bandwidth `bw` from the stream probe, its miss rate in 64-byte lines and
+/// the footprint by Equation 1.
+fn substituted(saved: f64, bw: f64) -> SharingCharacteristics {
+    use coloc_model::profile::{Sensitivity, SharedCacheRuns, Signal};
+    let runs =
+        Sensitivity::from_runs(Signal::TaskClock, 2, vec![1e9], vec![(1.0 - saved) * 1e9]).unwrap();
+    let miss = bw * 1e6 / 64.0;
+    SharingCharacteristics {
+        signal: SharingSignal::StreamCoRuns,
+        threads: 1,
+        data_sharing: Some(saved),
+        bandwidth_gbs: Some(bw),
+        llc_miss_rate: Some(miss),
+        llc_footprint: Some(miss * (1.0 - saved)),
+        missing: Vec::new(),
+        data_sharing_runs: Some(SharedCacheRuns {
+            cache: "core".into(),
+            runs,
+        }),
+    }
+}
+
+/// The substitute's data sharing is read on its own scale: 8% of the CPU
+/// time saved is high (from 5%), so a latency app drawing more bandwidth
+/// (0.9 GB/s) than its co-runner (0.1) shares the L2 and spreads over the
+/// FSBs (line 6); 3% is not, and with the larger footprint (14 062.5 × 0.97
+/// against 1562.5 misses/ms) it is spread (line 20); the same 0.08 from
+/// counters is a share of LLC requests, far below 0.5: line 20 too.
+#[test]
+fn substitute_data_sharing_has_its_own_threshold() {
+    let t = topo(CLOVERTOWN);
+    let apps = [
+        app(0, "svc", 4, AppClass::Latency),
+        app(1, "batch", 4, AppClass::Batch),
+    ];
+    let batch = profile("batch", substituted(0.0, 0.1), &t);
+    let cases = [
+        (substituted(0.08, 0.9), 6, "0-1,4-5"),
+        (substituted(0.03, 0.9), 20, "0,2,4,6"),
+        (sharing(0.08, 0.9, 14000.0), 20, "0,2,4,6"),
+    ];
+    for (svc, line, cpus) in cases {
+        let mut tang = Tang::new(vec![profile("svc", svc.clone(), &t), batch.clone()]);
+        let plan = tang.decide(&view(&t, &apps));
+        assert!(
+            plan.note.contains(&format!("line {line} ")),
+            "{svc:?}: {}",
+            plan.note
+        );
+        assert_eq!(cpus_of(&plan, apps[0].id).to_list(), cpus, "{svc:?}");
     }
 }
 

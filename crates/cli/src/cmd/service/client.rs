@@ -25,6 +25,31 @@ pub struct SocketArgs {
 /// caller's credentials), writable by root alone.
 const ROOT_DIR: &str = "/run/coloc-daemon";
 
+/// Root's daemon directory, made if missing: a directory of root's (not a
+/// symlink) that every user can read and only root can write, 0755. It
+/// holds root's socket and the OpenMP shim root's daemon preloads into
+/// other users' programs.
+pub fn root_dir() -> Result<PathBuf> {
+    let dir = Path::new(ROOT_DIR);
+    match std::fs::DirBuilder::new().mode(0o755).create(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            return Err(e).with_context(|| format!("creating {}", dir.display()))
+        }
+        _ => {}
+    }
+    let meta = std::fs::symlink_metadata(dir)?;
+    if !meta.is_dir() || meta.uid() != 0 {
+        bail!(
+            "{} is not a directory of root's (a symlink or another user's is refused)",
+            dir.display()
+        );
+    }
+    if meta.mode() & 0o777 != 0o755 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))?;
+    }
+    Ok(dir.to_path_buf())
+}
+
 impl SocketArgs {
     /// The socket path a client uses: the option, `$COLOC_SOCKET`, root's when
     /// it exists (users talk to the node's daemon), else the user's own.
@@ -40,8 +65,8 @@ impl SocketArgs {
     }
 
     /// The socket path the daemon listens on, its directory made safe: root's
-    /// is root's and writable by no one else (0755); a user's is the user's
-    /// journal directory (0700).
+    /// is root's and writable by no one else ([`root_dir`]); a user's is the
+    /// user's journal directory (0700).
     pub fn daemon_path(&self) -> Result<PathBuf> {
         if let Some(p) = self.explicit() {
             return Ok(p);
@@ -49,24 +74,7 @@ impl SocketArgs {
         if !nix::unistd::geteuid().is_root() {
             return Ok(journal_dir()?.join("coloc.sock"));
         }
-        let dir = Path::new(ROOT_DIR);
-        match std::fs::DirBuilder::new().mode(0o755).create(dir) {
-            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
-                return Err(e).with_context(|| format!("creating {}", dir.display()))
-            }
-            _ => {}
-        }
-        let meta = std::fs::symlink_metadata(dir)?;
-        if !meta.is_dir() || meta.uid() != 0 {
-            bail!(
-                "{} is not a directory of root's (a symlink or another user's is refused)",
-                dir.display()
-            );
-        }
-        if meta.mode() & 0o777 != 0o755 {
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))?;
-        }
-        Ok(dir.join("coloc.sock"))
+        Ok(root_dir()?.join("coloc.sock"))
     }
 
     fn explicit(&self) -> Option<PathBuf> {

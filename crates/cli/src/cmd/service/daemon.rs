@@ -4,7 +4,7 @@
 //! returns once the socket answers.
 
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,9 +12,11 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use coloc_daemon::server::PolicyFactory;
 use coloc_daemon::DaemonOptions;
+use coloc_linux::cgroup::Cpusets;
+use coloc_linux::machine::SLICE;
 use coloc_model::Workload;
 
-use super::client::SocketArgs;
+use super::client::{root_dir, SocketArgs};
 use crate::choice::Choice;
 use crate::context::policy_context;
 use crate::host::{journal_dir, stop_flag, Host};
@@ -35,6 +37,12 @@ pub struct DaemonArgs {
     /// daemon.state in the journal directory].
     #[arg(long, value_name = "PATH")]
     pub state: Option<PathBuf>,
+    /// Place each app in a cpuset cgroup of its own, `coloc.slice/<app>`,
+    /// with the plan's CPUs and memory nodes (cgroup v2 with the cpuset
+    /// controller, else cgroup v1's cpuset hierarchy); without either it says
+    /// so and places apps by affinity.
+    #[arg(long)]
+    pub cgroup_slice: bool,
     /// Also write everything the loop records to this trace file.
     #[arg(long, value_name = "PATH")]
     pub trace: Option<PathBuf>,
@@ -80,7 +88,25 @@ pub fn main(a: DaemonArgs) -> Result<()> {
         stop: stop_flag()?,
         trace: a.trace.clone(),
     };
-    let linux = host.machine(&journal_dir()?.join("daemon-out"))?;
+    let mut options = host.options(&journal_dir()?.join("daemon-out"))?;
+    if nix::unistd::geteuid().is_root() {
+        // Other users' malleable programs preload the shim from here.
+        options.shim_dir = Some(root_dir()?);
+    }
+    if a.cgroup_slice {
+        match Cpusets::detect(Path::new("/proc")) {
+            Ok(sets) => {
+                eprintln!(
+                    "coloc: placing apps in cpuset cgroups under {} ({})",
+                    sets.dir(Path::new(SLICE)).display(),
+                    sets.describe()
+                );
+                options.cgroup_slice = Some(sets);
+            }
+            Err(e) => eprintln!("coloc: --cgroup-slice: {e}; placing apps by affinity only"),
+        }
+    }
+    let linux = host.machine_with(options)?;
     let summary = coloc_daemon::run(linux, policy, factory, &opts, |s| eprintln!("coloc: {s}"))?;
     eprintln!(
         "coloc: daemon stopped; {} app(s) managed, every setting restored",
@@ -102,6 +128,9 @@ fn detach(a: &DaemonArgs) -> Result<()> {
     cmd.args(["daemon", "--foreground", "--policy", &a.policy])
         .arg("--epoch")
         .arg(format!("{}ms", a.epoch.as_millis()));
+    if a.cgroup_slice {
+        cmd.arg("--cgroup-slice");
+    }
     if let Some(t) = &a.trace {
         cmd.arg("--trace").arg(t);
     }

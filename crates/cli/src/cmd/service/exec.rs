@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use coloc_daemon::protocol::{Reply, Request};
+use coloc_linux::machine::set_own_memory_policy;
 use coloc_model::trace::ExitStatus;
 use coloc_model::AppClass;
 use nix::sys::signal::{kill, Signal};
@@ -217,8 +218,16 @@ fn held_child(go: OwnedFd, command: &[OsString]) -> ! {
                 set_env,
                 remove_env,
                 threads,
+                memory,
                 ..
             }) => {
+                // Set here, where it survives the exec: no other process
+                // can set it (set_mempolicy acts on the caller).
+                if let Some((policy, nodes)) = memory {
+                    if let Err(e) = set_own_memory_policy(policy, &nodes) {
+                        eprintln!("coloc: memory policy {policy:?} over nodes {nodes:?}: {e}");
+                    }
+                }
                 for k in remove_env {
                     cmd.env_remove(k);
                 }
