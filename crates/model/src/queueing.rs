@@ -2,8 +2,12 @@
 //!
 //! Problem: NuPoCo decides how many cores each co-located app gets by predicting,
 //! for a candidate allocation, how busy the CPU cores and the memory controllers
-//! will be. The simulator needs the same prediction to turn memory traffic into
-//! memory latency.
+//! will be. The simulator's memory queues (`coloc_sim`'s `engine/memory.rs`)
+//! use [`FiniteSource`], one per controller and link with the requests in
+//! flight as customers, not the §4 network: as physics the network's path
+//! queue, whose service time is a controller's whole response time, caps a
+//! node's local traffic far below the controller's bandwidth
+//! (docs/simulator.md, The engine, Memory).
 //!
 //! Approach: a memory controller is the single server of an M/M/1/N/N
 //! (finite-source) queue whose N customers are the cores (§3.3, Figure 3). A core

@@ -21,10 +21,12 @@
 //! platform's figures were fitted with
 //! `cargo run --release -p coloc-sim --example calibrate_fit` (403
 //! simulations of the list), the clock held at the processor's 2.45 GHz:
-//! llc_hit_cycles 12.8, mem_latency_ns 12.4, mc_bandwidth_gbs 29.8,
-//! xfer_near_ns 40.9, barrier_ns 579, slice_us 663. With them
-//! (`calibrate_fit -- --check`): largest |error| 21.0 % over all 70 apps,
-//! 59 of them within 15 %; what the rest lack is in docs/simulator.md
+//! llc_hit_cycles 12.8, xfer_near_ns 40.9, barrier_ns 579, slice_us 663;
+//! mem_latency_ns 27.6 and mc_bandwidth_gbs 24.4 were fitted again (402
+//! simulations) when a core's requests in flight became the memory queue's
+//! customers (`engine/memory.rs`). With them (`calibrate_fit -- --check`):
+//! largest |error| 21.0 % over all 70 apps, 58 of them within 15 %; what the
+//! rest lack is in docs/simulator.md
 //! (Limits, Calibration on this machine). The measurements vary by up to
 //! 40 % from one session to the next on this shared VM (the shortest of
 //! 2 × 3–4 runs is kept).

@@ -84,8 +84,6 @@ fn nupoco_keeps_up_on_barrier_synchronized_bt_sp() {
 }
 
 #[test]
-#[ignore = "native is 17% ahead of nupoco and equal on FT+EP since the balancer fix \
-            afe823f; cause not yet known (docs/simulator.md, Limits); run with --ignored"]
 fn nupoco_keeps_up_on_memory_bound_ft_with_compute_bound_ep() {
     nupoco_within_2_percent("nupoco-memory-compute.toml");
 }

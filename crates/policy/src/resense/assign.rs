@@ -29,6 +29,8 @@ use super::step::{step, Case, Demand};
 #[derive(Clone, Debug)]
 pub(crate) struct Request {
     pub threads: usize,
+    /// How many of `threads` exist now (the rest are a team not yet formed).
+    pub live: usize,
     pub scores: Vec<f64>,
 }
 
@@ -98,14 +100,29 @@ pub(crate) fn assign(
         }
         regions = next;
     }
+    // Every app's live threads take CPUs before any app's threads to come, so
+    // that the first thread of a serial app does not share the first free
+    // slot with another serial app's thread while CPUs idle.
     let mut cpus = vec![Vec::new(); requests.len()];
     let mut load = Load::default();
-    for region in &regions {
-        for &(r, n) in &region.quota {
-            for _ in 0..n {
-                let cpu = slots.pick(&region.cpus, &load);
-                load.add(cpu, slots.core(cpu));
-                cpus[r].push(cpu);
+    let mut live: Vec<usize> = requests.iter().map(|r| r.live.min(r.threads)).collect();
+    let mut left: Vec<Vec<usize>> = regions
+        .iter()
+        .map(|g| g.quota.iter().map(|&(_, n)| n).collect())
+        .collect();
+    for first in [true, false] {
+        for (region, left) in regions.iter().zip(&mut left) {
+            for (&(r, _), n) in region.quota.iter().zip(left.iter_mut()) {
+                let take = if first { (*n).min(live[r]) } else { *n };
+                for _ in 0..take {
+                    let cpu = slots.pick(&region.cpus, &load);
+                    load.add(cpu, slots.core(cpu));
+                    cpus[r].push(cpu);
+                }
+                *n -= take;
+                if first {
+                    live[r] -= take;
+                }
             }
         }
     }

@@ -91,6 +91,7 @@ impl Policy for ReSense {
             .zip(scores)
             .map(|(app, scores)| Request {
                 threads: app.threads.len().max(app.threads_requested as usize).max(1),
+                live: app.threads.len(),
                 scores,
             })
             .collect();

@@ -5,9 +5,9 @@
 //! LLC hits (overlapped like misses, by its memory-level parallelism), plus
 //! coherence transfers of written shared lines held by teammates on other
 //! CPUs (through the shared cache, or across caches and packages), plus memory: unloaded latency divided by its memory-level
-//! parallelism, plus the queueing delay of NuPoCo's M/M/1/N/N network (§3.3, §4)
-//! at the memory controllers and the links (FSB or interconnect) its requests
-//! cross. Its progress rate is its CPU share divided by that time.
+//! parallelism, plus the queueing delay of NuPoCo's M/M/1/N/N queue (§3.3) at
+//! the links (FSB or interconnect) and the memory controllers its requests
+//! cross (`memory.rs`). Its progress rate is its CPU share divided by that time.
 //!
 //! - **CPU share**: runnable threads on one CPU share it in proportion to their
 //!   CFS weight (nice), up to what each uses (a lock waiter sleeps). Threads
@@ -19,11 +19,12 @@
 //!   and reusable accesses hit with that fraction. A shared line missed by one
 //!   thread is then found by its teammates under the same cache, so shared misses
 //!   reach memory once per cache (constructive sharing, ReSense §2.2, Tang §2.1).
-//! - **Memory**: customers are CPUs; their request rates are per unit of time not
-//!   spent queueing, weighted by share and by activity (the fraction of the time a
+//! - **Memory**: customers are the requests each CPU keeps in flight
+//!   (`memory.rs`); their request rates are per unit of time not spent
+//!   queueing, weighted by share and by activity (the fraction of the time a
 //!   thread is not spinning at a barrier). Activity depends on the rates, which
 //!   depend on the queueing delays, which depend on the activity: the three are
-//!   solved to a fixed point.
+//!   solved to a fixed point, the queues one damped step per round.
 //! - **Teams**: a parallel phase proceeds at the pace of its slowest member
 //!   (bulk-synchronous), its lock's serialization, sleeping waiters and
 //!   handoffs included (`lock.rs`), plus the cost of each barrier: ⌈log2 n⌉ levels, doubled across packages, and half a
@@ -31,10 +32,9 @@
 //!   until the teammate it waits for is scheduled again) unless the team waits
 //!   passively (an OpenMP runtime that started with more threads than CPUs).
 
-use coloc_model::queueing::NodeLoad;
-
 use super::layout::{CpuIdx, Layout};
 use super::lock::Lock;
+use super::memory::{Queues, Traffic};
 use crate::model::AppModel;
 use crate::platform::Params;
 
@@ -143,11 +143,14 @@ pub(crate) fn solve(
         .collect();
 
     let mut activity = vec![1.0; n];
+    let mut queues = Queues::new(layout);
     let mut sol = Solution::default();
     for _ in 0..MAX_ITERATIONS {
-        let loads = node_loads(layout, runners, &statics, &share, &activity);
-        let mrt = layout.numa.predict(&loads).mrt;
-        // Seconds per instruction of each runner on a CPU of its own.
+        let traffic = cpu_traffic(layout, runners, &statics, &share, &activity);
+        let queue_delta = queues.step(layout, &traffic);
+        // Seconds per instruction of each runner on a CPU of its own: its
+        // requests' time at the servers overlaps by its memory-level
+        // parallelism, as their latency does.
         let tau: Vec<f64> = runners
             .iter()
             .enumerate()
@@ -157,9 +160,9 @@ pub(crate) fn solve(
                     .mem_pi
                     .iter()
                     .enumerate()
-                    .map(|(m, pi)| pi * mrt[i][m])
+                    .map(|(m, pi)| pi * queues.response(i, m))
                     .sum();
-                statics[j].think + queue
+                statics[j].think + queue / r.model.mlp
             })
             .collect();
         let own: Vec<f64> = share.iter().zip(&tau).map(|(s, t)| s / t).collect();
@@ -184,7 +187,7 @@ pub(crate) fn solve(
             .iter()
             .zip(&activity)
             .map(|(a, b)| (a - b).abs())
-            .fold(0.0, f64::max);
+            .fold(queue_delta, f64::max);
         // Damped update: the map can oscillate between two states otherwise.
         for (a, b) in activity.iter_mut().zip(&next) {
             *a = 0.5 * (*a + b);
@@ -351,39 +354,36 @@ fn coherence(
     (pi, cost * 1e-9)
 }
 
-/// The queueing network's customers: per CPU node, its busy CPUs and their
-/// mean share- and activity-weighted request rate to each memory node.
-fn node_loads(
+/// The memory queues' customers: per CPU, its runners' share- and
+/// activity-weighted request rate to each memory node per second of compute,
+/// and their memory-level parallelism weighted by those rates.
+fn cpu_traffic(
     layout: &Layout,
     runners: &[Runner<'_>],
     statics: &[Static],
     share: &[f64],
     activity: &[f64],
-) -> Vec<NodeLoad> {
-    let ncpu = layout.cpus.len();
-    let mut per_cpu = vec![vec![0.0; layout.mem_nodes]; ncpu];
+) -> Vec<Traffic> {
+    let mut per_cpu = vec![
+        Traffic {
+            rates: vec![0.0; layout.mem_nodes],
+            mlp: 0.0,
+        };
+        layout.cpus.len()
+    ];
     for (j, r) in runners.iter().enumerate() {
+        let t = &mut per_cpu[r.cpu];
         for (m, pi) in statics[j].mem_pi.iter().enumerate() {
-            per_cpu[r.cpu][m] += share[j] * activity[j] * pi / statics[j].think;
+            let rate = share[j] * activity[j] * pi / statics[j].think;
+            t.rates[m] += rate;
+            t.mlp += rate * r.model.mlp;
         }
     }
-    (0..layout.cpu_nodes())
-        .map(|i| {
-            let busy: Vec<&Vec<f64>> = (0..ncpu)
-                .filter(|&c| layout.cpu_node[c] == i && per_cpu[c].iter().any(|&x| x > 0.0))
-                .map(|c| &per_cpu[c])
-                .collect();
-            let k = busy.len().max(1) as f64;
-            let mrr: Vec<f64> = (0..layout.mem_nodes)
-                .map(|m| busy.iter().map(|v| v[m]).sum::<f64>() / k)
-                .collect();
-            NodeLoad {
-                cores: busy.len() as u32,
-                llc_read: mrr.clone(),
-                mrr,
-            }
-        })
-        .collect()
+    for t in &mut per_cpu {
+        let total: f64 = t.rates.iter().sum();
+        t.mlp = if total > 0.0 { t.mlp / total } else { 1.0 };
+    }
+    per_cpu
 }
 
 /// What [`team_pace`] needs of each runner: its pace with its CPU share

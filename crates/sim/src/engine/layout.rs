@@ -1,6 +1,7 @@
 //! The platform flattened for the contention model: per CPU, which last-level
-//! cache, CPU node, memory node and package it belongs to, and the queueing
-//! network of NuPoCo §4 built from the platform's figures.
+//! cache, CPU node, memory node and package it belongs to, and the service
+//! rates of the memory controllers and links (`memory.rs`) from the
+//! platform's figures.
 
 use std::collections::BTreeMap;
 
@@ -31,6 +32,9 @@ pub(crate) struct Layout {
     pub mem_node: Vec<usize>,
     pub package: Vec<usize>,
     pub mem_nodes: usize,
+    /// Service rates of the controllers (`mu`) and of the links from each CPU
+    /// node to each memory node (`link`, infinite where none is crossed), and
+    /// the CPUs of each CPU node.
     pub numa: NumaSystem,
 }
 
@@ -129,10 +133,6 @@ impl Layout {
     pub fn llcs(&self) -> usize {
         self.llc_bytes.len()
     }
-
-    pub fn cpu_nodes(&self) -> usize {
-        self.numa.cores.len()
-    }
 }
 
 #[cfg(test)]
@@ -150,7 +150,7 @@ mod tests {
         assert_eq!(c.llc, [0, 0, 1, 1, 2, 2, 3, 3]);
         assert_eq!(c.llc_bytes, [4194304.0; 4]);
         assert_eq!(c.cpu_node, [0, 0, 0, 0, 1, 1, 1, 1]);
-        assert_eq!((c.mem_nodes, c.cpu_nodes()), (1, 2));
+        assert_eq!((c.mem_nodes, c.numa.cores.len()), (1, 2));
         assert_eq!(c.numa.link, [[87.5e6], [87.5e6]]);
         let w = Layout::new(&platform("westmere").unwrap());
         assert_eq!(w.mem_node, [0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1]);

@@ -12,6 +12,7 @@ mod balancer;
 mod contention;
 mod layout;
 mod lock;
+mod memory;
 mod state;
 #[cfg(test)]
 mod tests;

@@ -186,9 +186,9 @@ const BUILTINS: &[Builtin] = &[
         params: || Params {
             freq_ghz: 2.45,
             llc_hit_cycles: 12.8,
-            mem_latency_ns: 12.4,
+            mem_latency_ns: 27.6,
             remote_latency_ns: 0.0,
-            mc_bandwidth_gbs: 29.8,
+            mc_bandwidth_gbs: 24.4,
             xfer_near_ns: 40.9,
             xfer_far_ns: 40.9,
             barrier_ns: 579.0,

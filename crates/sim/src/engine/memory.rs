@@ -1,0 +1,301 @@
+//! Memory queueing (docs/simulator.md, The engine): how long a request from
+//! a CPU waits at the link it crosses and at the memory controller.
+//!
+//! Problem: the simulator needs the physics of memory contention, so that a
+//! memory-bound team's progress saturates at the bandwidth its controllers and
+//! links offer. NuPoCo's §4 network is the policy's *prediction* of it: there
+//! each controller's customers are the CPU nodes, and a node's requests to one
+//! controller queue for a path server whose service time is the controller's
+//! whole response time MRT_m. Used as physics that serializes a node's
+//! requests to one controller behind one another's queueing, which caps a
+//! node's local traffic at 1/MRT_m requests per second: FT's 8 threads per
+//! node on `nupoco-amd64` got 20 GB/s of the 80 GB/s the eight controllers
+//! serve, fewer threads per node ran faster (retrograde throughput beyond 4),
+//! and traffic spread over remote nodes ran faster than local traffic (more
+//! path servers), so `native`'s balancer, which leaves threads away from their
+//! pages, beat every pinned placement.
+//!
+//! Approach: the §3.3 model per server, with the requests a CPU keeps
+//! outstanding as customers. Each memory controller is an M/M/1/N/N queue
+//! whose N customers are the request streams of the CPUs sending to it, at
+//! their mean rate (§3.3: "the weighted average of the workloads' MRR of all
+//! assigned cores"); each link from CPU node i to memory node m (interconnect
+//! or front-side bus) is another whose customers are node i's streams to m. A
+//! request waits at its link, then at its controller.
+//!
+//! - *Streams*: §3.2 takes a core to block on each request, one customer; a
+//!   core with memory-level parallelism k keeps k requests in flight (the
+//!   engine already overlaps its unloaded latency by k), so it is k customers
+//!   issuing 1/k of its requests each, and its time at the servers overlaps k
+//!   ways too. With one customer per core, 24 Opteron cores spreading their
+//!   requests over 4 controllers left each controller idle whenever its few
+//!   customers happened to be elsewhere, and interleaved memory ran 26% below
+//!   the bandwidth that first-touch placement reached.
+//! - *Decomposition*: a finite-source customer issues requests at its rate per
+//!   unit of time it is *not* at that server, and a stream's time at the other
+//!   servers (its other controllers, its link) is such time too, so each
+//!   server sees the stream's rate per second of compute divided by the time
+//!   it spends outside that server per second of compute; those times depend
+//!   on every server's response time, and the two are solved to a fixed point
+//!   (the usual decomposition of a closed queueing network into single
+//!   stations).
+//!
+//! On one memory node with no link and one stream per core this is exactly
+//! §3.3's SMP model, and a controller saturates at its service rate μ however
+//! its customers are spread.
+
+use coloc_model::queueing::FiniteSource;
+
+use super::layout::Layout;
+
+/// One CPU's memory traffic.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Traffic {
+    /// Requests to each memory node per second of compute.
+    pub rates: Vec<f64>,
+    /// Requests it keeps in flight (its runners' memory-level parallelism).
+    pub mlp: f64,
+}
+
+impl Traffic {
+    fn busy(&self) -> bool {
+        self.rates.iter().any(|&r| r > 0.0)
+    }
+}
+
+/// The response times of every controller and link, refined one damped
+/// step at a time: the contention model's own fixed point (activity and
+/// rates, `contention.rs`) calls [`Queues::step`] once per round, so both
+/// converge together.
+#[derive(Clone, Debug)]
+pub(crate) struct Queues {
+    /// Per memory node: its controller's mean response time, seconds.
+    ctrl: Vec<f64>,
+    /// `[i][m]`: mean response time of the link from CPU node i to memory
+    /// node m, seconds (0 where none is crossed).
+    link: Vec<Vec<f64>>,
+}
+
+impl Queues {
+    /// Every server idle: a request takes its service time.
+    pub fn new(layout: &Layout) -> Self {
+        Self {
+            ctrl: layout.numa.mu.iter().map(|m| 1.0 / m).collect(),
+            link: layout
+                .numa
+                .link
+                .iter()
+                .map(|row| row.iter().map(|&l| 1.0 / l).collect())
+                .collect(),
+        }
+    }
+
+    /// Mean response time, seconds, of one request from CPU node i to memory
+    /// node m: link plus controller.
+    pub fn response(&self, i: usize, m: usize) -> f64 {
+        self.link[i][m] + self.ctrl[m]
+    }
+
+    /// One damped step of the response times toward what `traffic` (per
+    /// CPU, no rates for an idle one) makes them; returns the largest
+    /// relative change the undamped step asked for.
+    pub fn step(&mut self, layout: &Layout, traffic: &[Traffic]) -> f64 {
+        let mems = layout.mem_nodes;
+        let busy: Vec<(usize, &Traffic)> = traffic
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.busy())
+            .collect();
+        // Per busy CPU: seconds one of its streams spends at the servers per
+        // second of compute.
+        let queued: Vec<f64> = busy
+            .iter()
+            .map(|&(c, t)| {
+                let i = layout.cpu_node[c];
+                (0..mems)
+                    .map(|m| t.rates[m] / t.mlp * self.response(i, m))
+                    .sum()
+            })
+            .collect();
+        // A stream's rate at a server, per second outside that server, with
+        // the CPU's streams as its weight.
+        let stream = |k: usize, t: &Traffic, m: usize, at: f64| {
+            let r = t.rates[m] / t.mlp;
+            (r / (1.0 + queued[k] - r * at), t.mlp)
+        };
+        let mut delta: f64 = 0.0;
+        // Damped: undamped, a saturated round and an idle one can alternate.
+        let mut update = |slot: &mut f64, next: f64| {
+            if *slot > 0.0 {
+                delta = delta.max((next - *slot).abs() / *slot);
+            }
+            *slot = 0.5 * (*slot + next);
+        };
+        for m in 0..mems {
+            let at = self.ctrl[m];
+            let s = busy
+                .iter()
+                .enumerate()
+                .map(|(k, &(_, t))| stream(k, t, m, at));
+            update(&mut self.ctrl[m], queue(s, layout.numa.mu[m]));
+        }
+        for (i, row) in layout.numa.link.iter().enumerate() {
+            for (m, &mu) in row.iter().enumerate().filter(|(_, l)| l.is_finite()) {
+                let at = self.link[i][m];
+                let s = busy
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &(c, _))| layout.cpu_node[c] == i)
+                    .map(|(k, &(_, t))| stream(k, t, m, at));
+                update(&mut self.link[i][m], queue(s, mu));
+            }
+        }
+        delta
+    }
+}
+
+/// Response time of an M/M/1/N/N server of rate `mu` whose customers are the
+/// given streams (rate, how many) with a positive rate: their number rounded
+/// to a whole customer, at their mean rate.
+fn queue(streams: impl Iterator<Item = (f64, f64)>, mu: f64) -> f64 {
+    let (n, sum) = streams
+        .filter(|&(r, _)| r > 0.0)
+        .fold((0.0, 0.0), |(n, s), (r, k)| (n + k, s + r * k));
+    if n == 0.0 {
+        return 1.0 / mu;
+    }
+    let customers = n.round().max(1.0) as u32;
+    FiniteSource::new(customers, sum / n, mu).response_time()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::platform;
+
+    /// The converged response times `[i][m]` for fixed traffic.
+    fn response_times(layout: &Layout, traffic: &[Traffic]) -> Vec<Vec<f64>> {
+        let mut q = Queues::new(layout);
+        for _ in 0..200 {
+            if q.step(layout, traffic) < 1e-12 {
+                break;
+            }
+        }
+        (0..layout.numa.link.len())
+            .map(|i| (0..layout.mem_nodes).map(|m| q.response(i, m)).collect())
+            .collect()
+    }
+
+    /// `n` CPUs of a machine with `mems` memory nodes: CPU c sends `rate`
+    /// requests per second of compute spread by `to(c)` over the memory nodes,
+    /// with `mlp` in flight; the others are idle.
+    fn traffic(
+        cpus: usize,
+        mems: usize,
+        busy: usize,
+        rate: f64,
+        mlp: f64,
+        to: impl Fn(usize) -> Vec<f64>,
+    ) -> Vec<Traffic> {
+        (0..cpus)
+            .map(|c| Traffic {
+                rates: if c < busy {
+                    to(c).into_iter().map(|f| f * rate).collect()
+                } else {
+                    vec![0.0; mems]
+                },
+                mlp,
+            })
+            .collect()
+    }
+
+    /// Requests each controller serves per second, from every CPU's rates
+    /// per second of compute and its wall time per second of compute.
+    fn served(layout: &Layout, t: &[Traffic], mrt: &[Vec<f64>]) -> Vec<f64> {
+        let mut out = vec![0.0; layout.mem_nodes];
+        for (c, t) in t.iter().enumerate() {
+            let i = layout.cpu_node[c];
+            let wall: f64 = 1.0
+                + (0..layout.mem_nodes)
+                    .map(|m| t.rates[m] * mrt[i][m] / t.mlp)
+                    .sum::<f64>();
+            for (m, r) in t.rates.iter().enumerate() {
+                out[m] += r / wall;
+            }
+        }
+        out
+    }
+
+    /// nupoco-amd64, one stream per CPU (§3.3 as printed): 10 GB/s per
+    /// controller = 156.25e6 requests/s of 64 B. Eight CPUs of node 0 each
+    /// issuing λ = 34.9e6 requests per second of compute (FT's rate, 0.03 per
+    /// instruction at 0.86 ns) to their own controller offer 8λ = 1.79 μ:
+    /// saturated, so the response time nears N/μ − 1/λ = 51.2 − 28.7 = 22.5 ns
+    /// (eq. 3 exactly: 25.1 ns) and the controller serves 0.95 μ. The same
+    /// CPUs sending to node 1 cross a 6 GB/s link (93.75e6/s), which
+    /// saturates first: 46.8 ns there, during which they do not load node 1's
+    /// controller, so it adds only 12.0 ns (each queue sees λ per second spent
+    /// outside it), and the link carries 0.975 of its rate.
+    #[test]
+    fn a_controller_saturates_at_its_bandwidth_wherever_its_customers_are() {
+        let layout = Layout::new(&platform("nupoco-amd64").unwrap());
+        let lam = 0.03 / 0.86e-9;
+        let to = |m: usize| {
+            move |_| {
+                let mut f = vec![0.0; 8];
+                f[m] = 1.0;
+                f
+            }
+        };
+        let local_t = traffic(64, 8, 8, lam, 1.0, to(0));
+        let local = response_times(&layout, &local_t);
+        let mu = 10e9 / 64.0;
+        assert!((local[0][0] - 25.08e-9).abs() < 0.01e-9, "{}", local[0][0]);
+        let x = served(&layout, &local_t, &local)[0];
+        assert!(x > 0.95 * mu && x <= mu, "{x}");
+        // Node 1's CPUs have no traffic, so their row sees the idle link and
+        // the loaded controller of node 0.
+        assert!(local[1][0] > local[0][0]);
+        let remote_t = traffic(64, 8, 8, lam, 1.0, to(1));
+        let remote = response_times(&layout, &remote_t);
+        let link = 6e9 / 64.0;
+        assert!(
+            (remote[0][1] - 58.84e-9).abs() < 0.01e-9,
+            "{}",
+            remote[0][1]
+        );
+        let x = served(&layout, &remote_t, &remote)[1];
+        assert!(x > 0.97 * link && x <= link, "{x}");
+    }
+
+    /// opteron-8431: 4 nodes of 6 CPUs, 7 GB/s per controller, 4.5 GB/s per
+    /// link. All 24 CPUs issue λ = 43e6 requests per second of compute (mg's
+    /// rate: 0.025 per instruction at 0.58 ns), either to their own node
+    /// (first touch) or a quarter to each node (interleaved). Locally each
+    /// controller has 6 CPUs offering 2.4 μ and serves 0.97 μ. Interleaved
+    /// with one stream per CPU, 24 customers wander over 4 controllers and
+    /// links and each controller idles while its share of them is elsewhere:
+    /// 0.80 μ. With mg's 6 requests in flight per CPU there are 144
+    /// customers and the controllers stay busy, as on the machine: μ locally,
+    /// 0.99 μ interleaved.
+    #[test]
+    fn requests_in_flight_keep_controllers_busy_under_interleaving() {
+        let layout = Layout::new(&platform("opteron-8431").unwrap());
+        let mu = 7e9 / 64.0;
+        let lam = 43e6;
+        let first_touch = |c: usize| {
+            let mut f = vec![0.0; 4];
+            f[c / 6] = 1.0;
+            f
+        };
+        let spread = |_| vec![0.25; 4];
+        let x = |mlp: f64, to: &dyn Fn(usize) -> Vec<f64>| {
+            let t = traffic(24, 4, 24, lam, mlp, to);
+            served(&layout, &t, &response_times(&layout, &t))[0] / mu
+        };
+        let (local1, spread1) = (x(1.0, &first_touch), x(1.0, &spread));
+        let (local6, spread6) = (x(6.0, &first_touch), x(6.0, &spread));
+        assert!(local1 > 0.96 && spread1 < 0.81, "{local1} {spread1}");
+        assert!(local6 > 0.99 && spread6 > 0.98, "{local6} {spread6}");
+    }
+}
