@@ -315,18 +315,21 @@ fn host_profile_stores_sharing_substitutes() {
             .bandwidth_gbs
             .unwrap_or_else(|| panic!("{sharing:?}"));
         assert!(bw >= 0.0 && bw.is_finite(), "{sharing:?}");
+        // Within a rounding step: the store keeps JSON, whose parser may
+        // land one unit in the last place away.
+        let close = |got: Option<f64>, want: f64| {
+            got.is_some_and(|g| (g - want).abs() <= want.abs() * 1e-12)
+        };
         let miss_rate = bw * 1e6 / 64.0;
-        assert_eq!(sharing.llc_miss_rate, Some(miss_rate));
+        assert!(close(sharing.llc_miss_rate, miss_rate), "{sharing:?}");
         let by = sharing
             .data_sharing_runs
             .as_ref()
             .unwrap_or_else(|| panic!("no data sharing runs: {sharing:?}"));
         let share = by.data_sharing();
-        assert_eq!(sharing.data_sharing, Some(share));
-        assert_eq!(
-            sharing.llc_footprint,
-            Some(llc_footprint(miss_rate, share, 1.0))
-        );
+        assert!(close(sharing.data_sharing, share), "{sharing:?}");
+        let footprint = llc_footprint(miss_rate, share, 1.0);
+        assert!(close(sharing.llc_footprint, footprint), "{sharing:?}");
         assert!(sharing.missing.is_empty(), "{sharing:?}");
         match shared_cache_plan(&topology).unwrap() {
             SharedCachePlan::LlcLevel { level, .. } => assert_eq!(by.cache, level.label()),

@@ -151,7 +151,7 @@ epoch = "200ms"
 
 [[app]]
 name = "nginx"
-command = ["sh", "-c", "nice -n 3 sleep 120 & echo $! > {}; exec {}"]
+command = ["sh", "-c", "nice -n 3 sleep 3600 & echo $! > {}; exec {}"]
 threads = 1
 class = "latency"
 env = {{ ROUNDS = "16" }}
@@ -185,7 +185,7 @@ threads = 2
         .unwrap();
     let coloc_pid = child.id();
     let t0 = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(300) {
+    while child.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(900) {
         let at = common::unix_now();
         for top in common::children(coloc_pid) {
             for pid in std::iter::once(top).chain(descendants(top)) {
@@ -205,6 +205,16 @@ threads = 2
         String::from_utf8_lossy(&output.stderr)
     );
     let run = common::read_trace(&out);
+    // The sleep the service left behind, as it is after the run; then gone.
+    let keeper: u32 = std::fs::read_to_string(&keeper)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let after = seen(0.0, keeper, keeper, keeper);
+    let _ = std::process::Command::new("kill")
+        .arg(keeper.to_string())
+        .status();
     let app_of: BTreeMap<u32, AppId> = apps_by_pid(&run);
     let plans = decisions(&run);
     let notes: Vec<&str> = plans.iter().map(|d| d.plan.note.as_str()).collect();
@@ -321,11 +331,6 @@ threads = 2
         );
     }
 
-    let keeper: u32 = std::fs::read_to_string(&keeper)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
     // Nice and scheduling policy: as each thread had them when first seen
     // (but the sleep's, which `nice -n 3` sets after its fork: below).
     let mut first_seen: BTreeMap<u32, (i64, u32)> = BTreeMap::new();
@@ -341,10 +346,7 @@ threads = 2
     // The sleep the service left behind: placed with the service while it
     // ran, everything back after the run.
     let was_pinned = samples.iter().any(|s| s.tid == keeper && s.cpus != here);
-    let after = seen(0.0, keeper, keeper, keeper).expect("the sleep outlives the service");
-    let _ = std::process::Command::new("kill")
-        .arg(keeper.to_string())
-        .status();
+    let after = after.expect("the sleep outlives the service");
     assert!(was_pinned || here.len() < 2, "the sleep was never placed");
     // `nice -n 3` adds to what it inherits from this test (19 at most).
     let me = std::process::id();

@@ -151,8 +151,9 @@ pub fn recover_stale_journals(
         let (lines, _torn) = match read_entries(&path) {
             Ok(read) => read,
             // Its coloc ended cleanly between the listing and the read, and
-            // removed it: nothing is left to restore (several colocs start
-            // and stop at once, e.g. `coloc exec`s next to a daemon).
+            // removed it, or another coloc starting at the same time
+            // recovered it first: nothing is left to restore (several colocs
+            // start and stop at once, e.g. `coloc exec`s next to a daemon).
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied || is_link(&e) => {
                 report

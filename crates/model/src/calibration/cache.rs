@@ -54,7 +54,7 @@ impl CacheRun {
 /// The ladder on `topology`: `repeat` rounds of array sizes 1, 2, 4, … MiB
 /// up to the first whose three arrays are at least twice the LLC sysfs
 /// reports (and at least 64 MiB), one thread on the first CPU, each run
-/// sized to stream [`TRAFFIC_MIB`].
+/// sized to stream `TRAFFIC_MIB` (6 GiB).
 pub fn cache_runs(topology: &Topology, repeat: u32) -> Vec<CacheRun> {
     let cpu = topology.cpus().iter().next().unwrap_or(0);
     let caches: Vec<_> = topology
