@@ -21,7 +21,7 @@ use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::metrics::RunMetrics;
 use coloc_model::Trace;
 use coloc_policy::PolicyContext;
-use coloc_sim::calibrate::{self, Case, Measured, Row, Side, FITTED, KNOWN_GAPS};
+use coloc_sim::calibrate::{self, Case, Effect, Measured, Row, Side, FITTED, KNOWN_GAPS};
 use coloc_sim::Platform;
 use procfs::{CurrentSI, KernelStats};
 
@@ -141,11 +141,7 @@ fn render(platform: &Platform, cases: &[Case], rows: &[Row], source: &str) -> St
         "case", "app", "measured s", "simulated s", "error %"
     );
     for r in rows {
-        let app = cases
-            .iter()
-            .find(|c| c.name == r.case)
-            .and_then(|c| c.workload(Side::Sim).apps.get(r.app).cloned())
-            .map_or_else(|| r.app.to_string(), |a| a.name);
+        let app = app_name(cases, r);
         s += &format!(
             "{:<24} {:<10} {:>11.3} {:>12.3} {:>+8.1}{}\n",
             r.case,
@@ -176,11 +172,12 @@ fn render(platform: &Platform, cases: &[Case], rows: &[Row], source: &str) -> St
     let worst = covered
         .iter()
         .max_by(|a, b| a.error().abs().total_cmp(&b.error().abs()));
+    s += &beyond_target(cases, &covered);
     if let Some(w) = worst {
         s += &format!(
-            "worst: {} app {}: measured {:.3} s, simulated {:.3} s ({:+.1}%)\n",
+            "worst: {} {}: measured {:.3} s, simulated {:.3} s ({:+.1}%)\n",
             w.case,
-            w.app,
+            app_name(cases, w),
             w.measured_s,
             w.simulated_s,
             100.0 * w.error()
@@ -203,6 +200,80 @@ fn render(platform: &Platform, cases: &[Case], rows: &[Row], source: &str) -> St
     for (name, v) in platform.params.fields() {
         if FITTED.contains(&name) {
             s += &format!("  {name} = {v}\n");
+        }
+    }
+    s
+}
+
+/// The name of a row's app in its case's workload (its index if unknown).
+fn app_name(cases: &[Case], r: &Row) -> String {
+    cases
+        .iter()
+        .find(|c| c.name == r.case)
+        .and_then(|c| c.workload(Side::Sim).apps.get(r.app).cloned())
+        .map_or_else(|| r.app.to_string(), |a| a.name)
+}
+
+/// The apps beyond [`TARGET_ERROR`], grouped by the physical effect the
+/// model leaves out that explains each (`calibrate::missing_effect`), then
+/// those no known effect explains.
+fn beyond_target(cases: &[Case], rows: &[Row]) -> String {
+    let off: Vec<(&Row, Option<Effect>)> = rows
+        .iter()
+        .filter(|r| r.error().abs() > TARGET_ERROR)
+        .map(|r| {
+            let effect = cases
+                .iter()
+                .find(|c| c.name == r.case)
+                .and_then(|c| calibrate::missing_effect(c, r.app, r.error()));
+            (r, effect)
+        })
+        .collect();
+    if off.is_empty() {
+        return String::new();
+    }
+    let mut s = format!(
+        "beyond {:.0}%, by the effect the model leaves out:
+",
+        100.0 * TARGET_ERROR
+    );
+    let mut groups: Vec<Option<Effect>> = Vec::new();
+    for (_, e) in &off {
+        if !groups.contains(e) {
+            groups.push(*e);
+        }
+    }
+    groups.sort_by_key(Option::is_none);
+    for group in groups {
+        let apps: Vec<String> = off
+            .iter()
+            .filter(|(_, e)| *e == group)
+            .map(|(r, _)| {
+                format!(
+                    "{} {} {:+.1}%",
+                    r.case,
+                    app_name(cases, r),
+                    100.0 * r.error()
+                )
+            })
+            .collect();
+        match group {
+            Some(e) => {
+                s += &format!(
+                    "  {e}: {}
+    ({})
+",
+                    apps.join(", "),
+                    e.why()
+                )
+            }
+            None => {
+                s += &format!(
+                    "  unexplained: {}
+",
+                    apps.join(", ")
+                )
+            }
         }
     }
     s

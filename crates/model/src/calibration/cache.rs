@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::procedure::STREAM;
 use crate::procedure::{finished, PinnedApp, PlannedRun};
-use crate::topology::{ObjKind, Topology};
+use crate::topology::Topology;
 use crate::trace::Trace;
 
 /// Role of a run of the cache ladder.
@@ -57,14 +57,9 @@ impl CacheRun {
 /// sized to stream `TRAFFIC_MIB` (6 GiB).
 pub fn cache_runs(topology: &Topology, repeat: u32) -> Vec<CacheRun> {
     let cpu = topology.cpus().iter().next().unwrap_or(0);
-    let caches: Vec<_> = topology
-        .objects_of(ObjKind::Cache)
-        .filter_map(|(_, o)| o.cache)
-        .collect();
-    let top = caches.iter().map(|c| c.level).max().unwrap_or(0);
-    let llc_mib = caches
+    let llc_mib = topology
+        .last_level_caches()
         .iter()
-        .filter(|c| c.level == top)
         .map(|c| c.size_bytes >> 20)
         .max()
         .unwrap_or(0);

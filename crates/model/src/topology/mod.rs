@@ -151,6 +151,17 @@ impl Topology {
             .filter(move |(_, o)| o.kind == kind)
     }
 
+    /// Every cache of the highest level the topology has (its LLC instances),
+    /// as the machine reports them.
+    pub fn last_level_caches(&self) -> Vec<CacheInfo> {
+        let caches: Vec<CacheInfo> = self
+            .objects_of(ObjKind::Cache)
+            .filter_map(|(_, o)| o.cache)
+            .collect();
+        let top = caches.iter().map(|c| c.level).max().unwrap_or(0);
+        caches.into_iter().filter(|c| c.level == top).collect()
+    }
+
     /// Each core's PUs, in CPU order.
     pub fn cores(&self) -> Vec<CpuSet> {
         self.objects_of(ObjKind::Core)

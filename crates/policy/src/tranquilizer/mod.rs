@@ -29,7 +29,6 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use coloc_model::profile::{self, AppProfile};
-use coloc_model::topology::ObjKind;
 use coloc_model::{AppId, AppPlan, AppView, Observation, Plan, Topology, View};
 
 use self::classify::Known;
@@ -136,14 +135,9 @@ fn workers_exist(a: &AppView) -> bool {
 
 /// The machine's last-level cache capacity: every cache of the highest level.
 pub fn llc_bytes(topology: &Topology) -> u64 {
-    let caches: Vec<_> = topology
-        .objects_of(ObjKind::Cache)
-        .filter_map(|(_, o)| o.cache)
-        .collect();
-    let top = caches.iter().map(|c| c.level).max().unwrap_or(0);
-    caches
+    topology
+        .last_level_caches()
         .iter()
-        .filter(|c| c.level == top)
         .map(|c| c.size_bytes)
         .sum()
 }

@@ -29,7 +29,10 @@
 //! rest lack is in docs/simulator.md
 //! (Limits, Calibration on this machine). The measurements vary by up to
 //! 40 % from one session to the next on this shared VM (the shortest of
-//! 2 × 3–4 runs is kept).
+//! 2 × 3–4 runs is kept). [`missing_effect`] names, for an app beyond the
+//! target, the physical effect the model leaves out that explains it.
+
+mod effects;
 
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -38,6 +41,7 @@ use std::sync::Mutex;
 use coloc_manager::{run, Recorder, RunOptions, DEFAULT_EPOCH};
 use coloc_model::{AppSpec, TraceEvent, Workload};
 
+pub use self::effects::{missing_effect, Effect};
 use crate::platform::{Params, Platform};
 use crate::SimMachine;
 
@@ -76,7 +80,7 @@ pub fn known_gap(case: &str) -> Option<&'static str> {
 /// `crates/sim/scripts/measure-kernels.sh <kernel dir> 3` and `... 4` in a
 /// cpu cgroup of weight 262144, keeping per case the run with the shorter
 /// makespan.
-pub const KVM_2CPU_MEASURED: &str = include_str!("../data/kvm-2cpu-kernels.tsv");
+pub const KVM_2CPU_MEASURED: &str = include_str!("../../data/kvm-2cpu-kernels.tsv");
 
 /// Which side of a case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
