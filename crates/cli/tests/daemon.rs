@@ -205,9 +205,7 @@ fn a_user_manages_only_its_own_processes() {
     let mut started = Started::default();
     svc.start("equal", &mut started);
     let as_user = |cmd: &mut Command| as_user(&user, cmd);
-    let roots = Command::new("sleep").arg("60").spawn().unwrap();
-    let root_pid = roots.id();
-    started.children.push(roots);
+    let root_pid = started.sleeper();
     let own = as_user(Command::new("sleep").arg("60")).spawn().unwrap();
     let own_pid = own.id();
     started.children.push(own);
@@ -381,9 +379,7 @@ fn top_shows_the_apps_per_cpu_in_a_terminal() {
     let svc = Service::new();
     let mut started = Started::default();
     svc.start("equal", &mut started);
-    let sleeper = Command::new("sleep").arg("60").spawn().unwrap();
-    let pid = sleeper.id();
-    started.children.push(sleeper);
+    let pid = started.sleeper();
     let out = svc
         .coloc(&["attach", &pid.to_string(), "--name", "napper"])
         .output()

@@ -211,9 +211,7 @@ fn a_cpuset_that_shrinks_narrows_the_plan_and_is_not_a_fight() {
     let svc = Service::new();
     let mut started = Started::default();
     svc.start("equal", &mut started);
-    let sleeper = Command::new("sleep").arg("60").spawn().unwrap();
-    let pid = sleeper.id();
-    started.children.push(sleeper);
+    let pid = started.sleeper();
     cgroup.sets.attach(&cgroup.rel, pid).unwrap();
     let out = svc.coloc(&["attach", &pid.to_string()]).output().unwrap();
     assert!(out.status.success(), "{}", text(&out).1);

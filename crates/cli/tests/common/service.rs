@@ -79,6 +79,16 @@ fn descendants(pid: u32) -> Vec<u32> {
     found.split_off(1)
 }
 
+impl Started {
+    /// A `sleep 60` of the test's, ended with it: a process to attach.
+    pub fn sleeper(&mut self) -> u32 {
+        let child = Command::new("sleep").arg("60").spawn().unwrap();
+        let pid = child.id();
+        self.children.push(child);
+        pid
+    }
+}
+
 /// A daemon's files in a directory of the test's.
 pub struct Service {
     pub dir: tempfile::TempDir,
