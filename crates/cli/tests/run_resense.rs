@@ -22,22 +22,24 @@ use common::{
     SampledRun, CLOCK_SLACK,
 };
 
-/// `a`: about 0.3 s serial, then a 2-thread parallel part of about 3 s alone on
-/// two idle CPUs; `b`: 2 threads, about 0.3 s alone, arriving at 1 s. `b` has
-/// a tenth of `a`'s work, so it exits long before `a` however loaded the
-/// machine is (they share the CPUs alike).
+/// `a`: a serial part, then a 2-thread parallel part; `b`: 2 threads arriving
+/// at 1 s with a twelfth of `a`'s work, so it exits long before `a` however
+/// loaded the machine is (they share the CPUs alike). Sized so that `a` is
+/// still running at 1 s on a fast host (there about 0.3 s serial and 5 s in
+/// all; a host five times slower takes about 25 s, within the limit below):
+/// with a fifth of this work `a` ended before `b` arrived on such a host.
 const WORKLOAD: &str = r#"
 name = "resense-events"
 epoch = "100ms"
 
 [[app]]
 name = "a"
-command = ["kernel:compute", "--iters", "24000000", "--serial-iters", "1500000"]
+command = ["kernel:compute", "--iters", "120000000", "--serial-iters", "7500000"]
 threads = 2
 
 [[app]]
 name = "b"
-command = ["kernel:compute", "--iters", "2000000"]
+command = ["kernel:compute", "--iters", "10000000"]
 threads = 2
 arrive_at = "1s"
 "#;
