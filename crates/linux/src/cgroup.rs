@@ -23,6 +23,8 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use coloc_model::CpuSet;
+use procfs::process::MountInfo;
+use procfs::{FromBufRead, ProcessCGroups};
 use serde::{Deserialize, Serialize};
 
 /// The two kinds of hierarchy that can hold the cpuset controller.
@@ -68,17 +70,12 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> CgroupError + '_ {
     }
 }
 
-/// One mount of mountinfo: (mount root, mount point, fs type, super options).
-fn mounts(mountinfo: &str) -> impl Iterator<Item = (&str, &str, &str, &str)> {
-    mountinfo.lines().filter_map(|line| {
-        let (before, after) = line.split_once(" - ")?;
-        let mut b = before.split_whitespace().skip(3);
-        let (root, point) = (b.next()?, b.next()?);
-        let mut a = after.split_whitespace();
-        let fstype = a.next()?;
-        let _source = a.next()?;
-        Some((root, point, fstype, a.next().unwrap_or("")))
-    })
+/// The mounts of a mountinfo text, by procfs' parser; a line it cannot
+/// read is skipped (a hierarchy is looked for, not every mount checked).
+fn mounts(mountinfo: &str) -> impl Iterator<Item = MountInfo> + '_ {
+    mountinfo
+        .lines()
+        .filter_map(|line| MountInfo::from_line(line).ok())
 }
 
 impl Cpusets {
@@ -104,16 +101,16 @@ impl Cpusets {
     /// offers cpuset, else cgroup v1's cpuset hierarchy. The error says what
     /// there is instead.
     pub fn find(mountinfo: &str, root: &Path) -> Result<Cpusets, CgroupError> {
-        let under = |point: &str| root.join(point.trim_start_matches('/'));
+        let under = |point: &Path| root.join(point.strip_prefix("/").unwrap_or(point));
         let mut v2_without = None;
         let mut v1 = None;
-        for (mount_root, point, fstype, options) in mounts(mountinfo) {
+        for m in mounts(mountinfo) {
             let at = Cpusets {
                 version: Version::V2,
-                mount: under(point),
-                mount_root: PathBuf::from(mount_root),
+                mount: under(&m.mount_point),
+                mount_root: PathBuf::from(&m.root),
             };
-            match fstype {
+            match m.fs_type.as_str() {
                 "cgroup2" => {
                     let controllers = at.mount.join("cgroup.controllers");
                     let offered = fs::read_to_string(&controllers).unwrap_or_default();
@@ -122,11 +119,11 @@ impl Cpusets {
                     }
                     v2_without = Some(format!(
                         "cgroup v2 at {} offers {:?}, not cpuset",
-                        point,
+                        m.mount_point.display(),
                         offered.trim()
                     ));
                 }
-                "cgroup" if options.split(',').any(|o| o == "cpuset") && v1.is_none() => {
+                "cgroup" if m.super_options.contains_key("cpuset") && v1.is_none() => {
                     v1 = Some(Cpusets {
                         version: Version::V1,
                         ..at
@@ -182,16 +179,12 @@ impl Cpusets {
     /// The root cgroup is `/`, a trailing slash is dropped, and the mount's
     /// own root is stripped.
     pub fn cgroup_in(&self, text: &str) -> Option<PathBuf> {
-        let path = text.lines().find_map(|line| {
-            let mut f = line.splitn(3, ':');
-            let (id, controllers, path) = (f.next()?, f.next()?, f.next()?);
-            let ours = match self.version {
-                Version::V2 => id == "0" && controllers.is_empty(),
-                Version::V1 => controllers.split(',').any(|c| c == "cpuset"),
-            };
-            ours.then_some(path)
+        let groups = ProcessCGroups::from_buf_read(text.as_bytes()).ok()?;
+        let group = groups.into_iter().find(|g| match self.version {
+            Version::V2 => g.hierarchy == 0 && g.controllers.is_empty(),
+            Version::V1 => g.controllers.iter().any(|c| c == "cpuset"),
         })?;
-        let path = Path::new(path);
+        let path = Path::new(&group.pathname);
         let rel = path.strip_prefix(&self.mount_root).unwrap_or(path);
         Some(
             rel.components()
