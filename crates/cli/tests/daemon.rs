@@ -33,21 +33,11 @@ fn exec_kernels_are_placed_and_readopted_after_the_daemon_is_killed() {
     let first = svc.start("equal", &mut started);
     let mut execs = Vec::new();
     for name in ["k1", "k2"] {
-        let mut args = vec!["exec", "--malleable", "--name", name];
-        args.push("--socket");
-        let socket = svc.socket();
-        let socket = socket.to_str().unwrap().to_string();
-        let child = coloc()
-            .args(&args)
-            .arg(&socket)
-            .arg("--")
-            .args(KERNEL)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        started.children.push(child);
-        execs.push(started.children.len() - 1);
+        execs.push(svc.exec_kernel(
+            &["--malleable", "--name", name],
+            Stdio::piped(),
+            &mut started,
+        ));
     }
     let mut status = Status::default();
     wait_for("two running apps placed by the plan", || {

@@ -14,10 +14,10 @@ use std::process::Stdio;
 use coloc_daemon::protocol::Status;
 use coloc_linux::cgroup::Cpusets;
 use coloc_linux::machine::SLICE;
+use common::allowed_here;
 use common::service::{
-    affinities, is_root, placed_by_plan, running_their_commands, wait_for, Service, Started, KERNEL,
+    affinities, is_root, placed_by_plan, running_their_commands, wait_for, Service, Started,
 };
-use common::{allowed_here, coloc};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
@@ -57,14 +57,7 @@ fn apps_in_the_slice_go_back_to_their_cgroup_after_a_kill_and_a_stop() {
     let first = svc.start_with("equal", &["--cgroup-slice"], &mut started);
     assert!(svc.log().contains(&sets.describe()), "{}", svc.log());
     for name in ["s1", "s2"] {
-        let child = svc
-            .coloc(&["exec", "--name", name, "--"])
-            .args(KERNEL)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        started.children.push(child);
+        svc.exec_kernel(&["--name", name], Stdio::null(), &mut started);
     }
     let mut status = Status::default();
     wait_for(
@@ -150,16 +143,7 @@ fn without_the_option_apps_stay_in_their_cgroup() {
     let svc = Service::new();
     let mut started = Started::default();
     svc.start("equal", &mut started);
-    let child = coloc()
-        .args(["exec", "--socket"])
-        .arg(svc.socket())
-        .arg("--")
-        .args(KERNEL)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    started.children.push(child);
+    svc.exec_kernel(&[], Stdio::null(), &mut started);
     let mut status = Status::default();
     wait_for("the app placed", || {
         status = svc.status();

@@ -160,6 +160,20 @@ impl Service {
         c
     }
 
+    /// `coloc exec --socket S OPTIONS -- KERNEL`, its output to `stderr`
+    /// (stdout dropped), started among the test's children; its index there.
+    pub fn exec_kernel(&self, options: &[&str], stderr: Stdio, started: &mut Started) -> usize {
+        let child = self
+            .coloc(&[&["exec"], options, &["--"]].concat())
+            .args(KERNEL)
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        started.children.push(child);
+        started.children.len() - 1
+    }
+
     pub fn status(&self) -> Status {
         let out = self.coloc(&["status", "--json"]).output().unwrap();
         let (stdout, stderr) = text(&out);
