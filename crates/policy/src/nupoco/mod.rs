@@ -14,8 +14,8 @@
 //!    section gets all cores — all but one per other running app, which coloc
 //!    never stops — for a window (150 ms), and its memory request rate (MRR) is
 //!    measured from LLC-miss counters or, without counters, fitted to its
-//!    progress rates at two DoPs. Apps profiling at the same time split the
-//!    cores, each over every memory node.
+//!    progress rates at two DoPs. One section is profiled at a time; a
+//!    section that starts during another's window waits for it on one core.
 //! 2. DoP computation (`nupoco/dop.rs`, Algorithm 1): the free units go greedily to the
 //!    app that raises the predicted NuUtil most.
 //! 3. Thread placement (`nupoco/placement.rs`, Algorithm 2): every 50 ms, cores are
@@ -52,8 +52,8 @@ use coloc_model::{AppId, AppPlan, AppView, CpuSet, Plan, Topology, View};
 
 use self::dop::Contest;
 use self::placement::{Round, Swaps};
+use self::profile::{open_next, Phase, Track};
 pub use self::profile::{Estimate, Method, Step};
-use self::profile::{Phase, Track};
 use coloc_model::queueing::NumaSystem;
 
 use crate::cores::board::{current_cores, reserve, Board, Levers, Need};
@@ -292,6 +292,7 @@ impl Nupoco {
         for a in view.running().filter(|a| a.spec.malleable) {
             self.tracks.entry(a.id).or_default().update(model, view, a);
         }
+        open_next(&mut self.tracks, view.now);
         self.levers.retain(view);
         view.running()
             .map(|a| match self.levers.stuck(model.map, view, a) {
@@ -302,7 +303,9 @@ impl Nupoco {
     }
 
     /// The apps in parallel sections, split into those being profiled (with
-    /// their step) and those in a steady section (with their MRR).
+    /// their step) and the others (with their MRR; a section waiting for a
+    /// window has the app's last estimate, and only waits while another app
+    /// profiles, when every other section keeps one core).
     #[allow(clippy::type_complexity)]
     fn sections<'v>(
         &self,
@@ -314,6 +317,7 @@ impl Nupoco {
             match self.tracks[&a.id].phase() {
                 Phase::Profiling(s) => profiling.push((*a, s)),
                 Phase::Parallel(mrr) => steady.push((*a, mrr)),
+                Phase::Waiting => steady.push((*a, self.estimate(a.id).map_or(0.0, |e| e.mrr))),
                 Phase::Serial => {}
             }
         }
@@ -432,6 +436,7 @@ impl Nupoco {
                 (_, Some(Phase::Profiling(s))) => {
                     write!(note, "profiling ({}) on {} core(s)", s.label(), cores.len())
                 }
+                (_, Some(Phase::Waiting)) => write!(note, "waiting to profile"),
                 (_, Some(Phase::Serial)) | (Some(Need::Serial), _) => write!(note, "serial"),
                 _ => write!(note, "dop {own}"),
             };

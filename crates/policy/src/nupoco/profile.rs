@@ -32,11 +32,23 @@
 //! Memory placement. The window gives the app cores on every memory node so
 //! that first touch spreads its data as a solo run would (§5.1); the model then
 //! sends an app's requests evenly to all memory nodes, wherever its cores are.
+//!
+//! One window at a time. §5.1 assigns "all cores of the system" to the new
+//! section, and §4 infers a core's rate from a node that holds "only threads
+//! of one application", so two sections are never profiled together: a section
+//! that wants a window while another app's is open waits for it (on one core,
+//! as every other app does during a window) and then gets its own, in the order
+//! they asked ([`open_next`]). Profiling two apps at once on half the machine
+//! each measured both at the controllers' saturation, where a core's miss rate
+//! no longer tells the apps apart (docs/simulator.md, NuPoCo §7.4). A window
+//! whose section ends before it closes waits again, for the app's next section.
 
 use std::fmt;
 use std::time::Duration;
 
-use coloc_model::{AppView, Trigger, View};
+use std::collections::BTreeMap;
+
+use coloc_model::{AppId, AppView, Trigger, View};
 
 use super::Model;
 use crate::cores::sample::{section_sample, SectionSample};
@@ -99,8 +111,13 @@ struct Point {
 
 #[derive(Clone, Debug, PartialEq)]
 struct Window {
-    /// When profiling of this section began (for the timeout).
-    began: Duration,
+    /// When the section asked for a window (the order windows open in).
+    asked: Duration,
+    /// Whether it holds the machine now; false while it waits for another
+    /// app's window or for the app's next section.
+    open: bool,
+    /// When the window first opened (for the timeout).
+    began: Option<Duration>,
     /// When the current step's window opened.
     since: Duration,
     step: Step,
@@ -113,6 +130,8 @@ struct Window {
 pub(crate) enum Phase {
     Serial,
     Profiling(Step),
+    /// In a parallel section waiting for another app's window to close.
+    Waiting,
     /// In a parallel section with this MRR.
     Parallel(f64),
 }
@@ -135,7 +154,8 @@ impl Track {
     pub fn phase(&self) -> Phase {
         match (&self.window, self.parallel) {
             (_, false) => Phase::Serial,
-            (Some(w), true) => Phase::Profiling(w.step),
+            (Some(w), true) if w.open => Phase::Profiling(w.step),
+            (Some(_), true) => Phase::Waiting,
             (None, true) => Phase::Parallel(self.estimate.map_or(0.0, |e| e.mrr)),
         }
     }
@@ -173,22 +193,22 @@ impl Track {
         self.parallel |= grew;
         let entered = self.parallel && !was;
         let now = view.now;
-        if entered {
-            let wants = self.stale(now, cfg.reprofile_after);
-            match &mut self.window {
-                Some(w) => w.since = now,
-                None if wants => {
-                    self.window = Some(Window {
-                        began: now,
-                        since: now,
-                        step: Step::Full,
-                        full: None,
-                    });
-                }
-                None => {}
-            }
+        if let Some(w) = self.window.as_mut().filter(|_| !self.parallel) {
+            w.open = false;
         }
-        let Some(w) = &mut self.window else { return };
+        if entered && self.window.is_none() && self.stale(now, cfg.reprofile_after) {
+            self.window = Some(Window {
+                asked: now,
+                open: false,
+                began: None,
+                since: now,
+                step: Step::Full,
+                full: None,
+            });
+        }
+        let Some(w) = self.window.as_mut().filter(|w| w.open) else {
+            return;
+        };
         let sample = (fresh && self.parallel && now >= w.since + cfg.profile_window)
             .then(|| section_sample(model.map, view, app.id))
             .flatten()
@@ -200,7 +220,8 @@ impl Track {
                 return;
             }
         }
-        if now.saturating_sub(w.began) >= cfg.profile_timeout {
+        let began = w.began.unwrap_or(now);
+        if now.saturating_sub(began) >= cfg.profile_timeout {
             self.estimate = Some(Estimate {
                 mrr: 0.0,
                 method: Method::Unmeasured,
@@ -255,5 +276,26 @@ impl Track {
                 })
             }
         }
+    }
+}
+
+/// Opens the window of the section that asked first, unless one is open
+/// (§5.1: the machine goes to one new section at a time). Only a section that
+/// is running can open one; its step resumes where it stopped, and its
+/// timeout counts from the first time it opened.
+pub(crate) fn open_next(tracks: &mut BTreeMap<AppId, Track>, now: Duration) {
+    let open = |t: &Track| t.window.as_ref().is_some_and(|w| w.open);
+    if tracks.values().any(open) {
+        return;
+    }
+    let next = tracks
+        .values_mut()
+        .filter(|t| t.parallel)
+        .filter_map(|t| t.window.as_mut())
+        .min_by_key(|w| w.asked);
+    if let Some(w) = next {
+        w.began.get_or_insert(now);
+        w.open = true;
+        w.since = now;
     }
 }

@@ -617,6 +617,73 @@ fn fallback_times_out_unmeasured() {
     assert!(plans.last().unwrap().note.contains("via unmeasured"));
 }
 
+/// Two apps enter parallel sections at the same decision (amd-8node, 1.00 s,
+/// counters): §5.1 gives all cores to one new section at a time, so app 0
+/// (the first in order) profiles on every core but app 1's, app 1 waits on
+/// one core with DoP 1 until app 0's window closes at 1.15 s, then profiles on
+/// every core but app 0's until 1.30 s; each window measures its own app's
+/// MRR (5·10⁶ and 2·10⁷ requests/s), and then Algorithm 1 splits the machine
+/// (one node and seven under the assumed rates). Before, both profiled at once
+/// on 24 cores each.
+#[test]
+fn profiling_windows_open_one_at_a_time() {
+    let topo = &fixture_topologies()[1];
+    let map = CoreMap::new(topo);
+    let mrr = [5e6, 2e7];
+    let mut actors = vec![
+        parallel_actor(0, 48, model_rates(topo, mrr[0])),
+        parallel_actor(1, 48, model_rates(topo, mrr[1])),
+    ];
+    let mut p = Nupoco::new(NupocoConfig::default(), Variant::Full, None);
+    // (time in ms, app 0's note and cores, app 1's note and cores)
+    let table: [(u64, &str, usize, &str, usize); 8] = [
+        (
+            1000,
+            "profiling (full share) on 47",
+            47,
+            "waiting to profile",
+            1,
+        ),
+        (
+            1050,
+            "profiling (full share) on 47",
+            47,
+            "waiting to profile",
+            1,
+        ),
+        (
+            1100,
+            "profiling (full share) on 47",
+            47,
+            "waiting to profile",
+            1,
+        ),
+        (1150, "dop 1", 1, "profiling (full share) on 47", 47),
+        (1200, "dop 1", 1, "profiling (full share) on 47", 47),
+        (1250, "dop 1", 1, "profiling (full share) on 47", 47),
+        (1300, "dop 6", 6, "dop 42", 42),
+        (1350, "dop 6", 6, "dop 42", 42),
+    ];
+    let times: Vec<u64> = table.iter().map(|r| r.0).collect();
+    let plans = drive(&mut p, topo, &mut actors, &times, true, follow_dop);
+    for (plan, (t, note0, cores0, note1, cores1)) in plans.iter().zip(table) {
+        for (app, note, cores) in [(0, note0, cores0), (1, note1, cores1)] {
+            assert!(
+                plan.note.contains(&format!("{app}.0 {note}")),
+                "{t}: app {app}: {}",
+                plan.note
+            );
+            let given = cores_of(&map, plan.for_app(id(app)).unwrap());
+            assert_eq!(given, cores, "{t}: app {app}: {}", plan.note);
+        }
+    }
+    for (app, true_mrr) in mrr.into_iter().enumerate() {
+        let e = p.estimate(id(app as u32)).unwrap();
+        assert_eq!(e.method, Method::HwCounters);
+        assert!((e.mrr - true_mrr).abs() < 1e-4 * true_mrr, "{app}: {e:?}");
+    }
+}
+
 /// On every fixture, an app in a serial section gets one core (all its PUs,
 /// one active thread) and no DoP; its threads all sit there. A non-malleable
 /// app gets placement only: one core per thread (3 here), no DoP.
