@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use coloc_model::{AppId, AppPlan, AppView, Plan, View};
+use coloc_model::{AppId, AppPlan, AppView, Plan, Trigger, View};
 
 use crate::cores::board::{current_cores, reserve, Board, Levers, Need};
 use crate::cores::sample::section_sample;
@@ -79,7 +79,14 @@ impl Scalability {
         }
     }
 
-    /// What the app's OpenMP runtime last reported decides its need.
+    /// What the app's OpenMP runtime last reported decides its need; a team
+    /// forming now is a parallel section already. The decision that follows
+    /// its thread creation comes before any observation shows the app in a
+    /// region, and the new threads first touch their pages wherever that
+    /// decision leaves them: taken for serial, a team of 64 stayed piled on
+    /// the serial app's one core until the next epoch, and SP on nupoco-amd64
+    /// kept 63 threads' pages on one node for its whole run (docs/simulator.md,
+    /// Why `scalability` is slow). NuPoCo's section tracking has the same rule.
     fn need(view: &View<'_>, app: &AppView) -> Need {
         let fixed = Need::Fixed {
             threads: app.threads.len().max(app.threads_requested as usize) as u32,
@@ -87,12 +94,11 @@ impl Scalability {
         if !app.spec.malleable {
             return fixed;
         }
-        match view
-            .last
-            .and_then(|o| o.app(app.id))
-            .and_then(|s| s.omp.as_ref())
-        {
-            Some(o) if o.in_parallel => Need::Parallel,
+        let last = view.last.and_then(|o| o.app(app.id));
+        let forming = view.trigger == Trigger::ThreadsChanged(app.id)
+            && app.threads.len() > last.map_or(1, |s| s.threads.len().max(1));
+        match last.and_then(|s| s.omp.as_ref()) {
+            Some(o) if o.in_parallel || forming => Need::Parallel,
             Some(_) => Need::Serial,
             None if app.threads.len() > 1 => fixed,
             None => Need::Serial,

@@ -944,6 +944,53 @@ fn scalability_keeps_cores_for_a_team_until_it_shrinks() {
     assert!(shrinks > 0, "the climb never shrank the team: {observed:?}");
 }
 
+/// amd-8node: app 0 was last seen serial with its main thread; its team of 48
+/// forms next to app 1's climbing section and the decision that follows (on
+/// the thread change, before any observation shows it in a region) already
+/// sizes it as a parallel section: its threads go one per core over its share,
+/// on more than one node, instead of piling onto its serial core, where they
+/// would first-touch all their pages on one node.
+#[test]
+fn scalability_spreads_a_team_formed_on_a_serial_core() {
+    let topo = &fixture_topologies()[1];
+    let map = CoreMap::new(topo);
+    let mut actors = vec![
+        serial_actor(app(0, 1, true)),
+        parallel_actor(1, 48, model_rates(topo, 1e6)),
+    ];
+    let mut p = Scalability::new(ScalabilityConfig::default());
+    drive(&mut p, topo, &mut actors, &[1000, 1050], false, follow_dop);
+    let obs = observe(&map, None, ms(1100), &actors, false);
+    let mut apps: Vec<AppView> = actors.iter().map(|a| a.app.clone()).collect();
+    apps[0] = AppView {
+        current: apps[0].current.clone(),
+        ..app(0, 48, true)
+    };
+    let v = View {
+        trigger: Trigger::ThreadsChanged(id(0)),
+        ..view(topo, &apps, Some(&obs), None, ms(1100))
+    };
+    let plan = p.decide(&v);
+    assert_invariants(&v, &plan);
+    let a0 = plan.for_app(id(0)).unwrap();
+    let Placement::PerThread { threads, .. } = &a0.placement else {
+        panic!("{:?}", a0.placement)
+    };
+    let mut cores: Vec<usize> = threads
+        .iter()
+        .filter_map(|(_, cpus)| cpus.first().and_then(|c| map.core_of(c)))
+        .collect();
+    cores.sort_unstable();
+    cores.dedup();
+    let nodes = map.per_node(&cores).iter().filter(|&&n| n > 0).count();
+    assert!(
+        cores.len() >= 16 && nodes >= 2,
+        "team on {} core(s), {nodes} node(s): {}",
+        cores.len(),
+        plan.note
+    );
+}
+
 // --- invariants over random views -------------------------------------------
 
 /// One random app: (running, malleable, threads, reports OpenMP, in parallel, team).
