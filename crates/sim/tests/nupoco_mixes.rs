@@ -5,7 +5,8 @@
 //! example files as written, nupoco with the platform's own memory
 //! calibration. NuPoCo never loses to Native on the paper's machines, and on
 //! total turnaround it is ahead of every baseline (§7.4); here nupoco's total
-//! turnaround may be at most 2% above native's and equal's on each mix.
+//! turnaround may be at most 2% above native's and equal's on each mix, and on
+//! BT+SP it must be at or below both, as README.md claims for that file.
 //!
 //! To keep the run short in a debug build, every phase's work is halved
 //! ([`AppModel::scaled`]); the phases themselves (serial setup, parallel
@@ -63,9 +64,9 @@ fn total_turnaround(file: &str, policy: &str) -> Duration {
     total
 }
 
-/// Fails when nupoco's total turnaround on `file` is more than 2% above
-/// native's or equal's.
-fn nupoco_within_2_percent(file: &str) {
+/// Fails when nupoco's total turnaround on `file` is more than `slack` (a
+/// fraction) above native's or equal's.
+fn nupoco_within(file: &str, slack: f64) {
     let [native, equal, nupoco] =
         ["native", "equal", "nupoco"].map(|p| total_turnaround(file, p).as_secs_f64());
     eprintln!(
@@ -73,22 +74,23 @@ fn nupoco_within_2_percent(file: &str) {
          nupoco {nupoco:.2}"
     );
     assert!(
-        nupoco <= 1.02 * native.min(equal),
+        nupoco <= (1.0 + slack) * native.min(equal),
         "{file}: nupoco {nupoco:.2} s against native {native:.2} s, equal {equal:.2} s"
     );
 }
 
+/// README.md: "nupoco's total turnaround at or below native's and equal's".
 #[test]
 fn nupoco_keeps_up_on_barrier_synchronized_bt_sp() {
-    nupoco_within_2_percent("nupoco-barriers.toml");
+    nupoco_within("nupoco-barriers.toml", 0.0);
 }
 
 #[test]
 fn nupoco_keeps_up_on_memory_bound_ft_with_compute_bound_ep() {
-    nupoco_within_2_percent("nupoco-memory-compute.toml");
+    nupoco_within("nupoco-memory-compute.toml", 0.02);
 }
 
 #[test]
 fn nupoco_keeps_up_on_serial_kmeans_with_scalable_bt() {
-    nupoco_within_2_percent("nupoco-serial-scalable.toml");
+    nupoco_within("nupoco-serial-scalable.toml", 0.02);
 }
