@@ -38,15 +38,15 @@
 //! of one application", so two sections are never profiled together: a section
 //! that wants a window while another app's is open waits for it (on one core,
 //! as every other app does during a window) and then gets its own, in the order
-//! they asked ([`open_next`]). Profiling two apps at once on half the machine
-//! each measured both at the controllers' saturation, where a core's miss rate
-//! no longer tells the apps apart (docs/simulator.md, NuPoCo §7.4). A window
-//! whose section ends before it closes waits again, for the app's next section.
-
-use std::fmt;
-use std::time::Duration;
+//! they asked ([`open_next`]). Two windows at once would put two apps' threads
+//! on each node, whose LLC rate §4 divides by its cores, and give each app
+//! only part of the machine, so first touch would not spread its data as a
+//! solo run does. A window whose section ends before it closes waits again,
+//! for the app's next section.
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
 
 use coloc_model::{AppId, AppView, Trigger, View};
 
