@@ -28,15 +28,15 @@
 //! `resense-positive` and `resense-negative` fix every score to +1 or −1, the
 //! ablation of Table VII.
 
-mod assign;
-mod scores;
+pub(crate) mod assign;
+pub(crate) mod scores;
 mod step;
 #[cfg(test)]
 mod tests;
 
 use coloc_model::profile::AppProfile;
 use coloc_model::topology::SharedResource;
-use coloc_model::{AppPlan, CpuSet, Placement, Plan, View};
+use coloc_model::{AppPlan, CpuSet, Placement, Plan, Topology, View};
 
 use self::assign::{assign, Request};
 use self::scores::{vectors, ScoreSource};
@@ -71,6 +71,12 @@ impl ReSense {
     }
 }
 
+/// The levels ReSensor walks, outermost (memory side) first: the paper's
+/// "bottom to top" (§2.3).
+pub(crate) fn levels(topology: &Topology) -> Vec<SharedResource> {
+    topology.shared_resources().into_iter().rev().collect()
+}
+
 impl Policy for ReSense {
     fn name(&self) -> &'static str {
         match self.source {
@@ -81,9 +87,7 @@ impl Policy for ReSense {
     }
 
     fn decide(&mut self, view: &View<'_>) -> Plan {
-        // Outermost (memory side) first: the paper's "bottom to top".
-        let levels: Vec<SharedResource> =
-            view.topology.shared_resources().into_iter().rev().collect();
+        let levels = levels(view.topology);
         let (scores, missing) = vectors(view, &levels, &self.source);
         let requests: Vec<Request> = view
             .apps
@@ -95,7 +99,7 @@ impl Policy for ReSense {
                 scores,
             })
             .collect();
-        let placed = assign(view.topology, &levels, &requests);
+        let placed = assign(view.topology, view.topology.cpus(), &levels, &requests);
         let apps = view
             .apps
             .iter()

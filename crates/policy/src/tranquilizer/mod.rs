@@ -109,21 +109,28 @@ impl Tranquilizer {
         }
     }
 
-    /// What classification knows of `app` besides its samples: the LLC
-    /// capacity measured by `coloc calibrate` where stored, else sysfs's.
-    fn known(&self, app: &AppView, topology: &Topology) -> Known {
-        Known {
-            llc_bytes: self.llc_measured.unwrap_or_else(|| llc_bytes(topology)),
-            llc_measured: self.llc_measured.is_some(),
-            stored_gbs: profile::find(&self.profiles, &app.spec)
-                .and_then(|(p, _)| p.sharing.as_ref())
-                .and_then(|s| Some((s.bandwidth_gbs?, s.signal))),
-        }
-    }
-
     /// The state of every app it follows (for tests and reports).
     pub fn passes(&self) -> &BTreeMap<AppId, AppPass> {
         &self.apps
+    }
+}
+
+/// What classification knows of `app` besides its samples: the LLC capacity
+/// measured by `coloc calibrate` where given, else sysfs's, and the memory
+/// bandwidth its stored profile holds. `auto` classifies by the same rule
+/// (`auto/placement.rs`).
+pub(crate) fn known(
+    profiles: &[AppProfile],
+    llc_measured: Option<u64>,
+    app: &AppView,
+    topology: &Topology,
+) -> Known {
+    Known {
+        llc_bytes: llc_measured.unwrap_or_else(|| llc_bytes(topology)),
+        llc_measured: llc_measured.is_some(),
+        stored_gbs: profile::find(profiles, &app.spec)
+            .and_then(|(p, _)| p.sharing.as_ref())
+            .and_then(|s| Some((s.bandwidth_gbs?, s.signal))),
     }
 }
 
@@ -175,7 +182,7 @@ impl Policy for Tranquilizer {
         if let Some(last) = due {
             if let Some(prev) = &self.last_sample {
                 for a in view.running() {
-                    let known = self.known(a, view.topology);
+                    let known = known(&self.profiles, self.llc_measured, a, view.topology);
                     let (Some(p), Some(r)) =
                         (self.apps.get_mut(&a.id), window::rates(prev, last, a.id))
                     else {
