@@ -51,6 +51,9 @@ use crate::tranquilizer::classify::{classify, Class};
 use crate::tranquilizer::window::{rates, Rates};
 use crate::tranquilizer::{known, TranquilizerConfig};
 
+#[cfg(test)]
+mod tests;
+
 /// Placement and memory policy from the apps' stored profiles and their
 /// observed rates.
 #[derive(Debug)]
