@@ -52,7 +52,7 @@ use crate::tranquilizer::window::{rates, Rates};
 use crate::tranquilizer::{known, TranquilizerConfig};
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 /// Placement and memory policy from the apps' stored profiles and their
 /// observed rates.

@@ -377,3 +377,22 @@ fn memory_follows_the_nodes_and_the_class() {
         }
     }
 }
+
+/// Stored profiles of `app0` (a streaming app: −20 at socket and L3, 2 GB/s
+/// per thread) and `app1` (a sharer: +10, 0.5 GB/s) on `t`, for auto's scripts.
+pub(crate) fn profiles_for(t: &Topology) -> Vec<AppProfile> {
+    vec![
+        profile(
+            t,
+            0,
+            &[(socket(), -20.0), (l3(), -20.0)],
+            Some((0.0, 2.0, 3000.0)),
+        ),
+        profile(
+            t,
+            1,
+            &[(socket(), 10.0), (l3(), 10.0)],
+            Some((0.6, 0.5, 100.0)),
+        ),
+    ]
+}
