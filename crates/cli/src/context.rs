@@ -279,6 +279,10 @@ mod tests {
         let (ctx, warnings) = context_from(&kvm, None, &w, reads).unwrap();
         assert!(ctx.profiles.is_empty());
         assert_eq!(warnings.len(), 2);
+        // auto reads them where stored and names no app without one.
+        let auto = coloc_policy::reads_of(&["auto"]);
+        let (ctx, warnings) = context_from(&kvm, Some(&store), &w, auto).unwrap();
+        assert_eq!((ctx.profiles.len(), warnings.len()), (1, 0), "{warnings:?}");
     }
 
     /// On this machine a program's profile is handed over only while its

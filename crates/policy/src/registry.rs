@@ -80,8 +80,8 @@ impl PolicyInfo {
 pub const POLICIES: &[PolicyInfo] = &[
     PolicyInfo {
         name: "auto",
-        about: "the default; combines equal's CPU partitions, NuPoCo's DoP, admission and Thread Tranquilizer's keep-or-revert: while apps' threads oversubscribe the CPUs, an exclusive CPU partition per app (sized by its threads; under makespan an arrival waits for one unless stored solo times say starting it now does not slow the mix) and NuPoCo-style DoP where the app's DoP lever acts, never above the team its stored solo times say is fastest; kept only where measured no slower than Linux alone; --objective makespan|art|latency",
-        source: "coloc's own: NuPoCo §5 space sharing and equal's partitions, kept or reverted by outcome against Linux as Thread Tranquilizer §3",
+        about: "the default; combines equal's CPU partitions, NuPoCo's DoP, admission and Thread Tranquilizer's keep-or-revert: while apps' threads oversubscribe the CPUs, an exclusive CPU partition per app (sized by its threads; under makespan an arrival waits for one unless stored solo times say starting it now does not slow the mix) and NuPoCo-style DoP where the app's DoP lever acts, never above the team its stored solo times say is fastest; on machines with several LLCs or nodes, partitions placed by ReSense's stored scores (Tang's heuristic for latency apps) and interleaved memory for memory-intensive apps spanning nodes; kept only where measured no slower than Linux alone; --objective makespan|art|latency",
+        source: "coloc's own: NuPoCo §5 space sharing and equal's partitions, placed by ReSense §2.3 and Tang et al. §5.1, memory by Thread Tranquilizer §3, kept or reverted by outcome against Linux as Thread Tranquilizer §3",
         reads: Reads {
             profiles: true,
             ..Reads::SOLO
