@@ -48,7 +48,7 @@
 //!    priority of batch apps while a latency-class app runs and never shrinks
 //!    a latency app's team.
 //!
-//! 7. Placement and memory (`auto/placement.rs`): on a machine with several
+//! 7. Placement and memory (`auto/placement/`): on a machine with several
 //!    LLCs or NUMA nodes, the partitions lie where ReSense's scores (Tang's
 //!    heuristic for a latency app) put them when profiles are stored, and an
 //!    app spanning several nodes that Thread Tranquilizer's rule calls
@@ -178,7 +178,7 @@ impl Auto {
 
     /// With the apps' stored profiles (`coloc profile`), which place the
     /// partitions on machines with several LLCs or nodes
-    /// (`auto/placement.rs`).
+    /// (`auto/placement/`).
     pub fn with_profiles(mut self, profiles: Vec<AppProfile>) -> Self {
         self.placer = Placer::new(profiles);
         self
@@ -406,7 +406,7 @@ impl Policy for Auto {
         // threads it runs (a steered app: the team it asked for, or the
         // smaller one its solo times say is faster).
         // Where they lie: by the stored profiles where the machine has
-        // several LLCs or nodes (`auto/placement.rs`), else contiguous.
+        // several LLCs or nodes (`auto/placement/`), else contiguous.
         let weights: Vec<u32> = members.iter().map(|a| team(a)).collect();
         let contiguous = partitions(&order, &weights);
         let (cuts, placed_by) = match self.placer.place(view, &members, &contiguous) {

@@ -843,7 +843,7 @@ fn solo_times_cap_a_team_that_runs_slower_than_a_smaller_one() {
 }
 
 /// On this VM (one L3, one node) stored profiles change nothing: the same
-/// script gives the same plans with and without them (`auto/placement.rs`).
+/// script gives the same plans with and without them (`auto/placement/`).
 #[test]
 fn profiles_change_nothing_on_one_llc_and_one_node() {
     let run = |profiles: Vec<coloc_model::profile::AppProfile>| {

@@ -51,7 +51,7 @@ struct Region {
 
 /// Places the requests level by level on the CPUs `within` (the whole
 /// machine for `resense`; what is left of it for `auto`'s partitions,
-/// `auto/placement.rs`); `levels` go outermost first.
+/// `auto/placement/`); `levels` go outermost first.
 pub(crate) fn assign(
     topology: &Topology,
     within: &CpuSet,

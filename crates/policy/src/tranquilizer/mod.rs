@@ -118,7 +118,7 @@ impl Tranquilizer {
 /// What classification knows of `app` besides its samples: the LLC capacity
 /// measured by `coloc calibrate` where given, else sysfs's, and the memory
 /// bandwidth its stored profile holds. `auto` classifies by the same rule
-/// (`auto/placement.rs`).
+/// (`auto/placement/`).
 pub(crate) fn known(
     profiles: &[AppProfile],
     llc_measured: Option<u64>,
