@@ -14,11 +14,10 @@
 //! memory with a fixed 100 ms slice, CPU-intensive ones a fixed 20 ms slice
 //! ([`classify`]); a second profile decides keep or revert ([`pass`]).
 //! Placement and DoP are left to Linux, or to the placement policy it is
-//! layered on ([`layer`]). Every decision's signal is in the plan's note, so
+//! layered on (`crates/policy/src/layer.rs`). Every decision's signal is in the plan's note, so
 //! the trace says what each used (docs/signals.md).
 
 pub mod classify;
-pub mod layer;
 pub mod pass;
 #[cfg(test)]
 mod tests;
@@ -32,7 +31,6 @@ use coloc_model::profile::{self, AppProfile};
 use coloc_model::{AppId, AppPlan, AppView, Observation, Plan, Topology, View};
 
 use self::classify::Known;
-pub use self::layer::{combine, Layered};
 use self::pass::AppPass;
 use crate::Policy;
 
