@@ -116,14 +116,30 @@ fn profiles(platform_name: &str, models: &[&str]) -> Vec<AppProfile> {
         .collect()
 }
 
-/// The CPUs of app `app` in the plans auto placed by profiles.
-fn placed_cpus(plans: &[Plan], app: u32) -> Vec<CpuSet> {
-    plans
+/// auto with the apps' profiles against auto without on `workload`, asserted
+/// no later; returns the CPUs of app `app` in each plan placed by profiles.
+fn placed_no_later(platform_name: &str, workload: &str, app: u32) -> Vec<CpuSet> {
+    let w = parse_workload("pair.toml", workload).unwrap();
+    let names: Vec<&str> = w.apps.iter().map(|a| a.name.as_str()).collect();
+    let stored = profiles(platform_name, &names);
+    let (contiguous, _) = makespan(platform_name, workload, &[], true);
+    let (placed, plans) = makespan(platform_name, workload, &stored, true);
+    eprintln!(
+        "{platform_name} {}: contiguous {contiguous:.3} s, placed {placed:.3} s",
+        names.join("+")
+    );
+    assert!(
+        placed <= contiguous,
+        "placed {placed:.3} s, contiguous {contiguous:.3} s"
+    );
+    let cpus: Vec<CpuSet> = plans
         .iter()
         .filter(|p| p.note.contains("placed by profiles"))
         .filter_map(|p| p.for_app(AppId { app, rep: 0 }))
         .map(|p| p.placement.cpus())
-        .collect()
+        .collect();
+    assert!(!cpus.is_empty(), "auto placed by profiles");
+    cpus
 }
 
 /// Harpertown (2 front-side buses, 2 L2s of 2 cores each per bus):
@@ -133,13 +149,7 @@ fn placed_cpus(plans: &[Plan], app: u32) -> Vec<CpuSet> {
 /// pair finishes earlier.
 #[test]
 fn resense_placement_beats_contiguous_partitions_on_harpertown() {
-    let w = pair(("streamcluster", 8), ("mg", 8));
-    let stored = profiles("harpertown", &["streamcluster", "mg"]);
-    let (contiguous, _) = makespan("harpertown", &w, &[], true);
-    let (placed, plans) = makespan("harpertown", &w, &stored, true);
-    eprintln!("harpertown streamcluster+mg: contiguous {contiguous:.3} s, placed {placed:.3} s");
-    let mg = placed_cpus(&plans, 1);
-    assert!(!mg.is_empty(), "auto placed by profiles");
+    let mg = placed_no_later("harpertown", &pair(("streamcluster", 8), ("mg", 8)), 1);
     let buses = [
         CpuSet::parse_list("0-3").unwrap(),
         CpuSet::parse_list("4-7").unwrap(),
@@ -147,10 +157,6 @@ fn resense_placement_beats_contiguous_partitions_on_harpertown() {
     for cpus in &mg {
         assert!(buses.iter().all(|b| !b.is_disjoint(cpus)), "MG on {cpus}");
     }
-    assert!(
-        placed <= contiguous,
-        "placed {placed:.3} s, contiguous {contiguous:.3} s"
-    );
 }
 
 /// The Opteron 8431 (4 nodes of 6 cores, one L3 and memory controller each):
@@ -159,17 +165,14 @@ fn resense_placement_beats_contiguous_partitions_on_harpertown() {
 /// its negative L3/controller score spreads them over all four controllers.
 #[test]
 fn resense_placement_beats_contiguous_partitions_on_numa() {
-    let w = pair(("mg", 32), ("swaptions", 16));
-    let stored = profiles("opteron-8431", &["mg", "swaptions"]);
-    let (contiguous, _) = makespan("opteron-8431", &w, &[], true);
-    let (placed, plans) = makespan("opteron-8431", &w, &stored, true);
-    eprintln!("opteron-8431 mg+swaptions: contiguous {contiguous:.3} s, placed {placed:.3} s");
-    let mg = placed_cpus(&plans, 0);
-    assert!(!mg.is_empty(), "auto placed by profiles");
-    assert!(
-        placed <= contiguous,
-        "placed {placed:.3} s, contiguous {contiguous:.3} s"
-    );
+    let nodes: Vec<CpuSet> = ["0-5", "6-11", "12-17", "18-23"]
+        .iter()
+        .map(|n| CpuSet::parse_list(n).unwrap())
+        .collect();
+    let mg = placed_no_later("opteron-8431", &pair(("mg", 32), ("swaptions", 16)), 0);
+    for cpus in &mg {
+        assert!(nodes.iter().all(|n| !n.is_disjoint(cpus)), "MG on {cpus}");
+    }
 }
 
 /// The same mix without profiles: MG's contiguous partition spans three nodes,

@@ -32,13 +32,13 @@ pub(crate) mod assign;
 pub(crate) mod scores;
 mod step;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use coloc_model::profile::AppProfile;
 use coloc_model::topology::SharedResource;
 use coloc_model::{AppPlan, CpuSet, Placement, Plan, Topology, View};
 
-use self::assign::{assign, Request};
+use self::assign::{assign, Assignment, Request};
 use self::scores::{vectors, ScoreSource};
 use crate::Policy;
 
@@ -75,6 +75,20 @@ impl ReSense {
 /// "bottom to top" (§2.3).
 pub(crate) fn levels(topology: &Topology) -> Vec<SharedResource> {
     topology.shared_resources().into_iter().rev().collect()
+}
+
+/// The cases of Algorithm 1 each level used, as notes say them (`L2 case
+/// 1+2`), outermost level first.
+pub(crate) fn cases_used(levels: &[SharedResource], placed: &Assignment) -> Vec<String> {
+    levels
+        .iter()
+        .zip(&placed.cases)
+        .filter(|(_, cases)| !cases.is_empty())
+        .map(|(level, cases)| {
+            let cases: Vec<String> = cases.iter().map(|c| (*c as u8).to_string()).collect();
+            format!("{} case {}", level.kind.label(), cases.join("+"))
+        })
+        .collect()
 }
 
 impl Policy for ReSense {
@@ -118,15 +132,8 @@ impl Policy for ReSense {
             })
             .collect();
         let mut note = format!("{}: {} apps", self.name(), view.apps.len());
-        for (level, cases) in levels.iter().zip(&placed.cases) {
-            if !cases.is_empty() {
-                let cases: Vec<String> = cases.iter().map(|c| (*c as u8).to_string()).collect();
-                note.push_str(&format!(
-                    "; {} case {}",
-                    level.kind.label(),
-                    cases.join("+")
-                ));
-            }
+        for case in cases_used(&levels, &placed) {
+            note.push_str(&format!("; {case}"));
         }
         if !missing.is_empty() {
             note.push_str(&format!(

@@ -22,7 +22,7 @@
 pub mod algorithm;
 pub mod levels;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use coloc_model::profile::{self, AppProfile};
 use coloc_model::workload::AppClass;

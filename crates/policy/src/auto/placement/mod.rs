@@ -43,8 +43,8 @@ use coloc_model::topology::ObjKind;
 use coloc_model::{AppClass, AppId, AppView, CpuSet, MemPolicy, View};
 
 use crate::resense::assign::{assign, Request};
-use crate::resense::levels;
 use crate::resense::scores::{vectors, ScoreSource};
+use crate::resense::{cases_used, levels};
 use crate::tang::levels::Levels;
 use crate::tang::Tang;
 use crate::tranquilizer::classify::{classify, Class};
@@ -175,11 +175,8 @@ impl Placer {
         for (&i, cpus) in rest.iter().zip(&placed.cpus) {
             out[i] = cpus.iter().copied().collect();
         }
-        for (level, cases) in levels.iter().zip(&placed.cases) {
-            if !cases.is_empty() {
-                let cases: Vec<String> = cases.iter().map(|c| (*c as u8).to_string()).collect();
-                let _ = write!(note, "; {} case {}", level.kind.label(), cases.join("+"));
-            }
+        for case in cases_used(&levels, &placed) {
+            let _ = write!(note, "; {case}");
         }
         let unprofiled: Vec<String> = members
             .iter()

@@ -5,15 +5,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use coloc_model::profile::{
-    AppIdentity, AppProfile, LevelProfile, LevelResult, PlatformFingerprint, Sensitivity,
-    SharingCharacteristics, SharingSignal, Signal,
-};
+use coloc_model::profile::AppProfile;
 use coloc_model::testutils::{fixture_topologies, running_app};
 use coloc_model::topology::ResourceKind;
 use coloc_model::{AppClass, AppView, CpuSet, MemPolicy, Topology, Trigger, View};
 
 use super::Placer;
+use crate::tang::tests::sharing;
 use crate::tranquilizer::window::Rates;
 
 fn topo(name: &str) -> Topology {
@@ -45,43 +43,17 @@ fn app(index: u32, threads: u32, class: AppClass) -> AppView {
 }
 
 /// The stored profile of `app{index}` (matched by name): ReSense scores per
-/// level (a baseline of 1000 cycles, contention 1000 − 10·score), and Tang's
-/// characteristics (data sharing, GB/s per thread, footprint) where given.
+/// level (`resense`'s test profile), and Tang's characteristics (data
+/// sharing, GB/s per thread, footprint; `tang`'s) where given.
 fn profile(
     t: &Topology,
     index: u32,
     scores: &[(ResourceKind, f64)],
-    sharing: Option<(f64, f64, f64)>,
+    characteristics: Option<(f64, f64, f64)>,
 ) -> AppProfile {
-    let name = format!("app{index}");
     AppProfile {
-        identity: AppIdentity::model(&name, &name),
-        platform: PlatformFingerprint::of(t),
-        levels: scores
-            .iter()
-            .map(|(level, s)| LevelProfile {
-                level: level.clone(),
-                result: LevelResult::Scored(
-                    Sensitivity::from_runs(
-                        Signal::Cycles,
-                        2,
-                        vec![1000.0],
-                        vec![1000.0 - 10.0 * s],
-                    )
-                    .unwrap(),
-                ),
-            })
-            .collect(),
-        sharing: sharing.map(|(data, bw, fp)| SharingCharacteristics {
-            signal: SharingSignal::SimCounters,
-            threads: 4,
-            data_sharing: Some(data),
-            bandwidth_gbs: Some(bw),
-            llc_miss_rate: Some(fp / (1.0 - data)),
-            llc_footprint: Some(fp),
-            missing: Vec::new(),
-            data_sharing_runs: None,
-        }),
+        sharing: characteristics.map(|(data, bw, fp)| sharing(data, bw, fp)),
+        ..crate::resense::tests::profile(t, index, scores)
     }
 }
 
