@@ -30,6 +30,8 @@ use crate::target::Target;
 ///   `coloc profile` command that makes one; it counts as unprofiled (resense
 ///   scores it 0, tang spreads it, tranquilizer without counters classifies it
 ///   by resident set);
+///   `auto` reads the same profiles without a warning: it places partitions by
+///   them where stored and contiguously where not;
 /// - solo times per thread count, for `auto`'s admission: those `coloc solo
 ///   --threads` (or `coloc bench mixes`) saved for this workload on this
 ///   target, none otherwise (no warning: auto then admits by thread counts).
@@ -107,7 +109,7 @@ fn context_from(
             Target::Host(_) => String::new(),
             Target::Sim { platform, .. } => format!(" --sim {}", platform.name),
         };
-        for app in &workload.apps {
+        for app in workload.apps.iter().filter(|_| reads.warn_unprofiled) {
             if find(&profiles, app).is_none() {
                 warnings.push(format!(
                     "no profile of app \"{}\" on {}: it counts as unprofiled (resense scores \
@@ -277,6 +279,10 @@ mod tests {
         let (ctx, warnings) = context_from(&kvm, None, &w, reads).unwrap();
         assert!(ctx.profiles.is_empty());
         assert_eq!(warnings.len(), 2);
+        // auto reads them where stored and names no app without one.
+        let auto = coloc_policy::reads_of(&["auto"]);
+        let (ctx, warnings) = context_from(&kvm, Some(&store), &w, auto).unwrap();
+        assert_eq!((ctx.profiles.len(), warnings.len()), (1, 0), "{warnings:?}");
     }
 
     /// On this machine a program's profile is handed over only while its

@@ -13,17 +13,19 @@ pub mod baseline;
 pub(crate) mod cores;
 pub mod guard;
 pub mod invariants;
+pub mod layer;
 pub mod nupoco;
+pub(crate) mod progress;
 mod registry;
 pub mod resense;
 pub mod scalability;
 pub mod tang;
 pub mod tranquilizer;
 
+pub use layer::{build, LayerError};
 pub use registry::{
     by_name, by_name_with, policy_names, reads_of, PolicyInfo, Reads, UnknownPolicy, POLICIES,
 };
-pub use tranquilizer::layer::{build, LayerError};
 
 /// What a policy may know beyond the View: knowledge measured before the run (the
 /// machine's calibration, apps' characterizations from the profile store, their

@@ -12,6 +12,11 @@ use crate::{
 pub struct Reads {
     /// [`PolicyContext::profiles`]: apps' stored characterizations.
     pub profiles: bool,
+    /// Whether an app without a stored profile is worth a warning: the policy
+    /// places it blindly (resense, tang, tranquilizer). `auto` uses profiles
+    /// where stored and does without them elsewhere, as it does without solo
+    /// times.
+    pub warn_unprofiled: bool,
     /// [`PolicyContext::calibration`]: the machine's memory service rates.
     pub calibration: bool,
     /// [`PolicyContext::solo`]: the apps' stored solo times per thread count.
@@ -21,11 +26,13 @@ pub struct Reads {
 impl Reads {
     pub const NOTHING: Reads = Reads {
         profiles: false,
+        warn_unprofiled: false,
         calibration: false,
         solo: false,
     };
     pub const PROFILES: Reads = Reads {
         profiles: true,
+        warn_unprofiled: true,
         ..Reads::NOTHING
     };
     pub const CALIBRATION: Reads = Reads {
@@ -41,6 +48,7 @@ impl Reads {
     pub fn union(self, other: Reads) -> Reads {
         Reads {
             profiles: self.profiles || other.profiles,
+            warn_unprofiled: self.warn_unprofiled || other.warn_unprofiled,
             calibration: self.calibration || other.calibration,
             solo: self.solo || other.solo,
         }
@@ -72,10 +80,19 @@ impl PolicyInfo {
 pub const POLICIES: &[PolicyInfo] = &[
     PolicyInfo {
         name: "auto",
-        about: "the default; combines equal's CPU partitions, NuPoCo's DoP, admission and Thread Tranquilizer's keep-or-revert: while apps' threads oversubscribe the CPUs, an exclusive CPU partition per app (sized by its threads; under makespan an arrival waits for one unless stored solo times say starting it now does not slow the mix) and NuPoCo-style DoP where the app's DoP lever acts, never above the team its stored solo times say is fastest; kept only where measured no slower than Linux alone; --objective makespan|art|latency",
-        source: "coloc's own: NuPoCo §5 space sharing and equal's partitions, kept or reverted by outcome against Linux as Thread Tranquilizer §3",
-        reads: Reads::SOLO,
-        make: |ctx| Box::new(auto::Auto::new(ctx.objective).with_solo(ctx.solo.clone())),
+        about: "the default; combines equal's CPU partitions, NuPoCo's DoP, admission and Thread Tranquilizer's keep-or-revert: while apps' threads oversubscribe the CPUs, an exclusive CPU partition per app (sized by its threads; under makespan an arrival waits for one unless stored solo times say starting it now does not slow the mix) and NuPoCo-style DoP where the app's DoP lever acts, never above the team its stored solo times say is fastest; on machines with several LLCs or nodes, partitions placed by ReSense's stored scores (Tang's heuristic for latency apps) and interleaved memory for memory-intensive apps spanning nodes; kept only where measured no slower than Linux alone; --objective makespan|art|latency",
+        source: "coloc's own: NuPoCo §5 space sharing and equal's partitions, placed by ReSense §2.3 and Tang et al. §5.1, memory by Thread Tranquilizer §3, kept or reverted by outcome against Linux as Thread Tranquilizer §3",
+        reads: Reads {
+            profiles: true,
+            ..Reads::SOLO
+        },
+        make: |ctx| {
+            Box::new(
+                auto::Auto::new(ctx.objective)
+                    .with_solo(ctx.solo.clone())
+                    .with_profiles(ctx.profiles.clone()),
+            )
+        },
     },
     PolicyInfo {
         name: "native",
@@ -166,9 +183,8 @@ pub const POLICIES: &[PolicyInfo] = &[
         about: "Thread Tranquilizer: per app, interleaved memory + 100 ms slice (memory-intensive) or a 20 ms slice (CPU-intensive), kept only if the miss or ICX rate's mean and spread fell; placement left to Linux or to BASE in BASE+tranquilizer",
         source: "Thread Tranquilizer, TACO 2012: §3, Figure 7",
         reads: Reads {
-            profiles: true,
             calibration: true,
-            solo: false,
+            ..Reads::PROFILES
         },
         make: |ctx| {
             Box::new(tranquilizer::Tranquilizer::new(
@@ -231,7 +247,13 @@ mod tests {
         let c = Reads::CALIBRATION;
         let n = Reads::NOTHING;
         let want: &[(&str, Reads)] = &[
-            ("auto", Reads::SOLO),
+            (
+                "auto",
+                Reads {
+                    profiles: true,
+                    ..Reads::SOLO
+                },
+            ),
             ("native", n),
             ("batch", n),
             ("equal", n),
@@ -247,9 +269,8 @@ mod tests {
             (
                 "tranquilizer",
                 Reads {
-                    profiles: true,
                     calibration: true,
-                    solo: false,
+                    ..Reads::PROFILES
                 },
             ),
         ];
@@ -275,17 +296,15 @@ mod tests {
             (
                 &["nupoco+tranquilizer"],
                 Reads {
-                    profiles: true,
                     calibration: true,
-                    solo: false,
+                    ..Reads::PROFILES
                 },
             ),
             (
                 &["nupoco", "resense"],
                 Reads {
-                    profiles: true,
                     calibration: true,
-                    solo: false,
+                    ..Reads::PROFILES
                 },
             ),
         ];

@@ -7,6 +7,7 @@ use std::time::Duration;
 use coloc_model::{AppId, AppSample, Observation};
 
 use crate::cores::lever::{Lever, RegionClock};
+pub(crate) use crate::progress::{progress, Measure, Progress};
 
 /// One app's evidence, updated at each new observation.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -34,55 +35,6 @@ impl Evidence {
     pub fn lever_reason(&self) -> String {
         self.clock.reason()
     }
-}
-
-/// What an app's progress is measured in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Measure {
-    /// Worksharing iterations when its runtime reports them, else regions
-    /// (the DoP channel's report).
-    Work,
-    /// CPU time its threads had: the only progress seen of an app without the
-    /// DoP channel, or of one that reported no work both ways (OpenBLAS at a
-    /// DoP of 1 starts no region). It counts a thread that busy-waits as progressing, so a
-    /// spinning team looks as fast under Linux as on its own CPUs; and CPU
-    /// time moved between such apps is no gain for the mix, so the trial
-    /// judges them as a group (`auto/trial.rs`).
-    Cpu,
-}
-
-/// Progress of one app over one observation interval: how it was measured,
-/// the amount and the interval's length in seconds.
-pub(crate) type Progress = (Measure, f64, f64);
-
-/// What an app did between two observations, in each [`Measure`] it has:
-/// work when its runtime reports, and CPU time always. Empty when either
-/// observation misses the app.
-pub(crate) fn progress(prev: &Observation, last: &Observation, app: AppId) -> Vec<Progress> {
-    let (Some(a), Some(b)) = (prev.app(app), last.app(app)) else {
-        return Vec::new();
-    };
-    let secs = last.at.saturating_sub(prev.at).as_secs_f64();
-    if secs <= 0.0 {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    if let (Some(a), Some(b)) = (&a.omp, &b.omp) {
-        let work = if b.iterations_completed > 0 {
-            b.iterations_completed
-                .saturating_sub(a.iterations_completed)
-        } else {
-            b.regions_completed.saturating_sub(a.regions_completed)
-        };
-        out.push((Measure::Work, work as f64, secs));
-    }
-    let cpu = |s: &AppSample| s.threads.iter().map(|t| t.run_ns).sum::<u64>();
-    out.push((
-        Measure::Cpu,
-        cpu(b).saturating_sub(cpu(a)) as f64 / 1e9,
-        secs,
-    ));
-    out
 }
 
 /// A thread that waited for a CPU more than this fraction of an interval

@@ -48,15 +48,21 @@
 //!    priority of batch apps while a latency-class app runs and never shrinks
 //!    a latency app's team.
 //!
+//! 7. Placement and memory (`auto/placement/`): on a machine with several
+//!    LLCs or NUMA nodes, the partitions lie where ReSense's scores (Tang's
+//!    heuristic for a latency app) put them when profiles are stored, and an
+//!    app spanning several nodes that Thread Tranquilizer's rule calls
+//!    memory-intensive gets interleaved memory (one within a node, local).
+//!
 //! Every plan's note says, per app, what auto chose and why.
 //!
-//! Not done yet: placement by ReSense's scores and Tang's heuristic from
-//! stored profiles, memory policy, and co-scheduling whole teams by time
-//! slices (gang scheduling); partitions are sized by the threads each app
-//! runs, not by how much a CPU more speeds it up.
+//! Not done yet: co-scheduling whole teams by time slices (gang scheduling);
+//! partitions are sized by the threads each app runs, not by how much a CPU
+//! more speeds it up.
 
 mod admission;
 pub(crate) mod evidence;
+mod placement;
 mod team;
 #[cfg(test)]
 mod tests;
@@ -68,12 +74,14 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use coloc_model::metrics::SoloCurves;
+use coloc_model::profile::AppProfile;
 use coloc_model::{
     AppClass, AppId, AppPlan, AppView, CpuSet, Placement, Plan, SchedSettings, View,
 };
 
 use self::admission::Cpus;
 use self::evidence::{usage, Evidence};
+use self::placement::Placer;
 pub use self::trial::measured_against_linux;
 use self::trial::Trial;
 use crate::baseline::topology_order;
@@ -148,6 +156,8 @@ pub struct Auto {
     /// Stored solo times per thread count, by app name (team sizes,
     /// admission).
     solo: SoloCurves,
+    /// Placement from stored profiles and memory policy from observed rates.
+    placer: Placer,
 }
 
 impl Auto {
@@ -166,6 +176,14 @@ impl Auto {
         self
     }
 
+    /// With the apps' stored profiles (`coloc profile`), which place the
+    /// partitions on machines with several LLCs or nodes
+    /// (`auto/placement/`).
+    pub fn with_profiles(mut self, profiles: Vec<AppProfile>) -> Self {
+        self.placer = Placer::new(profiles);
+        self
+    }
+
     /// Takes in the view's last observation, once: each app's evidence.
     /// Returns whether it was new.
     fn observe(&mut self, view: &View<'_>) -> bool {
@@ -174,6 +192,7 @@ impl Auto {
             return false;
         }
         self.seen = Some(last.at);
+        self.placer.observe(view);
         for s in &last.apps {
             if let Some(e) = self.evidence.get_mut(&s.app) {
                 e.update(s, last.at);
@@ -386,12 +405,15 @@ impl Policy for Auto {
         // Auto's arrangement: a partition per app, in proportion to the
         // threads it runs (a steered app: the team it asked for, or the
         // smaller one its solo times say is faster).
+        // Where they lie: by the stored profiles where the machine has
+        // several LLCs or nodes (`auto/placement/`), else contiguous.
         let weights: Vec<u32> = members.iter().map(|a| team(a)).collect();
-        let slices: BTreeMap<AppId, CpuSet> = members
-            .iter()
-            .map(|a| a.id)
-            .zip(partitions(&order, &weights))
-            .collect();
+        let contiguous = partitions(&order, &weights);
+        let (cuts, placed_by) = match self.placer.place(view, &members, &contiguous) {
+            Some((cuts, why)) => (cuts, Some(why)),
+            None => (contiguous, None),
+        };
+        let slices: BTreeMap<AppId, CpuSet> = members.iter().map(|a| a.id).zip(cuts).collect();
         // Work conservation inside the own arrangement: the CPUs of a
         // partition its app left idle over the last interval are lent to the
         // apps whose threads waited for a CPU, until it uses them again.
@@ -419,6 +441,18 @@ impl Policy for Auto {
         };
 
         let mut note = format!("auto ({}): {stage}", self.objective);
+        if let Some(why) = placed_by.filter(|_| own) {
+            let _ = write!(note, "; {why}");
+        }
+        // The memory policy of an app on its partition, said in the note.
+        let placer = &self.placer;
+        let memory = |a: &AppView, slice: &CpuSet, note: &mut String| {
+            let (policy, why) = placer.memory(view, a, slice);
+            if let Some(why) = why {
+                let _ = write!(note, ", {why}");
+            }
+            policy
+        };
         let apps = view
             .apps
             .iter()
@@ -434,6 +468,7 @@ impl Policy for Auto {
                         Some(slice) => {
                             p.placement = Placement::Shared(slice.clone());
                             let _ = write!(note, "; {} admitted on CPUs {}", a.id, slice.to_list());
+                            p.memory = memory(a, slice, &mut note);
                         }
                         None => {
                             let _ = write!(note, "; {} admitted", a.id);
@@ -488,6 +523,7 @@ impl Policy for Auto {
                     if cpus_of != slice {
                         let _ = write!(note, ", borrowing idle CPUs {}", lent.to_list());
                     }
+                    p.memory = memory(a, &slice, &mut note);
                 } else {
                     let cpus_of = placed(&a.id, &slice);
                     p.placement = Placement::Shared(cpus_of.clone());
@@ -501,6 +537,7 @@ impl Policy for Auto {
                     if cpus_of != slice {
                         let _ = write!(note, ", borrowing idle CPUs {}", lent.to_list());
                     }
+                    p.memory = memory(a, &slice, &mut note);
                 }
                 if let Some(n) = p.sched.nice.filter(|n| *n != 0) {
                     let _ = write!(note, " nice {n}");

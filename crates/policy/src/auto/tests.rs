@@ -841,3 +841,91 @@ fn solo_times_cap_a_team_that_runs_slower_than_a_smaller_one() {
         }
     }
 }
+
+/// On this VM (one L3, one node) stored profiles change nothing: the same
+/// script gives the same plans with and without them (`auto/placement/`).
+#[test]
+fn profiles_change_nothing_on_one_llc_and_one_node() {
+    let run = |profiles: Vec<coloc_model::profile::AppProfile>| {
+        let mut s = Script::new(Objective::Makespan);
+        s.auto = Auto::new(Objective::Makespan).with_profiles(profiles);
+        let fixed = s.start(0, 4, false);
+        s.start(1, 2, true);
+        (0..TRIAL_TICKS + 3)
+            .map(|_| s.tick(|id, asked| (id != fixed).then(|| loops(1000, asked.unwrap_or(2)))))
+            .collect::<Vec<Plan>>()
+    };
+    let topo = fixture_topologies().pop().expect("kvm-2cpu");
+    let profiles = super::placement::tests::profiles_for(&topo);
+    let with = run(profiles);
+    assert!(with.iter().any(|p| !unmanaged(p)), "own arrangement tried");
+    assert_eq!(with, run(Vec::new()));
+}
+
+/// On the 8-node Opteron fixture, two malleable apps of 40 threads (80 on 48
+/// CPUs): in auto's arrangement the streaming app's 24 CPUs are spread over
+/// every node, 3 per node, by its ReSense scores, and its memory, whose
+/// stored bandwidth (2 GB/s per thread) makes it memory-intensive, is
+/// interleaved over the 8 nodes; the sharer keeps its memory as it is (0.5
+/// GB/s). Linux's windows of the trial leave both as they were.
+#[test]
+fn placement_and_memory_in_auto_s_arrangement_only() {
+    use coloc_model::MemPolicy;
+    let mut s = Script::new(Objective::Makespan);
+    s.topo = fixture_topologies()
+        .into_iter()
+        .find(|t| t.name == "amd-8node")
+        .unwrap();
+    let profiles = super::placement::tests::profiles_for(&s.topo);
+    s.auto = Auto::new(Objective::Makespan).with_profiles(profiles);
+    let stream = s.start(0, 40, true);
+    let share = s.start(1, 40, true);
+    let plans: Vec<Plan> = (0..TRIAL_TICKS)
+        .map(|_| s.tick(|_, asked| Some(loops(1000, asked.unwrap_or(40)))))
+        .collect();
+    let memory = |p: &Plan, id: AppId| p.for_app(id).unwrap().memory;
+    let own: Vec<&Plan> = plans.iter().filter(|p| !unmanaged(p)).collect();
+    assert!(!own.is_empty());
+    for p in &own {
+        assert_eq!(
+            cpus(p, stream),
+            "0-2,6-8,12-14,18-20,24-26,30-32,36-38,42-44",
+            "{}",
+            p.note
+        );
+        assert_eq!(
+            cpus(p, share),
+            "3-5,9-11,15-17,21-23,27-29,33-35,39-41,45-47"
+        );
+        assert_eq!(memory(p, share), MemPolicy::Default, "{}", p.note);
+        assert!(
+            p.note
+                .contains("placed by profiles; socket case 1; L3 case 1"),
+            "{}",
+            p.note
+        );
+    }
+    // Classified once two samples of its rates are in (two intervals, three
+    // observations), interleaved from then on.
+    let (early, classified): (Vec<&Plan>, Vec<&Plan>) = own
+        .iter()
+        .partition(|p| p.note.contains("not yet classified"));
+    assert_eq!(early.len(), 2);
+    assert!(!classified.is_empty());
+    for p in early {
+        assert_eq!(memory(p, stream), MemPolicy::Default, "{}", p.note);
+    }
+    for p in classified {
+        assert_eq!(memory(p, stream), MemPolicy::Interleave, "{}", p.note);
+        assert!(
+            p.note.contains("memory interleaved over 8 nodes"),
+            "{}",
+            p.note
+        );
+    }
+    let linux: Vec<&Plan> = plans.iter().filter(|p| unmanaged(p)).collect();
+    assert!(!linux.is_empty(), "Linux measured");
+    for p in linux {
+        assert_eq!(memory(p, stream), MemPolicy::Default, "{}", p.note);
+    }
+}

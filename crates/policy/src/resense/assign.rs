@@ -49,15 +49,18 @@ struct Region {
     quota: Vec<(usize, usize)>,
 }
 
-/// Places the requests level by level; `levels` go outermost first.
+/// Places the requests level by level on the CPUs `within` (the whole
+/// machine for `resense`; what is left of it for `auto`'s partitions,
+/// `auto/placement/`); `levels` go outermost first.
 pub(crate) fn assign(
     topology: &Topology,
+    within: &CpuSet,
     levels: &[SharedResource],
     requests: &[Request],
 ) -> Assignment {
-    let slots = Slots::new(topology, requests.iter().map(|r| r.threads).sum());
+    let slots = Slots::new(topology, within, requests.iter().map(|r| r.threads).sum());
     let mut regions = vec![Region {
-        cpus: topology.cpus().clone(),
+        cpus: within.clone(),
         quota: requests
             .iter()
             .enumerate()
@@ -143,15 +146,21 @@ fn children(region: &CpuSet, instances: &[CpuSet]) -> Vec<CpuSet> {
     out
 }
 
-/// Thread slots per CPU (see the module docs) and each CPU's core.
+/// Thread slots per CPU of the CPUs placed on (see the module docs) and each
+/// CPU's core; a core counts with its PUs among those CPUs.
 struct Slots {
     per_cpu: BTreeMap<Cpu, (usize, usize)>,
 }
 
 impl Slots {
-    fn new(topology: &Topology, threads: usize) -> Self {
-        let cores = topology.cores();
-        let pus = topology.cpus().len().max(1);
+    fn new(topology: &Topology, within: &CpuSet, threads: usize) -> Self {
+        let cores: Vec<CpuSet> = topology
+            .cores()
+            .iter()
+            .map(|c| c.intersection(within))
+            .filter(|c| !c.is_empty())
+            .collect();
+        let pus = within.len().max(1);
         let mut per_cpu = BTreeMap::new();
         for (core, set) in cores.iter().enumerate() {
             for (k, cpu) in set.iter().enumerate() {

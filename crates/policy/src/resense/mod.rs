@@ -28,17 +28,17 @@
 //! `resense-positive` and `resense-negative` fix every score to +1 or −1, the
 //! ablation of Table VII.
 
-mod assign;
-mod scores;
+pub(crate) mod assign;
+pub(crate) mod scores;
 mod step;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use coloc_model::profile::AppProfile;
 use coloc_model::topology::SharedResource;
-use coloc_model::{AppPlan, CpuSet, Placement, Plan, View};
+use coloc_model::{AppPlan, CpuSet, Placement, Plan, Topology, View};
 
-use self::assign::{assign, Request};
+use self::assign::{assign, Assignment, Request};
 use self::scores::{vectors, ScoreSource};
 use crate::Policy;
 
@@ -71,6 +71,26 @@ impl ReSense {
     }
 }
 
+/// The levels ReSensor walks, outermost (memory side) first: the paper's
+/// "bottom to top" (§2.3).
+pub(crate) fn levels(topology: &Topology) -> Vec<SharedResource> {
+    topology.shared_resources().into_iter().rev().collect()
+}
+
+/// The cases of Algorithm 1 each level used, as notes say them (`L2 case
+/// 1+2`), outermost level first.
+pub(crate) fn cases_used(levels: &[SharedResource], placed: &Assignment) -> Vec<String> {
+    levels
+        .iter()
+        .zip(&placed.cases)
+        .filter(|(_, cases)| !cases.is_empty())
+        .map(|(level, cases)| {
+            let cases: Vec<String> = cases.iter().map(|c| (*c as u8).to_string()).collect();
+            format!("{} case {}", level.kind.label(), cases.join("+"))
+        })
+        .collect()
+}
+
 impl Policy for ReSense {
     fn name(&self) -> &'static str {
         match self.source {
@@ -81,9 +101,7 @@ impl Policy for ReSense {
     }
 
     fn decide(&mut self, view: &View<'_>) -> Plan {
-        // Outermost (memory side) first: the paper's "bottom to top".
-        let levels: Vec<SharedResource> =
-            view.topology.shared_resources().into_iter().rev().collect();
+        let levels = levels(view.topology);
         let (scores, missing) = vectors(view, &levels, &self.source);
         let requests: Vec<Request> = view
             .apps
@@ -95,7 +113,7 @@ impl Policy for ReSense {
                 scores,
             })
             .collect();
-        let placed = assign(view.topology, &levels, &requests);
+        let placed = assign(view.topology, view.topology.cpus(), &levels, &requests);
         let apps = view
             .apps
             .iter()
@@ -114,15 +132,8 @@ impl Policy for ReSense {
             })
             .collect();
         let mut note = format!("{}: {} apps", self.name(), view.apps.len());
-        for (level, cases) in levels.iter().zip(&placed.cases) {
-            if !cases.is_empty() {
-                let cases: Vec<String> = cases.iter().map(|c| (*c as u8).to_string()).collect();
-                note.push_str(&format!(
-                    "; {} case {}",
-                    level.kind.label(),
-                    cases.join("+")
-                ));
-            }
+        for case in cases_used(&levels, &placed) {
+            note.push_str(&format!("; {case}"));
         }
         if !missing.is_empty() {
             note.push_str(&format!(

@@ -39,7 +39,7 @@ fn view<'a>(topo: &'a Topology, apps: &'a [AppView]) -> View<'a> {
 
 /// The profile of test app `index` (`app{index}`, matched by name) with the given
 /// scores: a baseline of 1000 cycles and a contention run of 1000 − 10·score.
-fn profile(topo: &Topology, index: u32, scores: &[(ResourceKind, f64)]) -> AppProfile {
+pub(crate) fn profile(topo: &Topology, index: u32, scores: &[(ResourceKind, f64)]) -> AppProfile {
     let name = format!("app{index}");
     AppProfile {
         sharing: None,

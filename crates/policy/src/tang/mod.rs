@@ -22,7 +22,7 @@
 pub mod algorithm;
 pub mod levels;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use coloc_model::profile::{self, AppProfile};
 use coloc_model::workload::AppClass;
@@ -131,16 +131,15 @@ pub(crate) fn plan_with(
     Plan { apps, note }
 }
 
-/// The characteristics of the apps other than `app`, figure by figure the
-/// largest known: the co-runner Algorithm 1 compares with.
-fn corunner(tang: &Tang, view: &View<'_>, app: AppId) -> Traits {
+/// The characteristics of `others` (the apps beside the latency app), figure
+/// by figure the largest known: the co-runner Algorithm 1 compares with.
+fn corunner<'a>(tang: &Tang, others: impl IntoIterator<Item = &'a AppView>) -> Traits {
     let max = |a: Option<f64>, b: Option<f64>| match (a, b) {
         (Some(a), Some(b)) => Some(a.max(b)),
         (a, b) => a.or(b),
     };
-    view.apps
-        .iter()
-        .filter(|a| a.id != app)
+    others
+        .into_iter()
         .map(|a| tang.traits(a))
         .fold(Traits::default(), |acc, t| Traits {
             // Algorithm 1 reads P's data sharing only, not the co-runner's.
@@ -161,15 +160,24 @@ pub struct Decision {
 }
 
 impl Tang {
+    /// Algorithm 1 for latency app `app` beside `others`: its choice at both
+    /// levels and the line that made it.
+    pub(crate) fn choice<'a>(
+        &self,
+        app: &AppView,
+        others: impl IntoIterator<Item = &'a AppView>,
+    ) -> (Choice, Line) {
+        algorithm::decide(&self.traits(app), &corunner(self, others), &self.thresholds)
+    }
+
     /// Algorithm 1 for every latency app of the view, in arrival order.
     pub fn decisions(&self, view: &View<'_>, levels: &Levels) -> Vec<Decision> {
         let latency = latency_apps(view);
         let mut free: Vec<usize> = (0..levels.cores.len()).collect();
         let mut out = Vec::new();
         for (i, app) in latency.iter().enumerate() {
-            let p = self.traits(app);
-            let c = corunner(self, view, app.id);
-            let (choice, line) = algorithm::decide(&p, &c, &self.thresholds);
+            let others = view.apps.iter().filter(|a| a.id != app.id);
+            let (choice, line) = self.choice(app, others);
             let n = core_budget(view, &latency, i, free.len(), wanted(app));
             let cores = levels.place(&free, n, choice);
             free.retain(|c| !cores.contains(c));

@@ -194,7 +194,7 @@ fn levels_on_other_trees() {
     assert_eq!(n.cpus(&n.place(&all, 4, ch(D, D))).to_list(), "0,2,4,6");
 }
 
-fn sharing(data: f64, bw: f64, fp: f64) -> SharingCharacteristics {
+pub(crate) fn sharing(data: f64, bw: f64, fp: f64) -> SharingCharacteristics {
     SharingCharacteristics {
         signal: SharingSignal::SimCounters,
         threads: 4,

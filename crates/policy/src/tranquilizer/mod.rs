@@ -14,11 +14,10 @@
 //! memory with a fixed 100 ms slice, CPU-intensive ones a fixed 20 ms slice
 //! ([`classify`]); a second profile decides keep or revert ([`pass`]).
 //! Placement and DoP are left to Linux, or to the placement policy it is
-//! layered on ([`layer`]). Every decision's signal is in the plan's note, so
+//! layered on (`crates/policy/src/layer.rs`). Every decision's signal is in the plan's note, so
 //! the trace says what each used (docs/signals.md).
 
 pub mod classify;
-pub mod layer;
 pub mod pass;
 #[cfg(test)]
 mod tests;
@@ -32,7 +31,6 @@ use coloc_model::profile::{self, AppProfile};
 use coloc_model::{AppId, AppPlan, AppView, Observation, Plan, Topology, View};
 
 use self::classify::Known;
-pub use self::layer::{combine, Layered};
 use self::pass::AppPass;
 use crate::Policy;
 
@@ -109,21 +107,28 @@ impl Tranquilizer {
         }
     }
 
-    /// What classification knows of `app` besides its samples: the LLC
-    /// capacity measured by `coloc calibrate` where stored, else sysfs's.
-    fn known(&self, app: &AppView, topology: &Topology) -> Known {
-        Known {
-            llc_bytes: self.llc_measured.unwrap_or_else(|| llc_bytes(topology)),
-            llc_measured: self.llc_measured.is_some(),
-            stored_gbs: profile::find(&self.profiles, &app.spec)
-                .and_then(|(p, _)| p.sharing.as_ref())
-                .and_then(|s| Some((s.bandwidth_gbs?, s.signal))),
-        }
-    }
-
     /// The state of every app it follows (for tests and reports).
     pub fn passes(&self) -> &BTreeMap<AppId, AppPass> {
         &self.apps
+    }
+}
+
+/// What classification knows of `app` besides its samples: the LLC capacity
+/// measured by `coloc calibrate` where given, else sysfs's, and the memory
+/// bandwidth its stored profile holds. `auto` classifies by the same rule
+/// (`auto/placement/`).
+pub(crate) fn known(
+    profiles: &[AppProfile],
+    llc_measured: Option<u64>,
+    app: &AppView,
+    topology: &Topology,
+) -> Known {
+    Known {
+        llc_bytes: llc_measured.unwrap_or_else(|| llc_bytes(topology)),
+        llc_measured: llc_measured.is_some(),
+        stored_gbs: profile::find(profiles, &app.spec)
+            .and_then(|(p, _)| p.sharing.as_ref())
+            .and_then(|s| Some((s.bandwidth_gbs?, s.signal))),
     }
 }
 
@@ -175,7 +180,7 @@ impl Policy for Tranquilizer {
         if let Some(last) = due {
             if let Some(prev) = &self.last_sample {
                 for a in view.running() {
-                    let known = self.known(a, view.topology);
+                    let known = known(&self.profiles, self.llc_measured, a, view.topology);
                     let (Some(p), Some(r)) =
                         (self.apps.get_mut(&a.id), window::rates(prev, last, a.id))
                     else {

@@ -15,6 +15,7 @@ use super::classify::{classify, Class, Known};
 use super::pass::{improved, AppPass, Setting, Stage};
 use super::window::{Profile, Rates, Signal};
 use super::*;
+use crate::layer::combine;
 use crate::{build, invariants, LayerError, Policy};
 use coloc_model::profile;
 

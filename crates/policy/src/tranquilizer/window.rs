@@ -17,7 +17,7 @@
 use coloc_model::stats::Summary;
 use coloc_model::{AppId, Observation};
 
-use crate::auto::evidence::{progress, Measure};
+use crate::progress::{progress, Measure};
 
 /// An app's rates over one sampling interval.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
