@@ -57,6 +57,7 @@
 
 mod admission;
 pub(crate) mod evidence;
+pub mod gang;
 mod team;
 #[cfg(test)]
 mod tests;
@@ -148,6 +149,10 @@ pub struct Auto {
     /// Stored solo times per thread count, by app name (team sizes,
     /// admission).
     solo: SoloCurves,
+    /// Observations taken in: under gang time sharing, the app in the
+    /// foreground is the running app of this index, modulo their count
+    /// (`auto/gang.rs`).
+    turn: u64,
 }
 
 impl Auto {
@@ -323,6 +328,7 @@ impl Policy for Auto {
 
         // Evidence first (it decides which levers act), then the trial.
         let fresh = self.observe(view);
+        self.turn += u64::from(fresh);
         let steered: Vec<AppId> = running
             .iter()
             .filter(|a| self.steer(a))
@@ -334,8 +340,25 @@ impl Policy for Auto {
         let team = |a: &AppView| teams[&a.id].0;
         let demand: u32 = running.iter().map(|a| team(a)).sum();
         let applicable = demand > cpus && running.len() > 1;
+        // Gang time sharing (`auto/gang.rs`) when every running app may take
+        // part; why each may or may not, for the note.
+        let gang_why: BTreeMap<AppId, Result<(), String>> = running
+            .iter()
+            .map(|a| {
+                let steer = steered.contains(&a.id);
+                let e = self.evidence.get(&a.id);
+                (a.id, gang::candidate(steer, team(a), cpus, e))
+            })
+            .collect();
+        let gang = self.objective == Objective::Makespan
+            && applicable
+            && gang_why.values().all(Result::is_ok);
+        let round = if gang { running.len() as u32 } else { 1 };
+        let foreground = running
+            .get((self.turn % running.len().max(1) as u64) as usize)
+            .map(|a| a.id);
         let sched = self.sched(&running);
-        let trial = Trial::follow(&mut self.trial, view, set, fresh, applicable);
+        let trial = Trial::follow(&mut self.trial, view, (set, round), fresh, applicable);
         let stage = trial.describe();
         let linux = trial.linux();
         // How the running apps used the CPUs over the last interval.
@@ -376,6 +399,7 @@ impl Policy for Auto {
         let mut members = running.clone();
         members.extend(view.pending().filter(|a| !held.contains(&a.id)));
         let launching = members.len() > running.len();
+        let gang = gang && !launching;
         let own = if launching {
             let demand: u32 = members.iter().map(|a| team(a)).sum();
             demand > cpus && members.len() > 1
@@ -470,6 +494,23 @@ impl Policy for Auto {
                     } else {
                         let _ = write!(note, "; {} left to Linux ({why})", a.id);
                     }
+                } else if gang {
+                    let fore = foreground == Some(a.id);
+                    let (placement, sched) = gang::arrange(a, &order, fore);
+                    let nice = sched.nice.unwrap_or_default();
+                    p.placement = placement;
+                    p.sched = sched;
+                    let _ = write!(
+                        note,
+                        "; {} gang {}ground (nice {nice}): {} thread(s) spread over CPUs {} \
+                         ({demand} threads wanted on {cpus} CPUs; {why}; {:.0} sleeps per CPU-second)",
+                        a.id,
+                        if fore { "fore" } else { "back" },
+                        Self::fixed_threads(a),
+                        p.placement.cpus().to_list(),
+                        self.evidence.get(&a.id).map_or(0.0, |e| e.sleeps),
+                    );
+                    return p;
                 } else if steered.contains(&a.id) {
                     let dop = (slice.len() as u32).clamp(1, team);
                     let cpus_of = placed(&a.id, &slice);
@@ -493,11 +534,18 @@ impl Policy for Auto {
                     p.placement = Placement::Shared(cpus_of.clone());
                     let _ = write!(
                         note,
-                        "; {} {} thread(s) on CPUs {} ({demand} threads wanted on {cpus} CPUs; {why})",
+                        "; {} {} thread(s) on CPUs {} ({demand} threads wanted on {cpus} CPUs; {why}",
                         a.id,
                         Self::fixed_threads(a),
                         cpus_of.to_list()
                     );
+                    if self.objective == Objective::Makespan {
+                        let _ = match gang_why.get(&a.id) {
+                            Some(Err(r)) => write!(note, "; no gang: {r}"),
+                            _ => write!(note, "; no gang: not every co-runner can"),
+                        };
+                    }
+                    note.push(')');
                     if cpus_of != slice {
                         let _ = write!(note, ", borrowing idle CPUs {}", lent.to_list());
                     }

@@ -32,6 +32,8 @@ struct Tick {
     pthreads_cpu_ms: Option<u64>,
     /// Time its threads waited for a CPU over the tick, ms.
     wait_ms: u64,
+    /// Voluntary switches its threads made over the tick (sleeps).
+    sleeps: u64,
 }
 
 /// A pthreads app (no DoP channel) that had `cpu_ms` of CPU over the tick.
@@ -43,6 +45,7 @@ fn pthreads(cpu_ms: u64) -> Tick {
         team: 0,
         pthreads_cpu_ms: Some(cpu_ms),
         wait_ms: 0,
+        sleeps: 0,
     }
 }
 
@@ -56,6 +59,7 @@ fn loops(iters: u64, team: u32) -> Tick {
         team,
         pthreads_cpu_ms: None,
         wait_ms: 0,
+        sleeps: 0,
     }
 }
 
@@ -68,6 +72,7 @@ fn one_region(iters: u64, team: u32) -> Tick {
         team,
         pthreads_cpu_ms: None,
         wait_ms: 0,
+        sleeps: 0,
     }
 }
 
@@ -78,8 +83,8 @@ struct Script {
     prev: Option<Observation>,
     last: Option<Observation>,
     now: Duration,
-    /// Cumulative (regions, iterations, run ns, wait ns) per app.
-    counters: BTreeMap<AppId, (u64, u64, u64, u64)>,
+    /// Cumulative (regions, iterations, run ns, wait ns, sleeps) per app.
+    counters: BTreeMap<AppId, (u64, u64, u64, u64, u64)>,
 }
 
 impl Script {
@@ -155,6 +160,7 @@ impl Script {
                 None => u64::from(t.team.min(2)) * TICK.as_nanos() as u64 / 2,
             };
             c.3 += t.wait_ms * 1_000_000;
+            c.4 += t.sleeps;
             samples.push(AppSample {
                 app: a.id,
                 pid: a.threads[0],
@@ -162,6 +168,7 @@ impl Script {
                     tid: a.threads[0],
                     run_ns: c.2,
                     wait_ns: c.3,
+                    voluntary_switches: c.4,
                     ..ThreadSample::default()
                 }],
                 omp: t.pthreads_cpu_ms.is_none().then(|| OmpSample {
@@ -839,5 +846,102 @@ fn solo_times_cap_a_team_that_runs_slower_than_a_smaller_one() {
                 assert!(dop(&p, id).is_some_and(|d| d <= 2), "{}", p.note);
             }
         }
+    }
+}
+
+/// The nice value an app's plan gives it (0 when it sets none).
+fn nice(plan: &Plan, id: AppId) -> i8 {
+    plan.for_app(id).unwrap().sched.nice.unwrap_or(0)
+}
+
+/// Gang time sharing (`auto/gang.rs`), table-driven: two apps of 2 threads
+/// on 2 CPUs, 100 ms of CPU each per tick (the trial's CPU-time measure
+/// sees no difference: gang is kept, within its 2% bound), and per case
+/// whether they are malleable and how often they sleep. Only non-malleable
+/// apps that sleep often (100 switches per 100 ms of CPU: 1000 per
+/// CPU-second, at least gang::SYNC_SLEEPS) take turns in the foreground:
+/// each tick one app at nice 0 and the other at nice 19, both spread thread
+/// k on CPU k; apps that rarely sleep get partitions, and malleable apps
+/// whose lever acts get DoPs.
+#[test]
+fn barrier_teams_that_cannot_shrink_take_turns_at_the_whole_machine() {
+    use super::gang::{BACKGROUND_NICE, SYNC_SLEEPS};
+    // (case, malleable, sleeps per tick, gang expected)
+    let cases = [
+        ("non-malleable barrier apps", false, 100, true),
+        ("non-malleable, just at the threshold", false, 10, true),
+        ("non-malleable, rarely sleeping", false, 9, false),
+        ("non-malleable compute apps", false, 0, false),
+        ("malleable barrier apps", true, 100, false),
+    ];
+    assert_eq!(SYNC_SLEEPS, 100.0, "10 sleeps per 100 ms of CPU");
+    for (case, malleable, sleeps, want) in cases {
+        let mut s = Script::new(Objective::Makespan);
+        let a = s.start(0, 2, malleable);
+        let b = s.start(1, 2, malleable);
+        let tick = |asked: Option<u32>| {
+            let t = if malleable {
+                loops(1000, asked.unwrap_or(2))
+            } else {
+                pthreads(100)
+            };
+            Tick { sleeps, ..t }
+        };
+        let plans: Vec<Plan> = (0..TRIAL_TICKS + 8)
+            .map(|_| s.tick(|_, asked| Some(tick(asked))))
+            .collect();
+        let gang: Vec<&Plan> = plans.iter().filter(|p| p.note.contains("gang ")).collect();
+        if !want {
+            assert!(gang.is_empty(), "{case}: {}", gang[0].note);
+            let last = plans.last().unwrap();
+            assert_eq!((nice(last, a), nice(last, b)), (0, 0), "{case}");
+            if malleable {
+                assert_eq!(dop(last, a), Some(1), "{case}: {}", last.note);
+            } else {
+                assert_eq!(cpus(last, a), "0", "{case}: {}", last.note);
+                assert!(last.note.contains("no gang: "), "{case}: {}", last.note);
+            }
+            continue;
+        }
+        // From the first observation on, every plan in the own arrangement
+        // is a gang one; one app in the foreground, the other behind it,
+        // alternating every tick.
+        assert!(gang.len() >= 2, "{case}: {}", plans[0].note);
+        for p in &gang {
+            let n = (nice(p, a), nice(p, b));
+            assert!(
+                n == (0, BACKGROUND_NICE) || n == (BACKGROUND_NICE, 0),
+                "{case}: {}",
+                p.note
+            );
+            for id in [a, b] {
+                let Placement::PerThread { threads, .. } = &p.for_app(id).unwrap().placement else {
+                    panic!("{case}: {}", p.note)
+                };
+                let on: Vec<String> = threads.iter().map(|(_, c)| c.to_list()).collect();
+                assert_eq!(on, ["0", "1"], "{case}: {}", p.note);
+            }
+        }
+        let turns: Vec<i8> = plans
+            .windows(2)
+            .filter(|w| w.iter().all(|p| p.note.contains("gang ")))
+            .map(|w| nice(&w[0], a) - nice(&w[1], a))
+            .collect();
+        assert!(!turns.is_empty(), "{case}");
+        assert!(
+            turns.iter().all(|d| d.abs() == BACKGROUND_NICE),
+            "{case}: the foreground changes at every tick: {turns:?}"
+        );
+        // Linux measured in between (no placement, nice restored), and gang
+        // kept: the CPU time is the same either way.
+        assert!(plans.iter().any(unmanaged), "{case}");
+        let last = plans.last().unwrap();
+        assert!(last.note.contains("own kept"), "{case}: {}", last.note);
+        assert!(
+            last.note.contains("gang foreground (nice 0)")
+                && last.note.contains("gang background (nice 19)"),
+            "{case}: {}",
+            last.note
+        );
     }
 }

@@ -1,0 +1,91 @@
+//! Gang time sharing: whole teams of non-malleable apps that synchronize
+//! often take turns at the whole machine (`docs/policies/auto.md`, "Gang
+//! time sharing").
+//!
+//! Problem: a barrier-synchronized team whose thread count cannot change
+//! progresses only while all its threads run. Left to Linux beside another
+//! such team, its threads are interleaved with the other's, and every barrier
+//! waits for a member that is descheduled (issue's "co-scheduling a whole
+//! team at once"; Ousterhout's coscheduling). Exclusive partitions (equal's
+//! remedy) stop the interleaving across apps but pack each team onto fewer
+//! CPUs than threads, so its own members still time-share at every barrier.
+//!
+//! Approach, without stopping any process: every gang app's threads are
+//! spread over all CPUs (thread k on the k-th CPU in topology order), and at
+//! each observation interval one app in turn is the *foreground* (nice 0)
+//! while the others run in the *background* at [`BACKGROUND_NICE`]. A
+//! nice-19 thread has a CFS weight of 15 against 1024, so the foreground team
+//! has every CPU at once, and the background teams soak up the cycles it
+//! leaves (its serial phases, its sleeps): work conserving, unlike
+//! stop/continue gang scheduling. Nice is already journaled and restored
+//! (`docs/safety.md`), so no new setting is needed (SCHED_IDLE would make
+//! the background weaker still, weight 3 against 15: not worth a new
+//! setting in the model, the journal and both machines).
+//!
+//! When: the objective is `makespan` (`art` and `latency` use nice values
+//! for their own ends), at least two apps run, their threads oversubscribe
+//! the CPUs, and every running app is a [`candidate`]: its DoP lever does not
+//! act (not malleable, or no region ends), its team has 2..=CPUs threads (a
+//! bigger team cannot run at once anyway), and its threads sleep often, at
+//! least [`SYNC_SLEEPS`] voluntary switches per second of CPU time over some
+//! interval: a waiter at a barrier whose teammate is descheduled spins, then
+//! sleeps; a compute-bound pthreads program (xz, a spinning OpenBLAS team)
+//! rarely sleeps. The trial (`auto/trial.rs`) then keeps it only where it
+//! is measured no slower than Linux.
+
+use coloc_model::{AppView, CpuSet, Placement, SchedSettings};
+
+use super::evidence::Evidence;
+
+/// Nice value of the background teams.
+pub const BACKGROUND_NICE: i8 = 19;
+
+/// Voluntary switches per second of CPU time from which an app counts as
+/// synchronizing often: a sleep every 10 ms of CPU. `kernel:barrier` (a
+/// region of about 0.3 ms per barrier) sleeps thousands of times per
+/// CPU-second when it time-shares its CPUs.
+pub const SYNC_SLEEPS: f64 = 100.0;
+
+/// Whether `a` may be gang scheduled on `cpus` CPUs, given whether auto
+/// steers its DoP, its team and its evidence; else why not, for the trace.
+pub(super) fn candidate(
+    steered: bool,
+    team: u32,
+    cpus: u32,
+    evidence: Option<&Evidence>,
+) -> Result<(), String> {
+    let sleeps = evidence.map_or(0.0, |e| e.sleeps);
+    if steered {
+        Err("its DoP lever acts".into())
+    } else if team < 2 || team > cpus {
+        Err(format!("a team of {team} on {cpus} CPUs"))
+    } else if sleeps < SYNC_SLEEPS {
+        Err(format!(
+            "{sleeps:.0} sleeps per CPU-second, below {SYNC_SLEEPS:.0}"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// The gang arrangement of one app: its threads spread over `order` (thread
+/// k on `order[k mod n]`, threads born later anywhere), and its nice value:
+/// 0 in the foreground, [`BACKGROUND_NICE`] otherwise.
+pub(super) fn arrange(a: &AppView, order: &[u32], foreground: bool) -> (Placement, SchedSettings) {
+    let threads = a
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(k, &tid)| (tid, CpuSet::single(order[k % order.len()])))
+        .collect();
+    let placement = Placement::PerThread {
+        threads,
+        rest: order.iter().copied().collect(),
+    };
+    let nice = if foreground { 0 } else { BACKGROUND_NICE };
+    let sched = SchedSettings {
+        nice: Some(nice),
+        ..SchedSettings::default()
+    };
+    (placement, sched)
+}
