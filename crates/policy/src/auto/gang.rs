@@ -33,7 +33,7 @@
 //! rarely sleeps. The trial (`auto/trial.rs`) then keeps it only where it
 //! is measured no slower than Linux.
 
-use coloc_model::{AppView, CpuSet, Placement, SchedSettings};
+use coloc_model::{AppSample, AppView, CpuSet, Placement, SchedSettings, Tid};
 
 use super::evidence::Evidence;
 
@@ -68,15 +68,27 @@ pub(super) fn candidate(
     }
 }
 
-/// The gang arrangement of one app: its threads spread over `order` (thread
-/// k on `order[k mod n]`, threads born later anywhere), and its nice value:
-/// 0 in the foreground, [`BACKGROUND_NICE`] otherwise.
-pub(super) fn arrange(a: &AppView, order: &[u32], foreground: bool) -> (Placement, SchedSettings) {
-    let threads = a
-        .threads
-        .iter()
+/// The gang arrangement of one app: its threads spread over `order`, the
+/// k-th on `order[k mod n]`, busy threads first, oldest first among them (a
+/// thread is busy when its CPU time in `sample` is at least a quarter of its
+/// busiest sibling's: a helper thread that mostly sleeps takes no team
+/// member's CPU, and team members keep their CPUs from one turn to the
+/// next); threads born later may run anywhere. Its nice value: 0 in the
+/// foreground, [`BACKGROUND_NICE`] otherwise.
+pub(super) fn arrange(
+    a: &AppView,
+    sample: Option<&AppSample>,
+    order: &[u32],
+    foreground: bool,
+) -> (Placement, SchedSettings) {
+    let cpu = |tid| sample.and_then(|s| s.thread(tid)).map_or(0, |t| t.run_ns);
+    let most = a.threads.iter().map(|&tid| cpu(tid)).max().unwrap_or(0);
+    let mut busy_first: Vec<Tid> = a.threads.clone();
+    busy_first.sort_by_key(|&tid| cpu(tid) * 4 < most);
+    let threads = busy_first
+        .into_iter()
         .enumerate()
-        .map(|(k, &tid)| (tid, CpuSet::single(order[k % order.len()])))
+        .map(|(k, tid)| (tid, CpuSet::single(order[k % order.len()])))
         .collect();
     let placement = Placement::PerThread {
         threads,

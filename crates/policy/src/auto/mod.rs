@@ -496,7 +496,8 @@ impl Policy for Auto {
                     }
                 } else if gang {
                     let fore = foreground == Some(a.id);
-                    let (placement, sched) = gang::arrange(a, &order, fore);
+                    let sample = view.last.and_then(|o| o.app(a.id));
+                    let (placement, sched) = gang::arrange(a, sample, &order, fore);
                     let nice = sched.nice.unwrap_or_default();
                     p.placement = placement;
                     p.sched = sched;
