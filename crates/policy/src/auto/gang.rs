@@ -33,9 +33,14 @@
 //! rarely sleeps. The trial (`auto/trial.rs`) then keeps it only where it
 //! is measured no slower than Linux.
 
-use coloc_model::{AppSample, AppView, CpuSet, Placement, SchedSettings, Tid};
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use coloc_model::{AppPlan, AppSample, AppView, CpuSet, Placement, Plan, SchedSettings, Tid, View};
 
 use super::evidence::Evidence;
+use crate::baseline::topology_order;
+use crate::Policy;
 
 /// Nice value of the background teams.
 pub const BACKGROUND_NICE: i8 = 19;
@@ -100,4 +105,63 @@ pub(super) fn arrange(
         ..SchedSettings::default()
     };
     (placement, sched)
+}
+
+/// The `gang` policy: gang time sharing of every running app whenever their
+/// threads oversubscribe the CPUs, whatever they are (no evidence, no
+/// trial), else Linux. Apps start unplaced, so an OpenMP runtime sees every
+/// CPU and spins at its barriers, as a team that has the machine to itself
+/// should. It is what `auto` does only where apps outnumber the CPUs, as a
+/// policy of its own to measure the mechanism against `equal` and `native`
+/// (`docs/policies/auto.md`, "Gang time sharing").
+#[derive(Debug, Default)]
+pub struct Gang {
+    /// Observations taken in: the foreground app is the running app of this
+    /// index, modulo their count.
+    turn: u64,
+    /// Time of the last observation taken in.
+    seen: Option<Duration>,
+}
+
+impl Policy for Gang {
+    fn name(&self) -> &'static str {
+        "gang"
+    }
+
+    fn decide(&mut self, view: &View<'_>) -> Plan {
+        if let Some(last) = view.last.filter(|o| self.seen != Some(o.at)) {
+            self.seen = Some(last.at);
+            self.turn += 1;
+        }
+        let order = topology_order(view);
+        let mut running: Vec<&AppView> = view.running().collect();
+        running.sort_by_key(|a| (a.started_at, a.id));
+        let threads: usize = running
+            .iter()
+            .map(|a| a.threads.len().max(a.threads_requested as usize).max(1))
+            .sum();
+        let on = running.len() > 1 && threads > order.len() && !order.is_empty();
+        let foreground = running
+            .get((self.turn % running.len().max(1) as u64) as usize)
+            .map(|a| a.id);
+        let mut note = String::from("gang:");
+        let apps = view
+            .apps
+            .iter()
+            .map(|a| {
+                let mut p = AppPlan::native(a.id);
+                if on && a.is_running() {
+                    let fore = foreground == Some(a.id);
+                    let sample = view.last.and_then(|o| o.app(a.id));
+                    (p.placement, p.sched) = arrange(a, sample, &order, fore);
+                    let _ = write!(note, " {} nice {};", a.id, p.sched.nice.unwrap_or(0));
+                }
+                p
+            })
+            .collect();
+        if !on {
+            note.push_str(" threads fit the CPUs: left to Linux");
+        }
+        Plan { apps, note }
+    }
 }

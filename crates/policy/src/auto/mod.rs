@@ -28,6 +28,11 @@
 //!    it starts with fewer CPUs than threads). Work conserving across apps:
 //!    partitions are recomputed at every decision, so an exit frees its CPUs
 //!    at once; inside a partition Linux balances the app's threads.
+//!    Gang time sharing instead (`auto/gang.rs`, `makespan` only) when every
+//!    running app's team cannot change, fits the CPUs and sleeps often (a
+//!    barrier waiter whose teammate is descheduled): each team in turn has
+//!    all CPUs at nice 0 for an observation interval, the others at nice 19
+//!    soaking up what it leaves.
 //! 4. Admission (`makespan` only, `auto/admission.rs`): an arriving app
 //!    starts at once while some CPU has no app of its own, CPUs idle, or the
 //!    running set's trial settled on Linux; otherwise, with stored solo times,
@@ -51,9 +56,8 @@
 //! Every plan's note says, per app, what auto chose and why.
 //!
 //! Not done yet: placement by ReSense's scores and Tang's heuristic from
-//! stored profiles, memory policy, and co-scheduling whole teams by time
-//! slices (gang scheduling); partitions are sized by the threads each app
-//! runs, not by how much a CPU more speeds it up.
+//! stored profiles, and memory policy; partitions are sized by the threads
+//! each app runs, not by how much a CPU more speeds it up.
 
 mod admission;
 pub(crate) mod evidence;
@@ -350,8 +354,12 @@ impl Policy for Auto {
                 (a.id, gang::candidate(steer, team(a), cpus, e))
             })
             .collect();
+        // Only where partitions cannot give every app a CPU of its own:
+        // measured on this project's machine, two such teams on as many CPUs
+        // ran slower gang time-shared than partitioned (`auto/gang.rs`).
         let gang = self.objective == Objective::Makespan
             && applicable
+            && running.len() > cpus as usize
             && gang_why.values().all(Result::is_ok);
         let round = if gang { running.len() as u32 } else { 1 };
         let foreground = running
@@ -543,6 +551,9 @@ impl Policy for Auto {
                     if self.objective == Objective::Makespan {
                         let _ = match gang_why.get(&a.id) {
                             Some(Err(r)) => write!(note, "; no gang: {r}"),
+                            _ if running.len() <= cpus as usize => {
+                                write!(note, "; no gang: a CPU of its own is faster")
+                            }
                             _ => write!(note, "; no gang: not every co-runner can"),
                         };
                     }

@@ -854,31 +854,39 @@ fn nice(plan: &Plan, id: AppId) -> i8 {
     plan.for_app(id).unwrap().sched.nice.unwrap_or(0)
 }
 
-/// Gang time sharing (`auto/gang.rs`), table-driven: two apps of 2 threads
-/// on 2 CPUs, 100 ms of CPU each per tick (the trial's CPU-time measure
-/// sees no difference: gang is kept, within its 2% bound), and per case
+/// Gang time sharing (`auto/gang.rs`), table-driven: apps of 2 threads on 2
+/// CPUs, 100 ms of CPU each per tick (the trial's CPU-time measure sees no
+/// difference: gang is kept, within its 2% bound), and per case how many,
 /// whether they are malleable and how often they sleep. Only non-malleable
 /// apps that sleep often (100 switches per 100 ms of CPU: 1000 per
-/// CPU-second, at least gang::SYNC_SLEEPS) take turns in the foreground:
-/// each tick one app at nice 0 and the other at nice 19, both spread thread
-/// k on CPU k; apps that rarely sleep get partitions, and malleable apps
-/// whose lever acts get DoPs.
+/// CPU-second, at least gang::SYNC_SLEEPS) and outnumber the CPUs take turns
+/// in the foreground: each tick one app at nice 0 and the others at nice 19,
+/// all spread thread k on CPU k. Two such apps get a CPU each (partitions
+/// were measured faster), apps that rarely sleep get partitions, and
+/// malleable apps whose lever acts get DoPs.
 #[test]
 fn barrier_teams_that_cannot_shrink_take_turns_at_the_whole_machine() {
     use super::gang::{BACKGROUND_NICE, SYNC_SLEEPS};
-    // (case, malleable, sleeps per tick, gang expected)
+    // (case, apps, malleable, sleeps per tick, gang expected)
     let cases = [
-        ("non-malleable barrier apps", false, 100, true),
-        ("non-malleable, just at the threshold", false, 10, true),
-        ("non-malleable, rarely sleeping", false, 9, false),
-        ("non-malleable compute apps", false, 0, false),
-        ("malleable barrier apps", true, 100, false),
+        ("3 non-malleable barrier apps", 3, false, 100, true),
+        ("3 non-malleable, just at the threshold", 3, false, 10, true),
+        ("3 non-malleable, rarely sleeping", 3, false, 9, false),
+        ("3 non-malleable compute apps", 3, false, 0, false),
+        (
+            "2 non-malleable barrier apps: a CPU each",
+            2,
+            false,
+            100,
+            false,
+        ),
+        ("3 malleable barrier apps", 3, true, 100, false),
     ];
     assert_eq!(SYNC_SLEEPS, 100.0, "10 sleeps per 100 ms of CPU");
-    for (case, malleable, sleeps, want) in cases {
+    for (case, n, malleable, sleeps, want) in cases {
         let mut s = Script::new(Objective::Makespan);
-        let a = s.start(0, 2, malleable);
-        let b = s.start(1, 2, malleable);
+        let ids: Vec<AppId> = (0..n).map(|i| s.start(i, 2, malleable)).collect();
+        let a = ids[0];
         let tick = |asked: Option<u32>| {
             let t = if malleable {
                 loops(1000, asked.unwrap_or(2))
@@ -894,7 +902,7 @@ fn barrier_teams_that_cannot_shrink_take_turns_at_the_whole_machine() {
         if !want {
             assert!(gang.is_empty(), "{case}: {}", gang[0].note);
             let last = plans.last().unwrap();
-            assert_eq!((nice(last, a), nice(last, b)), (0, 0), "{case}");
+            assert!(ids.iter().all(|id| nice(last, *id) == 0), "{case}");
             if malleable {
                 assert_eq!(dop(last, a), Some(1), "{case}: {}", last.note);
             } else {
@@ -903,18 +911,16 @@ fn barrier_teams_that_cannot_shrink_take_turns_at_the_whole_machine() {
             }
             continue;
         }
-        // From the first observation on, every plan in the own arrangement
-        // is a gang one; one app in the foreground, the other behind it,
-        // alternating every tick.
+        // Every plan in the own arrangement is a gang one: one app in the
+        // foreground, the others behind it, the next app every tick.
         assert!(gang.len() >= 2, "{case}: {}", plans[0].note);
         for p in &gang {
-            let n = (nice(p, a), nice(p, b));
-            assert!(
-                n == (0, BACKGROUND_NICE) || n == (BACKGROUND_NICE, 0),
-                "{case}: {}",
-                p.note
-            );
-            for id in [a, b] {
+            let fore: Vec<AppId> = ids.iter().copied().filter(|id| nice(p, *id) == 0).collect();
+            assert_eq!(fore.len(), 1, "{case}: {}", p.note);
+            for &id in &ids {
+                if id != fore[0] {
+                    assert_eq!(nice(p, id), BACKGROUND_NICE, "{case}: {}", p.note);
+                }
                 let Placement::PerThread { threads, .. } = &p.for_app(id).unwrap().placement else {
                     panic!("{case}: {}", p.note)
                 };
@@ -922,15 +928,16 @@ fn barrier_teams_that_cannot_shrink_take_turns_at_the_whole_machine() {
                 assert_eq!(on, ["0", "1"], "{case}: {}", p.note);
             }
         }
-        let turns: Vec<i8> = plans
+        let foreground = |p: &Plan| ids.iter().position(|id| nice(p, *id) == 0);
+        let turns: Vec<(usize, usize)> = plans
             .windows(2)
             .filter(|w| w.iter().all(|p| p.note.contains("gang ")))
-            .map(|w| nice(&w[0], a) - nice(&w[1], a))
+            .map(|w| (foreground(&w[0]).unwrap(), foreground(&w[1]).unwrap()))
             .collect();
         assert!(!turns.is_empty(), "{case}");
         assert!(
-            turns.iter().all(|d| d.abs() == BACKGROUND_NICE),
-            "{case}: the foreground changes at every tick: {turns:?}"
+            turns.iter().all(|(x, y)| *y == (x + 1) % ids.len()),
+            "{case}: the next app is in the foreground at every tick: {turns:?}"
         );
         // Linux measured in between (no placement, nice restored), and gang
         // kept: the CPU time is the same either way.
