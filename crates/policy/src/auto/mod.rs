@@ -365,6 +365,7 @@ impl Policy for Auto {
         let foreground = running
             .get((self.turn % running.len().max(1) as u64) as usize)
             .map(|a| a.id);
+        let gang_offsets = gang::offsets(&running);
         let sched = self.sched(&running);
         let trial = Trial::follow(&mut self.trial, view, (set, round), fresh, applicable);
         let stage = trial.describe();
@@ -505,7 +506,8 @@ impl Policy for Auto {
                 } else if gang {
                     let fore = foreground == Some(a.id);
                     let sample = view.last.and_then(|o| o.app(a.id));
-                    let (placement, sched) = gang::arrange(a, sample, &order, fore);
+                    let offset = gang_offsets.get(&a.id).copied().unwrap_or(0);
+                    let (placement, sched) = gang::arrange(a, sample, (&order, offset), fore);
                     let nice = sched.nice.unwrap_or_default();
                     p.placement = placement;
                     p.sched = sched;
