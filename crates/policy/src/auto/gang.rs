@@ -22,16 +22,19 @@
 //! the background weaker still, weight 3 against 15: not worth a new
 //! setting in the model, the journal and both machines).
 //!
-//! When: the objective is `makespan` (`art` and `latency` use nice values
-//! for their own ends), at least two apps run, their threads oversubscribe
-//! the CPUs, and every running app is a [`candidate`]: its DoP lever does not
-//! act (not malleable, or no region ends), its team has 2..=CPUs threads (a
-//! bigger team cannot run at once anyway), and its threads sleep often, at
-//! least [`SYNC_SLEEPS`] voluntary switches per second of CPU time over some
+//! When (in auto): the objective is `makespan` (`art` and `latency` use
+//! nice values for their own ends), at least two apps run, their threads
+//! oversubscribe the CPUs, the apps outnumber the CPUs, and every running
+//! app is a candidate (`candidate`): its DoP lever does not act (not
+//! malleable, or no region ends), its team has 2..=CPUs threads (a bigger
+//! team cannot run at once anyway), and its threads sleep often, at least
+//! [`SYNC_SLEEPS`] voluntary switches per second of CPU time over some
 //! interval: a waiter at a barrier whose teammate is descheduled spins, then
-//! sleeps; a compute-bound pthreads program (xz, a spinning OpenBLAS team)
-//! rarely sleeps. The trial (`auto/trial.rs`) then keeps it only where it
-//! is measured no slower than Linux.
+//! sleeps; a compute-bound pthreads program rarely does. With a CPU for
+//! every app, partitions: on this project's 2-CPU machine two barrier teams
+//! ran 2% slower gang time-shared than partitioned and two OpenBLAS teams
+//! 20% slower. The trial (`auto/trial.rs`) keeps either only where it is
+//! measured no slower than Linux.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
