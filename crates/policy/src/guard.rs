@@ -76,7 +76,7 @@ impl Policy for Guarded {
             plan.for_app(a.id)
                 .is_some_and(|p| acts(p, a.threads_requested))
         });
-        let trial = Trial::follow(&mut self.trial, view, set, fresh, applicable);
+        let trial = Trial::follow(&mut self.trial, view, (set, 1), fresh, applicable);
         if !trial.space() {
             for p in &mut plan.apps {
                 let Some(a) = view.running().find(|a| a.id == p.app) else {

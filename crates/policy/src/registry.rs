@@ -80,7 +80,7 @@ impl PolicyInfo {
 pub const POLICIES: &[PolicyInfo] = &[
     PolicyInfo {
         name: "auto",
-        about: "the default; combines equal's CPU partitions, NuPoCo's DoP, admission and Thread Tranquilizer's keep-or-revert: while apps' threads oversubscribe the CPUs, an exclusive CPU partition per app (sized by its threads; under makespan an arrival waits for one unless stored solo times say starting it now does not slow the mix) and NuPoCo-style DoP where the app's DoP lever acts, never above the team its stored solo times say is fastest; on machines with several LLCs or nodes, partitions placed by ReSense's stored scores (Tang's heuristic for latency apps) and interleaved memory for memory-intensive apps spanning nodes; kept only where measured no slower than Linux alone; --objective makespan|art|latency",
+        about: "the default; combines equal's CPU partitions, NuPoCo's DoP, admission and Thread Tranquilizer's keep-or-revert: while apps' threads oversubscribe the CPUs, an exclusive CPU partition per app (sized by its threads; under makespan an arrival waits for one unless stored solo times say starting it now does not slow the mix) and NuPoCo-style DoP where the app's DoP lever acts, never above the team its stored solo times say is fastest; on machines with several LLCs or nodes, partitions placed by ReSense's stored scores (Tang's heuristic for latency apps) and interleaved memory for memory-intensive apps spanning nodes; teams that cannot shrink and sleep at barriers take turns at all CPUs instead (gang time sharing by nice values); kept only where measured no slower than Linux alone; --objective makespan|art|latency",
         source: "coloc's own: NuPoCo §5 space sharing and equal's partitions, placed by ReSense §2.3 and Tang et al. §5.1, memory by Thread Tranquilizer §3, kept or reverted by outcome against Linux as Thread Tranquilizer §3",
         reads: Reads {
             profiles: true,
@@ -121,6 +121,13 @@ pub const POLICIES: &[PolicyInfo] = &[
         source: "the workload file's `cpus` per app",
         reads: Reads::NOTHING,
         make: |_| Box::new(baseline::Static),
+    },
+    PolicyInfo {
+        name: "gang",
+        about: "gang time sharing: while apps' threads oversubscribe the CPUs, each app in turn runs at nice 0 for an epoch and the others at nice 19, every app's threads spread over all CPUs (auto uses it only where apps outnumber the CPUs)",
+        source: "coscheduling (Ousterhout, ICDCS 1982) by CFS weights instead of stopping processes; docs/policies/auto.md",
+        reads: Reads::NOTHING,
+        make: |_| Box::new(auto::gang::Gang::default()),
     },
     PolicyInfo {
         name: "resense",
@@ -258,6 +265,7 @@ mod tests {
             ("batch", n),
             ("equal", n),
             ("static", n),
+            ("gang", n),
             ("resense", p),
             ("resense-positive", n),
             ("resense-negative", n),

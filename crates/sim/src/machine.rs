@@ -248,7 +248,7 @@ impl Machine for SimMachine {
                             cpu: Some(e.cpu_of(t)),
                             run_ns: (s.run_s * 1e9) as u64,
                             wait_ns: (s.wait_s * 1e9) as u64,
-                            voluntary_switches: s.voluntary,
+                            voluntary_switches: s.voluntary as u64,
                             involuntary_switches: s.involuntary as u64,
                             migrations: Some(s.migrations),
                             minor_faults: 0,

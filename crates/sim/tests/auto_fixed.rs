@@ -5,8 +5,9 @@
 //!   each with a team as large as the 2-CPU machine, and a compute-bound
 //!   co-runner that arrives later and leaves first. Linux time-shares the
 //!   teams, so every barrier waits for a descheduled member; a CPU partition
-//!   per app avoids that, and auto must find it by outcome (its trial against
-//!   Linux) and keep it.
+//!   per app, or gang time sharing of the two teams (their threads sleep at
+//!   barriers), avoids that, and auto must find it by outcome (its trial
+//!   against Linux) and keep it.
 //! - compute only: apps that never synchronize, where Linux loses nothing
 //!   (in the simulator partitions tie with it: both are work conserving).
 //!
@@ -129,11 +130,11 @@ fn within_margin_of_the_best(name: &str, workload: &str) -> Vec<String> {
 #[test]
 fn auto_partitions_teams_it_cannot_shrink() {
     let notes = within_margin_of_the_best("fixed-teams", WORKLOAD);
-    // It got there by partitions its trial kept.
+    // It got there by an arrangement its trial kept: partitions, or gang
+    // time sharing while only the two barrier teams run.
     assert!(
-        notes
-            .iter()
-            .any(|n| n.contains("kept") && n.contains("on CPUs")),
+        notes.iter().any(|n| n.contains("kept")
+            && (n.contains("on CPUs") || n.contains("gang foreground"))),
         "{notes:#?}"
     );
 }

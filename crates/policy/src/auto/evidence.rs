@@ -17,12 +17,31 @@ pub(super) struct Evidence {
     pub clock: RegionClock,
     /// CPU time all its threads have had, ns (attained service).
     pub cpu_ns: u64,
+    /// Voluntary context switches its threads have made (`status`'s
+    /// `voluntary_ctxt_switches`: sleeps in a barrier, a lock, I/O).
+    pub switches: u64,
+    /// The most voluntary switches per second of CPU time seen over one
+    /// interval (of at least [`MIN_CPU_NS`] of CPU): how often its threads
+    /// sleep, kept once seen (`auto/gang.rs`).
+    pub sleeps: f64,
 }
+
+/// CPU time over an interval below which its switches say too little to
+/// count.
+pub(super) const MIN_CPU_NS: u64 = 10_000_000;
 
 impl Evidence {
     /// Takes the app's sample of an observation made at `at`.
     pub fn update(&mut self, sample: &AppSample, at: Duration) {
-        self.cpu_ns = sample.threads.iter().map(|t| t.run_ns).sum();
+        let cpu_ns: u64 = sample.threads.iter().map(|t| t.run_ns).sum();
+        let switches: u64 = sample.threads.iter().map(|t| t.voluntary_switches).sum();
+        let cpu = cpu_ns.saturating_sub(self.cpu_ns);
+        if cpu >= MIN_CPU_NS {
+            let rate = switches.saturating_sub(self.switches) as f64 / (cpu as f64 * 1e-9);
+            self.sleeps = self.sleeps.max(rate);
+        }
+        self.cpu_ns = cpu_ns;
+        self.switches = switches;
         self.clock.update(sample, at);
     }
 

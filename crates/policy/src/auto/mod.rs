@@ -28,6 +28,11 @@
 //!    it starts with fewer CPUs than threads). Work conserving across apps:
 //!    partitions are recomputed at every decision, so an exit frees its CPUs
 //!    at once; inside a partition Linux balances the app's threads.
+//!    Gang time sharing instead (`auto/gang.rs`, `makespan` only) when every
+//!    running app's team cannot change, fits the CPUs and sleeps often (a
+//!    barrier waiter whose teammate is descheduled): each team in turn has
+//!    all CPUs at nice 0 for an observation interval, the others at nice 19
+//!    soaking up what it leaves.
 //! 4. Admission (`makespan` only, `auto/admission.rs`): an arriving app
 //!    starts at once while some CPU has no app of its own, CPUs idle, or the
 //!    running set's trial settled on Linux; otherwise, with stored solo times,
@@ -56,12 +61,12 @@
 //!
 //! Every plan's note says, per app, what auto chose and why.
 //!
-//! Not done yet: co-scheduling whole teams by time slices (gang scheduling);
-//! partitions are sized by the threads each app runs, not by how much a CPU
-//! more speeds it up.
+//! Not done yet: partitions are sized by the threads each app runs, not by
+//! how much a CPU more speeds it up.
 
 mod admission;
 pub(crate) mod evidence;
+pub mod gang;
 mod placement;
 mod team;
 #[cfg(test)]
@@ -158,6 +163,10 @@ pub struct Auto {
     solo: SoloCurves,
     /// Placement from stored profiles and memory policy from observed rates.
     placer: Placer,
+    /// Observations taken in: under gang time sharing, the app in the
+    /// foreground is the running app of this index, modulo their count
+    /// (`auto/gang.rs`).
+    turn: u64,
 }
 
 impl Auto {
@@ -342,6 +351,7 @@ impl Policy for Auto {
 
         // Evidence first (it decides which levers act), then the trial.
         let fresh = self.observe(view);
+        self.turn += u64::from(fresh);
         let steered: Vec<AppId> = running
             .iter()
             .filter(|a| self.steer(a))
@@ -353,8 +363,30 @@ impl Policy for Auto {
         let team = |a: &AppView| teams[&a.id].0;
         let demand: u32 = running.iter().map(|a| team(a)).sum();
         let applicable = demand > cpus && running.len() > 1;
+        // Gang time sharing (`auto/gang.rs`) when every running app may take
+        // part; why each may or may not, for the note.
+        let gang_why: BTreeMap<AppId, Result<(), String>> = running
+            .iter()
+            .map(|a| {
+                let steer = steered.contains(&a.id);
+                let e = self.evidence.get(&a.id);
+                (a.id, gang::candidate(steer, team(a), cpus, e))
+            })
+            .collect();
+        // Only where partitions cannot give every app a CPU of its own:
+        // measured on this project's machine, two such teams on as many CPUs
+        // ran slower gang time-shared than partitioned (`auto/gang.rs`).
+        let gang = self.objective == Objective::Makespan
+            && applicable
+            && running.len() > cpus as usize
+            && gang_why.values().all(Result::is_ok);
+        let round = if gang { running.len() as u32 } else { 1 };
+        let foreground = running
+            .get((self.turn % running.len().max(1) as u64) as usize)
+            .map(|a| a.id);
+        let gang_offsets = gang::offsets(&running);
         let sched = self.sched(&running);
-        let trial = Trial::follow(&mut self.trial, view, set, fresh, applicable);
+        let trial = Trial::follow(&mut self.trial, view, (set, round), fresh, applicable);
         let stage = trial.describe();
         let linux = trial.linux();
         // How the running apps used the CPUs over the last interval.
@@ -395,6 +427,7 @@ impl Policy for Auto {
         let mut members = running.clone();
         members.extend(view.pending().filter(|a| !held.contains(&a.id)));
         let launching = members.len() > running.len();
+        let gang = gang && !launching;
         let own = if launching {
             let demand: u32 = members.iter().map(|a| team(a)).sum();
             demand > cpus && members.len() > 1
@@ -505,6 +538,25 @@ impl Policy for Auto {
                     } else {
                         let _ = write!(note, "; {} left to Linux ({why})", a.id);
                     }
+                } else if gang {
+                    let fore = foreground == Some(a.id);
+                    let sample = view.last.and_then(|o| o.app(a.id));
+                    let offset = gang_offsets.get(&a.id).copied().unwrap_or(0);
+                    let (placement, sched) = gang::arrange(a, sample, (&order, offset), fore);
+                    let nice = sched.nice.unwrap_or_default();
+                    p.placement = placement;
+                    p.sched = sched;
+                    let _ = write!(
+                        note,
+                        "; {} gang {}ground (nice {nice}): {} thread(s) spread over CPUs {} \
+                         ({demand} threads wanted on {cpus} CPUs; {why}; {:.0} sleeps per CPU-second)",
+                        a.id,
+                        if fore { "fore" } else { "back" },
+                        Self::fixed_threads(a),
+                        p.placement.cpus().to_list(),
+                        self.evidence.get(&a.id).map_or(0.0, |e| e.sleeps),
+                    );
+                    return p;
                 } else if steered.contains(&a.id) {
                     let dop = (slice.len() as u32).clamp(1, team);
                     let cpus_of = placed(&a.id, &slice);
@@ -529,11 +581,21 @@ impl Policy for Auto {
                     p.placement = Placement::Shared(cpus_of.clone());
                     let _ = write!(
                         note,
-                        "; {} {} thread(s) on CPUs {} ({demand} threads wanted on {cpus} CPUs; {why})",
+                        "; {} {} thread(s) on CPUs {} ({demand} threads wanted on {cpus} CPUs; {why}",
                         a.id,
                         Self::fixed_threads(a),
                         cpus_of.to_list()
                     );
+                    if self.objective == Objective::Makespan {
+                        let _ = match gang_why.get(&a.id) {
+                            Some(Err(r)) => write!(note, "; no gang: {r}"),
+                            _ if running.len() <= cpus as usize => {
+                                write!(note, "; no gang: a CPU of its own is faster")
+                            }
+                            _ => write!(note, "; no gang: not every co-runner can"),
+                        };
+                    }
+                    note.push(')');
                     if cpus_of != slice {
                         let _ = write!(note, ", borrowing idle CPUs {}", lent.to_list());
                     }

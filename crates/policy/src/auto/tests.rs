@@ -32,6 +32,8 @@ struct Tick {
     pthreads_cpu_ms: Option<u64>,
     /// Time its threads waited for a CPU over the tick, ms.
     wait_ms: u64,
+    /// Voluntary switches its threads made over the tick (sleeps).
+    sleeps: u64,
 }
 
 /// A pthreads app (no DoP channel) that had `cpu_ms` of CPU over the tick.
@@ -43,6 +45,7 @@ fn pthreads(cpu_ms: u64) -> Tick {
         team: 0,
         pthreads_cpu_ms: Some(cpu_ms),
         wait_ms: 0,
+        sleeps: 0,
     }
 }
 
@@ -56,6 +59,7 @@ fn loops(iters: u64, team: u32) -> Tick {
         team,
         pthreads_cpu_ms: None,
         wait_ms: 0,
+        sleeps: 0,
     }
 }
 
@@ -68,6 +72,7 @@ fn one_region(iters: u64, team: u32) -> Tick {
         team,
         pthreads_cpu_ms: None,
         wait_ms: 0,
+        sleeps: 0,
     }
 }
 
@@ -78,8 +83,8 @@ struct Script {
     prev: Option<Observation>,
     last: Option<Observation>,
     now: Duration,
-    /// Cumulative (regions, iterations, run ns, wait ns) per app.
-    counters: BTreeMap<AppId, (u64, u64, u64, u64)>,
+    /// Cumulative (regions, iterations, run ns, wait ns, sleeps) per app.
+    counters: BTreeMap<AppId, (u64, u64, u64, u64, u64)>,
 }
 
 impl Script {
@@ -155,6 +160,7 @@ impl Script {
                 None => u64::from(t.team.min(2)) * TICK.as_nanos() as u64 / 2,
             };
             c.3 += t.wait_ms * 1_000_000;
+            c.4 += t.sleeps;
             samples.push(AppSample {
                 app: a.id,
                 pid: a.threads[0],
@@ -162,6 +168,7 @@ impl Script {
                     tid: a.threads[0],
                     run_ns: c.2,
                     wait_ns: c.3,
+                    voluntary_switches: c.4,
                     ..ThreadSample::default()
                 }],
                 omp: t.pthreads_cpu_ms.is_none().then(|| OmpSample {
@@ -927,5 +934,109 @@ fn placement_and_memory_in_auto_s_arrangement_only() {
     assert!(!linux.is_empty(), "Linux measured");
     for p in linux {
         assert_eq!(memory(p, stream), MemPolicy::Default, "{}", p.note);
+    }
+}
+
+/// The nice value an app's plan gives it (0 when it sets none).
+fn nice(plan: &Plan, id: AppId) -> i8 {
+    plan.for_app(id).unwrap().sched.nice.unwrap_or(0)
+}
+
+/// Gang time sharing (`auto/gang.rs`), table-driven: apps of 2 threads on 2
+/// CPUs, 100 ms of CPU each per tick (the trial's CPU-time measure sees no
+/// difference: gang is kept, within its 2% bound), and per case how many,
+/// whether they are malleable and how often they sleep. Only non-malleable
+/// apps that sleep often (100 switches per 100 ms of CPU: 1000 per
+/// CPU-second, at least gang::SYNC_SLEEPS) and outnumber the CPUs take turns
+/// in the foreground: each tick one app at nice 0 and the others at nice 19,
+/// all spread thread k on CPU k. Two such apps get a CPU each (partitions
+/// were measured faster), apps that rarely sleep get partitions, and
+/// malleable apps whose lever acts get DoPs.
+#[test]
+fn barrier_teams_that_cannot_shrink_take_turns_at_the_whole_machine() {
+    use super::gang::{BACKGROUND_NICE, SYNC_SLEEPS};
+    // (case, apps, malleable, sleeps per tick, gang expected)
+    let cases = [
+        ("3 non-malleable barrier apps", 3, false, 100, true),
+        ("3 non-malleable, just at the threshold", 3, false, 10, true),
+        ("3 non-malleable, rarely sleeping", 3, false, 9, false),
+        ("3 non-malleable compute apps", 3, false, 0, false),
+        (
+            "2 non-malleable barrier apps: a CPU each",
+            2,
+            false,
+            100,
+            false,
+        ),
+        ("3 malleable barrier apps", 3, true, 100, false),
+    ];
+    assert_eq!(SYNC_SLEEPS, 100.0, "10 sleeps per 100 ms of CPU");
+    for (case, n, malleable, sleeps, want) in cases {
+        let mut s = Script::new(Objective::Makespan);
+        let ids: Vec<AppId> = (0..n).map(|i| s.start(i, 2, malleable)).collect();
+        let a = ids[0];
+        let tick = |asked: Option<u32>| {
+            let t = if malleable {
+                loops(1000, asked.unwrap_or(2))
+            } else {
+                pthreads(100)
+            };
+            Tick { sleeps, ..t }
+        };
+        let plans: Vec<Plan> = (0..TRIAL_TICKS + 8)
+            .map(|_| s.tick(|_, asked| Some(tick(asked))))
+            .collect();
+        let gang: Vec<&Plan> = plans.iter().filter(|p| p.note.contains("gang ")).collect();
+        if !want {
+            assert!(gang.is_empty(), "{case}: {}", gang[0].note);
+            let last = plans.last().unwrap();
+            assert!(ids.iter().all(|id| nice(last, *id) == 0), "{case}");
+            if malleable {
+                assert_eq!(dop(last, a), Some(1), "{case}: {}", last.note);
+            } else {
+                assert_eq!(cpus(last, a), "0", "{case}: {}", last.note);
+                assert!(last.note.contains("no gang: "), "{case}: {}", last.note);
+            }
+            continue;
+        }
+        // Every plan in the own arrangement is a gang one: one app in the
+        // foreground, the others behind it, the next app every tick.
+        assert!(gang.len() >= 2, "{case}: {}", plans[0].note);
+        for p in &gang {
+            let fore: Vec<AppId> = ids.iter().copied().filter(|id| nice(p, *id) == 0).collect();
+            assert_eq!(fore.len(), 1, "{case}: {}", p.note);
+            for &id in &ids {
+                if id != fore[0] {
+                    assert_eq!(nice(p, id), BACKGROUND_NICE, "{case}: {}", p.note);
+                }
+                let Placement::PerThread { threads, .. } = &p.for_app(id).unwrap().placement else {
+                    panic!("{case}: {}", p.note)
+                };
+                let on: Vec<String> = threads.iter().map(|(_, c)| c.to_list()).collect();
+                assert_eq!(on, ["0", "1"], "{case}: {}", p.note);
+            }
+        }
+        let foreground = |p: &Plan| ids.iter().position(|id| nice(p, *id) == 0);
+        let turns: Vec<(usize, usize)> = plans
+            .windows(2)
+            .filter(|w| w.iter().all(|p| p.note.contains("gang ")))
+            .map(|w| (foreground(&w[0]).unwrap(), foreground(&w[1]).unwrap()))
+            .collect();
+        assert!(!turns.is_empty(), "{case}");
+        assert!(
+            turns.iter().all(|(x, y)| *y == (x + 1) % ids.len()),
+            "{case}: the next app is in the foreground at every tick: {turns:?}"
+        );
+        // Linux measured in between (no placement, nice restored), and gang
+        // kept: the CPU time is the same either way.
+        assert!(plans.iter().any(unmanaged), "{case}");
+        let last = plans.last().unwrap();
+        assert!(last.note.contains("own kept"), "{case}: {}", last.note);
+        assert!(
+            last.note.contains("gang foreground (nice 0)")
+                && last.note.contains("gang background (nice 19)"),
+            "{case}: {}",
+            last.note
+        );
     }
 }

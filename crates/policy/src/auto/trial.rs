@@ -117,6 +117,11 @@ impl Estimate {
 pub(crate) struct Trial {
     /// The running apps it is about, sorted.
     pub set: Vec<AppId>,
+    /// Observation intervals in one round of the own arrangement: 1, or the
+    /// apps' count under gang time sharing, one foreground app per interval
+    /// (`auto/gang.rs`). Windows are whole rounds, so each holds every app's
+    /// turns equally often.
+    round: u32,
     /// The arrangement in force: auto's own (true) or Linux.
     own: bool,
     /// Intervals counted since the arrangement last switched.
@@ -146,9 +151,10 @@ impl Trial {
     /// partition sees it from its start, as libgomp reads the CPUs it may use
     /// once, at start (it throttles its spin-waiting when its team outnumbers
     /// them).
-    pub fn new(set: Vec<AppId>, now: Duration) -> Self {
+    pub fn new(set: Vec<AppId>, round: u32, now: Duration) -> Self {
         Self {
             set,
+            round: round.max(1),
             own: true,
             run: 0,
             window: Tally::new(),
@@ -163,19 +169,24 @@ impl Trial {
     }
 
     /// The trial of the running `set` (sorted) in `slot`, a new one when the
-    /// set changed, with the view's last interval counted when it is `fresh`
-    /// (not seen before) and the set was there all along; `applicable` says
-    /// whether the own arrangement has anything to act on now. A set left to
-    /// Linux because nothing could act is tried again once something can.
+    /// set or its own arrangement's `round` changed (gang time sharing is
+    /// another arrangement than partitions), with the view's last interval
+    /// counted when it is `fresh` (not seen before) and the set was there all
+    /// along; `applicable` says whether the own arrangement has anything to
+    /// act on now. A set left to Linux because nothing could act is tried
+    /// again once something can.
     pub fn follow<'a>(
         slot: &'a mut Option<Trial>,
         view: &View<'_>,
-        set: Vec<AppId>,
+        (set, round): (Vec<AppId>, u32),
         fresh: bool,
         applicable: bool,
     ) -> &'a mut Trial {
-        if slot.as_ref().is_none_or(|t| t.set != set) {
-            *slot = Some(Trial::new(set, view.now));
+        if slot
+            .as_ref()
+            .is_none_or(|t| t.set != set || t.round != round.max(1))
+        {
+            *slot = Some(Trial::new(set, round, view.now));
         }
         let trial = slot.as_mut().expect("set above");
         if let (true, Some(prev), Some(last)) = (fresh, view.prev, view.last) {
@@ -187,14 +198,20 @@ impl Trial {
             trial.record(prev.at, last.at, &work, applicable);
         }
         if applicable && trial.idle {
-            *trial = Trial::new(trial.set.clone(), view.now);
+            *trial = Trial::new(trial.set.clone(), trial.round, view.now);
         }
         trial
     }
 
-    /// Whether the apps are to be space shared now.
+    /// Whether the apps are to run auto's own arrangement now.
     pub fn space(&self) -> bool {
         self.own && !self.idle
+    }
+
+    /// Intervals measured per window: [`WINDOW`], rounded up to whole
+    /// rounds.
+    fn window_len(&self) -> u32 {
+        WINDOW.div_ceil(self.round) * self.round
     }
 
     /// Whether the trial measured the set no faster on its own arrangement
@@ -240,7 +257,7 @@ impl Trial {
             e.0 += w;
             e.1 += s;
         }
-        if self.run < SETTLE + WINDOW {
+        if self.run < SETTLE + self.window_len() {
             return;
         }
         // A window is complete.
@@ -280,8 +297,8 @@ impl Trial {
             Some(v) if v != self.own => v,
             // A check of the other arrangement when it fits in the share.
             Some(v) => {
-                let due =
-                    f64::from(self.other + SETTLE + WINDOW) <= SHARE * f64::from(self.settled_for);
+                let due = f64::from(self.other + SETTLE + self.window_len())
+                    <= SHARE * f64::from(self.settled_for);
                 if due {
                     !v
                 } else {
@@ -407,7 +424,7 @@ mod tests {
     /// arrangement.
     fn script(ticks: u32, rate: impl Fn(u32, bool) -> f64) -> (Trial, Vec<bool>) {
         let app = AppId { app: 0, rep: 0 };
-        let mut t = Trial::new(vec![app], Duration::ZERO);
+        let mut t = Trial::new(vec![app], 1, Duration::ZERO);
         let mut own = Vec::new();
         for k in 0..ticks {
             let r = rate(k, t.space());

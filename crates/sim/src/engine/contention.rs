@@ -30,7 +30,9 @@
 //!   handoffs included (`lock.rs`), plus the cost of each barrier: ⌈log2 n⌉ levels, doubled across packages, and half a
 //!   time slice when a member shares its CPU (a spinning waiter holds its CPU
 //!   until the teammate it waits for is scheduled again) unless the team waits
-//!   passively (an OpenMP runtime that started with more threads than CPUs).
+//!   passively (an OpenMP runtime that started with more threads than CPUs),
+//!   in proportion to the co-runners' share of that CPU's weight (a nice-19
+//!   co-runner beside a nice-0 team barely delays its barriers).
 
 use super::layout::{CpuIdx, Layout};
 use super::lock::Lock;
@@ -137,9 +139,14 @@ pub(crate) fn solve(
         .map(|(r, s)| locks[r.team].map_or(1.0, |l| l.demand(s.think)))
         .collect();
     let (share, count_on) = cpu_shares(layout, runners, &demand);
-    let oversubscribed: Vec<bool> = teams
+    let crowded: Vec<f64> = teams
         .iter()
-        .map(|t| t.members.iter().any(|&j| count_on[runners[j].cpu] > 1))
+        .map(|t| {
+            t.members
+                .iter()
+                .map(|&j| crowding(runners, &count_on, j))
+                .fold(0.0, f64::max)
+        })
         .collect();
 
     let mut activity = vec![1.0; n];
@@ -176,7 +183,7 @@ pub(crate) fn solve(
                 share: &share,
                 lock: locks[t].as_ref(),
             };
-            let per_thread = team_pace(layout, params, runners, team, oversubscribed[t], &paces);
+            let per_thread = team_pace(layout, params, runners, team, crowded[t], &paces);
             for &j in &team.members {
                 useful[j] = per_thread;
                 next[j] = (per_thread / own[j]).min(1.0);
@@ -411,16 +418,39 @@ impl Paces<'_> {
     }
 }
 
+/// How much runner `j`'s CPU is taken by the other runnable threads on it,
+/// relative to an even split: their share of the CPU's CFS weight over
+/// (c − 1)/c for c threads there, at most 1. Equal weights make it 1 (the
+/// whole time-sharing cost of a barrier, below); a co-runner at nice 19
+/// beside a nice-0 thread (weight 15 against 1024) about 0.03: it runs only
+/// when the thread leaves the CPU, so a barrier seldom waits behind it
+/// (gang time sharing, `docs/policies/auto.md`).
+fn crowding(runners: &[Runner<'_>], count_on: &[usize], j: usize) -> f64 {
+    let c = count_on[runners[j].cpu];
+    if c < 2 {
+        return 0.0;
+    }
+    let cpu = runners[j].cpu;
+    let total: f64 = runners
+        .iter()
+        .filter(|r| r.cpu == cpu)
+        .map(|r| r.weight)
+        .sum();
+    let others = (total - runners[j].weight) / total;
+    (others / (1.0 - 1.0 / c as f64)).min(1.0)
+}
+
 /// Instructions per second of each member of `team`: a bulk-synchronous team
 /// progresses at its slowest member's pace, its lock's serialization
 /// included, slowed by its barriers (longer across packages, and by half a
-/// slice when time-shared threads spin for a teammate that is not running).
+/// slice when time-shared threads spin for a teammate that is not running,
+/// scaled by how crowded its most crowded member's CPU is, [`crowding`]).
 fn team_pace(
     layout: &Layout,
     params: &Params,
     runners: &[Runner<'_>],
     team: &Team,
-    oversubscribed: bool,
+    crowded: f64,
     paces: &Paces<'_>,
 ) -> f64 {
     let k = team.members.len();
@@ -437,8 +467,8 @@ fn team_pace(
     let packages = team.members.iter().map(|&j| layout.package[runners[j].cpu]);
     let spans = packages.clone().min() != packages.max();
     let mut barrier = params.barrier_ns * 1e-9 * levels * if spans { 2.0 } else { 1.0 };
-    if oversubscribed && !team.passive {
-        barrier += team.slice_s / 2.0;
+    if !team.passive {
+        barrier += crowded * team.slice_s / 2.0;
     }
     1.0 / (1.0 / slowest + m.barriers_per_ginstr * 1e-9 * barrier)
 }

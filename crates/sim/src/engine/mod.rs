@@ -398,6 +398,13 @@ impl Engine {
                 s.involuntary += run / slice;
             }
             let instr = sol.useful[j] * dt;
+            // A member waits at each barrier; it sleeps there (a voluntary
+            // switch) when its runtime waits passively, or when it shares its
+            // CPU: the teammate it waits for is then descheduled for longer
+            // than a spin lasts. Alone on its CPU it spins through.
+            if a.team > 1 && (a.passive || sol.share[j] < sol.demand[j]) {
+                s.voluntary += instr * a.model.barriers_per_ginstr * 1e-9;
+            }
             s.instructions += instr;
             s.cycles += run * f_hz;
             s.llc_refs += instr * sol.refs_pi[j];
@@ -413,7 +420,7 @@ impl Engine {
             // Workers go to sleep until the next parallel region.
             let team = self.apps[i].team;
             for t in self.apps[i].threads.iter_mut().take(team).skip(1) {
-                t.stats.voluntary += 1;
+                t.stats.voluntary += 1.0;
             }
         }
         self.apps[i].phase += 1;

@@ -16,7 +16,9 @@ pub struct ThreadStats {
     /// Runnable but not running (time-shared CPU).
     pub wait_s: f64,
     pub involuntary: f64,
-    pub voluntary: u64,
+    /// Sleeps: a worker's at the end of each parallel region, and a waiter's
+    /// at each barrier it could not spin through (`Engine::integrate`).
+    pub voluntary: f64,
     pub migrations: u64,
     pub instructions: f64,
     pub cycles: f64,
