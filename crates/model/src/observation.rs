@@ -138,6 +138,12 @@ pub struct OmpSample {
     pub iterations_completed: u64,
     /// Time spent inside parallel regions, ns.
     pub parallel_ns: u64,
+    /// `omp_get_max_threads()` calls outside any region. A library that sizes
+    /// each call's team itself asks before every call (OpenBLAS does), so
+    /// this counts its calls, also at a DoP of 1, where it runs serially and
+    /// starts no region; other programs may ask once or never.
+    #[serde(default, skip_serializing_if = "crate::trace::is_zero64")]
+    pub max_threads_asked: u64,
     /// The DoP the app has acknowledged (coloc's last `set` it has seen); None when
     /// the DoP is not managed (no channel, or a runtime the shim cannot steer).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -90,7 +90,7 @@ pub struct PageMoves {
     pub failed: u64,
 }
 
-fn is_zero64(n: &u64) -> bool {
+pub(crate) fn is_zero64(n: &u64) -> bool {
     *n == 0
 }
 

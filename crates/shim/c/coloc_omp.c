@@ -359,7 +359,10 @@ static bool current_dop(struct coloc_omp_record *r, uint64_t at_ns, uint64_t *ge
  * one: the team size a region without a num_threads clause gets, which
  * programs that size their work themselves (OpenBLAS reads it before every
  * call and passes it back as num_threads) must see. Inside a region, and
- * without a fresh record, libgomp's own answer. */
+ * without a fresh record, libgomp's own answer. Each call outside a region is
+ * counted (max_threads_asked): for such a library it counts calls, progress
+ * that a DoP of 1 does not hide (OpenBLAS then runs serially and starts no
+ * region). */
 EXPORT int omp_get_max_threads(void)
 {
     pthread_once(&init_once, init);
@@ -367,6 +370,7 @@ EXPORT int omp_get_max_threads(void)
     struct coloc_omp_record *r = atomic_load_explicit(&rec, memory_order_relaxed);
     if (real.get_level() > 0 || r == NULL || !record_valid(r))
         return n;
+    atomic_fetch_add_explicit(&r->max_threads_asked, 1, memory_order_relaxed);
     uint64_t gen, interleave;
     uint32_t dop;
     bool pin;

@@ -44,7 +44,7 @@
 
 /* "COLOCOMP" read as a little-endian u64. */
 #define COLOC_OMP_MAGIC 0x504d4f434f4c4f43ULL
-#define COLOC_OMP_VERSION 2u
+#define COLOC_OMP_VERSION 3u
 #define COLOC_OMP_MAX_CPUS 1024u
 /* A record whose heartbeat is older than this (2 s) is stale. */
 #define COLOC_OMP_STALE_NS 2000000000ULL
@@ -77,7 +77,8 @@ struct coloc_omp_record {
     _Atomic uint64_t iterations_completed; /* loop iterations of finished GOMP_parallel_loop_* regions */
     _Atomic uint64_t last_region_start_ns; /* CLOCK_MONOTONIC ns of the latest region start */
     _Atomic uint64_t parallel_ns;          /* wall time summed over finished outermost regions */
-    uint8_t pad_app[56];
+    _Atomic uint64_t max_threads_asked;    /* omp_get_max_threads() calls outside any region */
+    uint8_t pad_app[48];
 };
 
 /* The same numbers are asserted on the Rust side (record.rs). */

@@ -28,6 +28,7 @@ int main(void)
     FIELD(iterations_completed);
     FIELD(last_region_start_ns);
     FIELD(parallel_ns);
+    FIELD(max_threads_asked);
     printf("sizeof %zu\n", sizeof(struct coloc_omp_record));
     printf("COLOC_OMP_MAGIC %llu\n", COLOC_OMP_MAGIC);
     printf("COLOC_OMP_VERSION %u\n", COLOC_OMP_VERSION);

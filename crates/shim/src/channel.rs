@@ -37,6 +37,10 @@ pub struct OmpState {
     pub last_region_start_ns: u64,
     /// Wall time summed over finished outermost regions, in ns.
     pub parallel_ns: u64,
+    /// `omp_get_max_threads()` calls outside any region: OpenBLAS makes one
+    /// before every BLAS call, so they count its calls also at a DoP of 1,
+    /// where it runs serially and starts no region.
+    pub max_threads_asked: u64,
     /// Team members that could not be pinned (CPU offline, cpuset forbids it)
     /// or given the memory policy asked for.
     pub pin_errors: u32,
@@ -219,6 +223,7 @@ impl DopChannel {
             iterations_completed: r.iterations_completed.load(Ordering::Relaxed),
             last_region_start_ns: r.last_region_start_ns.load(Ordering::Relaxed),
             parallel_ns: r.parallel_ns.load(Ordering::Relaxed),
+            max_threads_asked: r.max_threads_asked.load(Ordering::Relaxed),
             pin_errors: r.pin_errors.load(Ordering::Relaxed),
         }
     }

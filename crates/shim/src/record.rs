@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 /// `"COLOCOMP"` read as a little-endian u64.
 pub const MAGIC: u64 = 0x504d_4f43_4f4c_4f43;
 /// Layout version; the shim ignores records of another version.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// CPUs the record can list.
 pub const MAX_CPUS: usize = 1024;
 /// A heartbeat older than this (2 s) makes the shim behave as if coloc were absent.
@@ -46,7 +46,8 @@ pub(crate) struct Record {
     pub iterations_completed: AtomicU64,
     pub last_region_start_ns: AtomicU64,
     pub parallel_ns: AtomicU64,
-    pad_app: [u8; 56],
+    pub max_threads_asked: AtomicU64,
+    pad_app: [u8; 48],
 }
 
 /// Size of the record in bytes, equal to the C `sizeof`.
@@ -103,6 +104,7 @@ mod tests {
                 offset_of!(Record, last_region_start_ns),
             ),
             ("parallel_ns", offset_of!(Record, parallel_ns)),
+            ("max_threads_asked", offset_of!(Record, max_threads_asked)),
             ("sizeof", RECORD_SIZE),
         ])
     }

@@ -82,17 +82,23 @@ fn team_is_the_minimum_of_requested_and_dop() {
 /// to a DoP of 1 left one thread spinning on a part no thread would run: the
 /// livelock seen with OpenBLAS) and answers `omp_get_max_threads()` with the
 /// DoP, so the program still takes every DoP, lowered and raised again.
+/// Each of its questions is counted: they count its calls, the progress the
+/// trial of `auto` compares at a DoP of 1, where OpenBLAS starts no region.
 #[test]
 fn an_explicit_num_threads_clause_is_honoured_and_max_threads_is_the_dop() {
     let dir = tempfile::tempdir().unwrap();
     let mut chan = DopChannel::create(&record_in(&dir), &[], 1).unwrap();
     let mut teams = Teams::start(2, Some(&shim()), Some(chan.path()));
-    for dop in [1, 2, 1] {
+    for (calls, dop) in [1, 2, 1].into_iter().enumerate() {
         chan.set(dop, &[]).unwrap();
         let r = teams.region("blas");
         assert!(r.ok, "the team ran every part: {r:?}");
         assert_eq!((r.team, r.members), (dop, dop), "{r:?}");
+        assert_eq!(chan.read().max_threads_asked, calls as u64 + 1);
     }
+    // Regions of other kinds do not ask.
+    teams.region("parallel");
+    assert_eq!(chan.read().max_threads_asked, 3);
     // Without the shim the same program runs its whole team.
     let mut plain = Teams::start(2, None, None);
     let r = plain.region("blas");

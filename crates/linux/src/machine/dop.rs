@@ -239,6 +239,7 @@ impl DopControl {
             regions_completed: s.regions_completed,
             iterations_completed: s.iterations_completed,
             parallel_ns: s.parallel_ns,
+            max_threads_asked: s.max_threads_asked,
             dop_seen,
         })
     }

@@ -177,6 +177,7 @@ impl Script {
                     regions_completed: c.0,
                     iterations_completed: c.1,
                     parallel_ns: 0,
+                    max_threads_asked: 0,
                     dop_seen: Some(asked.unwrap_or(t.team)),
                 }),
                 ..AppSample::default()

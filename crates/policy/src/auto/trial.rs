@@ -16,7 +16,9 @@
 //!   window of one arrangement that follows a window of the other makes a
 //!   *pair*, and a pair's ratio is the geometric mean of per-app progress
 //!   ratios (own / Linux): each app that reported work both ways
-//!   ([`Measure::Work`]) with its own ratio; the others, measured in CPU time
+//!   ([`Measure::Work`]), else library calls both ways ([`Measure::Calls`]:
+//!   OpenBLAS at a DoP of 1 runs serially and reports no work, but asks for
+//!   its thread count before every call), with its own ratio; the others, measured in CPU time
 //!   ([`Measure::Cpu`]), each with the ratio of their summed CPU rates, since
 //!   CPU time moved from one of them to another is no progress for the mix.
 //!   Adjacent windows cancel slow drift (program phases, other load).
@@ -328,7 +330,8 @@ impl Trial {
         let mut logs: Vec<f64> = Vec::new();
         let (mut cpu, mut linux_cpu, mut cpu_apps) = (0.0, 0.0, 0usize);
         for id in &self.set {
-            if let Some((o, l)) = both((*id, Measure::Work)) {
+            if let Some((o, l)) = both((*id, Measure::Work)).or_else(|| both((*id, Measure::Calls)))
+            {
                 logs.push((o / l).ln());
             } else if let Some((o, l)) = both((*id, Measure::Cpu)) {
                 cpu += o;
@@ -476,6 +479,36 @@ mod tests {
             let (t, _) = script(ticks, rate);
             assert_eq!(t.verdict, want, "{own} {linux} {amp}: {}", t.describe());
             assert_eq!(t.estimate().map(|e| e.pairs), Some(pairs));
+        }
+    }
+
+    /// OpenBLAS at a DoP of 1 on its own CPU runs serially: no region ends,
+    /// so no work is reported, and it has half the CPU time its spinning team
+    /// of 2 has under Linux; its calls (`omp_get_max_threads()` before each)
+    /// go on, three times as fast as under Linux here. Calls judge it, and own
+    /// is kept; an app without calls is judged by CPU time, and Linux kept.
+    #[test]
+    fn calls_judge_an_app_that_reports_no_work_at_a_dop_of_1() {
+        let app = AppId { app: 0, rep: 0 };
+        for (with_calls, want) in [(true, Some(true)), (false, Some(false))] {
+            let mut t = Trial::new(vec![app], 1, Duration::ZERO);
+            let secs = TICK.as_secs_f64();
+            for k in 0..MIN_PAIRS as u32 * 2 * (SETTLE + WINDOW) {
+                let (work, calls, cpu) = if t.space() {
+                    (0.0, 30.0, 1.0)
+                } else {
+                    (10.0, 10.0, 2.0)
+                };
+                let mut seen = vec![
+                    (app, (Measure::Work, work * secs, secs)),
+                    (app, (Measure::Cpu, cpu * secs, secs)),
+                ];
+                if with_calls {
+                    seen.push((app, (Measure::Calls, calls * secs, secs)));
+                }
+                t.record(TICK * k, TICK * (k + 1), &seen, true);
+            }
+            assert_eq!(t.verdict, want, "calls: {with_calls}: {}", t.describe());
         }
     }
 

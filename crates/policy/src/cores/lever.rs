@@ -231,6 +231,7 @@ mod tests {
                 regions_completed: regions,
                 iterations_completed: 0,
                 parallel_ns: 0,
+                max_threads_asked: 0,
                 dop_seen: Some(2),
             }),
             ..AppSample::default()

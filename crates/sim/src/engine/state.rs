@@ -151,6 +151,7 @@ impl SimApp {
             regions_completed: done.count() as u64,
             iterations_completed: (instructions / 1e6) as u64,
             parallel_ns: self.parallel_ns,
+            max_threads_asked: 0,
             dop_seen: self.malleable.then_some(self.dop),
         })
     }
