@@ -57,7 +57,12 @@ pub(super) struct Admission {
 /// alone: its solo time at its thread count (or the nearest count measured
 /// below it) less the time since it started, and that share of its least
 /// CPU work ([`need`]).
-fn left(solo: &SoloCurves, a: &AppView, threads: u32, now: Duration) -> Option<(f64, f64)> {
+pub(super) fn left(
+    solo: &SoloCurves,
+    a: &AppView,
+    threads: u32,
+    now: Duration,
+) -> Option<(f64, f64)> {
     let curve = solo.curve(&a.spec.name)?;
     let t = curve
         .range(..=threads)

@@ -47,9 +47,12 @@
 //!    new set (arrival, exit) is tried afresh. Progress is work reported
 //!    through the DoP channel, else CPU time.
 //! 6. Objective ([`Objective`]): `makespan` (the default) sets no scheduling
-//!    settings; `art` favours the apps that have had the least CPU (least
-//!    attained service, which shortens response times when lengths are
-//!    unknown) by nice value and never holds an app back; `latency` lowers the
+//!    settings; `art` never holds an app back and, with stored solo times of
+//!    every app, runs the one with the shortest time left at nice 0 and the
+//!    others at nice 19 (shortest remaining processing time first), else
+//!    favours the apps that have had the least CPU (least attained service,
+//!    which shortens response times when lengths are unknown) by nice value;
+//!    `latency` lowers the
 //!    priority of batch apps while a latency-class app runs and never shrinks
 //!    a latency app's team.
 //!
@@ -149,6 +152,11 @@ pub const LATENCY_NICE: i8 = 10;
 /// Nice step between apps ranked by attained CPU time (`art`): the app that has
 /// had the least CPU runs at nice 0, the next at this, and so on up to 19.
 pub const ART_NICE_STEP: i8 = 3;
+/// Nice value of every app but the one with the least time left, under `art`
+/// with stored solo times (shortest remaining time first): the lowest
+/// priority, so that the shortest app has the CPUs it can use and the others
+/// only what it leaves.
+pub const SRPT_NICE: i8 = 19;
 
 /// The auto policy.
 #[derive(Debug, Default)]
@@ -237,8 +245,39 @@ impl Auto {
         (Self::fixed_threads(a), None)
     }
 
-    /// Scheduling settings the objective asks for, per running app.
-    fn sched(&self, running: &[&AppView]) -> BTreeMap<AppId, SchedSettings> {
+    /// Under `art`, the apps' estimated times left, shortest first, when every
+    /// app running or arriving has stored solo times and they oversubscribe
+    /// the CPUs: each app's solo time at the threads it runs less the time
+    /// since it started (`auto/admission.rs`). Shortest remaining processing
+    /// time first minimizes the mean response time when lengths are known; the
+    /// apps' lengths are what their solo times say. None otherwise (least
+    /// attained service then, [`ART_NICE_STEP`]).
+    fn srpt(
+        &self,
+        view: &View<'_>,
+        members: &[&AppView],
+        team: impl Fn(&AppView) -> u32,
+        cpus: u32,
+    ) -> Option<Vec<(f64, AppId)>> {
+        let demand: u32 = members.iter().map(|a| team(a)).sum();
+        if self.objective != Objective::Art || members.len() < 2 || demand <= cpus {
+            return None;
+        }
+        let mut order = members
+            .iter()
+            .map(|a| admission::left(&self.solo, a, team(a), view.now).map(|(t, _)| (t, a.id)))
+            .collect::<Option<Vec<_>>>()?;
+        order.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+        Some(order)
+    }
+
+    /// Scheduling settings the objective asks for, per running app; `srpt`
+    /// is the order of [`Auto::srpt`], when there is one.
+    fn sched(
+        &self,
+        running: &[&AppView],
+        srpt: Option<&[(f64, AppId)]>,
+    ) -> BTreeMap<AppId, SchedSettings> {
         let nice = |n: i8| SchedSettings {
             nice: Some(n),
             ..SchedSettings::default()
@@ -255,6 +294,16 @@ impl Auto {
                         } else {
                             0
                         };
+                        (a.id, nice(n))
+                    })
+                    .collect()
+            }
+            Objective::Art if srpt.is_some() => {
+                let first = srpt.and_then(|o| o.first()).map(|(_, id)| *id);
+                running
+                    .iter()
+                    .map(|a| {
+                        let n = if Some(a.id) == first { 0 } else { SRPT_NICE };
                         (a.id, nice(n))
                     })
                     .collect()
@@ -385,9 +434,33 @@ impl Policy for Auto {
             .get((self.turn % running.len().max(1) as u64) as usize)
             .map(|a| a.id);
         let gang_offsets = gang::offsets(&running);
-        let sched = self.sched(&running);
-        let trial = Trial::follow(&mut self.trial, view, (set, round), fresh, applicable);
-        let stage = trial.describe();
+        // `art` with solo times: shortest time left first, over the apps
+        // running and arriving (`art` starts every app on arrival).
+        let arriving: Vec<&AppView> = running.iter().copied().chain(view.pending()).collect();
+        let srpt = self.srpt(view, &arriving, team, cpus);
+        let sched = self.sched(&running, srpt.as_deref());
+        // Shortest first is an order, not a rate: the trial, which compares
+        // the apps' progress rates with Linux's, cannot judge it (it slows the
+        // longer apps on purpose), so it is not tried against Linux.
+        let tried = applicable && srpt.is_none();
+        let trial = Trial::follow(&mut self.trial, view, (set, round), fresh, tried);
+        let stage = match &srpt {
+            Some(order) => {
+                let mut ids: Vec<AppId> = order.iter().map(|(_, id)| *id).collect();
+                ids.sort();
+                let ids: Vec<String> = ids.iter().map(AppId::to_string).collect();
+                let left: Vec<String> = order
+                    .iter()
+                    .map(|(t, id)| format!("{id} ~{t:.2} s"))
+                    .collect();
+                format!(
+                    "[{}] shortest time left first (solo times: {} left), not tried against Linux",
+                    ids.join(" "),
+                    left.join(", ")
+                )
+            }
+            None => trial.describe(),
+        };
         let linux = trial.linux();
         // How the running apps used the CPUs over the last interval.
         let used: BTreeMap<AppId, (f64, bool)> = match (view.prev, view.last) {
@@ -428,7 +501,8 @@ impl Policy for Auto {
         members.extend(view.pending().filter(|a| !held.contains(&a.id)));
         let launching = members.len() > running.len();
         let gang = gang && !launching;
-        let own = if launching {
+        let own = srpt.is_none()
+            && if launching {
             let demand: u32 = members.iter().map(|a| team(a)).sum();
             demand > cpus && members.len() > 1
         } else {

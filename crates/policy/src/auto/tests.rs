@@ -1041,3 +1041,46 @@ fn barrier_teams_that_cannot_shrink_take_turns_at_the_whole_machine() {
         );
     }
 }
+
+/// `art` with stored solo times: shortest time left first. Two 2-thread apps
+/// on 2 CPUs; app0 takes 10 s alone, app1 3 s. app1 arriving at 1 s has the
+/// least left: it runs at nice 0 and app0 at SRPT_NICE, both placed by Linux,
+/// with no trial against Linux. Arriving at 8 s, when app0 has 2 s left, it
+/// waits behind app0 at SRPT_NICE. Without a solo time of app1, least
+/// attained service ranks them (app1 has had less CPU).
+#[test]
+fn art_with_solo_times_runs_the_shortest_time_left_first() {
+    use super::SRPT_NICE;
+    let (old, young) = (AppId { app: 0, rep: 0 }, AppId { app: 1, rep: 0 });
+    let cases = [
+        (10, true, [(old, SRPT_NICE), (young, 0)]),
+        (80, true, [(old, 0), (young, SRPT_NICE)]),
+        (10, false, [(old, ART_NICE_STEP), (young, 0)]),
+    ];
+    for (ticks, young_solo, want) in cases {
+        let mut solo = coloc_model::metrics::SoloCurves::default();
+        solo.add("app0", 2, 10.0);
+        if young_solo {
+            solo.add("app1", 2, 3.0);
+        }
+        let mut s = Script::new(Objective::Art);
+        s.auto = Auto::new(Objective::Art).with_solo(solo);
+        s.start(0, 2, false);
+        for _ in 0..ticks {
+            s.tick(|_, _| Some(pthreads(200)));
+        }
+        s.start(1, 2, false);
+        let p = s.tick(|_, _| Some(pthreads(100)));
+        for (id, n) in want {
+            assert_eq!(nice(&p, id), n, "{ticks} {young_solo}: {}", p.note);
+        }
+        assert!(unmanaged(&p) || !young_solo, "{}", p.note);
+        assert_eq!(
+            p.note.contains("shortest time left first"),
+            young_solo,
+            "{}",
+            p.note
+        );
+        assert!(!p.note.contains("own vs Linux") || !young_solo, "{}", p.note);
+    }
+}
