@@ -299,7 +299,11 @@ impl Auto {
                     .collect()
             }
             Objective::Art if srpt.is_some() => {
-                let first = srpt.and_then(|o| o.first()).map(|(_, id)| *id);
+                let first = srpt
+                    .into_iter()
+                    .flatten()
+                    .find(|(_, id)| running.iter().any(|a| a.id == *id))
+                    .map(|(_, id)| *id);
                 running
                     .iter()
                     .map(|a| {
@@ -503,11 +507,11 @@ impl Policy for Auto {
         let gang = gang && !launching;
         let own = srpt.is_none()
             && if launching {
-            let demand: u32 = members.iter().map(|a| team(a)).sum();
-            demand > cpus && members.len() > 1
-        } else {
-            applicable && trial.space()
-        };
+                let demand: u32 = members.iter().map(|a| team(a)).sum();
+                demand > cpus && members.len() > 1
+            } else {
+                applicable && trial.space()
+            };
 
         // Auto's arrangement: a partition per app, in proportion to the
         // threads it runs (a steered app: the team it asked for, or the

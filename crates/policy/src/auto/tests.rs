@@ -1081,6 +1081,55 @@ fn art_with_solo_times_runs_the_shortest_time_left_first() {
             "{}",
             p.note
         );
-        assert!(!p.note.contains("own vs Linux") || !young_solo, "{}", p.note);
+        assert!(
+            !p.note.contains("own vs Linux") || !young_solo,
+            "{}",
+            p.note
+        );
+    }
+}
+
+/// `art` admission with solo times (`auto/admission.rs`, shortest first):
+/// app0 (10 s alone with 2 threads) has run 1 s. An arrival that needs 12 s
+/// alone waits while app0 keeps both CPUs busy, and starts when app0 leaves a
+/// CPU idle; one that needs 3 s starts at once; without its solo time it
+/// starts, as every app does under `art` without them.
+#[test]
+fn art_with_solo_times_holds_an_arrival_longer_than_the_time_left() {
+    let arrival = AppId { app: 2, rep: 0 };
+    let cases = [
+        (200, Some(12.0), false),
+        (100, Some(12.0), true),
+        (200, Some(3.0), true),
+        (200, None, true),
+    ];
+    for (cpu_ms, need, starts) in cases {
+        let mut solo = coloc_model::metrics::SoloCurves::default();
+        solo.add("app0", 2, 10.0);
+        if let Some(t) = need {
+            solo.add("app2", 2, t);
+        }
+        let mut s = Script::new(Objective::Art);
+        s.auto = Auto::new(Objective::Art).with_solo(solo);
+        s.start(0, 2, false);
+        for _ in 0..10 {
+            s.tick(|_, _| Some(pthreads(cpu_ms)));
+        }
+        s.apps.push(pending_app(2, 2));
+        let p = s.decide(Trigger::Arrival(arrival));
+        assert_eq!(
+            p.for_app(arrival).unwrap().admit,
+            starts,
+            "{cpu_ms} {need:?}: {}",
+            p.note
+        );
+        assert_eq!(
+            p.note.contains(
+                "2.0 waits: shortest first (it needs ~12.00 s alone, 0.0 has ~9.00 s left)"
+            ),
+            !starts,
+            "{}",
+            p.note
+        );
     }
 }
