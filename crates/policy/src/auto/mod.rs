@@ -33,7 +33,8 @@
 //!    barrier waiter whose teammate is descheduled): each team in turn has
 //!    all CPUs at nice 0 for an observation interval, the others at nice 19
 //!    soaking up what it leaves.
-//! 4. Admission (`makespan` only, `auto/admission.rs`): an arriving app
+//! 4. Admission (`auto/admission.rs`; under `art`, shortest first with solo
+//!    times, see 6; `latency` holds no app): under `makespan` an arriving app
 //!    starts at once while some CPU has no app of its own, CPUs idle, or the
 //!    running set's trial settled on Linux; otherwise, with stored solo times,
 //!    when starting it now does not lengthen the estimated makespan; else it
@@ -45,14 +46,16 @@
 //!    the pairs' confidence bound says it is not slower than Linux by more
 //!    than 2%; settled, it re-checks within a bounded share of the time. A
 //!    new set (arrival, exit) is tried afresh. Progress is work reported
-//!    through the DoP channel, else CPU time.
+//!    through the DoP channel, else library calls (`omp_get_max_threads()`
+//!    calls, which OpenBLAS makes before each BLAS call), else CPU time.
 //! 6. Objective ([`Objective`]): `makespan` (the default) sets no scheduling
-//!    settings; `art` never holds an app back and, with stored solo times of
-//!    every app, runs the one with the shortest time left at nice 0 and the
-//!    others at nice 19 (shortest remaining processing time first), else
-//!    favours the apps that have had the least CPU (least attained service,
-//!    which shortens response times when lengths are unknown) by nice value;
-//!    `latency` lowers the
+//!    settings; `art`, with stored solo times of every app, runs the shortest
+//!    first: a longer arrival waits while the CPUs are full (item 4) and the
+//!    running app with the least time left runs at nice 0, the others at nice
+//!    19 (shortest remaining processing time first); without them it never
+//!    holds an app back and favours the apps that have had the least CPU
+//!    (least attained service, which shortens response times when lengths are
+//!    unknown) by nice value; `latency` lowers the
 //!    priority of batch apps while a latency-class app runs and never shrinks
 //!    a latency app's team.
 //!
@@ -439,7 +442,7 @@ impl Policy for Auto {
             .map(|a| a.id);
         let gang_offsets = gang::offsets(&running);
         // `art` with solo times: shortest time left first, over the apps
-        // running and arriving (`art` starts every app on arrival).
+        // running and pending.
         let arriving: Vec<&AppView> = running.iter().copied().chain(view.pending()).collect();
         let srpt = self.srpt(view, &arriving, team, cpus);
         let sched = self.sched(&running, srpt.as_deref());
