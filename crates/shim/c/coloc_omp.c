@@ -110,6 +110,15 @@ static __thread uint64_t t_interleave;
 /* Iterations of worksharing loops the outermost master has started in its
  * current region; added to the record when the region ends. */
 static __thread uint64_t t_loop_iterations;
+/* The team size omp_get_max_threads() last answered on this thread outside
+ * any region, until the thread's next outermost region (0: it has not asked
+ * since). That region, if it has no num_threads clause, gets exactly this many
+ * threads, whatever the DoP is by then: a program may have split its work into
+ * that many parts that wait on one another (OpenBLAS 0.3.21's exec_blas runs
+ * `parallel for` without a clause over parts counted from the answer), and a
+ * DoP lowered between the answer and the region left one thread spinning on a
+ * part no thread would run. The new DoP takes effect at the region after. */
+static __thread unsigned t_promised;
 
 /* Generation this thread last pinned itself for, and its team slot then. */
 #define NOT_PINNED UINT64_MAX
@@ -375,7 +384,8 @@ EXPORT int omp_get_max_threads(void)
     uint32_t dop;
     bool pin;
     if (current_dop(r, now_ns(), &gen, &dop, &pin, &interleave) && dop > 0 && dop < (uint32_t)n)
-        return (int)dop;
+        n = (int)dop;
+    t_promised = (unsigned)n;
     return n;
 }
 
@@ -383,7 +393,8 @@ EXPORT int omp_get_max_threads(void)
  * Returns the num_threads to hand to libgomp.
  *
  * A region without a num_threads clause (requested == 0) gets min(DoP,
- * nthreads-var). An explicit clause is honoured, as OpenMP requires while
+ * nthreads-var), or, when its thread asked omp_get_max_threads() since its
+ * last region, that answer (t_promised). An explicit clause is honoured, as OpenMP requires while
  * dynamic adjustment is off (omp_get_dynamic() false, libgomp's default):
  * code such as OpenBLAS' level-3 threading splits a call into exactly
  * num_threads parts that wait on one another, so a smaller team runs one part
@@ -399,6 +410,8 @@ static unsigned region_begin(struct region *rg, region_fn fn, void *data, unsign
     struct coloc_omp_record *r = atomic_load_explicit(&rec, memory_order_relaxed);
     if (real.get_level() > 0)
         return requested;
+    unsigned promised = t_promised;
+    t_promised = 0;
     if (r == NULL || !record_valid(r)) {
         /* Inert; only threads pinned or interleaved while coloc was there need
          * their affinity and memory policy back. */
@@ -421,6 +434,8 @@ static unsigned region_begin(struct region *rg, region_fn fn, void *data, unsign
         bool cap = requested == 0 || real.get_dynamic();
         if (cap && dop > 0 && dop < wanted)
             n = dop;
+        if (requested == 0 && promised > 0)
+            n = promised;
         atomic_store_explicit(&r->generation_seen, rg->frame.gen, memory_order_relaxed);
         atomic_fetch_add_explicit(&r->regions_managed, 1, memory_order_relaxed);
     }

@@ -15,6 +15,11 @@
  *                line says BAD)
  *                hold: like parallel, but thread 0 prints "inside" in the region
  *                and waits for one more input line before finishing it
+ *                parts: OpenBLAS 0.3.21's exec_blas: `parallel for` without a
+ *                num_threads clause over as many parts as the last `ask`
+ *                answered, which wait on one another as in blas
+ *   ask          n = omp_get_max_threads(), print "max_threads <n>"; the next
+ *                `parts` splits its work into n parts
  *   fork <kind>  fork; the child runs one region of that kind, prints its line
  *                prefixed with "child " and exits; the parent waits for it
  *   empty <n>    run n empty `omp parallel` regions, print "empty <n> ns <elapsed>"
@@ -195,28 +200,49 @@ static void run_combined_loop(struct acc *a)
 
 static uint64_t now_ns(void);
 
+/* One of n parts that each wait until all n have started (up to 2 s, then
+ * *gave_up), then sum their share. */
+static void part(struct acc *a, int p, int n, _Atomic int *started, _Atomic bool *gave_up)
+{
+    seen(a);
+    atomic_fetch_add(started, 1);
+    uint64_t t0 = now_ns();
+    while (atomic_load(started) < n) {
+        if (now_ns() - t0 > 2000000000ull) {
+            atomic_store(gave_up, true);
+            break;
+        }
+        sched_yield();
+    }
+    uint64_t local = 0;
+    for (long i = p; i < N; i += n)
+        local += f(i);
+    atomic_fetch_add(&a->sum, local);
+}
+
 static void run_blas(struct acc *a)
 {
     int n = omp_get_max_threads();
     _Atomic int started = 0;
     _Atomic bool gave_up = false;
 #pragma omp parallel for num_threads(n) schedule(static, 1)
-    for (int part = 0; part < n; part++) {
-        seen(a);
-        atomic_fetch_add(&started, 1);
-        uint64_t t0 = now_ns();
-        while (atomic_load(&started) < n) {
-            if (now_ns() - t0 > 2000000000ull) {
-                atomic_store(&gave_up, true);
-                break;
-            }
-            sched_yield();
-        }
-        uint64_t local = 0;
-        for (long i = part; i < N; i += n)
-            local += f(i);
-        atomic_fetch_add(&a->sum, local);
-    }
+    for (int p = 0; p < n; p++)
+        part(a, p, n, &started, &gave_up);
+    if (atomic_load(&gave_up))
+        atomic_store(&a->sum, 0);
+}
+
+/* The answer of the last `ask`. */
+static int asked = 1;
+
+static void run_parts(struct acc *a)
+{
+    int n = asked;
+    _Atomic int started = 0;
+    _Atomic bool gave_up = false;
+#pragma omp parallel for schedule(static, 1)
+    for (int p = 0; p < n; p++)
+        part(a, p, n, &started, &gave_up);
     if (atomic_load(&gave_up))
         atomic_store(&a->sum, 0);
 }
@@ -230,7 +256,7 @@ static const struct {
     {"for_runtime", run_for_runtime}, {"sections", run_sections},
     {"split", run_split},             {"split_loop", run_split_loop},
     {"combined_loop", run_combined_loop}, {"hold", run_hold},
-    {"blas", run_blas},
+    {"blas", run_blas},               {"parts", run_parts},
 };
 
 static uint64_t now_ns(void)
@@ -282,7 +308,10 @@ int main(void)
         line[strcspn(line, "\r\n")] = '\0';
         if (strcmp(line, "quit") == 0)
             break;
-        if (strncmp(line, "empty ", 6) == 0) {
+        if (strcmp(line, "ask") == 0) {
+            asked = omp_get_max_threads();
+            printf("max_threads %d\n", asked);
+        } else if (strncmp(line, "empty ", 6) == 0) {
             empty_regions(atol(line + 6));
         } else if (strncmp(line, "fork ", 5) == 0) {
             pid_t child = fork();

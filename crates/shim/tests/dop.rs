@@ -105,6 +105,30 @@ fn an_explicit_num_threads_clause_is_honoured_and_max_threads_is_the_dop() {
     assert!(r.ok && r.team == 2, "{r:?}");
 }
 
+/// OpenBLAS 0.3.21's pattern (teams.c `parts`): the program asks
+/// `omp_get_max_threads()`, splits its work into that many parts that wait on
+/// one another, and runs them in a region without a num_threads clause. A DoP
+/// lowered between the answer and the region must not shrink that region's
+/// team: a team of 1 spun on the second part for minutes (OpenBLAS dgemm in
+/// `bench/mixes/three-at-once` under `auto`). The new DoP holds from the
+/// region after, and a region its thread did not ask before takes the DoP.
+#[test]
+fn a_region_after_max_threads_gets_the_team_it_was_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut chan = DopChannel::create(&record_in(&dir), &[], 2).unwrap();
+    let mut teams = Teams::start(2, Some(&shim()), Some(chan.path()));
+    for (told, then) in [(2, 1), (1, 2)] {
+        chan.set(told, &[]).unwrap();
+        teams.send("ask");
+        assert_eq!(teams.line(), format!("max_threads {told}"));
+        chan.set(then, &[]).unwrap();
+        let r = teams.region("parts");
+        assert!(r.ok, "every part ran: {r:?}");
+        assert_eq!(r.team, told, "{r:?}");
+        assert_eq!(teams.region("parallel").team, then);
+    }
+}
+
 /// The CPUs this test process may use, if it may use CPUs 0 and 1.
 fn two_cpus_or_skip() -> Option<String> {
     let own = cpus_allowed("/proc/self/status");
