@@ -142,7 +142,7 @@ pub struct OmpSample {
     /// each call's team itself asks before every call (OpenBLAS does), so
     /// this counts its calls, also at a DoP of 1, where it runs serially and
     /// starts no region; other programs may ask once or never.
-    #[serde(default, skip_serializing_if = "crate::trace::is_zero64")]
+    #[serde(default, skip_serializing_if = "is_zero64")]
     pub max_threads_asked: u64,
     /// The DoP the app has acknowledged (coloc's last `set` it has seen); None when
     /// the DoP is not managed (no channel, or a runtime the shim cannot steer).
@@ -164,6 +164,11 @@ impl Observation {
     pub fn app(&self, id: AppId) -> Option<&AppSample> {
         self.apps.iter().find(|a| a.app == id)
     }
+}
+
+/// Whether a counter is 0: serde leaves such fields out of traces.
+pub(crate) fn is_zero64(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::cpuset::CpuSet;
 use crate::ids::{AppId, Tid};
 use crate::nanos;
-use crate::observation::{InstanceUsage, Observation};
+use crate::observation::{is_zero64, InstanceUsage, Observation};
 use crate::plan::Plan;
 use crate::topology::Topology;
 use crate::view::Trigger;
@@ -88,10 +88,6 @@ pub struct PageMoves {
     /// Pages it could not move (shared with another process, locked, ...).
     #[serde(default, skip_serializing_if = "is_zero64")]
     pub failed: u64,
-}
-
-pub(crate) fn is_zero64(n: &u64) -> bool {
-    *n == 0
 }
 
 fn is_zero(n: &u32) -> bool {
