@@ -520,10 +520,17 @@ impl Policy for Auto {
         // threads it runs (a steered app: the team it asked for, or the
         // smaller one its solo times say is faster).
         // Where they lie: by the stored profiles where the machine has
-        // several LLCs or nodes (`auto/placement/`), else contiguous.
+        // several LLCs or nodes (`auto/placement/`), else contiguous. Only
+        // the own arrangement uses where they lie: the placement search
+        // (ReSensor, Tang) runs only then.
         let weights: Vec<u32> = members.iter().map(|a| team(a)).collect();
         let contiguous = partitions(&order, &weights);
-        let (cuts, placed_by) = match self.placer.place(view, &members, &contiguous) {
+        let placed = if own {
+            self.placer.place(view, &members, &contiguous)
+        } else {
+            None
+        };
+        let (cuts, placed_by) = match placed {
             Some((cuts, why)) => (cuts, Some(why)),
             None => (contiguous, None),
         };
@@ -555,7 +562,7 @@ impl Policy for Auto {
         };
 
         let mut note = format!("auto ({}): {stage}", self.objective);
-        if let Some(why) = placed_by.filter(|_| own) {
+        if let Some(why) = placed_by {
             let _ = write!(note, "; {why}");
         }
         // The memory policy of an app on its partition, said in the note.

@@ -88,10 +88,14 @@ impl Placer {
     }
 
     /// Takes in each running app's rates from the view's previous observation
-    /// to its last (call once per new observation).
+    /// to its last (call once per new observation). Only the memory rule reads
+    /// them, and only on a machine with several nodes: on one, none are taken.
     pub(crate) fn observe(&mut self, view: &View<'_>) {
         self.samples
             .retain(|id, _| view.apps.iter().any(|a| a.id == *id));
+        if view.topology.numa_nodes() < 2 {
+            return;
+        }
         let (Some(prev), Some(last)) = (view.prev, view.last) else {
             return;
         };
