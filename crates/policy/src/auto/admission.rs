@@ -58,12 +58,7 @@ pub(super) struct Admission {
 /// alone: its solo time at its thread count (or the nearest count measured
 /// below it) less the time since it started, and that share of its least
 /// CPU work ([`need`]).
-pub(super) fn left(
-    solo: &SoloCurves,
-    a: &AppView,
-    threads: u32,
-    now: Duration,
-) -> Option<(f64, f64)> {
+fn left(solo: &SoloCurves, a: &AppView, threads: u32, now: Duration) -> Option<(f64, f64)> {
     let curve = solo.curve(&a.spec.name)?;
     let t = curve
         .range(..=threads)
@@ -77,6 +72,17 @@ pub(super) fn left(
         .map_or(0.0, |s| now.saturating_sub(s).as_secs_f64());
     let rem = (t - ran).max(0.0);
     Some((rem, work * rem / t))
+}
+
+/// An app's time left alone at `threads` threads ([`left`]'s first term):
+/// what `art` orders apps by, in admission and by nice value.
+pub(super) fn time_left(
+    solo: &SoloCurves,
+    a: &AppView,
+    threads: u32,
+    now: Duration,
+) -> Option<f64> {
+    left(solo, a, threads, now).map(|(t, _)| t)
 }
 
 /// The lower bound of the makespan of apps with these (time, work) left on
@@ -190,7 +196,7 @@ fn shortest_first(
     fixed: impl Fn(&AppView) -> u32,
     mut pending: Vec<&AppView>,
 ) -> Admission {
-    let time = |a: &AppView| left(solo, a, fixed(a), view.now).map(|(t, _)| t);
+    let time = |a: &AppView| time_left(solo, a, fixed(a), view.now);
     let key = |a: &AppView| time(a).unwrap_or(f64::INFINITY);
     pending.sort_by(|x, y| key(x).total_cmp(&key(y)));
     let mut lefts: Option<Vec<(AppId, f64)>> =

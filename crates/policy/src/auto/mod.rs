@@ -268,7 +268,7 @@ impl Auto {
         }
         let mut order = members
             .iter()
-            .map(|a| admission::left(&self.solo, a, team(a), view.now).map(|(t, _)| (t, a.id)))
+            .map(|a| admission::time_left(&self.solo, a, team(a), view.now).map(|t| (t, a.id)))
             .collect::<Option<Vec<_>>>()?;
         order.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
         Some(order)
@@ -285,9 +285,9 @@ impl Auto {
             nice: Some(n),
             ..SchedSettings::default()
         };
-        match self.objective {
-            Objective::Makespan => BTreeMap::new(),
-            Objective::Latency => {
+        match (self.objective, srpt) {
+            (Objective::Makespan, _) => BTreeMap::new(),
+            (Objective::Latency, _) => {
                 let latency = running.iter().any(|a| a.spec.class == AppClass::Latency);
                 running
                     .iter()
@@ -301,12 +301,11 @@ impl Auto {
                     })
                     .collect()
             }
-            Objective::Art if srpt.is_some() => {
-                let first = srpt
-                    .into_iter()
-                    .flatten()
-                    .find(|(_, id)| running.iter().any(|a| a.id == *id))
-                    .map(|(_, id)| *id);
+            (Objective::Art, Some(order)) => {
+                let first = order
+                    .iter()
+                    .map(|(_, id)| *id)
+                    .find(|id| running.iter().any(|a| a.id == *id));
                 running
                     .iter()
                     .map(|a| {
@@ -315,7 +314,7 @@ impl Auto {
                     })
                     .collect()
             }
-            Objective::Art => {
+            (Objective::Art, None) => {
                 let mut by_service: Vec<(u64, AppId)> = running
                     .iter()
                     .map(|a| (self.evidence.get(&a.id).map_or(0, |e| e.cpu_ns), a.id))
