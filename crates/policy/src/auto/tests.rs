@@ -114,6 +114,13 @@ impl Script {
         AppId { app: index, rep: 0 }
     }
 
+    /// App `index` with `threads` threads arrives and waits to be admitted:
+    /// the decision its arrival triggers.
+    fn arrive(&mut self, index: u32, threads: u32) -> Plan {
+        self.apps.push(pending_app(index, threads));
+        self.decide(Trigger::Arrival(AppId { app: index, rep: 0 }))
+    }
+
     fn exit(&mut self, id: AppId) -> Plan {
         self.apps.retain(|a| a.id != id);
         self.decide(Trigger::Exit(id))
@@ -542,10 +549,6 @@ fn an_early_exit_gives_its_cpus_back_at_once() {
 #[test]
 fn an_arrival_beyond_the_cpus_waits_for_a_partition() {
     let third = AppId { app: 2, rep: 0 };
-    let arrive = |s: &mut Script| {
-        s.apps.push(pending_app(2, 2));
-        s.decide(Trigger::Arrival(third))
-    };
     // Kept partitions: the newcomer waits, then takes the freed CPU.
     let mut s = Script::new(Objective::Makespan);
     let a = s.start(0, 2, false);
@@ -553,7 +556,7 @@ fn an_arrival_beyond_the_cpus_waits_for_a_partition() {
     for _ in 0..TRIAL_TICKS + 1 {
         s.tick(|_, _| Some(pthreads(100)));
     }
-    let p = arrive(&mut s);
+    let p = s.arrive(2, 2);
     assert!(!p.for_app(third).unwrap().admit, "{}", p.note);
     assert!(p.note.contains("2.0 waits"), "{}", p.note);
     let p = s.tick(|_, _| Some(pthreads(100)));
@@ -574,7 +577,7 @@ fn an_arrival_beyond_the_cpus_waits_for_a_partition() {
     for _ in 0..TRIAL_TICKS + 1 {
         s.tick_placed(|_, _, cpus| Some(pthreads(if cpus.is_empty() { 100 } else { 80 })));
     }
-    let p = arrive(&mut s);
+    let p = s.arrive(2, 2);
     assert!(p.for_app(third).unwrap().admit, "{}", p.note);
 
     // `art` never holds an app back.
@@ -582,7 +585,7 @@ fn an_arrival_beyond_the_cpus_waits_for_a_partition() {
     s.start(0, 2, false);
     s.start(1, 2, false);
     s.tick(|_, _| Some(pthreads(100)));
-    let p = arrive(&mut s);
+    let p = s.arrive(2, 2);
     assert!(p.for_app(third).unwrap().admit, "{}", p.note);
 }
 
@@ -647,8 +650,7 @@ fn idle_partitions_are_lent_and_let_an_arrival_in() {
     // An idle CPU and no waiting thread: the newcomer starts at once.
     let third = AppId { app: 2, rep: 0 };
     s.tick(|id, _| Some(pthreads(if id == a { 100 } else { 0 })));
-    s.apps.push(pending_app(2, 2));
-    let p = s.decide(Trigger::Arrival(third));
+    let p = s.arrive(2, 2);
     assert!(p.for_app(third).unwrap().admit, "{}", p.note);
 
     // A steered app borrows too, and keeps its partition's DoP: OpenBLAS at
@@ -768,8 +770,7 @@ fn solo_times_start_an_arrival_that_does_not_slow_the_mix() {
         for _ in 0..TRIAL_TICKS + 1 {
             s.tick(|_, _| Some(pthreads(100)));
         }
-        s.apps.push(pending_app(2, 2));
-        let p = s.decide(Trigger::Arrival(third));
+        let p = s.arrive(2, 2);
         assert_eq!(
             p.for_app(third).unwrap().admit,
             starts,
@@ -1115,8 +1116,7 @@ fn art_with_solo_times_holds_an_arrival_longer_than_the_time_left() {
         for _ in 0..10 {
             s.tick(|_, _| Some(pthreads(cpu_ms)));
         }
-        s.apps.push(pending_app(2, 2));
-        let p = s.decide(Trigger::Arrival(arrival));
+        let p = s.arrive(2, 2);
         assert_eq!(
             p.for_app(arrival).unwrap().admit,
             starts,
