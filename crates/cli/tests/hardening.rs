@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use coloc_model::TraceEvent;
-use common::{coloc, coloc_output, read_trace, text};
+use common::{coloc, coloc_output, read_trace, run_command, text};
 use users::TestUser;
 
 /// A workload of one app running `argv`.
@@ -41,15 +41,7 @@ fn running(pid: u32) -> bool {
 
 /// `coloc run W --policy P --out OUT` in the background, stderr piped.
 fn spawn_run(w: &Path, policy: &str, out: &Path, stdout: Stdio) -> std::process::Child {
-    coloc()
-        .arg("run")
-        .arg(w)
-        .args(["--policy", policy, "--out"])
-        .arg(out)
-        .stdout(stdout)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    run_command(w, policy, out).stdout(stdout).spawn().unwrap()
 }
 
 /// The pid of the run's first app once its trace holds an `event` (within

@@ -174,15 +174,7 @@ threads = 2
     // the sleep, the script, nginx, its workers, wrk; the batch kernel's).
     let out = dir.path().join("out");
     let mut samples: Vec<Seen> = Vec::new();
-    let mut child = common::coloc()
-        .arg("run")
-        .arg(&w)
-        .args(["--policy", "atom", "--out"])
-        .arg(&out)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = common::run_command(&w, "atom", &out).spawn().unwrap();
     let coloc_pid = child.id();
     let t0 = std::time::Instant::now();
     while child.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(900) {
@@ -198,12 +190,7 @@ threads = 2
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "coloc run failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    common::finished(child);
     let run = common::read_trace(&out);
     // The sleep the service left behind, as it is after the run; then gone.
     let keeper: u32 = std::fs::read_to_string(&keeper)

@@ -12,12 +12,13 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use coloc_model::trace::TraceEvent;
 use coloc_model::AppId;
-use common::{allowed_here, apps_by_pid, children, coloc, read_trace, stat_field, tids_of};
+use common::{
+    allowed_here, apps_by_pid, children, finished, read_trace, run_command, stat_field, tids_of,
+};
 
 const SHORT: AppId = AppId { app: 0, rep: 0 };
 const LONG: AppId = AppId { app: 1, rep: 0 };
@@ -57,15 +58,7 @@ threads = 0
     )
     .unwrap();
     let out = dir.path().join("out");
-    let mut child = coloc()
-        .arg("run")
-        .arg(&workload)
-        .args(["--policy", "gang", "--out"])
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = run_command(&workload, "gang", &out).spawn().unwrap();
     // Per sampling round, per pid, the nice values of its threads.
     let mut rounds: Vec<BTreeMap<u32, Vec<i64>>> = Vec::new();
     let t0 = Instant::now();
@@ -83,12 +76,7 @@ threads = 0
         rounds.push(round);
         std::thread::sleep(Duration::from_millis(20));
     }
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "coloc run failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    finished(child);
     let trace = read_trace(&out);
     let notes: Vec<&str> = trace
         .events

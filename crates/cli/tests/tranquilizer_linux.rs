@@ -10,12 +10,11 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use coloc_model::trace::TraceEvent;
 use coloc_model::{AppId, MemPolicy};
-use common::{children, coloc, read_trace, tids_of, unix_now};
+use common::{children, finished, read_trace, run_command, tids_of, unix_now};
 
 const STREAM: AppId = AppId { app: 0, rep: 0 };
 const COMPUTE: AppId = AppId { app: 1, rep: 0 };
@@ -103,14 +102,8 @@ threads = 2
     let started = unix_now();
     // No stored profile (a profile store of its own, empty): the stream
     // kernel is classified by its resident set.
-    let mut child = coloc()
+    let mut child = run_command(&workload, "tranquilizer", &out)
         .env("XDG_DATA_HOME", dir.path())
-        .arg("run")
-        .arg(&workload)
-        .args(["--policy", "tranquilizer", "--out"])
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut seen: Vec<Seen> = Vec::new();
@@ -136,9 +129,7 @@ threads = 2
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "coloc run failed: {stderr}");
+    let stderr = finished(child);
     assert!(!stderr.contains("could not restore"), "{stderr}");
     let trace = read_trace(&out);
     let t_start = trace

@@ -159,6 +159,28 @@ pub struct SampledRun {
     pub trace: Trace,
 }
 
+/// `coloc run WORKLOAD --policy POLICY --out OUT` with its output piped, for
+/// a test to add what it needs (an environment) and spawn.
+pub fn run_command(workload: &Path, policy: &str, out: &Path) -> Command {
+    let mut c = coloc();
+    c.arg("run")
+        .arg(workload)
+        .args(["--policy", policy, "--out"])
+        .arg(out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+/// Waits for a run spawned from [`run_command`], which must succeed; its
+/// stderr.
+pub fn finished(child: Child) -> String {
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "coloc run failed: {stderr}");
+    stderr
+}
+
 /// Runs `coloc run WORKLOAD --policy POLICY --out OUT`, sampling its apps'
 /// threads every `every` (see [`sample_while_running`]); the run must succeed.
 pub fn run_sampled(
@@ -168,23 +190,10 @@ pub fn run_sampled(
     every: Duration,
     limit: Duration,
 ) -> SampledRun {
-    let mut child = coloc()
-        .arg("run")
-        .arg(workload)
-        .args(["--policy", policy, "--out"])
-        .arg(out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = run_command(workload, policy, out).spawn().unwrap();
     let coloc_pid = child.id();
     let samples = sample_while_running(&mut child, every, limit);
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "coloc run failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    finished(child);
     SampledRun {
         coloc_pid,
         samples,
