@@ -259,7 +259,12 @@ impl LinuxMachine {
             leftovers: Vec::new(),
             cpu_at_start: own_cpu()?,
             finished: false,
-            cpusets: Cpusets::detect(&opts.proc_root).ok(),
+            // The slice's hierarchy when one was asked for: the caller
+            // detected it already, and it is the one the apps' cgroups are in.
+            cpusets: match &opts.cgroup_slice {
+                Some(sets) => Some(sets.clone()),
+                None => Cpusets::detect(&opts.proc_root).ok(),
+            },
             slice: opts.cgroup_slice.clone().map(Slice::new),
             opts,
         })
