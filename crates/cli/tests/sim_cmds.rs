@@ -595,8 +595,12 @@ fn solo_times_are_recomputed_from_their_traces() {
         stdout
     };
     for (extra, rows) in [
-        (&[][..], ["| a ", "| b "]),
-        (&["--threads", "1,2"][..], ["| a ", "| b "]),
+        (&[][..], &["| a ", "| b "][..]),
+        // Per thread count, the CPU time the runs used beside their wall time.
+        (
+            &["--threads", "1,2"][..],
+            &["| a ", "| b ", "| 2 thr s ", "| 2 thr CPU-s "][..],
+        ),
     ] {
         let out = dir.path().join(format!("runs{}", extra.len()));
         let measured = solo(extra, &out);

@@ -16,8 +16,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::metrics::reference::{
-    against_reference, geometric_mean, makespan_lower_bound, over_best_other,
-    render_against_reference, sjf_art, AgainstReference, MixApp,
+    against_reference, geometric_mean, over_best_other, render_against_reference, AgainstReference,
+    MixApp, Points,
 };
 use coloc_model::metrics::{Comparison, SoloCurves, SoloTimes};
 use coloc_model::{TraceEvent, Workload};
@@ -75,8 +75,7 @@ fn mix_files(dir: &Path) -> Result<Vec<PathBuf>> {
 
 /// A mix's reference points on `cpus` CPUs from its apps' solo curves.
 pub struct Reference {
-    pub bound: Option<f64>,
-    pub sjf: Option<f64>,
+    pub points: Points,
     /// Each app's solo time at its own thread count (for NTT).
     pub solo: SoloTimes,
 }
@@ -93,19 +92,19 @@ impl Reference {
             apps.push(MixApp {
                 arrive: a.arrive_at.as_secs_f64(),
                 solo: curve,
+                cpu: curves.cpu_curve(&a.name).unwrap_or_default(),
             });
         }
         Reference {
-            bound: makespan_lower_bound(&apps, cpus),
-            sjf: sjf_art(&apps, cpus),
+            points: Points::of(&apps, cpus),
             solo,
         }
     }
 
     /// Each policy of `cmp` against these reference points, as a table.
     pub fn table(&self, cmp: &Comparison) -> (Vec<AgainstReference>, String) {
-        let rows = against_reference(&cmp.policies, self.bound, self.sjf);
-        let text = render_against_reference(&rows, self.bound, self.sjf);
+        let rows = against_reference(&cmp.policies, self.points);
+        let text = render_against_reference(&rows, self.points);
         (rows, text)
     }
 }
@@ -161,7 +160,7 @@ pub fn main(args: MixesArgs) -> Result<()> {
     let out = args
         .out
         .unwrap_or_else(|| default_out_dir("mixes", "bench"));
-    let mut over_bound = Vec::new();
+    let (mut over_bound, mut over_cpu_bound) = (Vec::new(), Vec::new());
     let mut worst: Option<(f64, String)> = None;
     for path in mix_files(&args.dir)? {
         let workload = target.load(&path)?;
@@ -214,12 +213,9 @@ pub fn main(args: MixesArgs) -> Result<()> {
                 worst = Some((r, workload.name.clone()));
             }
         }
-        if let Some(r) = rows
-            .iter()
-            .find(|r| r.policy == "auto")
-            .and_then(|r| r.makespan_over_bound)
-        {
-            over_bound.push(r);
+        if let Some(r) = rows.iter().find(|r| r.policy == "auto") {
+            over_bound.extend(r.makespan_over_bound);
+            over_cpu_bound.extend(r.makespan_over_cpu_bound);
         }
         println!();
     }
@@ -230,6 +226,12 @@ pub fn main(args: MixesArgs) -> Result<()> {
         println!(
             "auto's geometric-mean makespan over the lower bound: {gm:.3} ({} mixes)",
             over_bound.len()
+        );
+    }
+    if let Some(gm) = geometric_mean(&over_cpu_bound) {
+        println!(
+            "auto's geometric-mean makespan over the CPU-time lower bound: {gm:.3} ({} mixes)",
+            over_cpu_bound.len()
         );
     }
     println!("traces: {}", out.display());

@@ -26,6 +26,10 @@ pub struct Repetition {
     pub metric: Option<f64>,
     /// How it ended; None when the trace ends first (an interrupted run).
     pub status: Option<ExitStatus>,
+    /// CPU time in seconds over its life (its threads and the children it
+    /// reaped), where the backend recorded it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_secs: Option<f64>,
 }
 
 impl Repetition {
@@ -38,6 +42,7 @@ impl Repetition {
             response_secs: since(i.arrive),
             metric: exit.and_then(|e| e.metric),
             status: exit.map(|e| e.status.clone()),
+            cpu_secs: exit.and_then(|e| e.cpu_ns).map(|ns| ns as f64 / 1e9),
         }
     }
 
@@ -138,6 +143,13 @@ impl AppMetrics {
     /// Wall times of the instances that succeeded, in seconds.
     pub fn wall_times_secs(&self) -> impl Iterator<Item = f64> + '_ {
         self.succeeded().filter_map(|r| r.wall_secs)
+    }
+
+    /// Wall time and CPU time of the instances that succeeded, in seconds,
+    /// the CPU time where it was recorded.
+    pub fn wall_and_cpu_secs(&self) -> impl Iterator<Item = (f64, Option<f64>)> + '_ {
+        self.succeeded()
+            .filter_map(|r| Some((r.wall_secs?, r.cpu_secs)))
     }
 
     /// Response times of the instances that succeeded, in seconds.

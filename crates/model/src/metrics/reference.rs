@@ -20,51 +20,111 @@ use serde::{Deserialize, Serialize};
 use super::table::{finish, fixed, new_table};
 use crate::stats::Summary;
 
-/// Solo wall times of apps at each thread count, in seconds, as JSON
-/// `{"app": {"1": [secs, ...], "2": [...]}}` (`coloc solo --threads`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(transparent)]
+/// Runs per app name and thread count: seconds per run.
+type PerThreads = BTreeMap<String, BTreeMap<u32, Vec<f64>>>;
+
+/// Solo runs of apps at each thread count: their wall times, and the CPU
+/// time each used where its trace recorded one (`coloc solo --threads`), in
+/// seconds, as JSON `{"wall": {"app": {"1": [secs, ...]}}, "cpu": {...}}`.
+/// A pipeline of processes can use more CPUs than it has threads, and an app
+/// that sleeps fewer, so the CPU time is its work where `threads × wall`
+/// is only an estimate of it. Files written before CPU times were recorded
+/// hold the wall map alone and still read.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SoloCurves {
-    runs: BTreeMap<String, BTreeMap<u32, Vec<f64>>>,
+    wall: PerThreads,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    cpu: PerThreads,
+}
+
+/// Reads either layout. Through a JSON value: serde's untagged enums cannot
+/// read the thread counts, which are map keys.
+impl<'de> Deserialize<'de> for SoloCurves {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut value = serde_json::Value::deserialize(d)?;
+        let map = |v: serde_json::Value| {
+            serde_json::from_value::<PerThreads>(v).map_err(D::Error::custom)
+        };
+        match value.as_object_mut() {
+            Some(o) if o.contains_key("wall") => Ok(SoloCurves {
+                wall: map(o.remove("wall").unwrap_or_default())?,
+                cpu: match o.remove("cpu") {
+                    Some(cpu) => map(cpu)?,
+                    None => PerThreads::new(),
+                },
+            }),
+            _ => Ok(SoloCurves {
+                wall: map(value)?,
+                cpu: PerThreads::new(),
+            }),
+        }
+    }
+}
+
+/// The mean of `app`'s runs at each thread count in `runs`.
+fn means(runs: &PerThreads, app: &str) -> Option<BTreeMap<u32, f64>> {
+    let curve: BTreeMap<u32, f64> = runs
+        .get(app)?
+        .iter()
+        .filter_map(|(k, v)| Some((*k, Summary::of(v)?.mean)))
+        .collect();
+    (!curve.is_empty()).then_some(curve)
 }
 
 impl SoloCurves {
     /// Records one solo run of `app` with `threads` threads that took `secs`.
     pub fn add(&mut self, app: &str, threads: u32, secs: f64) {
-        self.runs
-            .entry(app.to_string())
-            .or_default()
-            .entry(threads)
-            .or_default()
-            .push(secs);
+        push(&mut self.wall, app, threads, secs);
+    }
+
+    /// Records the CPU time, in seconds, one solo run of `app` with
+    /// `threads` threads used.
+    pub fn add_cpu(&mut self, app: &str, threads: u32, secs: f64) {
+        push(&mut self.cpu, app, threads, secs);
     }
 
     /// Mean solo time of `app` at each thread count measured.
     pub fn curve(&self, app: &str) -> Option<BTreeMap<u32, f64>> {
-        let by = self.runs.get(app)?;
-        let curve: BTreeMap<u32, f64> = by
-            .iter()
-            .filter_map(|(k, v)| Some((*k, Summary::of(v)?.mean)))
-            .collect();
-        (!curve.is_empty()).then_some(curve)
+        means(&self.wall, app)
     }
 
-    /// A table: app, then the mean solo time at each thread count.
+    /// Mean CPU time of `app`'s solo runs at each thread count where it was
+    /// recorded.
+    pub fn cpu_curve(&self, app: &str) -> Option<BTreeMap<u32, f64>> {
+        means(&self.cpu, app)
+    }
+
+    /// A table: app, then the mean solo time at each thread count, then the
+    /// mean CPU time at each where any was recorded.
     pub fn render(&self) -> String {
-        let counts: std::collections::BTreeSet<u32> =
-            self.runs.values().flat_map(|b| b.keys().copied()).collect();
+        let counts = |runs: &PerThreads| -> std::collections::BTreeSet<u32> {
+            runs.values().flat_map(|b| b.keys().copied()).collect()
+        };
+        let (walls, cpus) = (counts(&self.wall), counts(&self.cpu));
         let mut head = vec!["app".to_string()];
-        head.extend(counts.iter().map(|k| format!("{k} thr s")));
+        head.extend(walls.iter().map(|k| format!("{k} thr s")));
+        head.extend(cpus.iter().map(|k| format!("{k} thr CPU-s")));
         let head: Vec<&str> = head.iter().map(String::as_str).collect();
         let mut table = new_table(&head);
-        for app in self.runs.keys() {
-            let curve = self.curve(app).unwrap_or_default();
+        for app in self.wall.keys() {
+            let wall = self.curve(app).unwrap_or_default();
+            let cpu = self.cpu_curve(app).unwrap_or_default();
             let mut row = vec![app.clone()];
-            row.extend(counts.iter().map(|k| fixed(curve.get(k).copied(), 3)));
+            row.extend(walls.iter().map(|k| fixed(wall.get(k).copied(), 3)));
+            row.extend(cpus.iter().map(|k| fixed(cpu.get(k).copied(), 3)));
             table.add_row(row);
         }
         finish(&table)
     }
+}
+
+fn push(runs: &mut PerThreads, app: &str, threads: u32, secs: f64) {
+    runs.entry(app.to_string())
+        .or_default()
+        .entry(threads)
+        .or_default()
+        .push(secs);
 }
 
 /// One app of a mix for the reference points.
@@ -74,31 +134,61 @@ pub struct MixApp {
     pub arrive: f64,
     /// Solo wall time at each thread count measured, seconds.
     pub solo: BTreeMap<u32, f64>,
+    /// Solo CPU time at each thread count where it was recorded, seconds.
+    pub cpu: BTreeMap<u32, f64>,
 }
 
 impl MixApp {
     /// Its fastest solo time, at any thread count up to `cpus`.
     fn fastest(&self, cpus: u32) -> Option<f64> {
-        self.solo
-            .iter()
-            .filter(|(k, _)| **k <= cpus)
-            .map(|(_, t)| *t)
-            .min_by(f64::total_cmp)
+        least(&self.solo, cpus, |_, t| t)
     }
 
     /// Its cheapest CPU work, `min_k k · T(k)` over thread counts up to `cpus`.
     fn work(&self, cpus: u32) -> Option<f64> {
-        self.solo
-            .iter()
-            .filter(|(k, _)| **k <= cpus)
-            .map(|(k, t)| f64::from(*k) * t)
-            .min_by(f64::total_cmp)
+        least(&self.solo, cpus, |k, t| f64::from(k) * t)
+    }
+
+    /// Its least CPU time measured alone, over thread counts up to `cpus`.
+    fn cpu_time(&self, cpus: u32) -> Option<f64> {
+        least(&self.cpu, cpus, |_, t| t)
     }
 }
 
+/// The least of `f(k, x)` over the entries of `curve` at `cpus` or fewer
+/// threads.
+fn least(curve: &BTreeMap<u32, f64>, cpus: u32, f: impl Fn(u32, f64) -> f64) -> Option<f64> {
+    curve
+        .iter()
+        .filter(|(k, _)| **k <= cpus)
+        .map(|(k, x)| f(*k, *x))
+        .min_by(f64::total_cmp)
+}
+
 /// The CPU-work lower bound of the makespan of `apps` on `cpus` CPUs,
-/// arrival-aware; None when an app has no solo time at `cpus` or fewer threads.
+/// arrival-aware, with an app's work `min_k k · T(k)`; None when an app has
+/// no solo time at `cpus` or fewer threads.
 pub fn makespan_lower_bound(apps: &[MixApp], cpus: u32) -> Option<f64> {
+    bound_with(apps, cpus, |a, cpus| a.work(cpus))
+}
+
+/// The same bound with an app's work its least CPU time measured alone: the
+/// work itself, where `k · T(k)` counts a pipeline of processes that keeps
+/// more than `k` CPUs busy (`xz -T1 | xz -d | cmp` used 1.16 CPUs on this
+/// project's machine) as less than it is, and an app that sleeps as more.
+/// None when an app has no CPU time recorded at `cpus` or fewer threads.
+pub fn cpu_time_lower_bound(apps: &[MixApp], cpus: u32) -> Option<f64> {
+    bound_with(apps, cpus, |a, cpus| a.cpu_time(cpus))
+}
+
+/// No schedule ends an app before its arrival plus its fastest time, nor the
+/// work of the apps arriving at or after `a` before `a` plus that work spread
+/// over the CPUs; `work` gives an app's work.
+fn bound_with(
+    apps: &[MixApp],
+    cpus: u32,
+    work: impl Fn(&MixApp, u32) -> Option<f64>,
+) -> Option<f64> {
     let cpus = cpus.max(1);
     let mut bound: f64 = 0.0;
     for a in apps {
@@ -108,7 +198,7 @@ pub fn makespan_lower_bound(apps: &[MixApp], cpus: u32) -> Option<f64> {
         let later: f64 = apps
             .iter()
             .filter(|b| b.arrive >= a.arrive)
-            .map(|b| b.work(cpus))
+            .map(|b| work(b, cpus))
             .sum::<Option<f64>>()?;
         bound = bound.max(a.arrive + later / f64::from(cpus));
     }
@@ -143,22 +233,42 @@ pub fn sjf_art(apps: &[MixApp], cpus: u32) -> Option<f64> {
     Some(total / apps.len() as f64)
 }
 
+/// A mix's reference points, in seconds, where its solo runs give them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Points {
+    /// [`makespan_lower_bound`].
+    pub bound: Option<f64>,
+    /// [`cpu_time_lower_bound`].
+    pub cpu_bound: Option<f64>,
+    /// [`sjf_art`].
+    pub sjf: Option<f64>,
+}
+
+impl Points {
+    /// The reference points of `apps` on `cpus` CPUs.
+    pub fn of(apps: &[MixApp], cpus: u32) -> Points {
+        Points {
+            bound: makespan_lower_bound(apps, cpus),
+            cpu_bound: cpu_time_lower_bound(apps, cpus),
+            sjf: sjf_art(apps, cpus),
+        }
+    }
+}
+
 /// One policy's figures against the reference points.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AgainstReference {
     pub policy: String,
     /// Mean makespan over the lower bound.
     pub makespan_over_bound: Option<f64>,
+    /// Mean makespan over the CPU-time lower bound.
+    pub makespan_over_cpu_bound: Option<f64>,
     /// Mean ART over the SJF reference.
     pub art_over_sjf: Option<f64>,
 }
 
 /// Each policy's mean makespan and ART over the reference points.
-pub fn against_reference(
-    policies: &[super::PolicyStats],
-    bound: Option<f64>,
-    sjf: Option<f64>,
-) -> Vec<AgainstReference> {
+pub fn against_reference(policies: &[super::PolicyStats], at: Points) -> Vec<AgainstReference> {
     let ratio = |s: Option<&Summary>, r: Option<f64>| {
         let r = r.filter(|r| *r > 0.0)?;
         Some(s?.mean / r)
@@ -167,8 +277,9 @@ pub fn against_reference(
         .iter()
         .map(|p| AgainstReference {
             policy: p.policy.clone(),
-            makespan_over_bound: ratio(p.makespan.as_ref(), bound),
-            art_over_sjf: ratio(p.art.as_ref(), sjf),
+            makespan_over_bound: ratio(p.makespan.as_ref(), at.bound),
+            makespan_over_cpu_bound: ratio(p.makespan.as_ref(), at.cpu_bound),
+            art_over_sjf: ratio(p.art.as_ref(), at.sjf),
         })
         .collect()
 }
@@ -201,21 +312,29 @@ pub fn geometric_mean(ratios: &[f64]) -> Option<f64> {
 }
 
 /// A table of [`against_reference`]'s rows, with the reference points in the
-/// header.
-pub fn render_against_reference(
-    rows: &[AgainstReference],
-    bound: Option<f64>,
-    sjf: Option<f64>,
-) -> String {
-    let head_bound = format!("makespan / bound ({} s)", fixed(bound, 2));
-    let head_sjf = format!("ART / SJF ({} s)", fixed(sjf, 2));
-    let mut table = new_table(&["policy", &head_bound, &head_sjf]);
+/// header; the CPU-time bound's column only where the solo runs recorded CPU
+/// times.
+pub fn render_against_reference(rows: &[AgainstReference], at: Points) -> String {
+    let mut head = vec![
+        "policy".to_string(),
+        format!("makespan / bound ({} s)", fixed(at.bound, 2)),
+    ];
+    if at.cpu_bound.is_some() {
+        head.push(format!(
+            "makespan / CPU-time bound ({} s)",
+            fixed(at.cpu_bound, 2)
+        ));
+    }
+    head.push(format!("ART / SJF ({} s)", fixed(at.sjf, 2)));
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    let mut table = new_table(&head);
     for r in rows {
-        table.add_row(vec![
-            r.policy.clone(),
-            fixed(r.makespan_over_bound, 3),
-            fixed(r.art_over_sjf, 3),
-        ]);
+        let mut row = vec![r.policy.clone(), fixed(r.makespan_over_bound, 3)];
+        if at.cpu_bound.is_some() {
+            row.push(fixed(r.makespan_over_cpu_bound, 3));
+        }
+        row.push(fixed(r.art_over_sjf, 3));
+        table.add_row(row);
     }
     finish(&table)
 }
@@ -228,6 +347,7 @@ mod tests {
         MixApp {
             arrive,
             solo: solo.iter().copied().collect(),
+            cpu: BTreeMap::new(),
         }
     }
 
@@ -309,14 +429,52 @@ mod tests {
             Some([(1, 5.0), (2, 3.0)].into_iter().collect())
         );
         assert_eq!(c.curve("zstd"), None);
+        assert_eq!(c.cpu_curve("xz"), None);
         let json = serde_json::to_string(&c).unwrap();
-        assert_eq!(json, r#"{"xz":{"1":[4.0,6.0],"2":[3.0]}}"#);
+        assert_eq!(json, r#"{"wall":{"xz":{"1":[4.0,6.0],"2":[3.0]}}}"#);
         assert_eq!(serde_json::from_str::<SoloCurves>(&json).unwrap(), c);
+        // A file written before CPU times were recorded: the wall map alone.
+        let old = r#"{"xz":{"1":[4.0,6.0],"2":[3.0]}}"#;
+        assert_eq!(serde_json::from_str::<SoloCurves>(old).unwrap(), c);
         assert_eq!(
             c.render(),
             "| app | 1 thr s | 2 thr s |\n\
              |-----|---------|---------|\n\
              | xz  |   5.000 |   3.000 |\n"
         );
+        // CPU times: their means, a column per count, and a round trip.
+        c.add_cpu("xz", 1, 5.0);
+        c.add_cpu("xz", 1, 7.0);
+        assert_eq!(c.cpu_curve("xz"), Some([(1, 6.0)].into_iter().collect()));
+        assert_eq!(
+            c.render(),
+            "| app | 1 thr s | 2 thr s | 1 thr CPU-s |\n\
+             |-----|---------|---------|-------------|\n\
+             | xz  |   5.000 |   3.000 |       6.000 |\n"
+        );
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(serde_json::from_str::<SoloCurves>(&json).unwrap(), c);
+        assert!(serde_json::from_str::<SoloCurves>(r#"{"xz":{"one":[1.0]}}"#).is_err());
+    }
+
+    /// A pipeline keeps more CPUs busy than it has threads: P takes 8 s on 1
+    /// thread using 10 CPU-s, and 6 s on 2 using 11; A scales perfectly (10 s
+    /// on 1, 5 on 2, 10 CPU-s). `k · T(k)` counts P's work as 8, the bound
+    /// (10 + 8) / 2 = 9; its CPU time counts 10: (10 + 10) / 2 = 10.
+    #[test]
+    fn the_cpu_time_bound_counts_what_the_apps_used() {
+        let mut p = app(0.0, &[(1, 8.0), (2, 6.0)]);
+        p.cpu = [(1, 10.0), (2, 11.0)].into_iter().collect();
+        let mut a = app(0.0, &[(1, 10.0), (2, 5.0)]);
+        a.cpu = [(1, 10.0), (2, 10.0)].into_iter().collect();
+        let apps = [a, p];
+        assert_eq!(makespan_lower_bound(&apps, 2), Some(9.0));
+        assert_eq!(cpu_time_lower_bound(&apps, 2), Some(10.0));
+        // On 1 CPU only the 1-thread runs count: 10 + 10.
+        assert_eq!(cpu_time_lower_bound(&apps, 1), Some(20.0));
+        // An app with no CPU time recorded: no such bound, the other stands.
+        let apps = [apps[0].clone(), app(0.0, &[(1, 8.0)])];
+        assert_eq!(cpu_time_lower_bound(&apps, 2), None);
+        assert_eq!(makespan_lower_bound(&apps, 2), Some(9.0));
     }
 }

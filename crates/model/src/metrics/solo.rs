@@ -72,13 +72,18 @@ pub fn solo_times(runs: &[SoloRun], traces: &[Trace]) -> SoloTimes {
 }
 
 /// The solo times per thread count of `runs` (each with its `threads`) from
-/// their traces; a run at its own thread count has none and is left out.
+/// their traces, with the CPU time of each instance whose exit recorded one;
+/// a run at its own thread count has none and is left out.
 pub fn solo_curves(runs: &[SoloRun], traces: &[Trace]) -> SoloCurves {
     let mut curves = SoloCurves::default();
     for (run, trace) in runs.iter().zip(traces) {
         if let Some(k) = run.threads {
-            for wall in walls(trace) {
+            let metrics = RunMetrics::from_trace(trace, None);
+            for (wall, cpu) in metrics.apps.iter().flat_map(|a| a.wall_and_cpu_secs()) {
                 curves.add(&run.app, k, wall);
+                if let Some(cpu) = cpu {
+                    curves.add_cpu(&run.app, k, cpu);
+                }
             }
         }
     }
@@ -153,14 +158,22 @@ mod tests {
     }
 
     /// The times are the successful instances' wall times of each run's
-    /// trace, by app (and thread count); a failed instance counts for nothing.
+    /// trace, by app (and thread count), with the CPU time of those whose exit
+    /// recorded one; a failed instance counts for nothing.
     #[test]
     fn times_and_curves_from_traces() {
         let run = |walls: &[(f64, f64)], failed: bool| {
             let mut ev = Vec::new();
             for (rep, &(start, end)) in walls.iter().enumerate() {
-                ev.push((start, Ev::Start(0, rep as u32)));
-                ev.push((end, Ev::Exit(0, rep as u32, 0)));
+                let rep = rep as u32;
+                ev.push((start, Ev::Start(0, rep)));
+                // The second instance's exit records 1.5 CPU-s per wall second.
+                let exit = if rep == 1 {
+                    Ev::ExitUsage(0, rep, ((end - start) * 1500.0) as u64, None)
+                } else {
+                    Ev::Exit(0, rep, 0)
+                };
+                ev.push((end, exit));
             }
             if failed {
                 let rep = walls.len() as u32;
@@ -182,6 +195,7 @@ mod tests {
         want.add("a", 1, 2.0);
         want.add("a", 1, 3.0);
         want.add("a", 2, 1.0);
+        want.add_cpu("a", 1, 4.5);
         assert_eq!(solo_curves(&solo_runs(&["a"], &[1, 2]), &traces), want);
     }
 

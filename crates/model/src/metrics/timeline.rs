@@ -12,6 +12,8 @@ pub(super) struct Exit {
     pub t: Duration,
     pub status: ExitStatus,
     pub metric: Option<f64>,
+    /// CPU time over its life, where the backend recorded it.
+    pub cpu_ns: Option<u64>,
 }
 
 /// What the trace says about one app instance.
@@ -90,12 +92,13 @@ impl Timeline {
                     app,
                     status,
                     metric,
-                    ..
+                    usage,
                 } => {
                     tl.instance(*app).exit = Some(Exit {
                         t: *t,
                         status: status.clone(),
                         metric: *metric,
+                        cpu_ns: usage.as_ref().map(|u| u.cpu_ns),
                     });
                 }
                 TraceEvent::End { usage, .. } => tl.usage = Some(*usage),

@@ -15,7 +15,8 @@
 //!   --threads`, as `coloc compare` takes them for its lower bound), it
 //!   starts when the mix's makespan, estimated as its lower bound over the
 //!   work left (`coloc_model::metrics::reference`: the longest app's time
-//!   left, or all work left spread over the CPUs), is no longer started now
+//!   left, or all work left spread over the CPUs, an app's work its least
+//!   CPU time alone where recorded), is no longer started now
 //!   than held until the first app exits and started then. Ties start it:
 //!   the makespan is the same and its response time shorter;
 //! - else it waits until an app exits.
@@ -95,14 +96,19 @@ fn bound(left: &[(f64, f64)], cpus: u32) -> f64 {
 
 /// An app's least time and least CPU work over the thread counts measured
 /// alone: the terms of the makespan's lower bound
-/// (`coloc_model::metrics::reference`).
+/// (`coloc_model::metrics::reference`). The work is its least CPU time where
+/// the solo runs recorded one, since a pipeline of processes keeps more CPUs
+/// busy than it has threads; else `min_k k · T(k)`.
 fn need(solo: &SoloCurves, a: &AppView) -> Option<(f64, f64)> {
     let curve = solo.curve(&a.spec.name)?;
     let time = curve.values().copied().fold(f64::INFINITY, f64::min);
-    let work = curve
-        .iter()
-        .map(|(k, t)| f64::from(*k) * t)
-        .fold(f64::INFINITY, f64::min);
+    let work = match solo.cpu_curve(&a.spec.name) {
+        Some(cpu) => cpu.values().copied().fold(f64::INFINITY, f64::min),
+        None => curve
+            .iter()
+            .map(|(k, t)| f64::from(*k) * t)
+            .fold(f64::INFINITY, f64::min),
+    };
     time.is_finite().then_some((time, work))
 }
 

@@ -724,17 +724,19 @@ fn idle_cpus_admit_one_app_each_and_only_when_observed() {
 /// keep their partitions, a third arrives at 1.9 s. It starts when the mix's
 /// estimated makespan (its lower bound over the work left) is no longer
 /// started now than held until the first CPU frees; without solo times of
-/// every app it waits, as by thread counts alone.
+/// every app it waits, as by thread counts alone. The newcomer's work is its
+/// least solo CPU time where one was recorded (fourth curve), else `k · T(k)`.
 #[test]
 fn solo_times_start_an_arrival_that_does_not_slow_the_mix() {
     type Curve = &'static [(u32, f64)];
-    let cases: [(Curve, Curve, Curve, bool); 4] = [
+    let cases: [(Curve, Curve, Curve, Curve, bool); 6] = [
         // Beside a short and a long app that do not scale: its work fits
         // before the long one ends.
         (
             &[(1, 5.0), (2, 5.0)],
             &[(1, 20.0), (2, 20.0)],
             &[(1, 4.0), (2, 3.0)],
+            &[],
             true,
         ),
         // Two apps that scale fill both CPUs for 36 s; its 30 CPU-s would
@@ -743,6 +745,7 @@ fn solo_times_start_an_arrival_that_does_not_slow_the_mix() {
             &[(1, 40.0), (2, 20.0)],
             &[(1, 40.0), (2, 20.0)],
             &[(1, 30.0), (2, 16.0)],
+            &[],
             false,
         ),
         // The pair is nearly done: held it ends at 5.6 s, started now 7.9 s.
@@ -750,18 +753,47 @@ fn solo_times_start_an_arrival_that_does_not_slow_the_mix() {
             &[(1, 4.0), (2, 2.5)],
             &[(1, 10.0), (2, 6.0)],
             &[(1, 8.0), (2, 5.0)],
+            &[],
             false,
         ),
         // No solo time of the newcomer: thread counts alone, it waits.
-        (&[(1, 5.0), (2, 5.0)], &[(1, 20.0), (2, 20.0)], &[], false),
+        (
+            &[(1, 5.0), (2, 5.0)],
+            &[(1, 20.0), (2, 20.0)],
+            &[],
+            &[],
+            false,
+        ),
+        // Beside the short and the long app, a pipeline: 10 s alone on 1
+        // thread, so 10 CPU-s by threads × time, and its work fits before the
+        // long app's 18.1 s left: (3.1 + 18.1 + 10) / 2 = 15.6 s.
+        (
+            &[(1, 5.0), (2, 5.0)],
+            &[(1, 20.0), (2, 20.0)],
+            &[(1, 10.0), (2, 8.0)],
+            &[],
+            true,
+        ),
+        // The same pipeline used 16 CPU-s alone: (3.1 + 18.1 + 16) / 2 =
+        // 18.6 s started now, past the 18.1 s held.
+        (
+            &[(1, 5.0), (2, 5.0)],
+            &[(1, 20.0), (2, 20.0)],
+            &[(1, 10.0), (2, 8.0)],
+            &[(1, 16.0), (2, 16.0)],
+            false,
+        ),
     ];
     let third = AppId { app: 2, rep: 0 };
-    for (a, b, c, starts) in cases {
+    for (a, b, c, c_cpu, starts) in cases {
         let mut solo = coloc_model::metrics::SoloCurves::default();
         for (name, curve) in [("app0", a), ("app1", b), ("app2", c)] {
             for (k, t) in curve {
                 solo.add(name, *k, *t);
             }
+        }
+        for (k, t) in c_cpu {
+            solo.add_cpu("app2", *k, *t);
         }
         let mut s = Script::new(Objective::Makespan);
         s.auto = Auto::new(Objective::Makespan).with_solo(solo);
