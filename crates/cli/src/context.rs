@@ -34,7 +34,9 @@ use crate::target::Target;
 ///   them where stored and contiguously where not;
 /// - solo times per thread count, for `auto`'s admission: those `coloc solo
 ///   --threads` (or `coloc bench mixes`) saved for this workload on this
-///   target, none otherwise (no warning: auto then admits by thread counts).
+///   target, none otherwise (no warning: auto then admits by thread counts);
+///   with them, the rates of apps that ran in pairs in earlier comparisons
+///   of it there (`coloc_model::metrics::corun`).
 ///
 /// Only what the policies read is looked up, so a `native` run neither opens
 /// the store nor warns, and a damaged store stops only runs that need it (with
@@ -96,6 +98,7 @@ fn context_from(
     }
     if reads.solo {
         ctx.solo = crate::solo_store::load_saved_curves(workload, target)?.unwrap_or_default();
+        ctx.coruns = crate::solo_store::load_saved_coruns(workload, target)?.unwrap_or_default();
     }
     if reads.profiles {
         let mut profiles = match store {

@@ -1,13 +1,15 @@
 //! Solo times saved by `coloc solo`, per workload and machine, in coloc's data
 //! directory: read by `compare` and `bench mixes` (Hmean speedup, reference
 //! points) and by the policy context (`auto`'s admission reads solo times).
+//! Beside them, the rates of apps that ran in pairs in earlier comparisons
+//! (`coloc_model::metrics::corun`), which `auto`'s admission reads too.
 //! Below both the commands and the context, so neither reaches into the
 //! other for them.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use coloc_model::metrics::{SoloCurves, SoloTimes};
+use coloc_model::metrics::{CoRuns, SoloCurves, SoloTimes};
 use coloc_model::Workload;
 
 use crate::host::data_dir;
@@ -25,6 +27,25 @@ fn curves_path(workload: &Workload, target: &Target) -> PathBuf {
     data_dir()
         .join("solo")
         .join(format!("{}-{}-threads.json", workload.name, target.key()))
+}
+
+/// Where the pairs measured in comparisons of a workload on a machine are kept.
+fn coruns_path(workload: &Workload, target: &Target) -> PathBuf {
+    data_dir()
+        .join("solo")
+        .join(format!("{}-{}-coruns.json", workload.name, target.key()))
+}
+
+/// Pairs measured in earlier comparisons of this workload on this machine.
+pub fn load_saved_coruns(workload: &Workload, target: &Target) -> Result<Option<CoRuns>> {
+    load_json(&coruns_path(workload, target))
+}
+
+/// Saves the pairs measured so far for later runs.
+pub fn save_coruns(workload: &Workload, target: &Target, coruns: &CoRuns) -> Result<PathBuf> {
+    let path = coruns_path(workload, target);
+    save(&path, coruns)?;
+    Ok(path)
 }
 
 /// Solo times saved earlier for this workload on this machine, if any.

@@ -90,6 +90,7 @@ pub const POLICIES: &[PolicyInfo] = &[
             Box::new(
                 auto::Auto::new(ctx.objective)
                     .with_solo(ctx.solo.clone())
+                    .with_coruns(ctx.coruns.clone())
                     .with_profiles(ctx.profiles.clone()),
             )
         },

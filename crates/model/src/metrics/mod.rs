@@ -15,11 +15,14 @@
 //! - Reference points of a mix from solo times at each thread count
 //!   ([`reference`](mod@reference)): the CPU-work lower bound of its makespan and an SJF
 //!   reference for its ART.
+//! - How fast two apps ran beside each other ([`corun`](mod@corun)), from
+//!   the runs where they shared the machine with no third app.
 //!
 //! Everything here is pure: no I/O, tables rendered to strings with fixed decimals.
 
 mod app;
 mod compare;
+pub mod corun;
 pub mod reference;
 mod run;
 mod solo;
@@ -32,6 +35,7 @@ mod timeline;
 
 pub use app::{AppMetrics, Repetition};
 pub use compare::{AppStats, Comparison, PolicyStats, Samples};
+pub use corun::CoRuns;
 pub use reference::SoloCurves;
 pub use run::{RunFigures, RunMetrics};
 pub use solo::{

@@ -7,6 +7,10 @@
 //!   the apps that arrive at or after time `a` before `a` plus that work spread
 //!   over every CPU, where an app's work is its cheapest CPU time,
 //!   `min_k k · T(k)`. The bound is the largest of these.
+//! - The same bound with an app's work its least CPU time measured alone,
+//!   where the solo runs recorded one: `k · T(k)` is the CPU time only of an
+//!   app that keeps exactly `k` CPUs busy, and a pipeline of processes keeps
+//!   more.
 //! - An SJF reference for the average response time: the apps run one at a
 //!   time, each at its fastest, shortest first among those that have arrived
 //!   (non-preemptive shortest job first, optimal for one server without
@@ -119,6 +123,7 @@ impl SoloCurves {
     }
 }
 
+/// Records one run of `app` with `threads` threads in `runs`.
 fn push(runs: &mut PerThreads, app: &str, threads: u32, secs: f64) {
     runs.entry(app.to_string())
         .or_default()

@@ -21,6 +21,11 @@
 //!   the makespan is the same and its response time shorter;
 //! - else it waits until an app exits.
 //!
+//! Before those rules, where earlier comparisons measured the arrival
+//! running beside the one app started ([`pair`]), the measured rates decide:
+//! it waits while the two would end later sharing the machine than one
+//! after the other, and starts otherwise.
+//!
 //! Solo times are an estimate: an app's time left is its solo time at its
 //! thread count less the time since it started, so an app slowed by its
 //! co-runners has more left than estimated, and times measured on a loaded
@@ -29,7 +34,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use coloc_model::metrics::SoloCurves;
+use coloc_model::metrics::{CoRuns, SoloCurves};
 use coloc_model::{AppId, AppView, View};
 
 use super::Objective;
@@ -46,12 +51,22 @@ pub(super) struct Cpus {
     pub idle: u32,
 }
 
+/// What admission knows from earlier runs.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Stored<'a> {
+    /// Solo times per thread count.
+    pub solo: &'a SoloCurves,
+    /// Rates of apps that ran in pairs.
+    pub coruns: &'a CoRuns,
+}
+
 /// What admission decided for the pending apps.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(super) struct Admission {
     /// The apps that wait.
     pub held: Vec<AppId>,
-    /// Why, for every pending app the thread rule alone would hold.
+    /// Why, for every pending app the thread rule alone would hold or the
+    /// rates of a pair ([`pair`]) decided.
     pub why: BTreeMap<AppId, String>,
 }
 
@@ -112,22 +127,70 @@ fn need(solo: &SoloCurves, a: &AppView) -> Option<(f64, f64)> {
     time.is_finite().then_some((time, work))
 }
 
+/// Whether `a` should wait for `b`, the one app started, by the rates the
+/// two ran at beside each other in earlier comparisons (`coloc_model::
+/// metrics::corun`): each as a share of its speed alone on the whole machine.
+/// Shared, they progress at those rates until one ends, and the other then
+/// runs alone; held, `b` ends its solo time left and `a` runs its solo time
+/// after it. It waits when held ends sooner. With the reason; None without
+/// such rates or solo times. `b`'s time left assumes it ran alone at full
+/// speed since it started: an estimate.
+fn pair(
+    stored: Stored<'_>,
+    a: &AppView,
+    b: &AppView,
+    now: Duration,
+    cpus: u32,
+) -> Option<(bool, String)> {
+    let (rb, ra, runs) = stored.coruns.rates(&b.spec.name, &a.spec.name)?;
+    let fastest = |x: &AppView| -> Option<f64> {
+        stored
+            .solo
+            .curve(&x.spec.name)?
+            .into_iter()
+            .filter(|(k, _)| *k <= cpus.max(1))
+            .map(|(_, t)| t)
+            .min_by(f64::total_cmp)
+    };
+    let ta = fastest(a)?;
+    let ran = b
+        .started_at
+        .map_or(0.0, |s| now.saturating_sub(s).as_secs_f64());
+    let tb = (fastest(b)? - ran).max(0.0);
+    let first = (tb / rb).min(ta / ra);
+    let shared = first + (tb - rb * first).max(0.0) + (ta - ra * first).max(0.0);
+    let held = tb + ta;
+    let wait = held < shared;
+    let verb = if wait { "waits" } else { "starts" };
+    Some((
+        wait,
+        format!(
+            "{verb}: beside {} it ran at {ra:.2} of its speed alone and {} at {rb:.2} \
+             ({runs} earlier run(s)): mix done in ~{shared:.2} s started now, ~{held:.2} s held",
+            b.id, b.id
+        ),
+    ))
+}
+
 /// Decides which pending apps wait (module docs). `fixed` gives the threads
 /// an app runs; `linux` says whether the running set's trial settled on Linux.
 pub(super) fn admit(
     objective: Objective,
     view: &View<'_>,
     running: &[&AppView],
-    solo: &SoloCurves,
+    stored: Stored<'_>,
     cpus: Cpus,
     linux: bool,
     fixed: impl Fn(&AppView) -> u32,
 ) -> Admission {
+    let solo = stored.solo;
     let mut pending: Vec<&AppView> = view.pending().collect();
     pending.sort_by_key(|a| (a.arrived_at, a.id));
     if objective == Objective::Art {
         return shortest_first(view, running, solo, cpus, fixed, pending);
     }
+    // The apps started or let in.
+    let mut started: Vec<&AppView> = running.to_vec();
     let (mut count, mut demand, mut idle) = (running.len() as u32, cpus.demand, cpus.idle);
     // Time and CPU work left per app started or let in, while every one of
     // them has solo times.
@@ -138,40 +201,52 @@ pub(super) fn admit(
     let mut out = Admission::default();
     for a in pending {
         let threads = fixed(a);
+        let paired = match started[..] {
+            [b] if objective == Objective::Makespan && !linux && idle == 0 => {
+                pair(stored, a, b, view.now, cpus.count)
+            }
+            _ => None,
+        };
         let thread_rule_holds = objective == Objective::Makespan
             && !linux
             && count >= cpus.count
             && demand + threads > cpus.count
             && idle == 0;
-        let wait = thread_rule_holds
-            && match (lefts.as_deref(), need(solo, a)) {
-                (Some(l), Some((time, work))) if !l.is_empty() => {
-                    let first = l.iter().map(|x| x.0).fold(f64::INFINITY, f64::min);
-                    let held = bound(l, cpus.count).max(first + time);
-                    let mut with = l.to_vec();
-                    with.push((time, work));
-                    let now = bound(&with, cpus.count);
-                    let verb = if now <= held { "starts" } else { "waits" };
-                    out.why.insert(
-                        a.id,
-                        format!(
-                            "{verb}: mix done in ~{now:.2} s started now, ~{held:.2} s held \
+        let wait = if let Some((wait, why)) = paired {
+            out.why.insert(a.id, why);
+            wait
+        } else {
+            thread_rule_holds
+                && match (lefts.as_deref(), need(solo, a)) {
+                    (Some(l), Some((time, work))) if !l.is_empty() => {
+                        let first = l.iter().map(|x| x.0).fold(f64::INFINITY, f64::min);
+                        let held = bound(l, cpus.count).max(first + time);
+                        let mut with = l.to_vec();
+                        with.push((time, work));
+                        let now = bound(&with, cpus.count);
+                        let verb = if now <= held { "starts" } else { "waits" };
+                        out.why.insert(
+                            a.id,
+                            format!(
+                                "{verb}: mix done in ~{now:.2} s started now, ~{held:.2} s held \
                              (solo times: it needs {time:.2} s, {work:.2} CPU-s; a CPU frees \
                              in ~{first:.2} s)"
-                        ),
-                    );
-                    now > held
+                            ),
+                        );
+                        now > held
+                    }
+                    _ => {
+                        out.why
+                            .insert(a.id, "waits (every CPU has an app of its own)".into());
+                        true
+                    }
                 }
-                _ => {
-                    out.why
-                        .insert(a.id, "waits (every CPU has an app of its own)".into());
-                    true
-                }
-            };
+        };
         if wait {
             out.held.push(a.id);
             continue;
         }
+        started.push(a);
         idle = idle.saturating_sub(1);
         count += 1;
         demand += threads;

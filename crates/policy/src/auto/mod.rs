@@ -84,7 +84,7 @@ use std::fmt::{self, Write as _};
 use std::str::FromStr;
 use std::time::Duration;
 
-use coloc_model::metrics::SoloCurves;
+use coloc_model::metrics::{CoRuns, SoloCurves};
 use coloc_model::profile::AppProfile;
 use coloc_model::{
     AppClass, AppId, AppPlan, AppView, CpuSet, Placement, Plan, SchedSettings, View,
@@ -172,6 +172,8 @@ pub struct Auto {
     /// Stored solo times per thread count, by app name (team sizes,
     /// admission).
     solo: SoloCurves,
+    /// How fast apps ran in pairs in earlier comparisons (admission).
+    coruns: CoRuns,
     /// Placement from stored profiles and memory policy from observed rates.
     placer: Placer,
     /// Observations taken in: under gang time sharing, the app in the
@@ -193,6 +195,15 @@ impl Auto {
     /// admission start an app that would not slow the mix (`auto/admission.rs`).
     pub fn with_solo(mut self, solo: SoloCurves) -> Self {
         self.solo = solo;
+        self
+    }
+
+    /// With the rates apps ran at in pairs in earlier comparisons
+    /// (`coloc_model::metrics::corun`), by which admission holds an app that
+    /// would share the machine worse than it would run after the other
+    /// (`auto/admission.rs`).
+    pub fn with_coruns(mut self, coruns: CoRuns) -> Self {
+        self.coruns = coruns;
         self
     }
 
@@ -491,7 +502,10 @@ impl Policy for Auto {
             self.objective,
             view,
             &running,
-            &self.solo,
+            admission::Stored {
+                solo: &self.solo,
+                coruns: &self.coruns,
+            },
             Cpus {
                 count: cpus,
                 demand,
