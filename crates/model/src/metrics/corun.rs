@@ -72,13 +72,6 @@ impl CoRuns {
                 .filter(|&j| j != i && !overlap(&lives[i], &lives[j]).is_zero())
                 .collect()
         };
-        let fastest = |name: &str| -> Option<f64> {
-            solo.curve(name)?
-                .into_iter()
-                .filter(|(k, _)| *k <= cpus.max(1))
-                .map(|(_, t)| t)
-                .min_by(f64::total_cmp)
-        };
         let mut pairs = Vec::new();
         for i in 0..lives.len() {
             let [j] = partners(i)[..] else { continue };
@@ -91,7 +84,7 @@ impl CoRuns {
             }
             let rate = |x: &(String, Duration, Duration)| -> Option<f64> {
                 let alone = (x.2 - x.1).saturating_sub(o).as_secs_f64();
-                let r = (fastest(&x.0)? - alone) / o.as_secs_f64();
+                let r = (solo.fastest(&x.0, cpus)? - alone) / o.as_secs_f64();
                 (r > 0.0 && r <= 2.0).then_some(r)
             };
             if let (Some(ri), Some(rj)) = (rate(&lives[i]), rate(&lives[j])) {

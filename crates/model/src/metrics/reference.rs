@@ -99,6 +99,11 @@ impl SoloCurves {
         means(&self.cpu, app)
     }
 
+    /// `app`'s fastest mean solo time at `cpus` or fewer threads.
+    pub fn fastest(&self, app: &str, cpus: u32) -> Option<f64> {
+        least(&self.curve(app)?, cpus.max(1), |_, t| t)
+    }
+
     /// A table: app, then the mean solo time at each thread count, then the
     /// mean CPU time at each where any was recorded.
     pub fn render(&self) -> String {

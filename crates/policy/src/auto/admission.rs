@@ -143,15 +143,7 @@ fn pair(
     cpus: u32,
 ) -> Option<(bool, String)> {
     let (rb, ra, runs) = stored.coruns.rates(&b.spec.name, &a.spec.name)?;
-    let fastest = |x: &AppView| -> Option<f64> {
-        stored
-            .solo
-            .curve(&x.spec.name)?
-            .into_iter()
-            .filter(|(k, _)| *k <= cpus.max(1))
-            .map(|(_, t)| t)
-            .min_by(f64::total_cmp)
-    };
+    let fastest = |x: &AppView| stored.solo.fastest(&x.spec.name, cpus);
     let ta = fastest(a)?;
     let ran = b
         .started_at
