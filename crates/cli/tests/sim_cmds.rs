@@ -615,3 +615,73 @@ fn solo_times_are_recomputed_from_their_traces() {
     let err = fails(&["solo", "--from", s(dir.path())]);
     assert!(err.contains("solo.json"), "{err}");
 }
+
+/// With solo times stored (`coloc solo --threads`), `coloc compare` records
+/// the rates of the apps that ran as a clean pair beside the solo times
+/// (`coloc_model::metrics::corun`), for auto's admission; runs of `native`
+/// alone record nothing, since no policy reads them.
+#[test]
+fn compare_records_the_rates_of_a_pair_beside_the_solo_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let workload = dir.path().join("pair.toml");
+    std::fs::write(
+        &workload,
+        "name = \"pair\"\n\
+         [[app]]\nname = \"a\"\nmodel = \"kernel-compute\"\nthreads = 2\n\
+         [[app]]\nname = \"b\"\nmodel = \"kernel-stream\"\nthreads = 2\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_coloc"))
+            .args(args)
+            .env("XDG_DATA_HOME", dir.path())
+            .output()
+            .unwrap();
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{args:?}: {err}\n{out}");
+    };
+    let sim = ["--sim", "kvm-2cpu", s(&workload)];
+    let out = |name: &str| dir.path().join(name);
+    run(&[
+        &["solo"][..],
+        &sim,
+        &["--threads", "1,2", "--out", s(&out("solo"))],
+    ]
+    .concat());
+    let stored = dir.path().join("coloc/solo");
+    let pairs = || -> Option<serde_json::Value> {
+        let f = std::fs::read_dir(&stored)
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| s(p).ends_with("-coruns.json"))?;
+        Some(serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap())
+    };
+    let compare = |policies: &str, dir: &str| {
+        run(&[
+            &["compare"][..],
+            &sim,
+            &[
+                "--policies",
+                policies,
+                "--repeat",
+                "1",
+                "--out",
+                s(&out(dir)),
+            ],
+        ]
+        .concat());
+    };
+    compare("native", "c1");
+    assert_eq!(pairs(), None);
+    compare("native,auto", "c2");
+    let p = pairs().expect("a pairs file");
+    let runs = p.as_array().unwrap();
+    assert!(!runs.is_empty(), "{p}");
+    for r in runs {
+        assert_eq!(r["apps"], serde_json::json!(["a", "b"]), "{p}");
+        for rate in r["rates"].as_array().unwrap() {
+            let x = rate.as_f64().unwrap();
+            assert!(x > 0.0 && x <= 2.0, "{p}");
+        }
+    }
+}
