@@ -15,7 +15,21 @@ fn coloc(args: &[&str]) -> Output {
 
 /// Runs and expects success; returns stdout, stderr.
 fn ok(args: &[&str]) -> (String, String) {
-    let o = coloc(args);
+    succeeded(coloc(args), args)
+}
+
+/// Runs with a data directory of its own (`XDG_DATA_HOME`: solo times, the
+/// profile store) and expects success; returns stdout, stderr.
+fn ok_in(data: &Path, args: &[&str]) -> (String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_coloc"))
+        .args(args)
+        .env("XDG_DATA_HOME", data)
+        .output()
+        .unwrap();
+    succeeded(o, args)
+}
+
+fn succeeded(o: Output, args: &[&str]) -> (String, String) {
     let (out, err) = text(&o);
     assert!(o.status.success(), "coloc {args:?} failed:\n{err}\n{out}");
     (out, err)
@@ -274,16 +288,7 @@ fn compare_gives_each_apps_mean_cv_and_p_value() {
     std::fs::write(&w, TINY_STATIC).unwrap();
     let out = dir.path().join("cmp");
     // A profile store of its own (empty): tranquilizer reads it.
-    let run = |args: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_coloc"))
-            .args(args)
-            .env("XDG_DATA_HOME", dir.path())
-            .output()
-            .unwrap();
-        let (stdout, err) = text(&o);
-        assert!(o.status.success(), "{err}");
-        stdout
-    };
+    let run = |args: &[&str]| ok_in(dir.path(), args).0;
     let json = run(&[
         "compare",
         s(&w),
@@ -585,14 +590,7 @@ fn solo_times_are_recomputed_from_their_traces() {
         let mut args = vec!["solo", "--sim", "kvm-2cpu", s(&workload), "--repeat", "2"];
         args.extend_from_slice(extra);
         args.extend(["--out", s(out)]);
-        let o = Command::new(env!("CARGO_BIN_EXE_coloc"))
-            .args(&args)
-            .env("XDG_DATA_HOME", dir.path())
-            .output()
-            .unwrap();
-        let (stdout, err) = text(&o);
-        assert!(o.status.success(), "{args:?}: {err}\n{stdout}");
-        stdout
+        ok_in(dir.path(), &args).0
     };
     for (extra, rows) in [
         (&[][..], &["| a ", "| b "][..]),
@@ -631,15 +629,7 @@ fn compare_records_the_rates_of_a_pair_beside_the_solo_times() {
          [[app]]\nname = \"b\"\nmodel = \"kernel-stream\"\nthreads = 2\n",
     )
     .unwrap();
-    let run = |args: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_coloc"))
-            .args(args)
-            .env("XDG_DATA_HOME", dir.path())
-            .output()
-            .unwrap();
-        let (out, err) = text(&o);
-        assert!(o.status.success(), "{args:?}: {err}\n{out}");
-    };
+    let run = |args: &[&str]| ok_in(dir.path(), args);
     let sim = ["--sim", "kvm-2cpu", s(&workload)];
     let out = |name: &str| dir.path().join(name);
     run(&[

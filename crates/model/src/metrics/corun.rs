@@ -55,6 +55,7 @@ impl CoRuns {
     pub fn from_trace(trace: &Trace, solo: &SoloCurves, cpus: u32) -> CoRuns {
         let tl = Timeline::of(trace);
         let apps = &trace.header.workload.apps;
+        // (app name, start, exit) of each instance that succeeded.
         let lives: Vec<(String, Duration, Duration)> = tl
             .instances
             .iter()
@@ -64,21 +65,25 @@ impl CoRuns {
                 Some((name, i.start?, exit.t))
             })
             .collect();
-        let overlap = |a: &(String, Duration, Duration), b: &(String, Duration, Duration)| {
+        let overlap = |i: usize, j: usize| {
+            let (a, b) = (&lives[i], &lives[j]);
             a.2.min(b.2).saturating_sub(a.1.max(b.1))
         };
-        let partners = |i: usize| -> Vec<usize> {
-            (0..lives.len())
-                .filter(|&j| j != i && !overlap(&lives[i], &lives[j]).is_zero())
-                .collect()
-        };
+        // Each life's overlapping others, found once.
+        let partners: Vec<Vec<usize>> = (0..lives.len())
+            .map(|i| {
+                (0..lives.len())
+                    .filter(|&j| j != i && !overlap(i, j).is_zero())
+                    .collect()
+            })
+            .collect();
         let mut pairs = Vec::new();
         for i in 0..lives.len() {
-            let [j] = partners(i)[..] else { continue };
-            if j < i || partners(j) != [i] {
+            let [j] = partners[i][..] else { continue };
+            if j < i || partners[j] != [i] {
                 continue;
             }
-            let o = overlap(&lives[i], &lives[j]);
+            let o = overlap(i, j);
             if o < MIN_OVERLAP {
                 continue;
             }

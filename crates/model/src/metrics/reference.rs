@@ -104,6 +104,17 @@ impl SoloCurves {
         least(&self.curve(app)?, cpus.max(1), |_, t| t)
     }
 
+    /// `app`'s least CPU work alone at `cpus` or fewer threads: its least
+    /// CPU time where the runs recorded one (a pipeline of processes keeps
+    /// more CPUs busy than it has threads), else `min_k k · T(k)`.
+    pub fn least_work(&self, app: &str, cpus: u32) -> Option<f64> {
+        let cpus = cpus.max(1);
+        match self.cpu_curve(app) {
+            Some(cpu) => least(&cpu, cpus, |_, t| t),
+            None => least(&self.curve(app)?, cpus, |k, t| f64::from(k) * t),
+        }
+    }
+
     /// A table: app, then the mean solo time at each thread count, then the
     /// mean CPU time at each where any was recorded.
     pub fn render(&self) -> String {
@@ -440,6 +451,12 @@ mod tests {
         );
         assert_eq!(c.curve("zstd"), None);
         assert_eq!(c.cpu_curve("xz"), None);
+        // Fastest 3 s on 2 threads; least work min(1 · 5, 2 · 3) = 5 CPU-s,
+        // on 1 CPU only the 1-thread run counts.
+        assert_eq!(c.fastest("xz", 2), Some(3.0));
+        assert_eq!(c.fastest("xz", 1), Some(5.0));
+        assert_eq!(c.least_work("xz", 2), Some(5.0));
+        assert_eq!(c.least_work("zstd", 2), None);
         let json = serde_json::to_string(&c).unwrap();
         assert_eq!(json, r#"{"wall":{"xz":{"1":[4.0,6.0],"2":[3.0]}}}"#);
         assert_eq!(serde_json::from_str::<SoloCurves>(&json).unwrap(), c);
@@ -456,6 +473,8 @@ mod tests {
         c.add_cpu("xz", 1, 5.0);
         c.add_cpu("xz", 1, 7.0);
         assert_eq!(c.cpu_curve("xz"), Some([(1, 6.0)].into_iter().collect()));
+        // Recorded CPU time is the work: 6 CPU-s, more than 1 · 5.
+        assert_eq!(c.least_work("xz", 2), Some(6.0));
         assert_eq!(
             c.render(),
             "| app | 1 thr s | 2 thr s | 1 thr CPU-s |\n\

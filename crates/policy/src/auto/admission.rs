@@ -111,20 +111,14 @@ fn bound(left: &[(f64, f64)], cpus: u32) -> f64 {
 
 /// An app's least time and least CPU work over the thread counts measured
 /// alone: the terms of the makespan's lower bound
-/// (`coloc_model::metrics::reference`). The work is its least CPU time where
-/// the solo runs recorded one, since a pipeline of processes keeps more CPUs
-/// busy than it has threads; else `min_k k · T(k)`.
+/// (`coloc_model::metrics::reference`), the work its least solo CPU time
+/// where recorded ([`SoloCurves::least_work`]).
 fn need(solo: &SoloCurves, a: &AppView) -> Option<(f64, f64)> {
-    let curve = solo.curve(&a.spec.name)?;
-    let time = curve.values().copied().fold(f64::INFINITY, f64::min);
-    let work = match solo.cpu_curve(&a.spec.name) {
-        Some(cpu) => cpu.values().copied().fold(f64::INFINITY, f64::min),
-        None => curve
-            .iter()
-            .map(|(k, t)| f64::from(*k) * t)
-            .fold(f64::INFINITY, f64::min),
-    };
-    time.is_finite().then_some((time, work))
+    let name = &a.spec.name;
+    Some((
+        solo.fastest(name, u32::MAX)?,
+        solo.least_work(name, u32::MAX)?,
+    ))
 }
 
 /// Whether `a` should wait for `b`, the one app started, by the rates the
