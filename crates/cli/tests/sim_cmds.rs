@@ -615,9 +615,10 @@ fn solo_times_are_recomputed_from_their_traces() {
 }
 
 /// With solo times stored (`coloc solo --threads`), `coloc compare` records
-/// the rates of the apps that ran as a clean pair beside the solo times
-/// (`coloc_model::metrics::corun`), for auto's admission; runs of `native`
-/// alone record nothing, since no policy reads them.
+/// the rates of the apps that ran as a clean pair, and of each instance that
+/// shared the machine, beside the solo times (`coloc_model::metrics::corun`),
+/// for auto's admission; runs of `native` alone record nothing, since no
+/// policy reads them.
 #[test]
 fn compare_records_the_rates_of_a_pair_beside_the_solo_times() {
     let dir = tempfile::tempdir().unwrap();
@@ -667,11 +668,22 @@ fn compare_records_the_rates_of_a_pair_beside_the_solo_times() {
     let p = pairs().expect("a pairs file");
     let runs = p.as_array().unwrap();
     assert!(!runs.is_empty(), "{p}");
+    let in_range = |rate: &serde_json::Value| {
+        let x = rate.as_f64().unwrap();
+        assert!(x > 0.0 && x <= 2.0, "{p}");
+    };
+    let (mut pairs, mut shared) = (0, 0);
     for r in runs {
-        assert_eq!(r["apps"], serde_json::json!(["a", "b"]), "{p}");
-        for rate in r["rates"].as_array().unwrap() {
-            let x = rate.as_f64().unwrap();
-            assert!(x > 0.0 && x <= 2.0, "{p}");
+        if let Some(rates) = r.get("rates") {
+            pairs += 1;
+            assert_eq!(r["apps"], serde_json::json!(["a", "b"]), "{p}");
+            rates.as_array().unwrap().iter().for_each(in_range);
+        } else {
+            shared += 1;
+            assert!(r["app"] == "a" || r["app"] == "b", "{p}");
+            in_range(&r["rate"]);
         }
     }
+    // Every clean pair's two instances also shared the machine.
+    assert!(pairs > 0 && shared >= 2 * pairs, "{p}");
 }

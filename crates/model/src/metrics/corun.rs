@@ -19,6 +19,16 @@
 //! a share of its speed alone. The two rates summed are the machine's
 //! throughput while they share it (weighted speedup, as in symbiotic job
 //! scheduling): below 1, sharing did less than one app at a time would.
+//!
+//! Apps that never ran as a clean pair (three arrivals that always overlap)
+//! still shared the machine. For every instance that shared it, its rate
+//! beside others is taken the same way over its whole life, with each span
+//! shared by `n` apps counted as `2 / n` of a span shared by two: the CPUs
+//! are split `n` ways instead of two, so its rate beside one other is taken
+//! as `n / 2` times its rate among `n`. An app's mean rate beside others
+//! stands in for its rate beside a partner it was never measured with
+//! alone ([`CoRuns::rates`]); it cannot see what one partner costs more than
+//! another.
 
 use std::time::Duration;
 
@@ -40,18 +50,54 @@ pub struct PairRun {
     pub rates: [f64; 2],
 }
 
-/// Pairs measured in earlier runs, as JSON `[{"apps": [a, b], "rates": [x, y]}, ...]`.
+/// One instance that shared the machine: its app's name and its rate beside
+/// one other app, over its whole life (module docs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SharedRun {
+    pub app: String,
+    pub rate: f64,
+}
+
+/// A record of one run: a clean pair or an instance that shared the machine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CoRun {
+    Pair(PairRun),
+    Shared(SharedRun),
+}
+
+/// Records of earlier runs, as JSON `[{"apps": [a, b], "rates": [x, y]},
+/// {"app": a, "rate": x}, ...]` (files of clean pairs alone still read).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct CoRuns {
-    pairs: Vec<PairRun>,
+    runs: Vec<CoRun>,
+}
+
+/// Where the rates of two apps come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RatesFrom {
+    /// Clean pairs of the two, this many.
+    Pairs(usize),
+    /// Each app's instances that shared the machine with any others, this
+    /// many of the first and of the second.
+    Shared(usize, usize),
+}
+
+/// Two apps' rates beside each other ([`CoRuns::rates`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rates {
+    pub a: f64,
+    pub b: f64,
+    pub from: RatesFrom,
 }
 
 impl CoRuns {
-    /// The clean pairs of `trace` (module docs), with each app's fastest solo
-    /// time on `cpus` CPUs or fewer threads from `solo`; pairs with an app
-    /// that has none, an overlap under half a second, or a rate outside
-    /// (0, 2] are left out.
+    /// The clean pairs of `trace` and its instances that shared the machine
+    /// (module docs), with each app's fastest solo time on `cpus` CPUs or
+    /// fewer threads from `solo`; pairs with an app that has none, an overlap
+    /// under half a second, or a rate outside (0, 2] are left out, and so are
+    /// instances with less than half a second shared.
     pub fn from_trace(trace: &Trace, solo: &SoloCurves, cpus: u32) -> CoRuns {
         let tl = Timeline::of(trace);
         let apps = &trace.header.workload.apps;
@@ -65,6 +111,12 @@ impl CoRuns {
                 Some((name, i.start?, exit.t))
             })
             .collect();
+        // A rate of solo work done over `shared`, the rest of the life alone.
+        let rate = |x: &(String, Duration, Duration), shared: f64| -> Option<f64> {
+            let alone = (x.2 - x.1).as_secs_f64() - shared_span(&lives, x);
+            let r = (solo.fastest(&x.0, cpus)? - alone) / shared;
+            (r > 0.0 && r <= 2.0).then_some(r)
+        };
         let overlap = |i: usize, j: usize| {
             let (a, b) = (&lives[i], &lives[j]);
             a.2.min(b.2).saturating_sub(a.1.max(b.1))
@@ -77,7 +129,7 @@ impl CoRuns {
                     .collect()
             })
             .collect();
-        let mut pairs = Vec::new();
+        let mut runs = Vec::new();
         for i in 0..lives.len() {
             let [j] = partners[i][..] else { continue };
             if j < i || partners[j] != [i] {
@@ -87,49 +139,123 @@ impl CoRuns {
             if o < MIN_OVERLAP {
                 continue;
             }
-            let rate = |x: &(String, Duration, Duration)| -> Option<f64> {
-                let alone = (x.2 - x.1).saturating_sub(o).as_secs_f64();
-                let r = (solo.fastest(&x.0, cpus)? - alone) / o.as_secs_f64();
-                (r > 0.0 && r <= 2.0).then_some(r)
-            };
-            if let (Some(ri), Some(rj)) = (rate(&lives[i]), rate(&lives[j])) {
-                pairs.push(PairRun {
+            let o = o.as_secs_f64();
+            if let (Some(ri), Some(rj)) = (rate(&lives[i], o), rate(&lives[j], o)) {
+                runs.push(CoRun::Pair(PairRun {
                     apps: [lives[i].0.clone(), lives[j].0.clone()],
                     rates: [ri, rj],
-                });
+                }));
             }
         }
-        CoRuns { pairs }
+        for x in &lives {
+            let shared = shared_weighted(&lives, x);
+            if shared < MIN_OVERLAP.as_secs_f64() {
+                continue;
+            }
+            if let Some(r) = rate(x, shared) {
+                runs.push(CoRun::Shared(SharedRun {
+                    app: x.0.clone(),
+                    rate: r,
+                }));
+            }
+        }
+        CoRuns { runs }
     }
 
-    /// Pairs measured elsewhere (a policy's tests script them).
-    pub fn of(pairs: Vec<PairRun>) -> CoRuns {
-        CoRuns { pairs }
+    /// Records made elsewhere (a policy's tests script them).
+    pub fn of(runs: Vec<CoRun>) -> CoRuns {
+        CoRuns { runs }
     }
 
-    /// Adds the pairs of another run.
+    /// Adds the records of another run.
     pub fn extend(&mut self, other: CoRuns) {
-        self.pairs.extend(other.pairs);
+        self.runs.extend(other.runs);
     }
 
-    /// The mean rates of `a` and of `b` beside each other over the runs that
-    /// measured them, with how many; None when none did.
-    pub fn rates(&self, a: &str, b: &str) -> Option<(f64, f64, usize)> {
+    /// The mean rates of `a` and of `b` beside each other: over their clean
+    /// pairs where there are any, else each one's mean rate beside others
+    /// (module docs); None when neither is known for both.
+    pub fn rates(&self, a: &str, b: &str) -> Option<Rates> {
         let (ra, rb): (Vec<f64>, Vec<f64>) = self
-            .pairs
+            .runs
             .iter()
-            .filter_map(|p| match (&p.apps[0], &p.apps[1]) {
-                (x, y) if x == a && y == b => Some((p.rates[0], p.rates[1])),
-                (x, y) if x == b && y == a => Some((p.rates[1], p.rates[0])),
+            .filter_map(|r| match r {
+                CoRun::Pair(p) if p.apps[0] == a && p.apps[1] == b => {
+                    Some((p.rates[0], p.rates[1]))
+                }
+                CoRun::Pair(p) if p.apps[0] == b && p.apps[1] == a => {
+                    Some((p.rates[1], p.rates[0]))
+                }
                 _ => None,
             })
             .unzip();
-        Some((Summary::of(&ra)?.mean, Summary::of(&rb)?.mean, ra.len()))
+        if let (Some(sa), Some(sb)) = (Summary::of(&ra), Summary::of(&rb)) {
+            return Some(Rates {
+                a: sa.mean,
+                b: sb.mean,
+                from: RatesFrom::Pairs(ra.len()),
+            });
+        }
+        let shared = |app: &str| -> Vec<f64> {
+            self.runs
+                .iter()
+                .filter_map(|r| match r {
+                    CoRun::Shared(s) if s.app == app => Some(s.rate),
+                    _ => None,
+                })
+                .collect()
+        };
+        let (ra, rb) = (shared(a), shared(b));
+        Some(Rates {
+            a: Summary::of(&ra)?.mean,
+            b: Summary::of(&rb)?.mean,
+            from: RatesFrom::Shared(ra.len(), rb.len()),
+        })
     }
 
     pub fn is_empty(&self) -> bool {
-        self.pairs.is_empty()
+        self.runs.is_empty()
     }
+}
+
+/// The seconds of `x`'s life that some other life overlapped.
+fn shared_span(lives: &[(String, Duration, Duration)], x: &(String, Duration, Duration)) -> f64 {
+    spans(lives, x)
+        .filter(|(_, n)| *n > 1)
+        .map(|(dt, _)| dt)
+        .sum()
+}
+
+/// The seconds of `x`'s life shared with others, each span shared by `n`
+/// apps counted as `2 / n` of one shared by two (module docs).
+fn shared_weighted(
+    lives: &[(String, Duration, Duration)],
+    x: &(String, Duration, Duration),
+) -> f64 {
+    spans(lives, x)
+        .filter(|(_, n)| *n > 1)
+        .map(|(dt, n)| dt * 2.0 / f64::from(n))
+        .sum()
+}
+
+/// `x`'s life cut at every start and exit: each span's seconds and how many
+/// lives, `x`'s included, it saw.
+fn spans<'a>(
+    lives: &'a [(String, Duration, Duration)],
+    x: &'a (String, Duration, Duration),
+) -> impl Iterator<Item = (f64, u32)> + 'a {
+    let mut cuts: Vec<Duration> = lives
+        .iter()
+        .flat_map(|l| [l.1, l.2])
+        .filter(|t| *t >= x.1 && *t <= x.2)
+        .collect();
+    cuts.sort();
+    cuts.dedup();
+    let windows: Vec<(Duration, Duration)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
+    windows.into_iter().map(move |(t0, t1)| {
+        let n = lives.iter().filter(|l| l.1 <= t0 && l.2 >= t1).count() as u32;
+        ((t1 - t0).as_secs_f64(), n)
+    })
 }
 
 #[cfg(test)]
@@ -162,32 +288,100 @@ mod tests {
             ],
         );
         let c = CoRuns::from_trace(&t, &solo(), 2);
-        let (d, x, n) = c.rates("dgemm", "xz").unwrap();
-        assert_eq!(n, 1);
-        assert!((d - 3.4 / 6.44).abs() < 1e-9, "{d}");
-        assert!((x - 2.91 / 6.44).abs() < 1e-9, "{x}");
+        let r = c.rates("dgemm", "xz").unwrap();
+        assert_eq!(r.from, RatesFrom::Pairs(1));
+        assert!((r.a - 3.4 / 6.44).abs() < 1e-9, "{r:?}");
+        assert!((r.b - 2.91 / 6.44).abs() < 1e-9, "{r:?}");
+        // Each also shared the machine with one other: the same rates.
+        assert_eq!(shared(&c), [("dgemm", r.a), ("xz", r.b)]);
         // Asked the other way round, the same rates swapped.
-        let (x2, d2, _) = c.rates("xz", "dgemm").unwrap();
-        assert_eq!((x2, d2), (x, d));
+        let r2 = c.rates("xz", "dgemm").unwrap();
+        assert_eq!((r2.a, r2.b), (r.b, r.a));
         assert_eq!(c.rates("dgemm", "c"), None);
         // On 1 CPU the fastest solo time is the 1-thread one.
-        let (d1, _, _) = CoRuns::from_trace(&t, &solo(), 1)
+        let d1 = CoRuns::from_trace(&t, &solo(), 1)
             .rates("dgemm", "xz")
-            .unwrap();
+            .unwrap()
+            .a;
         assert!((d1 - 6.2 / 6.44).abs() < 1e-9, "{d1}");
         // JSON round trip, and a second run averages in.
         let json = serde_json::to_string(&c).unwrap();
         let mut back: CoRuns = serde_json::from_str(&json).unwrap();
         assert_eq!(back, c);
         back.extend(c.clone());
-        assert_eq!(back.rates("dgemm", "xz").unwrap().2, 2);
+        assert_eq!(back.rates("dgemm", "xz").unwrap().from, RatesFrom::Pairs(2));
+        // A file of clean pairs alone, as written before shared instances
+        // were recorded, still reads.
+        let old: CoRuns =
+            serde_json::from_str(r#"[{"apps": ["dgemm", "xz"], "rates": [0.5, 0.4]}]"#).unwrap();
+        let r = old.rates("xz", "dgemm").unwrap();
+        assert_eq!((r.a, r.b, r.from), (0.4, 0.5, RatesFrom::Pairs(1)));
+    }
+
+    /// The instances that shared the machine, as (app, rate).
+    fn shared(c: &CoRuns) -> Vec<(&str, f64)> {
+        c.runs
+            .iter()
+            .filter_map(|r| match r {
+                CoRun::Shared(s) => Some((s.app.as_str(), s.rate)),
+                CoRun::Pair(_) => None,
+            })
+            .collect()
+    }
+
+    /// Three lives overlapping: no clean pair, but each instance's rate
+    /// beside others, a span shared by three counting 2/3. dgemm (0–5 s,
+    /// 3.4 s alone) shared 1 s with xz and 4 s with both: 3.4 / (1 + 8/3).
+    /// xz (0–6 s, 5.26 s) also 1 s with c at the end: 5.26 / (2 + 8/3). c
+    /// (1–7 s, 2.0 s) ran its last second alone: (2.0 - 1) / (8/3 + 1).
+    /// Apps never measured as a pair get these rates.
+    #[test]
+    fn instances_that_shared_with_several_give_each_its_rate_beside_others() {
+        let t = trace(
+            "equal",
+            &["dgemm", "xz", "c"],
+            &[
+                (0.0, Ev::Start(0, 0)),
+                (0.0, Ev::Start(1, 0)),
+                (1.0, Ev::Start(2, 0)),
+                (5.0, Ev::Exit(0, 0, 0)),
+                (6.0, Ev::Exit(1, 0, 0)),
+                (7.0, Ev::Exit(2, 0, 0)),
+            ],
+        );
+        let c = CoRuns::from_trace(&t, &solo(), 2);
+        let third = 8.0 / 3.0;
+        let want = [
+            ("dgemm", 3.4 / (1.0 + third)),
+            ("xz", 5.26 / (2.0 + third)),
+            ("c", 1.0 / (third + 1.0)),
+        ];
+        let got = shared(&c);
+        assert_eq!(got.len(), 3, "{c:?}");
+        for ((app, r), (want_app, want_r)) in got.iter().zip(want) {
+            assert_eq!(*app, want_app);
+            assert!((r - want_r).abs() < 1e-9, "{app}: {r} vs {want_r}");
+        }
+        let r = c.rates("c", "dgemm").unwrap();
+        assert_eq!(r.from, RatesFrom::Shared(1, 1));
+        assert!((r.a - want[2].1).abs() < 1e-9 && (r.b - want[0].1).abs() < 1e-9);
+        // A clean pair of the two, measured in another run, is preferred.
+        let mut with_pair = c.clone();
+        with_pair.extend(CoRuns::of(vec![CoRun::Pair(PairRun {
+            apps: ["dgemm".into(), "c".into()],
+            rates: [0.6, 0.7],
+        })]));
+        let r = with_pair.rates("c", "dgemm").unwrap();
+        assert_eq!((r.a, r.b, r.from), (0.7, 0.6, RatesFrom::Pairs(1)));
     }
 
     /// No clean pair: three lives overlapping, one app failing, an overlap
-    /// under half a second, an app without solo times.
+    /// under half a second, an app without solo times. The first and the
+    /// last still record the instances that shared the machine for half a
+    /// second or more and have solo times (the test above): three and one.
     #[test]
     fn only_clean_pairs_are_recorded() {
-        type Case = (&'static [&'static str], &'static [(f64, Ev)]);
+        type Case = (&'static [&'static str], &'static [(f64, Ev)], usize);
         let cases: [Case; 4] = [
             (
                 &["dgemm", "xz", "c"],
@@ -199,6 +393,7 @@ mod tests {
                     (6.0, Ev::Exit(1, 0, 0)),
                     (7.0, Ev::Exit(2, 0, 0)),
                 ],
+                3,
             ),
             (
                 &["dgemm", "xz"],
@@ -208,6 +403,7 @@ mod tests {
                     (5.0, Ev::Exit(0, 0, 1)),
                     (6.0, Ev::Exit(1, 0, 0)),
                 ],
+                0,
             ),
             (
                 &["dgemm", "xz"],
@@ -217,6 +413,7 @@ mod tests {
                     (3.5, Ev::Exit(0, 0, 0)),
                     (8.0, Ev::Exit(1, 0, 0)),
                 ],
+                0,
             ),
             (
                 &["dgemm", "other"],
@@ -226,11 +423,14 @@ mod tests {
                     (5.0, Ev::Exit(0, 0, 0)),
                     (6.0, Ev::Exit(1, 0, 0)),
                 ],
+                1,
             ),
         ];
-        for (apps, events) in cases {
+        for (apps, events, instances) in cases {
             let c = CoRuns::from_trace(&trace("equal", apps, events), &solo(), 2);
-            assert!(c.is_empty(), "{apps:?}: {c:?}");
+            let pairs = c.runs.iter().filter(|r| matches!(r, CoRun::Pair(_)));
+            assert_eq!(pairs.count(), 0, "{apps:?}: {c:?}");
+            assert_eq!(shared(&c).len(), instances, "{apps:?}: {c:?}");
         }
     }
 }

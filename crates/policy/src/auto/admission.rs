@@ -22,9 +22,9 @@
 //! - else it waits until an app exits.
 //!
 //! Before those rules, where earlier comparisons measured the arrival
-//! running beside the one app started ([`pair`]), the measured rates decide:
-//! it waits while the two would end later sharing the machine than one
-//! after the other, and starts otherwise.
+//! running beside the one app started, or each of the two beside other apps
+//! ([`pair`]), the measured rates decide: it waits while the two would end
+//! later sharing the machine than one after the other, and starts otherwise.
 //!
 //! Solo times are an estimate: an app's time left is its solo time at its
 //! thread count less the time since it started, so an app slowed by its
@@ -34,6 +34,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use coloc_model::metrics::corun::RatesFrom;
 use coloc_model::metrics::{CoRuns, SoloCurves};
 use coloc_model::{AppId, AppView, View};
 
@@ -123,12 +124,13 @@ fn need(solo: &SoloCurves, a: &AppView) -> Option<(f64, f64)> {
 
 /// Whether `a` should wait for `b`, the one app started, by the rates the
 /// two ran at beside each other in earlier comparisons (`coloc_model::
-/// metrics::corun`): each as a share of its speed alone on the whole machine.
-/// Shared, they progress at those rates until one ends, and the other then
-/// runs alone; held, `b` ends its solo time left and `a` runs its solo time
-/// after it. It waits when held ends sooner. With the reason; None without
-/// such rates or solo times. `b`'s time left assumes it ran alone at full
-/// speed since it started: an estimate.
+/// metrics::corun`): each as a share of its speed alone on the whole machine,
+/// from clean pairs of the two where there are any, else each one's rate
+/// beside other apps. Shared, they progress at those rates until one ends,
+/// and the other then runs alone; held, `b` ends its solo time left and `a`
+/// runs its solo time after it. It waits when held ends sooner. With the
+/// reason; None without such rates or solo times. `b`'s time left assumes it
+/// ran alone at full speed since it started: an estimate.
 fn pair(
     stored: Stored<'_>,
     a: &AppView,
@@ -136,7 +138,8 @@ fn pair(
     now: Duration,
     cpus: u32,
 ) -> Option<(bool, String)> {
-    let (rb, ra, runs) = stored.coruns.rates(&b.spec.name, &a.spec.name)?;
+    let rates = stored.coruns.rates(&b.spec.name, &a.spec.name)?;
+    let (rb, ra) = (rates.a, rates.b);
     let fastest = |x: &AppView| stored.solo.fastest(&x.spec.name, cpus);
     let ta = fastest(a)?;
     let ran = b
@@ -148,13 +151,21 @@ fn pair(
     let held = tb + ta;
     let wait = held < shared;
     let verb = if wait { "waits" } else { "starts" };
-    Some((
-        wait,
-        format!(
-            "{verb}: beside {} it ran at {ra:.2} of its speed alone and {} at {rb:.2} \
-             ({runs} earlier run(s)): mix done in ~{shared:.2} s started now, ~{held:.2} s held",
+    let measured = match rates.from {
+        RatesFrom::Pairs(runs) => format!(
+            "beside {} it ran at {ra:.2} of its speed alone and {} at {rb:.2} ({runs} earlier \
+             run(s))",
             b.id, b.id
         ),
+        RatesFrom::Shared(runs_b, runs_a) => format!(
+            "never measured beside {}; beside other apps it ran at {ra:.2} of its speed alone \
+             ({runs_a} earlier run(s)) and {} at {rb:.2} ({runs_b})",
+            b.id, b.id
+        ),
+    };
+    Some((
+        wait,
+        format!("{verb}: {measured}: mix done in ~{shared:.2} s started now, ~{held:.2} s held"),
     ))
 }
 

@@ -1170,15 +1170,20 @@ fn art_with_solo_times_holds_an_arrival_longer_than_the_time_left() {
 /// (`auto/admission.rs`, `pair`): app0 (3.4 s alone on 2 CPUs) has started,
 /// app1 (5.26 s) arrives. Held, they end in 8.66 s. At rates 0.53 and 0.45
 /// (0.98 of a machine, the blas-xz pair) sharing ends later and app1 waits
-/// until app0 exits; at 0.9 and 0.5 it starts. Without rates for the pair, or
-/// without solo times, equal's rule starts it (a CPU has no app of its own).
+/// until app0 exits; at 0.9 and 0.5 it starts. The same rates measured for
+/// each app beside other apps (never beside each other) decide the same.
+/// Without rates for the pair, or without solo times, equal's rule starts it
+/// (a CPU has no app of its own).
 #[test]
 fn rates_of_a_pair_measured_before_hold_an_arrival_that_shares_worse() {
-    use coloc_model::metrics::corun::{CoRuns, PairRun};
-    type Case = (Option<(f64, f64)>, bool, bool, &'static str);
-    let cases: [Case; 4] = [
+    use coloc_model::metrics::corun::{CoRun, CoRuns, PairRun, SharedRun};
+    // (rates of app0 and app1, measured as a pair (else each beside
+    // others), solo times stored, starts, reason)
+    type Case = (Option<(f64, f64)>, bool, bool, bool, &'static str);
+    let cases: [Case; 6] = [
         (
             Some((0.53, 0.45)),
+            true,
             true,
             false,
             "1.0 waits: beside 0.0 it ran at 0.45 of its speed alone and 0.0 at 0.53 (1 earlier \
@@ -1188,13 +1193,30 @@ fn rates_of_a_pair_measured_before_hold_an_arrival_that_shares_worse() {
             Some((0.9, 0.5)),
             true,
             true,
+            true,
             "1.0 admitted on CPUs 1, starts: beside 0.0 it ran at 0.50 of its speed alone and 0.0 at 0.90",
         ),
-        (None, true, true, ""),
-        (Some((0.53, 0.45)), false, true, ""),
+        (
+            Some((0.53, 0.45)),
+            false,
+            true,
+            false,
+            "1.0 waits: never measured beside 0.0; beside other apps it ran at 0.45 of its speed \
+             alone (1 earlier run(s)) and 0.0 at 0.53 (1): mix done in ~8.79 s started now, \
+             ~8.66 s held",
+        ),
+        (
+            Some((0.9, 0.5)),
+            false,
+            true,
+            true,
+            "1.0 admitted on CPUs 1, starts: never measured beside 0.0",
+        ),
+        (None, true, true, true, ""),
+        (Some((0.53, 0.45)), true, false, true, ""),
     ];
     let second = AppId { app: 1, rep: 0 };
-    for (rates, with_solo, starts, why) in cases {
+    for (rates, as_pair, with_solo, starts, why) in cases {
         let mut solo = coloc_model::metrics::SoloCurves::default();
         if with_solo {
             for (name, one, two) in [("app0", 6.2, 3.4), ("app1", 7.76, 5.26)] {
@@ -1202,15 +1224,20 @@ fn rates_of_a_pair_measured_before_hold_an_arrival_that_shares_worse() {
                 solo.add(name, 2, two);
             }
         }
-        let coruns = CoRuns::of(
-            rates
-                .map(|(r0, r1)| PairRun {
-                    apps: ["app0".into(), "app1".into()],
-                    rates: [r0, r1],
-                })
-                .into_iter()
-                .collect(),
-        );
+        let shared = |app: &str, rate| {
+            CoRun::Shared(SharedRun {
+                app: app.into(),
+                rate,
+            })
+        };
+        let coruns = CoRuns::of(match rates {
+            None => Vec::new(),
+            Some((r0, r1)) if as_pair => vec![CoRun::Pair(PairRun {
+                apps: ["app0".into(), "app1".into()],
+                rates: [r0, r1],
+            })],
+            Some((r0, r1)) => vec![shared("app0", r0), shared("app1", r1)],
+        });
         let mut s = Script::new(Objective::Makespan);
         s.auto = Auto::new(Objective::Makespan)
             .with_solo(solo)
@@ -1218,7 +1245,11 @@ fn rates_of_a_pair_measured_before_hold_an_arrival_that_shares_worse() {
         let first = s.start(0, 2, true);
         let p = s.arrive(1, 2);
         let admitted = p.for_app(second).unwrap().admit;
-        assert_eq!(admitted, starts, "{rates:?} {with_solo}: {}", p.note);
+        assert_eq!(
+            admitted, starts,
+            "{rates:?} {as_pair} {with_solo}: {}",
+            p.note
+        );
         if why.is_empty() {
             assert!(!p.note.contains("beside"), "{}", p.note);
         } else {
