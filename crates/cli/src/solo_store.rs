@@ -1,7 +1,7 @@
 //! Solo times saved by `coloc solo`, per workload and machine, in coloc's data
 //! directory: read by `compare` and `bench mixes` (Hmean speedup, reference
 //! points) and by the policy context (`auto`'s admission reads solo times).
-//! Beside them, the rates of apps that ran in pairs in earlier comparisons
+//! Beside them, the rates apps ran at beside others in earlier runs
 //! (`coloc_model::metrics::corun`), which `auto`'s admission reads too.
 //! Below both the commands and the context, so neither reaches into the
 //! other for them.
@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use coloc_model::metrics::{CoRuns, SoloCurves, SoloTimes};
-use coloc_model::Workload;
+use coloc_model::{Trace, Workload};
 
 use crate::host::data_dir;
 use crate::target::Target;
@@ -29,23 +29,39 @@ fn curves_path(workload: &Workload, target: &Target) -> PathBuf {
         .join(format!("{}-{}-threads.json", workload.name, target.key()))
 }
 
-/// Where the pairs measured in comparisons of a workload on a machine are kept.
+/// Where the co-run rates measured in runs of a workload on a machine are kept.
 fn coruns_path(workload: &Workload, target: &Target) -> PathBuf {
     data_dir()
         .join("solo")
         .join(format!("{}-{}-coruns.json", workload.name, target.key()))
 }
 
-/// Pairs measured in earlier comparisons of this workload on this machine.
+/// Co-run rates measured in earlier runs of this workload on this machine.
 pub fn load_saved_coruns(workload: &Workload, target: &Target) -> Result<Option<CoRuns>> {
     load_json(&coruns_path(workload, target))
 }
 
-/// Saves the pairs measured so far for later runs.
-pub fn save_coruns(workload: &Workload, target: &Target, coruns: &CoRuns) -> Result<PathBuf> {
+/// Adds a finished run's co-runs (`CoRuns::from_trace`) to `coruns` and
+/// saves them for later runs; returns the file and how many records the run
+/// added, None when it added none (no solo times, or no app shared the
+/// machine long enough).
+pub fn record_coruns(
+    workload: &Workload,
+    target: &Target,
+    coruns: &mut CoRuns,
+    trace: &Trace,
+    solo: &SoloCurves,
+) -> Result<Option<(PathBuf, usize)>> {
+    let cpus = target.topology().cpus().len() as u32;
+    let new = CoRuns::from_trace(trace, solo, cpus);
+    if new.is_empty() {
+        return Ok(None);
+    }
+    let added = new.len();
+    coruns.extend(new);
     let path = coruns_path(workload, target);
     save(&path, coruns)?;
-    Ok(path)
+    Ok(Some((path, added)))
 }
 
 /// Solo times saved earlier for this workload on this machine, if any.

@@ -618,7 +618,7 @@ fn solo_times_are_recomputed_from_their_traces() {
 /// the rates of the apps that ran as a clean pair, and of each instance that
 /// shared the machine, beside the solo times (`coloc_model::metrics::corun`),
 /// for auto's admission; runs of `native` alone record nothing, since no
-/// policy reads them.
+/// policy reads them. `coloc run` under auto adds its run's, and says so.
 #[test]
 fn compare_records_the_rates_of_a_pair_beside_the_solo_times() {
     let dir = tempfile::tempdir().unwrap();
@@ -672,10 +672,10 @@ fn compare_records_the_rates_of_a_pair_beside_the_solo_times() {
         let x = rate.as_f64().unwrap();
         assert!(x > 0.0 && x <= 2.0, "{p}");
     };
-    let (mut pairs, mut shared) = (0, 0);
+    let (mut clean, mut shared) = (0, 0);
     for r in runs {
         if let Some(rates) = r.get("rates") {
-            pairs += 1;
+            clean += 1;
             assert_eq!(r["apps"], serde_json::json!(["a", "b"]), "{p}");
             rates.as_array().unwrap().iter().for_each(in_range);
         } else {
@@ -685,5 +685,16 @@ fn compare_records_the_rates_of_a_pair_beside_the_solo_times() {
         }
     }
     // Every clean pair's two instances also shared the machine.
-    assert!(pairs > 0 && shared >= 2 * pairs, "{p}");
+    assert!(clean > 0 && shared >= 2 * clean, "{p}");
+    let single = |policy: &str| {
+        let out = out(&format!("run-{policy}"));
+        run(&[&["run"][..], &sim, &["--policy", policy, "--out", s(&out)]].concat()).0
+    };
+    let said = single("native");
+    assert!(!said.contains("co-run rates"), "{said}");
+    assert_eq!(pairs().unwrap(), p);
+    let said = single("auto");
+    assert!(said.contains("co-run rates:"), "{said}");
+    let after = pairs().unwrap().as_array().unwrap().len();
+    assert!(after > runs.len(), "{said}");
 }

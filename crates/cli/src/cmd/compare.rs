@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use clap::Args;
 use coloc_manager::DEFAULT_EPOCH;
-use coloc_model::metrics::{CoRuns, Comparison, RunMetrics, SoloTimes};
+use coloc_model::metrics::{Comparison, RunMetrics, SoloTimes};
 use coloc_model::{Trace, Workload};
 use coloc_policy::auto::Objective;
 
@@ -196,7 +196,6 @@ pub fn run_choices(target: &Target, plan: &Plan<'_>, choices: &[Choice]) -> Resu
     .write(plan.out)?;
     let mut ctx = policy_context(target, plan.workload, plan.policies)?;
     ctx.objective = plan.objective;
-    let cpus = target.topology().cpus().len() as u32;
     let total_runs = choices.len() as u32 * plan.repeat;
     let instances: u64 = plan.workload.apps.iter().map(|a| u64::from(a.repeat)).sum();
     let mut results: Vec<(&Choice, Vec<RunMetrics>)> =
@@ -222,13 +221,9 @@ pub fn run_choices(target: &Target, plan: &Plan<'_>, choices: &[Choice]) -> Resu
             )?;
             let trace = Trace::from_events(events)?;
             let metrics = RunMetrics::from_trace(&trace, plan.solo);
-            // Apps that ran in pairs, for auto's later runs: kept in the
-            // context and saved beside the solo times.
-            let pairs = CoRuns::from_trace(&trace, &ctx.solo, cpus);
-            if !pairs.is_empty() {
-                ctx.coruns.extend(pairs);
-                solo_store::save_coruns(plan.workload, target, &ctx.coruns)?;
-            }
+            // How apps ran beside others, for auto's later runs: kept in
+            // the context and saved beside the solo times.
+            solo_store::record_coruns(plan.workload, target, &mut ctx.coruns, &trace, &ctx.solo)?;
             let line = format!(
                 "makespan {}, {:.1} s wall",
                 metrics

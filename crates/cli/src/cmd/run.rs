@@ -111,7 +111,12 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
             TraceEvent::Plan { plan, .. } => Some(plan.note.as_str()),
             _ => None,
         }));
-    let metrics = RunMetrics::from_trace(&Trace::from_events(events)?, None);
+    let trace = Trace::from_events(events)?;
+    let metrics = RunMetrics::from_trace(&trace, None);
+    // How apps ran beside others, for auto's later runs (nothing without
+    // solo times, which only policies that read them load).
+    let recorded =
+        crate::solo_store::record_coruns(&workload, target, &mut ctx.coruns, &trace, &ctx.solo)?;
     if opts.json {
         println!("{}", serde_json::to_string_pretty(&metrics)?);
     } else {
@@ -121,6 +126,12 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
             for line in &against_linux {
                 println!("  {line}");
             }
+        }
+        if let Some((path, added)) = recorded {
+            println!(
+                "co-run rates: {added} record(s) added to {} (auto's admission reads them)",
+                path.display()
+            );
         }
         println!("trace: {}", out.join("trace.jsonl").display());
     }

@@ -30,6 +30,7 @@
 //! alone ([`CoRuns::rates`]); it cannot see what one partner costs more than
 //! another.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -41,6 +42,12 @@ use crate::trace::Trace;
 
 /// Overlaps shorter than this say too little to record.
 const MIN_OVERLAP: Duration = Duration::from_millis(500);
+
+/// Records kept per pair of apps, and per app of its shared instances
+/// ([`CoRuns::extend`]): a comparison of five runs under each of five
+/// policies adds up to 25 of an app's, so the rates read about its last
+/// comparison and a half.
+pub const KEPT: usize = 32;
 
 /// One clean pair of a run: the two apps' names and each one's rate beside
 /// the other, as a share of its speed alone on the whole machine.
@@ -167,9 +174,36 @@ impl CoRuns {
         CoRuns { runs }
     }
 
-    /// Adds the records of another run.
+    /// Adds the records of another run, keeping the latest [`KEPT`] of each
+    /// pair of apps and of each app's shared instances: the rates follow a
+    /// program whose input or version changed, and the file stays small.
     pub fn extend(&mut self, other: CoRuns) {
         self.runs.extend(other.runs);
+        let mut seen: BTreeMap<(Option<&str>, &str), usize> = BTreeMap::new();
+        let keep: Vec<bool> = self
+            .runs
+            .iter()
+            .rev()
+            .map(|r| {
+                let key = match r {
+                    CoRun::Pair(p) => {
+                        let [x, y] = &p.apps;
+                        (Some(x.min(y).as_str()), x.max(y).as_str())
+                    }
+                    CoRun::Shared(s) => (None, s.app.as_str()),
+                };
+                let n = seen.entry(key).or_default();
+                *n += 1;
+                *n <= KEPT
+            })
+            .collect();
+        let mut keep = keep.into_iter().rev();
+        self.runs.retain(|_| keep.next().unwrap_or(true));
+    }
+
+    /// How many records there are.
+    pub fn len(&self) -> usize {
+        self.runs.len()
     }
 
     /// The mean rates of `a` and of `b` beside each other: over their clean
@@ -316,6 +350,44 @@ mod tests {
             serde_json::from_str(r#"[{"apps": ["dgemm", "xz"], "rates": [0.5, 0.4]}]"#).unwrap();
         let r = old.rates("xz", "dgemm").unwrap();
         assert_eq!((r.a, r.b, r.from), (0.4, 0.5, RatesFrom::Pairs(1)));
+    }
+
+    /// The latest [`KEPT`] records of each pair and of each app's shared
+    /// instances are kept, in the order they came; others are untouched.
+    #[test]
+    fn only_the_latest_records_of_each_pair_and_app_are_kept() {
+        let pair = |x: &str, y: &str, r: f64| {
+            CoRun::Pair(PairRun {
+                apps: [x.into(), y.into()],
+                rates: [r, r],
+            })
+        };
+        let one = |app: &str, r: f64| {
+            CoRun::Shared(SharedRun {
+                app: app.into(),
+                rate: r,
+            })
+        };
+        let mut c = CoRuns::of(vec![pair("a", "b", 0.0), one("a", 0.0), one("c", 0.5)]);
+        for i in 1..=40 {
+            // The pair comes in both orders: one pair of apps.
+            let (x, y) = if i % 2 == 0 { ("a", "b") } else { ("b", "a") };
+            c.extend(CoRuns::of(vec![
+                pair(x, y, f64::from(i)),
+                one("a", f64::from(i)),
+            ]));
+        }
+        assert_eq!(c.len(), 2 * KEPT + 1);
+        // The latest 32 of 41 are 9..=40, in order.
+        let a: Vec<f64> = shared(&c)
+            .into_iter()
+            .filter(|(app, _)| *app == "a")
+            .map(|(_, r)| r)
+            .collect();
+        assert_eq!(a, (9..=40).map(f64::from).collect::<Vec<_>>());
+        assert_eq!(shared(&c).iter().filter(|(app, _)| *app == "c").count(), 1);
+        let r = c.rates("a", "b").unwrap();
+        assert_eq!((r.a, r.from), (24.5, RatesFrom::Pairs(KEPT)));
     }
 
     /// The instances that shared the machine, as (app, rate).
