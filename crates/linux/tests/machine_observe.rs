@@ -7,7 +7,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use coloc_manager::Machine;
-use coloc_model::{AppPlan, MemPolicy, OmpSample, Plan, SchedSettings};
+use coloc_model::{AppPlan, CpuSet, MemPolicy, OmpSample, Plan, SchedSettings};
 use support::*;
 
 fn plan(p: AppPlan) -> Plan {
@@ -17,9 +17,11 @@ fn plan(p: AppPlan) -> Plan {
     }
 }
 
-/// Observes until `done` accepts the app's OpenMP sample (10 s at most).
+/// Observes until `done` accepts the OpenMP sample of the `app`th app
+/// launched (10 s at most).
 fn omp_until(
     m: &mut coloc_linux::machine::LinuxMachine,
+    app: usize,
     what: &str,
     done: impl Fn(&OmpSample) -> bool,
 ) -> OmpSample {
@@ -27,7 +29,7 @@ fn omp_until(
     loop {
         m.wait_until(m.now() + Duration::from_millis(20)).unwrap();
         let obs = m.observe().unwrap();
-        let omp = obs.apps[0]
+        let omp = obs.apps[app]
             .omp
             .clone()
             .expect("a malleable libgomp app has a channel");
@@ -60,7 +62,7 @@ fn dop_of_a_malleable_app_follows_the_plan() {
     let environ = String::from_utf8_lossy(&environ);
     assert!(environ.contains("libcoloc_omp"), "LD_PRELOAD is set");
     assert!(environ.contains("OMP_NUM_THREADS=2"));
-    let one = omp_until(&mut m, "team of 1", |o| {
+    let one = omp_until(&mut m, 0, "team of 1", |o| {
         o.team_size == 1 && o.regions_completed > 10
     });
     assert_eq!(one.dop_seen, Some(1));
@@ -69,9 +71,9 @@ fn dop_of_a_malleable_app_follows_the_plan() {
         ..AppPlan::native(id(0))
     }));
     assert!(out[0].refused.is_empty(), "{out:?}");
-    let two = omp_until(&mut m, "team of 2", |o| o.team_size == 2);
+    let two = omp_until(&mut m, 0, "team of 2", |o| o.team_size == 2);
     assert!(two.regions_completed > one.regions_completed);
-    omp_until(&mut m, "DoP 2 acknowledged", |o| o.dop_seen == Some(2));
+    omp_until(&mut m, 0, "DoP 2 acknowledged", |o| o.dop_seen == Some(2));
     let records = || {
         std::fs::read_dir("/dev/shm")
             .unwrap()
@@ -87,28 +89,50 @@ fn dop_of_a_malleable_app_follows_the_plan() {
     assert!(journals(dir.path()).is_empty());
 }
 
+/// A malleable app run through a shell, which links no OpenMP runtime: the
+/// shim is offered to the programs the shell starts. A shell that starts
+/// none reports no DoP seen (its lever has no channel); the libgomp program
+/// another shell starts takes the channel and follows the plan's DoP.
 #[test]
-fn an_app_without_libgomp_has_no_dop_and_says_so() {
+fn a_shell_hands_the_dop_channel_to_the_openmp_program_it_starts() {
     let dir = tempfile::tempdir().unwrap();
     let mut m = machine(dir.path());
-    let mut app = spec("script", 1, &["sh", "-c", "sleep 5"]);
-    app.malleable = true;
-    let p = AppPlan {
-        dop: Some(1),
-        ..AppPlan::native(id(0))
+    let mut idle = spec("script", 1, &["sh", "-c", "sleep 5"]);
+    idle.malleable = true;
+    let barrier = ["kernel:barrier", "--regions", "1000000", "--work", "2000"];
+    let kernel = coloc_workloads::resolve_argv(&barrier.map(String::from))
+        .expect("kernel installed")
+        .join(" ");
+    // `; true`: the shell starts the kernel as its child instead of
+    // becoming it.
+    let mut wrapped = spec("wrapped", 2, &["sh", "-c", &format!("{kernel}; true")]);
+    wrapped.malleable = true;
+    wrapped
+        .env
+        .insert("OMP_WAIT_POLICY".into(), "passive".into());
+    let at = |app, dop| AppPlan {
+        dop: Some(dop),
+        ..AppPlan::native(id(app))
     };
-    let l = launch(&mut m, id(0), &app, &p);
+    let l = launch(&mut m, id(0), &idle, &at(0, 1));
     let environ = std::fs::read(format!("/proc/{}/environ", l.pid)).unwrap();
-    assert!(!String::from_utf8_lossy(&environ).contains("libcoloc_omp"));
-    let out = m.apply(&plan(p.clone()));
-    assert_eq!(out[0].refused.len(), 1, "{out:?}");
-    assert!(out[0].refused[0].contains("DoP is not managed"), "{out:?}");
-    assert!(
-        m.apply(&plan(p)).iter().all(|o| o.refused.is_empty()),
-        "said once"
-    );
-    assert_eq!(m.observe().unwrap().apps[0].omp, None);
+    assert!(String::from_utf8_lossy(&environ).contains("libcoloc_omp"));
+    launch(&mut m, id(1), &wrapped, &at(1, 1));
+    let one = omp_until(&mut m, 1, "team of 1", |o| {
+        o.team_size == 1 && o.regions_completed > 10
+    });
+    assert_eq!(one.dop_seen, Some(1));
+    let out = m.apply(&Plan {
+        apps: vec![at(0, 1), at(1, 2)],
+        note: String::new(),
+    });
+    assert!(out.iter().all(|o| o.refused.is_empty()), "{out:?}");
+    omp_until(&mut m, 1, "team of 2", |o| o.team_size == 2);
+    let idle = m.observe().unwrap().apps[0].omp.clone().expect("a channel");
+    assert_eq!(idle.dop_seen, None, "{idle:?}");
+    assert_eq!(idle.regions_completed, 0, "{idle:?}");
     m.finish().unwrap();
+    assert!(journals(dir.path()).is_empty());
 }
 
 #[test]
@@ -241,7 +265,7 @@ fn a_shim_apps_threads_interleave_later_allocations_and_go_back() {
     app.malleable = true;
     app.env.insert("OMP_WAIT_POLICY".into(), "passive".into());
     let l = launch(&mut m, id(0), &app, &AppPlan::native(id(0)));
-    omp_until(&mut m, "a team of 2", |o| o.team_size == 2);
+    omp_until(&mut m, 0, "a team of 2", |o| o.team_size == 2);
     let all = |want: &str| {
         let until = Instant::now() + Duration::from_secs(10);
         loop {
@@ -264,4 +288,63 @@ fn a_shim_apps_threads_interleave_later_allocations_and_go_back() {
     all("default");
     m.finish().unwrap();
     assert!(journals(dir.path()).is_empty());
+}
+
+/// A shim app launched on one CPU, its threads pinned there by the shim, gets
+/// every CPU back when the plan leaves it to Linux: the shim restores the
+/// affinity the app had before coloc placed it (`COLOC_OMP_AFFINITY`), not
+/// the placement it found when it attached, which left a team of two on one
+/// CPU of an idle machine.
+#[test]
+fn a_shim_app_left_to_linux_gets_its_own_cpus_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = machine(dir.path());
+    let own = cpus_of(std::process::id(), std::process::id()).unwrap();
+    assert!(own.len() >= 2, "needs 2 CPUs: {own}");
+    let mut app = spec(
+        "pinned",
+        2,
+        &["kernel:barrier", "--regions", "1000000", "--work", "2000"],
+    );
+    app.malleable = true;
+    app.env.insert("OMP_WAIT_POLICY".into(), "passive".into());
+    let one = own.iter().next().unwrap().to_string();
+    let l = launch(&mut m, id(0), &app, &shared(id(0), &one));
+    omp_until(&mut m, 0, "a team of 2", |o| {
+        o.team_size == 2 && o.regions_completed > 10
+    });
+    let on_one: CpuSet = one.parse().unwrap();
+    assert!(
+        tids_of(l.pid)
+            .iter()
+            .all(|t| cpus_of(l.pid, *t) == Some(on_one.clone())),
+        "placed on {one}"
+    );
+    // Left to Linux with a full team, as auto plans it: the record asks for
+    // no pinning.
+    let out = m.apply(&plan(AppPlan {
+        dop: Some(2),
+        ..AppPlan::native(id(0))
+    }));
+    assert!(out[0].refused.is_empty(), "{out:?}");
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let regions = m.observe().unwrap().apps[0]
+            .omp
+            .clone()
+            .unwrap()
+            .regions_completed;
+        m.wait_until(m.now() + Duration::from_millis(50)).unwrap();
+        let later = m.observe().unwrap().apps[0]
+            .omp
+            .clone()
+            .unwrap()
+            .regions_completed;
+        let cpus: Vec<_> = tids_of(l.pid).iter().map(|t| cpus_of(l.pid, *t)).collect();
+        if later > regions && cpus.iter().all(|c| c.as_ref() == Some(&own)) {
+            break;
+        }
+        assert!(Instant::now() < until, "threads on {cpus:?}, want {own}");
+    }
+    m.finish().unwrap();
 }

@@ -90,7 +90,9 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static struct coloc_omp_record *_Atomic rec;
 /* pid of the process image that loaded the shim; a fork()ed child differs. */
 static pid_t load_pid;
-/* Affinity of the thread that ran the first region, restored when coloc goes away. */
+/* The app's own affinity, restored to threads the shim pinned when coloc stops
+ * pinning or goes away: COLOC_OMP_AFFINITY, else the affinity of the thread
+ * that ran the first region. */
 static cpu_set_t original_mask;
 /* Set once any thread was pinned: from then on threads may need restoring. */
 static atomic_bool pinned_ever;
@@ -133,9 +135,27 @@ static _Noreturn void missing(const char *name)
     abort();
 }
 
-static void *need(const char *name)
+/* libgomp's own definition of `name`. RTLD_NEXT searches the objects loaded
+ * at start and those dlopen()ed RTLD_GLOBAL; a libgomp that came in later
+ * with a library dlopen()ed RTLD_LOCAL (Python loading numpy's OpenBLAS) is
+ * found by its soname instead: the call that brought the shim here came from
+ * that library, so libgomp is loaded. */
+static void *lookup(const char *name)
 {
     void *sym = dlsym(RTLD_NEXT, name);
+    if (sym == NULL) {
+        void *gomp = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
+        if (gomp != NULL) {
+            sym = dlsym(gomp, name);
+            dlclose(gomp);
+        }
+    }
+    return sym;
+}
+
+static void *need(const char *name)
+{
+    void *sym = lookup(name);
     if (sym == NULL)
         missing(name);
     return sym;
@@ -144,7 +164,7 @@ static void *need(const char *name)
 /* Entry points newer than the app's libgomp may be absent; only the ones the
  * app actually calls must exist, so they are looked up softly here and checked
  * where used. */
-static void *want(const char *name) { return dlsym(RTLD_NEXT, name); }
+static void *want(const char *name) { return lookup(name); }
 
 static uint64_t now_ns(void)
 {
@@ -158,6 +178,34 @@ static bool record_valid(struct coloc_omp_record *r)
     return atomic_load_explicit(&r->magic, memory_order_acquire) == COLOC_OMP_MAGIC
         && atomic_load_explicit(&r->version, memory_order_relaxed) == COLOC_OMP_VERSION
         && atomic_load_explicit(&r->size, memory_order_relaxed) == sizeof(struct coloc_omp_record);
+}
+
+/* Parses a CPU list ("0-3,8", as sysfs writes them) into *set; false if it is
+ * malformed or names no CPU. */
+static bool parse_cpu_list(const char *s, cpu_set_t *set)
+{
+    CPU_ZERO(set);
+    while (*s != '\0') {
+        char *end;
+        unsigned long first = strtoul(s, &end, 10);
+        if (end == s)
+            return false;
+        unsigned long last = first;
+        s = end;
+        if (*s == '-') {
+            last = strtoul(++s, &end, 10);
+            if (end == s || last < first)
+                return false;
+            s = end;
+        }
+        for (unsigned long c = first; c <= last && c < CPU_SETSIZE; c++)
+            CPU_SET(c, set);
+        if (*s == ',')
+            s++;
+        else if (*s != '\0')
+            return false;
+    }
+    return CPU_COUNT(set) > 0;
 }
 
 /* Maps COLOC_OMP_RECORD and claims it for this process; NULL if unusable. */
@@ -186,7 +234,11 @@ static struct coloc_omp_record *attach(void)
         munmap(r, sizeof(*r));
         return NULL;
     }
-    if (sched_getaffinity(0, sizeof(original_mask), &original_mask) != 0)
+    cpu_set_t own;
+    const char *own_list = getenv(COLOC_OMP_AFFINITY_ENV);
+    if (own_list != NULL && parse_cpu_list(own_list, &own))
+        original_mask = own;
+    else if (sched_getaffinity(0, sizeof(original_mask), &original_mask) != 0)
         CPU_ZERO(&original_mask);
     if (syscall(SYS_get_mempolicy, &original_mode, &original_nodes, MPOL_MAX_NODES + 1, NULL, 0)
         != 0) {

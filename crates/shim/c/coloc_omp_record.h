@@ -49,6 +49,11 @@
 /* A record whose heartbeat is older than this (2 s) is stale. */
 #define COLOC_OMP_STALE_NS 2000000000ULL
 #define COLOC_OMP_ENV "COLOC_OMP_RECORD"
+/* The CPUs the app may run on before coloc placed it, as a list ("0-3,8"):
+ * what a thread the shim pinned gets back when coloc stops pinning. coloc
+ * places a launched app before it runs, so the affinity the shim finds when
+ * it attaches is coloc's placement, not the app's own. */
+#define COLOC_OMP_AFFINITY_ENV "COLOC_OMP_AFFINITY"
 
 struct coloc_omp_record {
     /* ---- header, written by coloc at creation ---- */

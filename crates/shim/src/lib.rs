@@ -55,5 +55,5 @@ mod runtime;
 pub use channel::{monotonic_ns, DopChannel, OmpState};
 pub use embed::{extract_shim, ld_preload_with, shim_path, SHIM_BYTES};
 pub use error::{Result, ShimError};
-pub use record::{MAGIC, MAX_CPUS, RECORD_ENV, RECORD_SIZE, STALE_NS, VERSION};
+pub use record::{AFFINITY_ENV, MAGIC, MAX_CPUS, RECORD_ENV, RECORD_SIZE, STALE_NS, VERSION};
 pub use runtime::{openmp_runtime_of, runtime_of_needed, OmpRuntime};

@@ -17,6 +17,11 @@ pub const MAX_CPUS: usize = 1024;
 pub const STALE_NS: u64 = 2_000_000_000;
 /// Environment variable through which the app finds its record.
 pub const RECORD_ENV: &str = "COLOC_OMP_RECORD";
+/// Environment variable with the CPUs the app may run on before coloc placed
+/// it (a CPU list): what threads the shim pinned get back when coloc stops
+/// pinning. Without it, the affinity the shim found when it attached, which
+/// is coloc's placement for an app coloc placed at launch.
+pub const AFFINITY_ENV: &str = "COLOC_OMP_AFFINITY";
 
 /// `struct coloc_omp_record`. Every field is atomic because coloc and the app
 /// access it concurrently from two processes.

@@ -163,6 +163,7 @@ impl LinuxMachine {
             shm_dir: &self.opts.shm_dir,
             shim_dir: self.opts.shim_dir.as_deref(),
             owner,
+            own_cpus: super::sys::affinity(pid).ok(),
         });
         let dop_unmanaged = match &dop.control {
             DopControl::NotManaged { reason, .. } => Some(reason.clone()),

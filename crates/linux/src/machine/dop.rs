@@ -1,16 +1,26 @@
 //! The OpenMP DoP channel per instance (coloc_shim): for malleable apps built
 //! with libgomp, `libcoloc_omp.so` is preloaded and told each new DoP and CPU
-//! list through a shared-memory record; apps with another runtime, or none, run
-//! with their DoP unmanaged, and coloc says so instead of pretending.
+//! list through a shared-memory record; apps with another runtime, or a
+//! static executable, run with their DoP unmanaged, and coloc says so instead
+//! of pretending.
+//!
+//! A malleable app whose executable links no OpenMP runtime, or is no ELF
+//! file, is taken as a launcher: a shell (`sh -c "prog … && cmp …"`), a
+//! script or an interpreter that starts the OpenMP program. The shim is
+//! preloaded all the same; it stays inert in every program that starts no
+//! OpenMP region, and the first libgomp program of the app takes the channel
+//! (a second finds it taken and runs as it would without coloc). Until one
+//! does, the app reports no DoP seen, so policies count its DoP lever as
+//! having no channel (`coloc_policy::cores::lever`).
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use coloc_model::{AppId, OmpSample};
+use coloc_model::{AppId, CpuSet, OmpSample};
 use coloc_shim::{
     extract_shim, ld_preload_with, monotonic_ns, openmp_runtime_of, shim_path, DopChannel,
-    OmpRuntime, RECORD_ENV,
+    OmpRuntime, AFFINITY_ENV, RECORD_ENV,
 };
 
 /// libgomp's own binding variables: they would re-bind threads behind the
@@ -67,6 +77,9 @@ pub(crate) struct DopLaunch<'a> {
     /// The user the app runs as, when not coloc's: the record is given to
     /// it, for the shim in the app reads and writes the record.
     pub owner: Option<u32>,
+    /// The CPUs the app may run on before coloc places it: what threads the
+    /// shim pinned get back when coloc stops pinning them (`AFFINITY_ENV`).
+    pub own_cpus: Option<CpuSet>,
 }
 
 /// Sets up the channel of a malleable libgomp app; anything else gets its DoP
@@ -99,6 +112,11 @@ pub(crate) fn prepare(l: &DopLaunch<'_>) -> DopSetup {
     };
     match openmp_runtime_of(&exe) {
         Ok(OmpRuntime::Gomp) => {}
+        Ok(r @ (OmpRuntime::None | OmpRuntime::Unknown)) => tracing::info!(
+            app = %l.id,
+            "{}: {r}: the DoP channel waits for a libgomp program it starts (module docs)",
+            exe.display()
+        ),
         Ok(other) => return unmanaged(format!("{}: {other}", exe.display())),
         Err(e) => return unmanaged(e.to_string()),
     }
@@ -129,7 +147,7 @@ pub(crate) fn prepare(l: &DopLaunch<'_>) -> DopSetup {
             ));
         }
     }
-    let set_env = vec![
+    let mut set_env = vec![
         (
             OsString::from("LD_PRELOAD"),
             ld_preload_with(var("LD_PRELOAD").as_deref(), &shim),
@@ -139,6 +157,9 @@ pub(crate) fn prepare(l: &DopLaunch<'_>) -> DopSetup {
             channel.path().as_os_str().to_os_string(),
         ),
     ];
+    if let Some(cpus) = &l.own_cpus {
+        set_env.push((OsString::from(AFFINITY_ENV), cpus.to_string().into()));
+    }
     let generation = channel.generation();
     DopSetup {
         control: DopControl::Managed(Managed {
@@ -273,28 +294,49 @@ mod tests {
         );
     }
 
+    /// A shell links no OpenMP runtime: the shim is offered to the programs
+    /// it starts, and until one takes the channel no DoP is seen. A program
+    /// that cannot be found is not managed, and says so once.
     #[test]
-    fn a_shell_is_not_managed_and_says_so_once() {
+    fn a_shell_offers_the_channel_and_a_missing_program_says_it_is_not_managed() {
         let env = Default::default();
         let dir = tempfile::tempdir().unwrap();
-        let mut setup = prepare(&DopLaunch {
+        let launch = |argv0| DopLaunch {
             id: AppId::default(),
             malleable: true,
-            argv0: "/bin/sh",
+            argv0,
             env: &env,
             dop: 2,
-            cpus: vec![],
+            cpus: vec![0],
             shm_dir: dir.path(),
             shim_dir: None,
             owner: None,
-        });
-        assert!(setup.set_env.is_empty());
-        assert!(matches!(setup.control, DopControl::NotManaged { .. }));
+            own_cpus: Some("0-1".parse().unwrap()),
+        };
+        let mut shell = prepare(&launch("/bin/sh"));
+        assert!(matches!(shell.control, DopControl::Managed(_)));
+        let env: Vec<_> = shell
+            .set_env
+            .iter()
+            .map(|(k, _)| k.to_str().unwrap())
+            .collect();
+        assert_eq!(env, ["LD_PRELOAD", RECORD_ENV, AFFINITY_ENV]);
+        assert_eq!(shell.set_env[2].1, "0-1");
         let mut refused = Vec::new();
-        setup.control.apply(Some(1), vec![], &mut refused);
-        setup.control.apply(Some(2), vec![], &mut refused);
+        shell.control.apply(Some(1), vec![0], &mut refused);
+        assert!(refused.is_empty(), "{refused:?}");
+        let sample = shell.control.sample().expect("a channel");
+        assert_eq!(sample.dop_seen, None, "no program took it");
+        shell.control.remove();
+
+        let mut missing = prepare(&launch("coloc-no-such-program"));
+        assert!(missing.set_env.is_empty());
+        let mut refused = Vec::new();
+        missing.control.apply(Some(1), vec![], &mut refused);
+        missing.control.apply(Some(2), vec![], &mut refused);
         assert_eq!(refused.len(), 1, "{refused:?}");
         assert!(refused[0].contains("not managed"), "{refused:?}");
-        assert_eq!(setup.control.sample(), None);
+        assert!(refused[0].contains("not found on PATH"), "{refused:?}");
+        assert_eq!(missing.control.sample(), None);
     }
 }

@@ -404,6 +404,8 @@ impl LinuxMachine {
             shm_dir: &self.opts.shm_dir,
             shim_dir: self.opts.shim_dir.as_deref(),
             owner: None,
+            // The app inherits coloc's affinity before its placement.
+            own_cpus: sys::affinity(0).ok(),
         });
         if let DopControl::NotManaged { reason, .. } = &dop.control {
             tracing::warn!(app = %req.id, name = %spec.name, "DoP is not managed: {reason}");
