@@ -365,3 +365,55 @@ fn team_threads_interleave_later_allocations_and_go_back() {
     assert!(teams.region("parallel").ok);
     assert_eq!(teams.thread_mempolicies(), ["default", "default"]);
 }
+
+/// A program that links no OpenMP runtime and dlopen()s, RTLD_LOCAL, a
+/// library built with OpenMP (as Python loads numpy's OpenBLAS): libgomp is
+/// then outside the global scope where RTLD_NEXT looks, and the shim finds it
+/// by soname. Its regions take the record's DoP. (Before, the shim aborted:
+/// "GOMP_parallel not found in the OpenMP runtime".)
+#[test]
+fn libgomp_of_a_library_dlopened_local_is_found_and_steered() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("lib.c"),
+        "int work(void){int n=0;\n#pragma omp parallel reduction(+:n)\nn++;\nreturn n;}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("main.c"),
+        "#include <dlfcn.h>\n#include <stdio.h>\n\
+         int main(int argc,char**argv){void*h=dlopen(argv[1],RTLD_NOW|RTLD_LOCAL);\
+         if(!h)return 2;int(*w)(void)=(int(*)(void))dlsym(h,\"work\");\
+         printf(\"%d %d\\n\",w(),w());return 0;}\n",
+    )
+    .unwrap();
+    let cc = |args: &[&str]| {
+        let ok = std::process::Command::new("cc")
+            .args(args)
+            .current_dir(d)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "cc {args:?}");
+    };
+    cc(&["-shared", "-fPIC", "-fopenmp", "-o", "libwork.so", "lib.c"]);
+    cc(&["-o", "app", "main.c", "-ldl"]);
+    let chan = DopChannel::create(&record_in(&dir), &[], 1).unwrap();
+    let out = std::process::Command::new(d.join("app"))
+        .arg(d.join("libwork.so"))
+        .env("OMP_NUM_THREADS", "2")
+        .env("LD_PRELOAD", shim())
+        .env("COLOC_OMP_RECORD", chan.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{:?}: {said}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(said.trim(), "1 1", "teams of the record's DoP");
+    assert_eq!(chan.read().regions_completed, 2);
+}
