@@ -109,7 +109,7 @@ impl CoRuns {
         let tl = Timeline::of(trace);
         let apps = &trace.header.workload.apps;
         // (app name, start, exit) of each instance that succeeded.
-        let lives: Vec<(String, Duration, Duration)> = tl
+        let lives: Vec<Life> = tl
             .instances
             .iter()
             .filter_map(|(id, i)| {
@@ -118,10 +118,11 @@ impl CoRuns {
                 Some((name, i.start?, exit.t))
             })
             .collect();
-        // A rate of solo work done over `shared`, the rest of the life alone.
-        let rate = |x: &(String, Duration, Duration), shared: f64| -> Option<f64> {
-            let alone = (x.2 - x.1).as_secs_f64() - shared_span(&lives, x);
-            let r = (solo.fastest(&x.0, cpus)? - alone) / shared;
+        // A rate of solo work done over `over` seconds, the rest of the life
+        // alone.
+        let rate = |x: &Life, over: f64| -> Option<f64> {
+            let alone = (x.2 - x.1).as_secs_f64() - overlapped(&lives, x).0;
+            let r = (solo.fastest(&x.0, cpus)? - alone) / over;
             (r > 0.0 && r <= 2.0).then_some(r)
         };
         let overlap = |i: usize, j: usize| {
@@ -155,11 +156,11 @@ impl CoRuns {
             }
         }
         for x in &lives {
-            let shared = shared_weighted(&lives, x);
-            if shared < MIN_OVERLAP.as_secs_f64() {
+            let weighted = overlapped(&lives, x).1;
+            if weighted < MIN_OVERLAP.as_secs_f64() {
                 continue;
             }
-            if let Some(r) = rate(x, shared) {
+            if let Some(r) = rate(x, weighted) {
                 runs.push(CoRun::Shared(SharedRun {
                     app: x.0.clone(),
                     rate: r,
@@ -252,32 +253,23 @@ impl CoRuns {
     }
 }
 
-/// The seconds of `x`'s life that some other life overlapped.
-fn shared_span(lives: &[(String, Duration, Duration)], x: &(String, Duration, Duration)) -> f64 {
-    spans(lives, x)
-        .filter(|(_, n)| *n > 1)
-        .map(|(dt, _)| dt)
-        .sum()
-}
+/// An instance's app name, start and exit.
+type Life = (String, Duration, Duration);
 
-/// The seconds of `x`'s life shared with others, each span shared by `n`
-/// apps counted as `2 / n` of one shared by two (module docs).
-fn shared_weighted(
-    lives: &[(String, Duration, Duration)],
-    x: &(String, Duration, Duration),
-) -> f64 {
+/// The seconds of `x`'s life that other lives overlapped, as they are and
+/// weighted: each span shared by `n` apps counted as `2 / n` of one shared
+/// by two (module docs).
+fn overlapped(lives: &[Life], x: &Life) -> (f64, f64) {
     spans(lives, x)
         .filter(|(_, n)| *n > 1)
-        .map(|(dt, n)| dt * 2.0 / f64::from(n))
-        .sum()
+        .fold((0.0, 0.0), |(plain, weighted), (dt, n)| {
+            (plain + dt, weighted + dt * 2.0 / f64::from(n))
+        })
 }
 
 /// `x`'s life cut at every start and exit: each span's seconds and how many
 /// lives, `x`'s included, it saw.
-fn spans<'a>(
-    lives: &'a [(String, Duration, Duration)],
-    x: &'a (String, Duration, Duration),
-) -> impl Iterator<Item = (f64, u32)> + 'a {
+fn spans<'a>(lives: &'a [Life], x: &'a Life) -> impl Iterator<Item = (f64, u32)> + 'a {
     let mut cuts: Vec<Duration> = lives
         .iter()
         .flat_map(|l| [l.1, l.2])
