@@ -35,8 +35,8 @@ use crate::target::Target;
 /// - solo times per thread count, for `auto`'s admission: those `coloc solo
 ///   --threads` (or `coloc bench mixes`) saved for this workload on this
 ///   target, none otherwise (no warning: auto then admits by thread counts);
-///   with them, the rates of apps that ran in pairs in earlier comparisons
-///   of it there (`coloc_model::metrics::corun`).
+///   with them, the rates its apps ran at beside others in earlier runs of
+///   it there (`coloc_model::metrics::corun`).
 ///
 /// Only what the policies read is looked up, so a `native` run neither opens
 /// the store nor warns, and a damaged store stops only runs that need it (with

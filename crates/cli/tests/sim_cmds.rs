@@ -3,7 +3,7 @@
 //! is refused), a latency app's median and p99 in `compare`, each app's mean,
 //! CV and p-value in `compare`, and `calibrate-sim`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn coloc(args: &[&str]) -> Output {
@@ -571,6 +571,22 @@ fn calibrate_sim_reads_a_measurements_file() {
     assert!(err.contains("line 2") && err.contains("fast"), "{err}");
 }
 
+/// Writes `pair.toml` in `dir`: app `a`, the compute kernel at 2 threads, and
+/// app `b`, the stream kernel at `b_threads`.
+fn compute_stream_pair(dir: &Path, b_threads: u32) -> PathBuf {
+    let workload = dir.join("pair.toml");
+    std::fs::write(
+        &workload,
+        format!(
+            "name = \"pair\"\n\
+             [[app]]\nname = \"a\"\nmodel = \"kernel-compute\"\nthreads = 2\n\
+             [[app]]\nname = \"b\"\nmodel = \"kernel-stream\"\nthreads = {b_threads}\n"
+        ),
+    )
+    .unwrap();
+    workload
+}
+
 /// `coloc solo` is a measurement procedure (docs/trace-format.md,
 /// Measurement procedures): `coloc solo --from DIR` recomputes exactly the
 /// times it printed (per app, and per app and thread count with
@@ -578,14 +594,7 @@ fn calibrate_sim_reads_a_measurements_file() {
 #[test]
 fn solo_times_are_recomputed_from_their_traces() {
     let dir = tempfile::tempdir().unwrap();
-    let workload = dir.path().join("pair.toml");
-    std::fs::write(
-        &workload,
-        "name = \"pair\"\n\
-         [[app]]\nname = \"a\"\nmodel = \"kernel-compute\"\nthreads = 2\n\
-         [[app]]\nname = \"b\"\nmodel = \"kernel-stream\"\nthreads = 1\n",
-    )
-    .unwrap();
+    let workload = compute_stream_pair(dir.path(), 1);
     let solo = |extra: &[&str], out: &Path| {
         let mut args = vec!["solo", "--sim", "kvm-2cpu", s(&workload), "--repeat", "2"];
         args.extend_from_slice(extra);
@@ -622,14 +631,7 @@ fn solo_times_are_recomputed_from_their_traces() {
 #[test]
 fn compare_records_the_rates_of_a_pair_beside_the_solo_times() {
     let dir = tempfile::tempdir().unwrap();
-    let workload = dir.path().join("pair.toml");
-    std::fs::write(
-        &workload,
-        "name = \"pair\"\n\
-         [[app]]\nname = \"a\"\nmodel = \"kernel-compute\"\nthreads = 2\n\
-         [[app]]\nname = \"b\"\nmodel = \"kernel-stream\"\nthreads = 2\n",
-    )
-    .unwrap();
+    let workload = compute_stream_pair(dir.path(), 2);
     let run = |args: &[&str]| ok_in(dir.path(), args);
     let sim = ["--sim", "kvm-2cpu", s(&workload)];
     let out = |name: &str| dir.path().join(name);

@@ -46,7 +46,7 @@ pub struct PolicyContext {
     /// admission read them (`docs/policies/auto.md`, Team size, Admission).
     /// Empty when none are stored.
     pub solo: coloc_model::metrics::SoloCurves,
-    /// How fast apps of this workload ran in pairs in earlier comparisons on
+    /// How fast apps of this workload ran beside others in earlier runs on
     /// this machine (`coloc_model::metrics::corun`); `auto`'s admission reads
     /// it. Empty when none were measured.
     pub coruns: coloc_model::metrics::CoRuns,

@@ -118,10 +118,10 @@ impl CoRuns {
                 Some((name, i.start?, exit.t))
             })
             .collect();
-        // A rate of solo work done over `over` seconds, the rest of the life
-        // alone.
-        let rate = |x: &Life, over: f64| -> Option<f64> {
-            let alone = (x.2 - x.1).as_secs_f64() - overlapped(&lives, x).0;
+        // The rate of `x` over `over` seconds (weighted) shared, with
+        // `shared` seconds of its life shared and the rest alone.
+        let rate = |x: &Life, shared: f64, over: f64| -> Option<f64> {
+            let alone = (x.2 - x.1).as_secs_f64() - shared;
             let r = (solo.fastest(&x.0, cpus)? - alone) / over;
             (r > 0.0 && r <= 2.0).then_some(r)
         };
@@ -148,7 +148,7 @@ impl CoRuns {
                 continue;
             }
             let o = o.as_secs_f64();
-            if let (Some(ri), Some(rj)) = (rate(&lives[i], o), rate(&lives[j], o)) {
+            if let (Some(ri), Some(rj)) = (rate(&lives[i], o, o), rate(&lives[j], o, o)) {
                 runs.push(CoRun::Pair(PairRun {
                     apps: [lives[i].0.clone(), lives[j].0.clone()],
                     rates: [ri, rj],
@@ -156,11 +156,11 @@ impl CoRuns {
             }
         }
         for x in &lives {
-            let weighted = overlapped(&lives, x).1;
+            let (shared, weighted) = overlapped(&lives, x);
             if weighted < MIN_OVERLAP.as_secs_f64() {
                 continue;
             }
-            if let Some(r) = rate(x, weighted) {
+            if let Some(r) = rate(x, shared, weighted) {
                 runs.push(CoRun::Shared(SharedRun {
                     app: x.0.clone(),
                     rate: r,

@@ -15,8 +15,9 @@
 //! - Reference points of a mix from solo times at each thread count
 //!   ([`reference`](mod@reference)): the CPU-work lower bound of its makespan and an SJF
 //!   reference for its ART.
-//! - How fast two apps ran beside each other ([`corun`](mod@corun)), from
-//!   the runs where they shared the machine with no third app.
+//! - How fast apps ran beside others ([`corun`](mod@corun)), from the runs
+//!   where two shared the machine with no third app, and from every
+//!   instance that shared it.
 //!
 //! Everything here is pure: no I/O, tables rendered to strings with fixed decimals.
 

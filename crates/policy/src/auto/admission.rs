@@ -21,7 +21,7 @@
 //!   the makespan is the same and its response time shorter;
 //! - else it waits until an app exits.
 //!
-//! Before those rules, where earlier comparisons measured the arrival
+//! Before those rules, where earlier runs measured the arrival
 //! running beside the one app started, or each of the two beside other apps
 //! ([`pair`]), the measured rates decide: it waits while the two would end
 //! later sharing the machine than one after the other, and starts otherwise.
@@ -57,7 +57,7 @@ pub(super) struct Cpus {
 pub(super) struct Stored<'a> {
     /// Solo times per thread count.
     pub solo: &'a SoloCurves,
-    /// Rates of apps that ran in pairs.
+    /// Rates apps ran at beside others in earlier runs.
     pub coruns: &'a CoRuns,
 }
 
@@ -67,7 +67,7 @@ pub(super) struct Admission {
     /// The apps that wait.
     pub held: Vec<AppId>,
     /// Why, for every pending app the thread rule alone would hold or the
-    /// rates of a pair ([`pair`]) decided.
+    /// co-run rates ([`pair`]) decided.
     pub why: BTreeMap<AppId, String>,
 }
 
@@ -123,7 +123,7 @@ fn need(solo: &SoloCurves, a: &AppView) -> Option<(f64, f64)> {
 }
 
 /// Whether `a` should wait for `b`, the one app started, by the rates the
-/// two ran at beside each other in earlier comparisons (`coloc_model::
+/// two ran at beside each other in earlier runs (`coloc_model::
 /// metrics::corun`): each as a share of its speed alone on the whole machine,
 /// from clean pairs of the two where there are any, else each one's rate
 /// beside other apps. Shared, they progress at those rates until one ends,
@@ -169,6 +169,26 @@ fn pair(
     ))
 }
 
+/// Whether an arrival needing `(time, work)` alone waits, by solo times
+/// (module docs): when the mix's makespan, estimated as its lower bound over
+/// the `(time, work)` left of the apps started, is longer started now than
+/// held until the first of them exits. With the reason.
+fn by_solo_times(started: &[(f64, f64)], (time, work): (f64, f64), cpus: u32) -> (bool, String) {
+    let first = started.iter().map(|x| x.0).fold(f64::INFINITY, f64::min);
+    let held = bound(started, cpus).max(first + time);
+    let mut with = started.to_vec();
+    with.push((time, work));
+    let now = bound(&with, cpus);
+    let verb = if now <= held { "starts" } else { "waits" };
+    (
+        now > held,
+        format!(
+            "{verb}: mix done in ~{now:.2} s started now, ~{held:.2} s held (solo times: it \
+             needs {time:.2} s, {work:.2} CPU-s; a CPU frees in ~{first:.2} s)"
+        ),
+    )
+}
+
 /// Decides which pending apps wait (module docs). `fixed` gives the threads
 /// an app runs; `linux` says whether the running set's trial settled on Linux.
 pub(super) fn admit(
@@ -188,7 +208,7 @@ pub(super) fn admit(
     }
     // The apps started or let in.
     let mut started: Vec<&AppView> = running.to_vec();
-    let (mut count, mut demand, mut idle) = (running.len() as u32, cpus.demand, cpus.idle);
+    let (mut demand, mut idle) = (cpus.demand, cpus.idle);
     // Time and CPU work left per app started or let in, while every one of
     // them has solo times.
     let mut lefts: Option<Vec<(f64, f64)>> = running
@@ -206,38 +226,19 @@ pub(super) fn admit(
         };
         let thread_rule_holds = objective == Objective::Makespan
             && !linux
-            && count >= cpus.count
+            && started.len() as u32 >= cpus.count
             && demand + threads > cpus.count
             && idle == 0;
-        let wait = if let Some((wait, why)) = paired {
-            out.why.insert(a.id, why);
-            wait
-        } else {
-            thread_rule_holds
-                && match (lefts.as_deref(), need(solo, a)) {
-                    (Some(l), Some((time, work))) if !l.is_empty() => {
-                        let first = l.iter().map(|x| x.0).fold(f64::INFINITY, f64::min);
-                        let held = bound(l, cpus.count).max(first + time);
-                        let mut with = l.to_vec();
-                        with.push((time, work));
-                        let now = bound(&with, cpus.count);
-                        let verb = if now <= held { "starts" } else { "waits" };
-                        out.why.insert(
-                            a.id,
-                            format!(
-                                "{verb}: mix done in ~{now:.2} s started now, ~{held:.2} s held \
-                             (solo times: it needs {time:.2} s, {work:.2} CPU-s; a CPU frees \
-                             in ~{first:.2} s)"
-                            ),
-                        );
-                        now > held
-                    }
-                    _ => {
-                        out.why
-                            .insert(a.id, "waits (every CPU has an app of its own)".into());
-                        true
-                    }
-                }
+        let by_threads = || match (lefts.as_deref(), need(solo, a)) {
+            (Some(l), Some(need)) if !l.is_empty() => by_solo_times(l, need, cpus.count),
+            _ => (true, "waits (every CPU has an app of its own)".into()),
+        };
+        let wait = match paired.or_else(|| thread_rule_holds.then(by_threads)) {
+            Some((wait, why)) => {
+                out.why.insert(a.id, why);
+                wait
+            }
+            None => false,
         };
         if wait {
             out.held.push(a.id);
@@ -245,13 +246,13 @@ pub(super) fn admit(
         }
         started.push(a);
         idle = idle.saturating_sub(1);
-        count += 1;
         demand += threads;
-        let started = left(solo, a, threads, view.now);
-        lefts = lefts.zip(started).map(|(mut l, s)| {
-            l.push(s);
-            l
-        });
+        lefts = lefts
+            .zip(left(solo, a, threads, view.now))
+            .map(|(mut l, s)| {
+                l.push(s);
+                l
+            });
     }
     out
 }

@@ -172,7 +172,7 @@ pub struct Auto {
     /// Stored solo times per thread count, by app name (team sizes,
     /// admission).
     solo: SoloCurves,
-    /// How fast apps ran in pairs in earlier comparisons (admission).
+    /// How fast apps ran beside others in earlier runs (admission).
     coruns: CoRuns,
     /// Placement from stored profiles and memory policy from observed rates.
     placer: Placer,
@@ -198,7 +198,7 @@ impl Auto {
         self
     }
 
-    /// With the rates apps ran at in pairs in earlier comparisons
+    /// With the rates apps ran at beside others in earlier runs
     /// (`coloc_model::metrics::corun`), by which admission holds an app that
     /// would share the machine worse than it would run after the other
     /// (`auto/admission.rs`).
