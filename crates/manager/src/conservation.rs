@@ -1,152 +1,353 @@
-//! Work conservation, checked from observations for every policy
-//! (`docs/architecture.md`, The loop: decisions are checked against outcomes).
+//! Waste the Manager sees, checked from observations for every policy
+//! (`docs/architecture.md`, Decisions checked against outcomes).
 //!
-//! Problem: a plan can leave a CPU idle while an app's threads queue for the
-//! CPUs it was given — an app pinned below its team size after its co-runner
-//! left, two threads pinned to one CPU beside an idle one. Plain Linux never
-//! does this (its balancer pulls waiting threads onto idle CPUs), so a manager
-//! that does it is worse than doing nothing, and must at least know it.
+//! Problem: a plan can waste CPUs in ways plain Linux never does, and a
+//! manager that does so is worse than doing nothing, so it must at least
+//! know. Three ways, each its own check:
+//! - *idle while waiting* (`waiting.rs`): a CPU idles while an app's threads
+//!   queue for the CPUs its placement gave them (an app pinned below its team
+//!   size after its co-runner left);
+//! - *underused* (`underuse.rs`): a CPU idles while an app runs fewer threads
+//!   or on fewer CPUs than it could use — a DoP or a partition below what is
+//!   free — although none of its threads queues: a team held to one thread by
+//!   its DoP has no thread to queue, and one packed onto fewer CPUs than its
+//!   threads may sleep at its barriers instead of queueing;
+//! - *no progress* (`no_progress.rs`): an app's team burns CPU time inside
+//!   one parallel region while none of its progress counters moves (threads
+//!   spinning at a barrier).
 //!
-//! Approach: over each observation interval, a CPU is *idle* when the managed
-//! threads last seen on it ran for less than [`IDLE_BELOW`] of the interval,
-//! and a thread is *waiting* when it spent more than [`WAITING_ABOVE`] of the
-//! interval runnable but off a CPU (schedstat's run delay; the simulator's
-//! queueing). An app falls short when an idle CPU is one that a waiting thread
-//! of it may not use under its placement. Unmanaged placement never falls short
-//! (Linux may use every CPU). A policy gets one interval to react; a shortfall
-//! that lasts into a second consecutive interval is a violation, recorded as
-//! [`TraceEvent::IdleWhileWaiting`] at every observation while it lasts.
+//! Approach: each check reads one observation interval (the last two
+//! observations) and names the apps it finds. A policy gets one interval to
+//! react: a finding that holds for a second consecutive interval is a
+//! violation, recorded as a trace event at every observation while it lasts.
+//! The Manager logs a violation once when it starts and once when it ends
+//! (with how long it lasted), and counts observations, episodes and time per
+//! kind for the run's summary ([`WasteSeen`]).
+//!
+//! Shared measures: over an interval a CPU is *idle* when the managed threads
+//! last seen on it ran for less than [`IDLE_BELOW`] of the interval; a thread
+//! is *busy* when it ran for more than that.
 //!
 //! Limits: a CPU's use is attributed from the CPU each thread was last seen on,
 //! so a thread that migrated within an interval can make a busy CPU look idle;
 //! work of processes coloc does not manage is not seen, so on a shared machine
-//! a CPU busy with foreign work can look idle. Both only matter when a waiting
-//! thread is also kept off that CPU, which is the plan's doing either way.
+//! a CPU busy with foreign work can look idle.
 
-use std::collections::BTreeMap;
+mod no_progress;
+mod underuse;
+mod waiting;
+
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use coloc_model::{AppId, AppView, CpuSet, Observation, Placement, Tid, Topology, TraceEvent};
+use coloc_model::TraceEvent;
+use coloc_model::{AppId, AppSample, AppView, CpuSet, Observation, ThreadSample, Tid, Topology};
 
-/// A CPU busy for less than this fraction of an interval counts as idle.
+pub use self::no_progress::NoProgressFinding;
+pub use self::underuse::{underuses, Underuse};
+pub use self::waiting::{shortfalls, Shortfall};
+
+/// A CPU busy for less than this fraction of an interval counts as idle, and
+/// a thread that ran for more than it counts as busy.
 pub const IDLE_BELOW: f64 = 0.1;
 /// A thread that waited for a CPU more than this fraction of an interval counts
 /// as wanting one.
 pub const WAITING_ABOVE: f64 = 0.25;
 
-/// An app whose waiting threads were kept off idle CPUs over one interval.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Shortfall {
-    pub app: AppId,
-    /// Idle CPUs that some waiting thread of the app may not use.
-    pub idle: CpuSet,
-    /// Its threads that waited.
-    pub waiting: Vec<Tid>,
+/// One observation interval, as the checks read it.
+#[derive(Clone, Copy, Debug)]
+pub struct Interval<'a> {
+    pub prev: &'a Observation,
+    pub last: &'a Observation,
+    /// Its length, ns.
+    pub dt: f64,
 }
 
-/// The shortfalls of the interval from `prev` to `last`, judged against each
-/// app's plan in force (`AppView::current`).
-pub fn shortfalls(
-    topology: &Topology,
-    apps: &[AppView],
-    prev: &Observation,
-    last: &Observation,
-) -> Vec<Shortfall> {
-    let dt = last.at.saturating_sub(prev.at).as_nanos() as f64;
-    if dt <= 0.0 {
-        return Vec::new();
+impl<'a> Interval<'a> {
+    /// The interval from `prev` to `last`; None when it has no length.
+    pub fn new(prev: &'a Observation, last: &'a Observation) -> Option<Self> {
+        let dt = last.at.saturating_sub(prev.at).as_nanos() as f64;
+        (dt > 0.0).then_some(Self { prev, last, dt })
     }
-    let delta = |app: AppId, tid: Tid, field: fn(&coloc_model::ThreadSample) -> u64| {
+
+    /// How much `field` of thread `tid` of `app` grew over the interval, ns
+    /// (from 0 for a thread born in it).
+    pub fn delta(&self, app: AppId, tid: Tid, field: fn(&ThreadSample) -> u64) -> f64 {
         let sample = |o: &Observation| o.app(app).and_then(|s| s.thread(tid)).map_or(0, field);
-        let (now, before) = (sample(last), sample(prev));
-        now.saturating_sub(before) as f64
-    };
-    let mut busy: BTreeMap<u32, f64> = BTreeMap::new();
-    for s in &last.apps {
-        for t in &s.threads {
-            if let Some(cpu) = t.cpu {
-                *busy.entry(cpu).or_default() += delta(s.app, t.tid, |x| x.run_ns);
+        sample(self.last).saturating_sub(sample(self.prev)) as f64
+    }
+
+    /// CPU time of the app's threads over the interval, ns.
+    pub fn cpu_ns(&self, sample: &AppSample) -> f64 {
+        sample
+            .threads
+            .iter()
+            .map(|t| self.delta(sample.app, t.tid, |x| x.run_ns))
+            .sum()
+    }
+
+    /// The app's threads that ran for more than [`IDLE_BELOW`] of the interval.
+    pub fn busy(&self, sample: &AppSample) -> Vec<Tid> {
+        sample
+            .threads
+            .iter()
+            .filter(|t| self.delta(sample.app, t.tid, |x| x.run_ns) > IDLE_BELOW * self.dt)
+            .map(|t| t.tid)
+            .collect()
+    }
+
+    /// CPUs that the managed threads last seen on them used for less than
+    /// [`IDLE_BELOW`] of the interval.
+    pub fn idle_cpus(&self, topology: &Topology) -> CpuSet {
+        let mut busy: BTreeMap<u32, f64> = BTreeMap::new();
+        for s in &self.last.apps {
+            for t in &s.threads {
+                if let Some(cpu) = t.cpu {
+                    *busy.entry(cpu).or_default() += self.delta(s.app, t.tid, |x| x.run_ns);
+                }
             }
         }
+        topology
+            .cpus()
+            .iter()
+            .filter(|c| busy.get(c).copied().unwrap_or(0.0) < IDLE_BELOW * self.dt)
+            .collect()
     }
-    let idle: CpuSet = topology
-        .cpus()
-        .iter()
-        .filter(|c| busy.get(c).copied().unwrap_or(0.0) < IDLE_BELOW * dt)
-        .collect();
-    if idle.is_empty() {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    for a in apps.iter().filter(|a| a.is_running()) {
-        let Some(placement) = a.current.as_ref().map(|p| &p.placement) else {
-            continue;
-        };
-        if *placement == Placement::Unmanaged {
-            continue;
-        }
-        let Some(sample) = last.app(a.id) else {
-            continue;
-        };
-        let mut off = CpuSet::new();
-        let mut waiting = Vec::new();
-        let planned = placement.by_thread();
-        for t in &sample.threads {
-            if delta(a.id, t.tid, |x| x.wait_ns) <= WAITING_ABOVE * dt {
-                continue;
-            }
-            let Some(allowed) = planned.get(t.tid) else {
-                continue;
-            };
-            let kept_off = idle.difference(allowed);
-            if !kept_off.is_empty() {
-                off = off.union(&kept_off);
-                waiting.push(t.tid);
-            }
-        }
-        if !waiting.is_empty() {
-            out.push(Shortfall {
-                app: a.id,
-                idle: off,
-                waiting,
-            });
-        }
-    }
-    out
 }
 
-/// Shortfalls across intervals: which apps have fallen short since when.
+/// The kinds of waste the Manager checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Waste {
+    /// CPUs idle while an app's waiting threads are kept off them.
+    IdleWhileWaiting,
+    /// CPUs idle while an app runs a smaller team or on fewer CPUs than it
+    /// could use.
+    Underused,
+    /// CPU time burnt inside one region with no progress.
+    NoProgress,
+}
+
+impl std::fmt::Display for Waste {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Waste::IdleWhileWaiting => "CPUs idle while an app's threads waited for a CPU",
+            Waste::Underused => "CPUs idle while an app ran below what it could use",
+            Waste::NoProgress => "CPU time burnt inside one region with no progress",
+        })
+    }
+}
+
+/// A violation that ended: it held from `since` to `until`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Episode {
+    pub app: AppId,
+    pub waste: Waste,
+    pub since: Duration,
+    pub until: Duration,
+}
+
+/// What one check of an interval found.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Findings {
+    /// Violations, one event per app and kind.
+    pub events: Vec<TraceEvent>,
+    /// Violations that began with this observation (their first event).
+    pub started: Vec<(AppId, Waste)>,
+    /// Violations that held up to the previous observation and no longer do.
+    pub ended: Vec<Episode>,
+}
+
+/// How much of one kind of waste a run saw.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WasteTally {
+    /// Observations that recorded it (one per app).
+    pub observations: usize,
+    /// Violations, each counted once however long it lasted.
+    pub episodes: usize,
+    /// Their summed length, from the start of the first interval in which
+    /// each held to the end of the last.
+    pub time: Duration,
+}
+
+/// Every kind of waste a run saw.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WasteSeen {
+    pub idle_while_waiting: WasteTally,
+    pub underused: WasteTally,
+    pub no_progress: WasteTally,
+}
+
+impl WasteSeen {
+    pub fn of(&self, waste: Waste) -> &WasteTally {
+        match waste {
+            Waste::IdleWhileWaiting => &self.idle_while_waiting,
+            Waste::Underused => &self.underused,
+            Waste::NoProgress => &self.no_progress,
+        }
+    }
+
+    fn of_mut(&mut self, waste: Waste) -> &mut WasteTally {
+        match waste {
+            Waste::IdleWhileWaiting => &mut self.idle_while_waiting,
+            Waste::Underused => &mut self.underused,
+            Waste::NoProgress => &mut self.no_progress,
+        }
+    }
+
+    /// Counts one check's findings.
+    pub fn add(&mut self, findings: &Findings) {
+        for e in &findings.events {
+            if let Some((_, w)) = waste_of(e) {
+                self.of_mut(w).observations += 1;
+            }
+        }
+        for &(_, w) in &findings.started {
+            self.of_mut(w).episodes += 1;
+        }
+        for e in &findings.ended {
+            self.of_mut(e.waste).time += e.until.saturating_sub(e.since);
+        }
+    }
+
+    /// Whether the run saw none.
+    pub fn is_empty(&self) -> bool {
+        *self == WasteSeen::default()
+    }
+}
+
+/// The app and kind of waste a trace event records, if it records one.
+pub fn waste_of(event: &TraceEvent) -> Option<(AppId, Waste)> {
+    match event {
+        TraceEvent::IdleWhileWaiting { app, .. } => Some((*app, Waste::IdleWhileWaiting)),
+        TraceEvent::Underused { app, .. } => Some((*app, Waste::Underused)),
+        TraceEvent::NoProgress { app, .. } => Some((*app, Waste::NoProgress)),
+        _ => None,
+    }
+}
+
+/// One interval's finding for one app, before it is known to last.
+enum Finding {
+    Waiting(Shortfall),
+    Underused(Underuse),
+    NoProgress(NoProgressFinding),
+}
+
+impl Finding {
+    fn key(&self) -> (AppId, Waste) {
+        match self {
+            Finding::Waiting(s) => (s.app, Waste::IdleWhileWaiting),
+            Finding::Underused(u) => (u.app, Waste::Underused),
+            Finding::NoProgress(n) => (n.app, Waste::NoProgress),
+        }
+    }
+
+    fn event(self, t: Duration, since: Duration) -> TraceEvent {
+        match self {
+            Finding::Waiting(s) => TraceEvent::IdleWhileWaiting {
+                t,
+                since,
+                app: s.app,
+                idle: s.idle,
+                waiting: s.waiting,
+            },
+            Finding::Underused(u) => TraceEvent::Underused {
+                t,
+                since,
+                app: u.app,
+                idle: u.idle,
+                short: u.short,
+            },
+            Finding::NoProgress(n) => TraceEvent::NoProgress {
+                t,
+                since,
+                app: n.app,
+                cpu: n.cpu,
+            },
+        }
+    }
+}
+
+/// Findings across intervals: which apps have wasted CPUs, how, since when.
 #[derive(Clone, Debug, Default)]
 pub struct Conservation {
-    since: BTreeMap<AppId, Duration>,
+    /// Per app and kind, the start of the first interval of the current run
+    /// of consecutive intervals in which it held.
+    since: BTreeMap<(AppId, Waste), Duration>,
+    /// Those already recorded as violations, and the end of the last interval
+    /// in which each held.
+    violated: BTreeMap<(AppId, Waste), Duration>,
+    /// Apps whose progress counters have moved inside one region
+    /// (`no_progress.rs`).
+    counts_inside: BTreeSet<AppId>,
 }
 
 impl Conservation {
-    /// Takes the shortfalls of the interval `prev`..`last` and returns a
-    /// violation for every app that also fell short in the interval before.
+    /// Checks the interval `prev`..`last` against the plans in force
+    /// (`AppView::current`) and returns a violation for every app and kind
+    /// that also held in the interval before.
     pub fn check(
         &mut self,
         topology: &Topology,
         apps: &[AppView],
         prev: &Observation,
         last: &Observation,
-    ) -> Vec<TraceEvent> {
-        let now = shortfalls(topology, apps, prev, last);
-        self.since.retain(|id, _| now.iter().any(|s| s.app == *id));
-        let mut events = Vec::new();
-        for s in now {
-            let since = *self.since.entry(s.app).or_insert(prev.at);
+    ) -> Findings {
+        let Some(iv) = Interval::new(prev, last) else {
+            return Findings::default();
+        };
+        let waiting = waiting::shortfalls_in(topology, apps, &iv);
+        let waiting_apps: BTreeSet<AppId> = waiting.iter().map(|s| s.app).collect();
+        let underused = underuse::underuses_in(topology, apps, &iv, &waiting_apps);
+        let stalled = no_progress::check(apps, &iv, &mut self.counts_inside);
+        let now: Vec<Finding> = waiting
+            .into_iter()
+            .map(Finding::Waiting)
+            .chain(underused.into_iter().map(Finding::Underused))
+            .chain(stalled.into_iter().map(Finding::NoProgress))
+            .collect();
+        let keys: BTreeSet<(AppId, Waste)> = now.iter().map(Finding::key).collect();
+        let mut out = Findings::default();
+        let ended: Vec<(AppId, Waste)> = self
+            .violated
+            .keys()
+            .filter(|k| !keys.contains(k))
+            .copied()
+            .collect();
+        for k in ended {
+            let until = self.violated.remove(&k).unwrap_or(prev.at);
+            out.ended.push(Episode {
+                app: k.0,
+                waste: k.1,
+                since: self.since.get(&k).copied().unwrap_or(until),
+                until,
+            });
+        }
+        self.since.retain(|k, _| keys.contains(k));
+        for f in now {
+            let key = f.key();
+            let since = *self.since.entry(key).or_insert(prev.at);
             if since < prev.at {
-                events.push(TraceEvent::IdleWhileWaiting {
-                    t: last.at,
-                    since,
-                    app: s.app,
-                    idle: s.idle,
-                    waiting: s.waiting,
-                });
+                if self.violated.insert(key, last.at).is_none() {
+                    out.started.push(key);
+                }
+                out.events.push(f.event(last.at, since));
             }
         }
-        events
+        out
+    }
+
+    /// Ends every violation still open at the end of the run, each at the
+    /// end of the last interval in which it held.
+    pub fn close(&mut self) -> Vec<Episode> {
+        let open = std::mem::take(&mut self.violated);
+        open.into_iter()
+            .map(|(k, until)| Episode {
+                app: k.0,
+                waste: k.1,
+                since: self.since.get(&k).copied().unwrap_or(until),
+                until,
+            })
+            .collect()
     }
 }
 

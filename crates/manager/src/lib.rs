@@ -7,5 +7,6 @@ pub mod record;
 pub mod run;
 
 pub use coloc_machine::{LaunchRequest, Launched, Machine, MachineError, MachineEvent};
+pub use conservation::{waste_of, Waste, WasteSeen, WasteTally};
 pub use record::Recorder;
 pub use run::{run, serve, Inbox, ManagerError, RunOptions, RunSummary, DEFAULT_EPOCH};

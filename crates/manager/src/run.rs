@@ -19,7 +19,7 @@ use coloc_model::{
 use coloc_policy::{invariants, Policy};
 use regex::Regex;
 
-use crate::conservation::Conservation;
+use crate::conservation::{waste_of, Conservation, Episode, Findings, WasteSeen};
 use crate::record::Recorder;
 use coloc_machine::{LaunchRequest, Machine, MachineError, MachineEvent};
 
@@ -74,9 +74,11 @@ pub struct RunSummary {
     pub affinity_drift: u64,
     pub interrupted: bool,
     pub usage: SelfUsage,
-    /// Observations at which some app's waiting threads had been kept off idle
-    /// CPUs for more than an epoch ([`TraceEvent::IdleWhileWaiting`] events).
-    pub idle_while_waiting: usize,
+    /// CPUs wasted for more than an epoch, per kind: idle while an app's
+    /// threads waited ([`TraceEvent::IdleWhileWaiting`]), idle while an app ran
+    /// below what it could use ([`TraceEvent::Underused`]), burnt without
+    /// progress ([`TraceEvent::NoProgress`]).
+    pub waste: WasteSeen,
     /// Observations made: fewer than the run's length over the epoch when the
     /// loop could not keep up.
     pub observations: usize,
@@ -135,6 +137,7 @@ fn drive<'a>(
     check_epoch(opts.epoch)?;
     let mut state = Loop::new(machine, policy, workload, inbox, opts);
     let result = state.main(rec);
+    state.close_waste();
     // Restore whatever happens; a failed restore is reported after the run's own error.
     let usage = state.machine.finish();
     let end = TraceEvent::End {
@@ -150,7 +153,7 @@ fn drive<'a>(
         affinity_drift: state.affinity_drift,
         interrupted,
         usage: usage?,
-        idle_while_waiting: state.idle_while_waiting,
+        waste: state.waste,
         observations: state.observations,
     })
 }
@@ -176,7 +179,7 @@ struct Loop<'a> {
     failed: usize,
     affinity_drift: u64,
     conservation: Conservation,
-    idle_while_waiting: usize,
+    waste: WasteSeen,
     observations: usize,
 }
 
@@ -222,7 +225,7 @@ impl<'a> Loop<'a> {
             failed: 0,
             affinity_drift: 0,
             conservation: Conservation::default(),
-            idle_while_waiting: 0,
+            waste: WasteSeen::default(),
             observations: 0,
         }
     }
@@ -380,21 +383,39 @@ impl<'a> Loop<'a> {
         }
     }
 
-    /// Records every app whose waiting threads the plans in force kept off idle
-    /// CPUs for more than an epoch (work conservation, checked for every policy).
+    /// Records every app that the plans in force have let waste CPUs for more
+    /// than an epoch (`conservation.rs`, checked for every policy). Each
+    /// violation is logged when it starts and when it ends, not at every
+    /// observation.
     fn check_conservation(&mut self, rec: &mut dyn Recorder) -> Result<(), ManagerError> {
         let (Some(prev), Some(last)) = (&self.prev, &self.last) else {
             return Ok(());
         };
         let topology = self.machine.topology();
-        for v in self.conservation.check(topology, &self.apps, prev, last) {
-            if let TraceEvent::IdleWhileWaiting { app, idle, .. } = &v {
-                tracing::warn!(%app, idle = %idle, "CPUs idle while the app's threads wait");
-            }
-            self.idle_while_waiting += 1;
-            rec.record(&v)?;
+        let found: Findings = self.conservation.check(topology, &self.apps, prev, last);
+        self.waste.add(&found);
+        for &(app, waste) in &found.started {
+            let event = found
+                .events
+                .iter()
+                .find(|e| waste_of(e) == Some((app, waste)));
+            tracing::warn!(%app, "{waste} for more than an epoch: {}", describe(event));
+        }
+        log_ended(&found.ended);
+        for e in &found.events {
+            rec.record(e)?;
         }
         Ok(())
+    }
+
+    /// Ends the violations still open when the run ends.
+    fn close_waste(&mut self) {
+        let ended = self.conservation.close();
+        log_ended(&ended);
+        self.waste.add(&Findings {
+            ended,
+            ..Findings::default()
+        });
     }
 
     /// ReSense's ts(BM, k): the next run of an app arrives when the last one
@@ -546,6 +567,28 @@ impl<'a> Loop<'a> {
             }
         }
         Ok(started)
+    }
+}
+
+/// Logs violations that ended, with how long each lasted.
+fn log_ended(ended: &[Episode]) {
+    for e in ended {
+        let secs = e.until.saturating_sub(e.since).as_secs_f64();
+        tracing::info!(app = %e.app, "{} ended after {secs:.2} s", e.waste);
+    }
+}
+
+/// What a waste event found, for the log.
+fn describe(event: Option<&TraceEvent>) -> String {
+    match event {
+        Some(TraceEvent::IdleWhileWaiting { idle, waiting, .. }) => {
+            format!("CPUs {idle} idle, {} thread(s) waiting", waiting.len())
+        }
+        Some(TraceEvent::Underused { idle, short, .. }) => format!("CPUs {idle} idle, {short}"),
+        Some(TraceEvent::NoProgress { cpu, .. }) => {
+            format!("{:.2} CPU-s over the last interval", cpu.as_secs_f64())
+        }
+        _ => String::new(),
     }
 }
 

@@ -32,6 +32,6 @@ pub use observation::{
 pub use plan::{AppPlan, Placement, Plan};
 pub use settings::{MemPolicy, SchedSettings};
 pub use topology::Topology;
-pub use trace::{Trace, TraceEvent};
+pub use trace::{Shortage, Trace, TraceEvent};
 pub use view::{AppState, AppView, Trigger, View};
 pub use workload::{AppClass, AppSpec, StaticMapping, Workload};

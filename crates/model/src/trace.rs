@@ -114,6 +114,33 @@ impl SelfUsage {
     }
 }
 
+/// What an app ran below what it could use, in an `underused` event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Shortage {
+    /// Inside a parallel region, its OpenMP team had `team` threads where it
+    /// asked for `wanted` (its thread count, at most the machine's CPUs):
+    /// a DoP below what is free.
+    Team { team: u32, wanted: u32 },
+    /// Its placement allowed its `busy` threads (those that ran for more than
+    /// a tenth of the interval) only the CPUs `allowed`, fewer than they are:
+    /// a partition below what is free.
+    Cpus { allowed: CpuSet, busy: u32 },
+}
+
+impl std::fmt::Display for Shortage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Shortage::Team { team, wanted } => {
+                write!(f, "a team of {team} where it asked for {wanted}")
+            }
+            Shortage::Cpus { allowed, busy } => {
+                write!(f, "{busy} busy thread(s) allowed only CPUs {allowed}")
+            }
+        }
+    }
+}
+
 /// Static facts about the run, the first line of every trace.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Header {
@@ -186,6 +213,38 @@ pub enum TraceEvent {
         /// The app's threads that waited for a CPU over the last interval.
         waiting: Vec<Tid>,
     },
+    /// CPUs stayed idle for more than an epoch (since `since`) while `app`
+    /// ran a smaller OpenMP team than it asked for, or its placement gave its
+    /// busy threads fewer CPUs than they are (`docs/trace-format.md`).
+    /// Recorded at each observation while it lasts.
+    Underused {
+        #[serde(with = "nanos")]
+        t: Duration,
+        #[serde(with = "nanos")]
+        since: Duration,
+        app: AppId,
+        /// CPUs idle over the last interval that the app could have used:
+        /// every idle CPU for a small team, those outside its placement for a
+        /// small placement.
+        idle: CpuSet,
+        /// What it ran below.
+        short: Shortage,
+    },
+    /// CPU time burnt without progress: for more than an epoch (since
+    /// `since`) the app's team stayed inside one parallel region, its threads
+    /// used more CPU than one thread can, and none of its progress counters
+    /// moved, although they move inside its regions (`docs/trace-format.md`).
+    /// Recorded at each observation while it lasts.
+    NoProgress {
+        #[serde(with = "nanos")]
+        t: Duration,
+        #[serde(with = "nanos")]
+        since: Duration,
+        app: AppId,
+        /// CPU time its threads had over the last interval.
+        #[serde(with = "nanos")]
+        cpu: Duration,
+    },
     Exit {
         #[serde(with = "nanos")]
         t: Duration,
@@ -215,6 +274,8 @@ impl TraceEvent {
             | TraceEvent::Plan { t, .. }
             | TraceEvent::Applied { t, .. }
             | TraceEvent::IdleWhileWaiting { t, .. }
+            | TraceEvent::Underused { t, .. }
+            | TraceEvent::NoProgress { t, .. }
             | TraceEvent::Exit { t, .. }
             | TraceEvent::End { t, .. } => Some(*t),
             TraceEvent::Obs(o) => Some(o.at),
@@ -320,6 +381,8 @@ impl Trace {
                 | TraceEvent::Start { app, .. }
                 | TraceEvent::Threads { app, .. }
                 | TraceEvent::IdleWhileWaiting { app, .. }
+                | TraceEvent::Underused { app, .. }
+                | TraceEvent::NoProgress { app, .. }
                 | TraceEvent::Exit { app, .. } => named.push(*app),
                 TraceEvent::Plan { plan, .. } => named.extend(plan.apps.iter().map(|p| p.app)),
                 TraceEvent::Applied { outcomes, .. } => {

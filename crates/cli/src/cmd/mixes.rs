@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
-use coloc_manager::DEFAULT_EPOCH;
+use coloc_manager::{waste_of, Waste, DEFAULT_EPOCH};
 use coloc_model::metrics::reference::{
     against_reference, geometric_mean, over_best_other, render_against_reference, AgainstReference,
     MixApp, Points,
@@ -110,8 +110,9 @@ impl Reference {
 }
 
 /// What a mix's traces say beyond times: per policy, how often the Manager
-/// saw CPUs idle while an app's threads waited (work conservation,
-/// `docs/architecture.md`), and per run of `auto` or a guarded policy
+/// saw CPUs wasted, by kind (`docs/trace-format.md`: CPUs idle while an
+/// app's threads waited, idle while an app ran below what it could use, CPU
+/// time burnt with no progress), and per run of `auto` or a guarded policy
 /// (`BASE+guard`) what it last measured against Linux for each app set
 /// (`docs/policies/auto.md`, "Checked against outcomes"), so the table says
 /// where the policy knew it was no better than doing nothing.
@@ -122,14 +123,17 @@ fn from_traces(dir: &Path) -> Result<String> {
     let mut idle = Vec::new();
     let mut auto = String::new();
     for (policy, traces) in &saved.runs {
-        let mut events = 0usize;
+        let mut events = [0usize; 3];
         for (n, path) in traces.iter().enumerate() {
             let trace = read_trace(path)?;
-            events += trace
-                .events
-                .iter()
-                .filter(|e| matches!(e, TraceEvent::IdleWhileWaiting { .. }))
-                .count();
+            for e in &trace.events {
+                match waste_of(e) {
+                    Some((_, Waste::IdleWhileWaiting)) => events[0] += 1,
+                    Some((_, Waste::Underused)) => events[1] += 1,
+                    Some((_, Waste::NoProgress)) => events[2] += 1,
+                    None => {}
+                }
+            }
             if policy == "auto" || policy.ends_with("+guard") {
                 let notes = trace.events.iter().filter_map(|e| match e {
                     TraceEvent::Plan { plan, .. } => Some(plan.note.as_str()),
@@ -140,10 +144,13 @@ fn from_traces(dir: &Path) -> Result<String> {
                 }
             }
         }
-        idle.push(format!("{policy} {events}"));
+        idle.push(format!(
+            "{policy} {}/{}/{}",
+            events[0], events[1], events[2]
+        ));
     }
     let mut out = format!(
-        "idle_while_waiting events over all runs: {}\n",
+        "waste events over all runs (idle_while_waiting/underused/no_progress): {}\n",
         idle.join(", ")
     );
     if !auto.is_empty() {

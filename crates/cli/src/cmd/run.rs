@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
-use coloc_manager::DEFAULT_EPOCH;
+use coloc_manager::{Waste, WasteSeen, DEFAULT_EPOCH};
 use coloc_model::metrics::RunMetrics;
 use coloc_model::{Trace, TraceEvent};
 
@@ -143,11 +143,8 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
             coloc_linux::machine::MAX_REAPPLY
         );
     }
-    if summary.idle_while_waiting > 0 {
-        eprintln!(
-            "coloc: at {} observation(s) the plan kept an app's waiting threads off CPUs that              had been idle for more than an epoch (work conservation; see the trace's              idle_while_waiting events)",
-            summary.idle_while_waiting
-        );
+    for line in waste_lines(&summary.waste) {
+        eprintln!("coloc: {line}");
     }
     if summary.interrupted {
         anyhow::bail!("interrupted; settings were restored");
@@ -160,4 +157,28 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The waste the Manager saw, one line per kind seen (docs/trace-format.md:
+/// `idle_while_waiting`, `underused`, `no_progress`).
+fn waste_lines(seen: &WasteSeen) -> Vec<String> {
+    [
+        (Waste::IdleWhileWaiting, "idle_while_waiting"),
+        (Waste::Underused, "underused"),
+        (Waste::NoProgress, "no_progress"),
+    ]
+    .into_iter()
+    .filter_map(|(waste, event)| {
+        let t = seen.of(waste);
+        (t.episodes > 0).then(|| {
+            format!(
+                "{waste} for more than an epoch: {} time(s), {:.1} s in all, at {} \
+                 observation(s) (see the trace's {event} events)",
+                t.episodes,
+                t.time.as_secs_f64(),
+                t.observations
+            )
+        })
+    })
+    .collect()
 }

@@ -1,13 +1,14 @@
-//! Shortfalls and violations on the 2-CPU fixture machine, over 100 ms
+//! Every check's findings and violations on the 2-CPU fixture machine, over 100 ms
 //! intervals (run and wait times in ms, turned into ns).
 
 use std::time::Duration;
 
 use coloc_model::testutils::{fixture_topologies, running_app};
-use coloc_model::{AppId, AppPlan, AppSample, AppView, CpuSet, Observation, Placement};
-use coloc_model::{ThreadSample, Topology, TraceEvent};
+use coloc_model::{AppId, AppPlan, AppSample, AppView, CpuSet, Observation, OmpSample, Placement};
+use coloc_model::{Shortage, ThreadSample, Topology, TraceEvent};
 
-use super::{shortfalls, Conservation};
+use super::{shortfalls, underuses, Conservation, Episode, Findings, Underuse, Waste};
+use super::{WasteSeen, WasteTally};
 
 fn kvm() -> Topology {
     fixture_topologies()
@@ -130,8 +131,9 @@ fn a_shortfall_is_a_violation_only_once_it_outlasts_an_epoch() {
     let mut c = Conservation::default();
     assert!(c
         .check(&topo, &app, &stacked(100), &stacked(200))
+        .events
         .is_empty());
-    let v = c.check(&topo, &app, &stacked(200), &stacked(300));
+    let v = c.check(&topo, &app, &stacked(200), &stacked(300)).events;
     assert_eq!(
         v,
         vec![TraceEvent::IdleWhileWaiting {
@@ -147,8 +149,291 @@ fn a_shortfall_is_a_violation_only_once_it_outlasts_an_epoch() {
     let spread = [placed(&[1, 2], Placement::Shared(cpus("0-1")))];
     assert!(c
         .check(&topo, &spread, &stacked(300), &stacked(400))
+        .events
         .is_empty());
     assert!(c
         .check(&topo, &app, &stacked(400), &stacked(500))
+        .events
         .is_empty());
+}
+
+/// `obs` with the app's DoP-channel report: inside a region or not, its team,
+/// regions and iterations so far, and the DoP it acknowledged.
+fn with_omp(
+    mut o: Observation,
+    in_parallel: bool,
+    team: u32,
+    regions: u64,
+    iterations: u64,
+) -> Observation {
+    o.apps[0].omp = Some(OmpSample {
+        in_parallel,
+        team_size: team,
+        regions_completed: regions,
+        iterations_completed: iterations,
+        dop_seen: Some(team),
+        ..OmpSample::default()
+    });
+    o
+}
+
+/// One thread of a team of 1 (its DoP) computing on CPU 0 all the time;
+/// CPU 1 runs nothing.
+fn team_of_one(at_ms: u64) -> Observation {
+    let o = obs(
+        at_ms,
+        vec![(AppId::default(), vec![thread(1, 0, at_ms, 0)])],
+    );
+    with_omp(o, true, 1, 3, at_ms)
+}
+
+/// A team of 2 inside a region on an app that asked for 2 threads.
+fn asked_for_two(placement: Placement) -> AppView {
+    let mut a = placed(&[1, 2], placement);
+    a.threads_requested = 2;
+    a
+}
+
+/// The waste of the first case: a DoP of 1 set before one long
+/// region, whose team of 1 then runs beside an idle CPU. It has no waiting
+/// thread, so the check that counts waiting threads never saw it.
+#[test]
+fn a_team_held_to_one_thread_beside_an_idle_cpu_is_underused() {
+    let app = asked_for_two(Placement::Unmanaged);
+    let (prev, last) = (team_of_one(100), team_of_one(200));
+    assert!(shortfalls(&kvm(), std::slice::from_ref(&app), &prev, &last).is_empty());
+    let got = underuses(&kvm(), &[app], &prev, &last);
+    assert_eq!(
+        got,
+        vec![Underuse {
+            app: AppId::default(),
+            idle: cpus("1"),
+            short: Shortage::Team { team: 1, wanted: 2 },
+        }]
+    );
+}
+
+#[test]
+fn a_whole_team_a_serial_section_or_an_unsteered_app_is_not_underused() {
+    let app = asked_for_two(Placement::Unmanaged);
+    let serial = |at| with_omp(team_of_one(at), false, 1, 3, at);
+    assert!(underuses(
+        &kvm(),
+        std::slice::from_ref(&app),
+        &serial(100),
+        &serial(200)
+    )
+    .is_empty());
+    let unsteered = |at| {
+        let mut o = team_of_one(at);
+        o.apps[0].omp.as_mut().unwrap().dop_seen = None;
+        o
+    };
+    assert!(underuses(
+        &kvm(),
+        std::slice::from_ref(&app),
+        &unsteered(100),
+        &unsteered(200)
+    )
+    .is_empty());
+    // Asked for 1: a team of 1 is all it wants.
+    let mut one = app;
+    one.threads_requested = 1;
+    assert!(underuses(&kvm(), &[one], &team_of_one(100), &team_of_one(200)).is_empty());
+}
+
+/// Two threads pinned to CPU 0 that take turns there, sleeping at their
+/// barriers instead of queueing (libgomp's passive wait): half of every
+/// 100 ms each, no run delay.
+fn packed_sleepers(at_ms: u64) -> Observation {
+    let half = at_ms / 2;
+    obs(
+        at_ms,
+        vec![(
+            AppId::default(),
+            vec![thread(1, 0, half, 0), thread(2, 0, half, 0)],
+        )],
+    )
+}
+
+#[test]
+fn a_packed_team_that_sleeps_at_its_barriers_is_underused_on_cpus() {
+    let app = asked_for_two(Placement::Shared(cpus("0")));
+    let (prev, last) = (packed_sleepers(100), packed_sleepers(200));
+    assert!(shortfalls(&kvm(), std::slice::from_ref(&app), &prev, &last).is_empty());
+    let got = underuses(&kvm(), &[app], &prev, &last);
+    assert_eq!(
+        got,
+        vec![Underuse {
+            app: AppId::default(),
+            idle: cpus("1"),
+            short: Shortage::Cpus {
+                allowed: cpus("0"),
+                busy: 2,
+            },
+        }]
+    );
+}
+
+#[test]
+fn threads_that_wait_are_left_to_the_waiting_check() {
+    let app = asked_for_two(Placement::Shared(cpus("0")));
+    let (prev, last) = (stacked(100), stacked(200));
+    assert_eq!(
+        shortfalls(&kvm(), std::slice::from_ref(&app), &prev, &last).len(),
+        1
+    );
+    assert!(underuses(&kvm(), &[app], &prev, &last).is_empty());
+}
+
+#[test]
+fn with_no_cpu_idle_nothing_is_underused() {
+    // A second app keeps CPU 1 busy: a team of 1 there is the policy's
+    // choice between apps, not waste.
+    let other = running_app(1, &[9]);
+    let other_id = other.id;
+    let busy = |at: u64| {
+        let mut o = team_of_one(at);
+        o.apps.push(AppSample {
+            app: other_id,
+            threads: vec![thread(9, 1, at, 0)],
+            ..AppSample::default()
+        });
+        o
+    };
+    let app = asked_for_two(Placement::Unmanaged);
+    assert!(underuses(&kvm(), &[app, other], &busy(100), &busy(200)).is_empty());
+}
+
+/// A team of 2 on both CPUs inside region 5: its iterations so far, and each
+/// thread's run time, ms.
+fn in_region(at_ms: u64, iterations: u64, run_ms: u64) -> Observation {
+    let o = obs(
+        at_ms,
+        vec![(
+            AppId::default(),
+            vec![thread(1, 0, run_ms, 0), thread(2, 1, run_ms, 0)],
+        )],
+    );
+    with_omp(o, true, 2, 5, iterations)
+}
+
+/// The waste of a spinning team: both threads busy inside one region and no
+/// counter moving, once the counters have been seen to move inside a region.
+#[test]
+fn a_team_burning_both_cpus_with_no_progress_is_found_after_an_epoch() {
+    let topo = kvm();
+    let app = [asked_for_two(Placement::Unmanaged)];
+    let mut c = Conservation::default();
+    // Iterations move inside the region: the evidence that they would.
+    let found = c.check(
+        &topo,
+        &app,
+        &in_region(100, 10, 100),
+        &in_region(200, 20, 200),
+    );
+    assert!(found.events.is_empty());
+    // They stop, while both threads keep running: one interval of grace...
+    let found = c.check(
+        &topo,
+        &app,
+        &in_region(200, 20, 200),
+        &in_region(300, 20, 300),
+    );
+    assert!(found.events.is_empty());
+    // ...then a violation, with the CPU time of the last interval (2 × 100 ms).
+    let found = c.check(
+        &topo,
+        &app,
+        &in_region(300, 20, 300),
+        &in_region(400, 20, 400),
+    );
+    assert_eq!(
+        found.events,
+        vec![TraceEvent::NoProgress {
+            t: Duration::from_millis(400),
+            since: Duration::from_millis(200),
+            app: AppId::default(),
+            cpu: Duration::from_millis(200),
+        }]
+    );
+    assert_eq!(found.started, vec![(AppId::default(), Waste::NoProgress)]);
+    // It moves again: the violation ended, having held from 200 to 400 ms.
+    let found = c.check(
+        &topo,
+        &app,
+        &in_region(400, 20, 400),
+        &in_region(500, 30, 500),
+    );
+    assert!(found.events.is_empty());
+    assert_eq!(
+        found.ended,
+        vec![Episode {
+            app: AppId::default(),
+            waste: Waste::NoProgress,
+            since: Duration::from_millis(200),
+            until: Duration::from_millis(400),
+        }]
+    );
+}
+
+#[test]
+fn silence_is_not_judged_without_evidence_or_with_one_thread_busy() {
+    let topo = kvm();
+    let app = [asked_for_two(Placement::Unmanaged)];
+    // Never seen to move inside a region (libgomp adds iterations at a
+    // region's end): silence there says nothing.
+    let mut c = Conservation::default();
+    for at in [100, 200, 300] {
+        let found = c.check(
+            &topo,
+            &app,
+            &in_region(at, 0, at),
+            &in_region(at + 100, 0, at + 100),
+        );
+        assert!(found.events.is_empty(), "at {at} ms");
+    }
+    // Seen to move, then one thread computing alone (a `single` section)
+    // while the other sleeps: 100 ms of CPU over 100 ms is not waste.
+    let mut c = Conservation::default();
+    c.check(
+        &topo,
+        &app,
+        &in_region(100, 10, 100),
+        &in_region(200, 20, 200),
+    );
+    let alone = |at: u64| {
+        let mut o = in_region(at, 20, 200);
+        o.apps[0].threads[0].run_ns = (at - 100) * 1_000_000;
+        o
+    };
+    for at in [200, 300] {
+        let found = c.check(&topo, &app, &alone(at), &alone(at + 100));
+        assert!(found.events.is_empty(), "at {at} ms");
+    }
+}
+
+#[test]
+fn the_tally_counts_observations_episodes_and_time() {
+    let topo = kvm();
+    let app = [placed(&[1, 2], Placement::Shared(cpus("0")))];
+    let mut c = Conservation::default();
+    let mut seen = WasteSeen::default();
+    for at in [100, 200, 300] {
+        seen.add(&c.check(&topo, &app, &stacked(at), &stacked(at + 100)));
+    }
+    seen.add(&Findings {
+        ended: c.close(),
+        ..Findings::default()
+    });
+    // Held from 100 to 400 ms; recorded at 300 and 400 ms.
+    assert_eq!(
+        seen.idle_while_waiting,
+        WasteTally {
+            observations: 2,
+            episodes: 1,
+            time: Duration::from_millis(300),
+        }
+    );
+    assert!(seen.underused == WasteTally::default() && seen.no_progress == WasteTally::default());
 }

@@ -112,7 +112,10 @@ impl Timeline {
                         }
                     }
                 }
-                TraceEvent::Header(_) | TraceEvent::IdleWhileWaiting { .. } => {}
+                TraceEvent::Header(_)
+                | TraceEvent::IdleWhileWaiting { .. }
+                | TraceEvent::Underused { .. }
+                | TraceEvent::NoProgress { .. } => {}
             }
         }
         tl

@@ -1,0 +1,82 @@
+//! No progress: an app's team burns CPU time inside one parallel region
+//! while none of its progress counters moves — threads spinning at a
+//! barrier, or waiting in a loop on one another (`conservation.rs`).
+//!
+//! An app's *progress counters* are what its OpenMP runtime reports through
+//! the DoP channel (regions, worksharing iterations, `omp_get_max_threads()`
+//! calls outside regions) and the lines of its own metric it printed
+//! (docs/signals.md). Over an interval, an OpenMP app made *no progress* when
+//! it was inside a parallel region at both observations with no region ended
+//! between them, none of its counters moved, and its threads had more CPU
+//! time than one thread can have, by more than [`super::IDLE_BELOW`] of the
+//! interval: one thread computing alone inside a region (a `single` or
+//! `master` section) while the rest sleep moves no counter and is not waste;
+//! the CPU time beyond it is burnt by waiters.
+//!
+//! A counter that moves only when a region ends says nothing about the
+//! inside of a long region (libgomp's iteration count is added at the
+//! region's end), so the check judges only apps whose counters have been
+//! seen to move inside one region before, in this run: that is the evidence
+//! that silence inside a region means no progress, and not no report.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use coloc_model::{AppId, AppSample, AppView};
+
+use super::{Interval, IDLE_BELOW};
+
+/// An app that burnt CPU without progress over one interval.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoProgressFinding {
+    pub app: AppId,
+    /// CPU time its threads had over the interval.
+    pub cpu: Duration,
+}
+
+/// The progress counters of a sample, None without the DoP channel's report.
+fn counters(s: &AppSample) -> Option<[u64; 4]> {
+    let omp = s.omp.as_ref()?;
+    Some([
+        omp.regions_completed,
+        omp.iterations_completed,
+        omp.max_threads_asked,
+        s.metric.map_or(0, |m| m.lines),
+    ])
+}
+
+/// The apps that made no progress over `iv`; `counts_inside` keeps, across
+/// intervals, the apps whose counters were seen to move inside one region.
+pub(super) fn check(
+    apps: &[AppView],
+    iv: &Interval<'_>,
+    counts_inside: &mut BTreeSet<AppId>,
+) -> Vec<NoProgressFinding> {
+    counts_inside.retain(|id| apps.iter().any(|a| a.id == *id));
+    let mut out = Vec::new();
+    for a in apps.iter().filter(|a| a.is_running()) {
+        let (Some(before), Some(now)) = (iv.prev.app(a.id), iv.last.app(a.id)) else {
+            continue;
+        };
+        let (Some(ob), Some(on)) = (&before.omp, &now.omp) else {
+            continue;
+        };
+        let one_region =
+            ob.in_parallel && on.in_parallel && ob.regions_completed == on.regions_completed;
+        if !one_region {
+            continue;
+        }
+        if counters(before) != counters(now) {
+            counts_inside.insert(a.id);
+            continue;
+        }
+        let cpu = iv.cpu_ns(now);
+        if counts_inside.contains(&a.id) && cpu > (1.0 + IDLE_BELOW) * iv.dt {
+            out.push(NoProgressFinding {
+                app: a.id,
+                cpu: Duration::from_nanos(cpu as u64),
+            });
+        }
+    }
+    out
+}
