@@ -112,13 +112,7 @@ fn exec_kernels_are_placed_and_readopted_after_the_daemon_is_killed() {
 
 /// `cmd` run as `user` (its uid as group, no other groups).
 fn as_user(user: &TestUser, cmd: &Command) -> Command {
-    let mut c = Command::new("setpriv");
-    c.arg(format!("--reuid={}", user.uid))
-        .arg(format!("--regid={}", user.uid))
-        .arg("--clear-groups")
-        .arg(cmd.get_program())
-        .args(cmd.get_args());
-    c
+    common::service::as_uid(user.uid, cmd)
 }
 
 /// An unprivileged user's `--malleable` exec under root's daemon gets DoP

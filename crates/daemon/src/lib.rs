@@ -13,6 +13,7 @@
 
 pub mod machine;
 pub mod protocol;
+pub mod requests;
 pub mod server;
 pub mod shared;
 pub mod state;
@@ -32,8 +33,9 @@ use coloc_model::{AppSpec, Plan, TraceEvent, View};
 use coloc_policy::Policy;
 
 use crate::machine::DaemonMachine;
-use crate::server::{Context, PolicyFactory};
-use crate::shared::{Entry, Kind, Shared};
+use crate::requests::{Context, PolicyFactory};
+use crate::server::Limits;
+use crate::shared::{Entry, Kind, Shared, Waker};
 use crate::state::{Saved, StateError};
 
 /// How the daemon runs.
@@ -46,6 +48,8 @@ pub struct DaemonOptions {
     pub stop: Arc<AtomicBool>,
     /// Everything the loop records, as a trace (none when unset).
     pub trace: Option<PathBuf>,
+    /// Bounds on the control socket's connections.
+    pub limits: Limits,
 }
 
 /// Why the daemon could not run.
@@ -59,6 +63,8 @@ pub enum DaemonError {
         #[source]
         source: io::Error,
     },
+    #[error("setting up the control socket's thread")]
+    Serve(#[source] io::Error),
     #[error("creating the trace {}", path.display())]
     Trace {
         path: PathBuf,
@@ -168,6 +174,20 @@ pub fn bind(path: &Path) -> Result<UnixListener, DaemonError> {
     Ok(listener)
 }
 
+/// Raises the soft limit on open descriptors to the hard one: the socket's
+/// bounds (docs/service.md, Limits) assume room for every connection they
+/// allow.
+fn raise_descriptor_limit() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        if soft < hard {
+            if let Err(e) = setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
+                tracing::warn!("raising the open file limit from {soft} to {hard}: {e}");
+            }
+        }
+    }
+}
+
 /// Registers for re-adoption every app `saved` names that still runs with its
 /// recorded start time; says what it did with each.
 pub fn readopt(shared: &Shared, saved: &Saved, proc_root: &Path) -> Vec<String> {
@@ -234,6 +254,7 @@ pub fn run(
         ))),
         None => None,
     };
+    raise_descriptor_limit();
     let listener = bind(&opts.socket)?;
     say(&format!(
         "daemon {} listening on {} (policy {})",
@@ -241,6 +262,7 @@ pub fn run(
         opts.socket.display(),
         policy.name()
     ));
+    let (wake, woken) = Waker::pair().map_err(DaemonError::Serve)?;
     let ctx = Context {
         shared: shared.clone(),
         factory,
@@ -248,8 +270,13 @@ pub fn run(
         started: Instant::now(),
         cpus: coloc_machine::Machine::topology(&linux).cpus().to_list(),
         owner: nix::unistd::geteuid().as_raw(),
+        wake,
     };
-    std::thread::spawn(move || server::serve(listener, ctx));
+    let limits = opts.limits.clone();
+    std::thread::Builder::new()
+        .name("coloc-socket".into())
+        .spawn(move || server::serve(listener, ctx, woken, limits))
+        .map_err(DaemonError::Serve)?;
     let mut machine = DaemonMachine::new(linux, shared.clone(), opts.state.clone());
     let mut policy = Switch {
         current: policy,

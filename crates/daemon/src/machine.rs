@@ -92,7 +92,7 @@ impl DaemonMachine {
         for e in state.apps.values_mut().filter(|e| e.running) {
             if let Some(reply) = e.admitted.take() {
                 if let Some(tx) = &e.reply {
-                    let _ = tx.send(reply);
+                    tx.send(reply);
                 }
             }
         }
@@ -133,7 +133,7 @@ impl DaemonMachine {
             }
             let removed = self.shared.lock().apps.remove(&r.app);
             tracing::info!(app = r.app, "released");
-            let _ = r.reply.send(Reply::Released { app: r.app });
+            r.reply.send(Reply::Released { app: r.app });
             if refused.is_some() && removed.is_some() {
                 events.push(MachineEvent::Exited {
                     app: id(r.app),
@@ -274,7 +274,7 @@ impl Machine for DaemonMachine {
                     source: Box::new(err),
                 };
                 if let Some(tx) = e.reply.take() {
-                    let _ = tx.send(Reply::Error {
+                    tx.send(Reply::Error {
                         message: err.launch_reason().unwrap_or_default(),
                     });
                 }

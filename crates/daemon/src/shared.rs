@@ -2,10 +2,14 @@
 //! Inside): registrations waiting for the loop, the apps it manages, requests
 //! to release or to switch policy. The loop owns the machine; connections only
 //! leave work here and wait for the answer on a channel, so no syscall on an
-//! app is ever made outside the loop's thread.
+//! app is ever made outside the loop's thread. An answer sent wakes the
+//! socket's thread ([`Waker`]), which waits on its connections, not on the
+//! channel.
 
 use std::collections::BTreeMap;
-use std::sync::mpsc::Sender;
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -14,6 +18,55 @@ use coloc_model::{AppClass, AppPlan, AppSpec};
 use coloc_policy::Policy;
 
 use crate::protocol::{AppStatus, Reply};
+
+/// Wakes the socket's thread from its wait (a byte on a socket pair it
+/// polls); a default one wakes nobody (tests without a socket).
+#[derive(Debug, Clone, Default)]
+pub struct Waker(Option<Arc<UnixStream>>);
+
+impl Waker {
+    /// A waker and the end the socket's thread polls (both non-blocking).
+    pub fn pair() -> std::io::Result<(Waker, UnixStream)> {
+        let (tx, rx) = UnixStream::pair()?;
+        tx.set_nonblocking(true)?;
+        rx.set_nonblocking(true)?;
+        Ok((Waker(Some(Arc::new(tx))), rx))
+    }
+
+    pub fn wake(&self) {
+        if let Some(s) = &self.0 {
+            // A full buffer means a wake-up is pending already.
+            let _ = (&**s).write(&[1]);
+        }
+    }
+}
+
+/// Where the loop's answer to a request goes: a channel the socket's thread
+/// reads once woken.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    tx: Sender<Reply>,
+    wake: Waker,
+}
+
+impl Answer {
+    pub fn channel(wake: &Waker) -> (Answer, Receiver<Reply>) {
+        let (tx, rx) = mpsc::channel();
+        (
+            Answer {
+                tx,
+                wake: wake.clone(),
+            },
+            rx,
+        )
+    }
+
+    /// Sends `reply`; a connection gone meanwhile does not care.
+    pub fn send(&self, reply: Reply) {
+        let _ = self.tx.send(reply);
+        self.wake.wake();
+    }
+}
 
 /// How an app came to the daemon.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,7 +106,7 @@ pub struct Entry {
     pub arrived: Instant,
     /// Where the answer to the request that brought it goes (none for a
     /// re-adopted app: its client talked to the daemon that ended).
-    pub reply: Option<Sender<Reply>>,
+    pub reply: Option<Answer>,
     /// Handed to the loop (which numbers apps in the order handed over).
     pub taken: bool,
     /// Adopted by the machine.
@@ -139,7 +192,7 @@ impl Entry {
 #[derive(Debug)]
 pub struct Release {
     pub app: u32,
-    pub reply: Sender<Reply>,
+    pub reply: Answer,
 }
 
 /// The state behind the lock.

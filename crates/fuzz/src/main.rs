@@ -9,11 +9,13 @@ use clap::Parser;
 use coloc_fuzz::fuzzer::{fuzz, Options};
 use coloc_fuzz::targets::{target, TARGETS};
 
-/// Fuzz coloc's parsers (workload TOML, hwloc XML, trace JSONL, profile export).
+/// Fuzz coloc's parsers (workload TOML, hwloc XML, trace JSONL, profile export,
+/// the daemon's requests).
 #[derive(Debug, Parser)]
 #[command(name = "coloc-fuzz")]
 struct Args {
-    /// Targets to run (`workload`, `hwloc`, `trace`, `profiles`); all by default.
+    /// Targets to run (`workload`, `hwloc`, `trace`, `profiles`, `request`); all
+    /// by default.
     targets: Vec<String>,
     /// Time per target.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "60s")]

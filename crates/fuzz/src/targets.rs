@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use coloc_daemon::protocol::{parse_request, Envelope, MAX_REQUEST, PROTOCOL_VERSION};
 use coloc_model::metrics::RunMetrics;
 use coloc_model::profile::{
     AppIdentity, AppProfile, LevelProfile, LevelResult, NotCharacterizable, PlatformFingerprint,
@@ -144,6 +145,43 @@ pub const TARGETS: &[Target] = &[
             "\"",
         ],
     },
+    Target {
+        name: "request",
+        run: request,
+        seeds: request_seeds,
+        dictionary: &[
+            "{\"v\":1,",
+            "\"request\":",
+            "\"exec\"",
+            "\"exited\"",
+            "\"attach\"",
+            "\"release\"",
+            "\"status\"",
+            "\"set_policy\"",
+            "\"name\":",
+            "\"class\":\"batch\"",
+            "\"malleable\":true",
+            "\"threads\":",
+            "\"pid\":",
+            "\"argv\":[",
+            "\"policy\":",
+            "\"status\":{\"kind\":\"code\",\"value\":",
+            "\"v\":",
+            "4294967295",
+            "4194304",
+            "4097",
+            "-1",
+            "1e308",
+            "null",
+            "\\u0000",
+            "\\u001b[2J",
+            "\\ud800",
+            "[]",
+            "{}",
+            "\"",
+            "\n",
+        ],
+    },
 ];
 
 /// The target named `name`.
@@ -196,6 +234,39 @@ fn trace(data: &[u8]) {
 fn profiles(data: &[u8]) {
     let store = Store::open(":memory:").expect("an in-memory store opens");
     let _ = store.import_json(data, &fuzz_platform());
+}
+
+/// As the daemon reads a request line from any local user: the parser must
+/// answer every input, and what it accepts is within bounds and reads back
+/// the same once written again (what a client writes).
+fn request(data: &[u8]) {
+    match parse_request(data) {
+        Ok(r) => {
+            assert!(data.len() <= MAX_REQUEST, "a line over the bound was read");
+            r.validate().expect("an accepted request is valid");
+            let again = serde_json::to_vec(&Envelope {
+                v: PROTOCOL_VERSION,
+                request: r.clone(),
+            })
+            .expect("a request serialises");
+            assert_eq!(parse_request(&again), Ok(r), "a request reads back");
+        }
+        Err(e) => {
+            let _ = e.to_string();
+        }
+    }
+}
+
+fn request_seeds() -> Vec<Vec<u8>> {
+    files(&repo().join("crates/fuzz/seeds/request"), ".jsonl")
+        .into_iter()
+        .flat_map(|f| {
+            f.split(|b| *b == b'\n')
+                .filter(|l| !l.is_empty())
+                .map(|l| l.to_vec())
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 fn fuzz_platform() -> PlatformFingerprint {

@@ -5,6 +5,7 @@
 // Every test crate compiles this module on its own and uses a part of it.
 #![allow(dead_code)]
 
+pub mod hostile;
 pub mod service;
 
 use std::collections::BTreeMap;

@@ -182,6 +182,41 @@ impl Service {
     }
 }
 
+/// `cmd` run as `uid` (its uid as group, no other groups).
+pub fn as_uid(uid: u32, cmd: &Command) -> Command {
+    let mut c = Command::new("setpriv");
+    c.arg(format!("--reuid={uid}"))
+        .arg(format!("--regid={uid}"))
+        .arg("--clear-groups")
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    c
+}
+
+/// The daemon's resident memory in KiB, and its thread count.
+pub fn rss_and_threads(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("Threads:"))
+}
+
+/// A process's start time (field 22 of its stat): it is the same process.
+pub fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
+}
+
 /// Polls `done` for up to 30 s (a loaded machine is slow, not wrong).
 pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let until = Instant::now() + Duration::from_secs(30);

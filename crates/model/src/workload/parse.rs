@@ -308,8 +308,9 @@ fn parse_app(
     })
 }
 
-/// Why `name` cannot be an app name, if it cannot (see the module doc).
-fn valid_app_name(name: &str) -> Result<(), &'static str> {
+/// Why `name` cannot be an app name, if it cannot (see the module doc). The
+/// node service's requests are held to the same rule (docs/service.md).
+pub fn valid_app_name(name: &str) -> Result<(), &'static str> {
     const EXPECTED: &str =
         "expected 1 to 64 letters, digits, `.`, `_` or `-`, not starting with `.` or `-`";
     let ok_chars = name
@@ -319,6 +320,30 @@ fn valid_app_name(name: &str) -> Result<(), &'static str> {
         Err(EXPECTED)
     } else {
         Ok(())
+    }
+}
+
+/// `text` made into a valid app name: characters outside the set become `_`,
+/// a leading `.` or `-` is dropped, at most 64 are kept; "app" when nothing
+/// is left (a default name taken from a program's file name or a process's
+/// `comm`, which may hold anything).
+pub fn to_app_name(text: &str) -> String {
+    let name: String = text
+        .trim_start_matches(['.', '-'])
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if name.is_empty() {
+        "app".into()
+    } else {
+        name
     }
 }
 

@@ -145,7 +145,10 @@ pub fn ask(socket: &SocketArgs, request: Request) -> Result<Reply> {
     let mut conn = Conn::open(socket)?;
     conn.send(request)?;
     match conn.receive()? {
-        Reply::Error { message } => bail!("the daemon refused: {message}"),
+        Reply::Error { message } => bail!(
+            "the daemon refused: {}",
+            super::status::printable(&message, super::status::TEXT_WIDTH)
+        ),
         r => Ok(r),
     }
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use coloc_daemon::server::PolicyFactory;
+use coloc_daemon::requests::PolicyFactory;
 use coloc_daemon::DaemonOptions;
 use coloc_linux::cgroup::Cpusets;
 use coloc_linux::machine::SLICE;
@@ -87,6 +87,7 @@ pub fn main(a: DaemonArgs) -> Result<()> {
         epoch: a.epoch,
         stop: stop_flag()?,
         trace: a.trace.clone(),
+        limits: Default::default(),
     };
     let mut options = host.options(&journal_dir()?.join("daemon-out"))?;
     if nix::unistd::geteuid().is_root() {

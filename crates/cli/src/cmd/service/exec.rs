@@ -17,15 +17,17 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use coloc_daemon::protocol::{Reply, Request};
+use coloc_daemon::protocol::{fit_argv, Reply, Request};
 use coloc_linux::machine::set_own_memory_policy;
 use coloc_model::trace::ExitStatus;
+use coloc_model::workload::{to_app_name, valid_app_name};
 use coloc_model::AppClass;
 use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::{fork, ForkResult, Pid};
 
 use super::client::{Conn, SocketArgs};
+use super::status::{printable, TEXT_WIDTH};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Class {
@@ -44,8 +46,9 @@ impl From<Class> for AppClass {
 
 #[derive(Debug, Args)]
 pub struct ExecArgs {
-    /// The app's name in `coloc status` [default: the program's file name].
-    #[arg(long)]
+    /// The app's name in `coloc status` (1 to 64 letters, digits, `.`, `_`,
+    /// `-`) [default: the program's file name].
+    #[arg(long, value_parser = app_name)]
     pub name: Option<String>,
     #[arg(long, value_enum, default_value_t = Class::Batch)]
     pub class: Class,
@@ -63,6 +66,12 @@ pub struct ExecArgs {
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
+}
+
+/// An app name as workload files take them (`valid_app_name`).
+pub fn app_name(s: &str) -> Result<String, String> {
+    valid_app_name(s).map_err(|why| format!("{why}, found {s:?}"))?;
+    Ok(s.to_string())
 }
 
 /// What the held child is told: run with these changes, or run as it is.
@@ -140,7 +149,7 @@ pub fn main(mut a: ExecArgs) -> Result<()> {
     let name = a.name.clone().unwrap_or_else(|| {
         program
             .file_name()
-            .map_or("app".into(), |n| n.to_string_lossy().into_owned())
+            .map_or("app".into(), |n| to_app_name(&n.to_string_lossy()))
     });
     conn.send(Request::Exec {
         name,
@@ -148,20 +157,22 @@ pub fn main(mut a: ExecArgs) -> Result<()> {
         malleable: a.malleable,
         threads: a.threads,
         pid: child.as_raw() as u32,
-        argv: std::iter::once(program.display().to_string())
-            .chain(
-                a.command[1..]
-                    .iter()
-                    .map(|s| s.to_string_lossy().into_owned()),
-            )
-            .collect(),
+        argv: fit_argv(
+            &std::iter::once(program.display().to_string())
+                .chain(
+                    a.command[1..]
+                        .iter()
+                        .map(|s| s.to_string_lossy().into_owned()),
+                )
+                .collect::<Vec<_>>(),
+        ),
     })?;
     let mut go = std::fs::File::from(go_write);
     let admitted = match conn.receive() {
         Ok(reply @ Reply::Admitted { .. }) => {
             if let Reply::Admitted { notes, .. } = &reply {
                 for n in notes {
-                    eprintln!("coloc: {n}");
+                    eprintln!("coloc: {}", printable(n, TEXT_WIDTH));
                 }
             }
             let line = serde_json::to_string(&reply)? + "\n";
@@ -171,7 +182,7 @@ pub fn main(mut a: ExecArgs) -> Result<()> {
         Ok(Reply::Error { message }) => {
             let _ = kill(child, Signal::SIGKILL);
             let _ = rx.recv();
-            bail!("the daemon refused: {message}");
+            bail!("the daemon refused: {}", printable(&message, TEXT_WIDTH));
         }
         Ok(other) => {
             let _ = kill(child, Signal::SIGKILL);

@@ -22,7 +22,9 @@ pub struct StatusArgs {
 pub struct AttachArgs {
     /// The running process (with its descendants and threads).
     pub pid: u32,
-    #[arg(long)]
+    /// The app's name (1 to 64 letters, digits, `.`, `_`, `-`) [default:
+    /// the process's own name].
+    #[arg(long, value_parser = super::exec::app_name)]
     pub name: Option<String>,
     #[arg(long, value_enum, default_value_t = Class::Batch)]
     pub class: Class,
@@ -91,6 +93,33 @@ pub fn plan_cells(p: Option<&AppPlan>) -> [String; 4] {
     [cpus, dop, mem, sched]
 }
 
+/// `text` from the daemon, safe to print on a terminal: anything but
+/// printable ASCII (escape sequences, newlines, other controls, Unicode
+/// direction overrides) is shown escaped, and at most `max` characters are
+/// kept. The daemon validates names, but notes and reasons quote what users
+/// gave, and a daemon of another version may not validate at all.
+pub fn printable(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (k, c) in text.chars().enumerate() {
+        if k == max {
+            out.push_str("...");
+            break;
+        }
+        if c.is_ascii_graphic() || c == ' ' {
+            out.push(c);
+        } else {
+            out.extend(c.escape_default());
+        }
+    }
+    out
+}
+
+/// Longest name shown (names are at most 64 characters).
+const NAME_WIDTH: usize = 64;
+
+/// Longest note or reason shown.
+pub const TEXT_WIDTH: usize = 240;
+
 /// The columns of an app's row, in [`row`]'s order.
 pub const COLUMNS: [&str; 11] = [
     "app", "name", "pid", "kind", "state", "age", "threads", "cpus", "dop", "memory", "sched",
@@ -101,10 +130,10 @@ pub fn row(a: &AppStatus) -> Vec<String> {
     let [cpus, dop, mem, sched] = plan_cells(a.plan.as_ref());
     vec![
         a.app.to_string(),
-        a.name.clone(),
+        printable(&a.name, NAME_WIDTH),
         a.pid.to_string(),
-        a.kind.clone(),
-        a.state.clone(),
+        printable(&a.kind, NAME_WIDTH),
+        printable(&a.state, NAME_WIDTH),
         format!("{:.0}s", a.age_secs),
         a.threads.to_string(),
         cpus,
@@ -118,7 +147,10 @@ pub fn row(a: &AppStatus) -> Vec<String> {
 pub fn table(s: &Status) -> String {
     let mut out = format!(
         "daemon {} up {:.0}s, policy {}, CPUs {}\n",
-        s.daemon_pid, s.uptime_secs, s.policy, s.cpus
+        s.daemon_pid,
+        s.uptime_secs,
+        printable(&s.policy, NAME_WIDTH),
+        printable(&s.cpus, TEXT_WIDTH)
     );
     let head = COLUMNS;
     let rows: Vec<Vec<String>> = s.apps.iter().map(row).collect();
@@ -149,7 +181,7 @@ pub fn table(s: &Status) -> String {
         out += "(no managed apps)\n";
     }
     if !s.last_reason.is_empty() {
-        out += &format!("last decision: {}\n", s.last_reason);
+        out += &format!("last decision: {}\n", printable(&s.last_reason, TEXT_WIDTH));
     }
     out
 }
@@ -166,7 +198,7 @@ pub fn attach(a: AttachArgs) -> Result<()> {
         Reply::Attached { app, notes } => {
             println!("managing process {} as app {app}", a.pid);
             for n in notes {
-                println!("note: {n}");
+                println!("note: {}", printable(&n, TEXT_WIDTH));
             }
             Ok(())
         }
@@ -195,5 +227,50 @@ pub fn policy(a: PolicyArgs) -> Result<()> {
             Ok(())
         }
         other => bail!("unexpected answer from the daemon: {other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use coloc_model::AppClass;
+
+    use super::*;
+
+    /// Escape codes, newlines and huge names from a daemon reach root's
+    /// terminal escaped and cut, and the table does not panic on them.
+    #[test]
+    fn names_with_escape_codes_and_huge_names_are_printed_escaped_and_cut() {
+        assert_eq!(printable("ok-name_1.2", 64), "ok-name_1.2");
+        assert_eq!(printable("a\u{1b}[2Jb\nc", 64), "a\\u{1b}[2Jb\\nc");
+        assert_eq!(printable("x\u{202e}y", 64), "x\\u{202e}y");
+        assert_eq!(
+            printable(&"n".repeat(70_000), 64),
+            format!("{}...", "n".repeat(64))
+        );
+        let app = |name: &str| AppStatus {
+            app: 0,
+            name: name.into(),
+            pid: 1,
+            uid: 0,
+            class: AppClass::Batch,
+            state: "running".into(),
+            kind: "exec".into(),
+            age_secs: 0.0,
+            threads: 1,
+            plan: None,
+            allowed: None,
+            notes: vec![],
+        };
+        let s = Status {
+            apps: vec![app(&"n".repeat(70_000)), app("\u{1b}]0;owned\u{7}")],
+            last_reason: "r\u{1b}[31m".into(),
+            ..Status::default()
+        };
+        let text = table(&s);
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}'),
+            "{text}"
+        );
+        assert!(text.lines().all(|l| l.len() < 400), "{text}");
     }
 }

@@ -17,7 +17,7 @@ use ratatui::widgets::{Block, Paragraph, Row, Table};
 use ratatui::Frame;
 
 use super::client::SocketArgs;
-use super::status::{row, status, COLUMNS};
+use super::status::{printable, row, status, COLUMNS, TEXT_WIDTH};
 
 #[derive(Debug, Args)]
 pub struct TopArgs {
@@ -62,11 +62,11 @@ fn cpu_lines(s: &Status) -> Vec<String> {
             running
                 .entry(c)
                 .or_default()
-                .push(format!("{}×{n}", a.name));
+                .push(format!("{}×{n}", printable(&a.name, 64)));
         }
         if let Some(p) = &a.plan {
             for c in p.placement.cpus().iter() {
-                planned.entry(c).or_default().push(a.name.clone());
+                planned.entry(c).or_default().push(printable(&a.name, 64));
             }
         }
     }
@@ -94,9 +94,15 @@ fn draw(f: &mut Frame<'_>, s: &Status) {
     let header = vec![
         Line::from(format!(
             "coloc daemon {}  up {:.0}s  policy {}  CPUs {}  (q quits)",
-            s.daemon_pid, s.uptime_secs, s.policy, s.cpus
+            s.daemon_pid,
+            s.uptime_secs,
+            printable(&s.policy, 64),
+            printable(&s.cpus, TEXT_WIDTH)
         )),
-        Line::from(format!("last decision: {}", s.last_reason)),
+        Line::from(format!(
+            "last decision: {}",
+            printable(&s.last_reason, TEXT_WIDTH)
+        )),
     ];
     f.render_widget(Paragraph::new(header), head);
     let cpu_text: Vec<Line> = cpus.into_iter().map(Line::from).collect();

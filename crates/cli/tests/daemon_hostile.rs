@@ -1,0 +1,247 @@
+//! Root's node service against a local user with hostile intent
+//! (docs/service.md, Limits): each test names the defect it pins. The user is
+//! made for the test (`useradd`, removed after), its clients are this test
+//! binary run as that user (`common::hostile`); each test then checks from
+//! /proc that the daemon is the same process, answers root, and that root's
+//! processes were not touched.
+
+mod common;
+#[path = "../../linux/tests/support/users.rs"]
+#[allow(dead_code)] // chown: the other tests' part of it
+mod users;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::hostile::{self, said};
+use common::service::{
+    affinities, as_uid, is_root, rss_and_threads, start_time, wait_for, Service, Started,
+};
+use common::text;
+use users::TestUser;
+
+/// Plays a hostile client's role when this binary is run as one.
+#[test]
+fn hostile_client_role() {
+    hostile::play();
+}
+
+/// The most resident memory the daemon may use under attack, in KiB: its
+/// memory at rest (about 20 MiB, docs/service.md, Tests and churn) plus
+/// every connection's request buffer at the bounds (docs/service.md,
+/// Limits: 128 connections of one user × 64 KiB = 8 MiB), with room for
+/// the allocator; the issue's attacks grew it to 1.2 to 3 GB.
+const RSS_BOUND_KIB: u64 = 96 * 1024;
+
+/// What an attack must leave as it was: the daemon (same process, still
+/// answering root within a second) and a process of root's.
+struct Witness {
+    daemon: u32,
+    daemon_start: u64,
+    root_pid: u32,
+    root_cpus: Vec<(u32, coloc_model::CpuSet)>,
+}
+
+impl Witness {
+    fn new(daemon: u32, started: &mut Started) -> Witness {
+        let root_pid = started.sleeper();
+        Witness {
+            daemon,
+            daemon_start: start_time(daemon).unwrap(),
+            root_pid,
+            root_cpus: affinities(root_pid),
+        }
+    }
+
+    /// The daemon is the same process, within its memory bound, and answers
+    /// root's `status` within a second; root's process is as it was.
+    fn untouched(&self, svc: &Service) {
+        assert_eq!(
+            start_time(self.daemon),
+            Some(self.daemon_start),
+            "the daemon died:\n{}",
+            svc.log()
+        );
+        let (rss, _) = rss_and_threads(self.daemon);
+        assert!(rss < RSS_BOUND_KIB, "the daemon's RSS is {rss} KiB");
+        let asked = Instant::now();
+        let out = svc.coloc(&["status", "--json"]).output().unwrap();
+        assert!(out.status.success(), "{}\n{}", text(&out).1, svc.log());
+        // The process start is part of it; a second is the bar of the
+        // issue, and a loaded CI machine is slow, not wrong: 5 s here, the
+        // soak test measures it.
+        assert!(
+            asked.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            asked.elapsed()
+        );
+        assert_eq!(affinities(self.root_pid), self.root_cpus);
+        assert!(
+            !svc.status().apps.iter().any(|a| a.pid == self.root_pid),
+            "root's process is managed"
+        );
+    }
+}
+
+fn setup(tag: &str) -> Option<(TestUser, Service, Started, Witness)> {
+    if !is_root() {
+        return None;
+    }
+    let user = TestUser::create(tag)?;
+    let svc = Service::new();
+    let mut started = Started::default();
+    let d = svc.start("equal", &mut started);
+    let daemon = started.children[d].id();
+    let witness = Witness::new(daemon, &mut started);
+    Some((user, svc, started, witness))
+}
+
+/// A request line without end was read whole (3 GB aborted the daemon): it
+/// is refused at 64 KiB, and the daemon's memory stays within its bound.
+#[test]
+fn an_endless_request_line_no_longer_aborts_the_daemon() {
+    let Some((user, svc, _started, witness)) = setup("long") else {
+        return;
+    };
+    let out = hostile::spawn(user.uid, &svc.socket(), "long-line:268435456")
+        .wait_with_output()
+        .unwrap();
+    let sent: usize = said(&out, "sent")[0].parse().unwrap();
+    assert!(sent < 256 << 20, "the daemon took all {sent} bytes");
+    let reply = &said(&out, "reply")[0];
+    assert!(reply.contains("longer than 65536 bytes"), "{reply}");
+    witness.untouched(&svc);
+}
+
+/// 2,000 idle connections made `thread::spawn` panic in the accept loop,
+/// after which every client was refused: now a user's connections past its
+/// bound are refused with the reason, the daemon keeps one thread for them
+/// all, and root is answered while they are held.
+#[test]
+fn thousands_of_idle_connections_no_longer_deafen_the_daemon() {
+    let Some((user, svc, _started, witness)) = setup("idle") else {
+        return;
+    };
+    let (_, threads_before) = rss_and_threads(witness.daemon);
+    let client = hostile::spawn(user.uid, &svc.socket(), "idle:2000:4");
+    std::thread::sleep(Duration::from_secs(2));
+    let (_, threads_during) = rss_and_threads(witness.daemon);
+    witness.untouched(&svc);
+    let out = client.wait_with_output().unwrap();
+    let refused: usize = said(&out, "refused")[0].parse().unwrap();
+    let connected: usize = said(&out, "connected")[0].parse().unwrap();
+    assert_eq!(connected, 2000, "{}", String::from_utf8_lossy(&out.stdout));
+    // 128 are the user's bound (docs/service.md, Limits).
+    assert_eq!(
+        refused,
+        2000 - 128,
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        threads_during <= threads_before + 2,
+        "threads {threads_before} -> {threads_during}"
+    );
+    // A root `coloc exec` is still admitted and run.
+    let out = svc
+        .coloc(&["exec", "--", "sh", "-c", "exit 3"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out).1);
+    witness.untouched(&svc);
+}
+
+/// A connection that sent half a line held its thread for ever: it is
+/// closed once its request is 5 s late.
+#[test]
+fn half_a_request_line_no_longer_holds_a_connection_for_ever() {
+    let Some((user, svc, _started, witness)) = setup("half") else {
+        return;
+    };
+    let out = hostile::spawn(user.uid, &svc.socket(), "half-line:50")
+        .wait_with_output()
+        .unwrap();
+    let held: usize = said(&out, "held")[0].parse().unwrap();
+    let ms: u64 = said(&out, "closed-after-ms")[0].parse().unwrap();
+    assert_eq!(held, 50);
+    assert!(
+        (4_000..20_000).contains(&ms),
+        "closed after {ms} ms (the request timeout is 5 s)"
+    );
+    witness.untouched(&svc);
+}
+
+/// `coloc exec --threads 4294967295` was accepted and the resense policies
+/// allocated per thread until the daemon died: threads are bounded as in
+/// workload files (0 to 4096) and the refusal names the field.
+#[test]
+fn an_exec_of_4294967295_threads_is_refused_naming_the_field() {
+    let Some((user, svc, _started, witness)) = setup("thr") else {
+        return;
+    };
+    let exec = svc.coloc(&["exec", "--threads", "4294967295", "--", "true"]);
+    let out = as_uid(user.uid, &exec).output().unwrap();
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(stderr.contains("field `threads`"), "{stderr}");
+    assert!(stderr.contains("0 to 4096"), "{stderr}");
+    witness.untouched(&svc);
+}
+
+/// App names were unchecked: escape codes reached root's `coloc status`, a
+/// name over 65,535 characters made it panic, 50 MB names grew the daemon.
+/// Names given are refused unless 1 to 64 of `[A-Za-z0-9._-]`; a name taken
+/// from a process's own `comm` is made into one; root's status shows no
+/// control character.
+#[test]
+fn app_names_with_escape_codes_or_megabytes_never_reach_roots_terminal() {
+    let Some((user, svc, mut started, witness)) = setup("name") else {
+        return;
+    };
+    let huge = format!(
+        "{{\"v\":1,\"request\":\"attach\",\"pid\":1,\"name\":\"{}\",\"class\":\"batch\"}}",
+        "n".repeat(60_000)
+    );
+    for line in [hostile::BAD_LINES[0], huge.as_str()] {
+        let role = format!("raw:{line}");
+        let out = hostile::spawn(user.uid, &svc.socket(), &role)
+            .wait_with_output()
+            .unwrap();
+        let reply = &said(&out, "reply")[0];
+        assert!(reply.contains("field `name`"), "{reply}");
+    }
+    // A process of the user's that names itself with escape codes.
+    let mut sh = Command::new("sh");
+    sh.args([
+        "-c",
+        "printf '\\033]0;pwn\\007\\033[2J' > /proc/$$/comm; sleep 600 & wait",
+    ]);
+    let child = as_uid(user.uid, &sh).spawn().unwrap();
+    // setpriv execs the shell: the child is it.
+    let pid = child.id();
+    started.children.push(child);
+    wait_for("the shell to rename itself", || {
+        std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.contains('\u{1b}'))
+    });
+    let attach = svc.coloc(&["attach", &pid.to_string()]);
+    let out = as_uid(user.uid, &attach).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out).1);
+    let out = svc.coloc(&["status"]).output().unwrap();
+    let (stdout, _) = text(&out);
+    assert!(
+        !stdout.chars().any(|c| c.is_control() && c != '\n'),
+        "{stdout:?}"
+    );
+    let app = svc
+        .status()
+        .apps
+        .into_iter()
+        .find(|a| a.pid == pid)
+        .unwrap();
+    assert!(
+        coloc_model::workload::valid_app_name(&app.name).is_ok(),
+        "{:?}",
+        app.name
+    );
+    witness.untouched(&svc);
+}
