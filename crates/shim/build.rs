@@ -12,7 +12,15 @@ use std::process::Command;
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let c = Path::new("c");
-    for f in ["coloc_omp.c", "coloc_omp_record.h", "teams.c", "offsets.c"] {
+    let parts = ["coloc_omp.c", "core.c", "progress.c", "ompt.c"];
+    for f in parts.iter().chain(&[
+        "coloc_omp_record.h",
+        "shim.h",
+        "gomp.h",
+        "teams.c",
+        "long_region.c",
+        "offsets.c",
+    ]) {
         println!("cargo:rerun-if-changed=c/{f}");
     }
 
@@ -30,7 +38,7 @@ fn main() {
             "-g0",
             "-fvisibility=hidden",
         ],
-        &c.join("coloc_omp.c"),
+        &parts.map(|p| c.join(p)),
         &shim,
         &["-ldl", "-pthread"],
     )
@@ -45,22 +53,27 @@ fn main() {
     // library build; the tests that need them say why they skip.
     let tests = [
         ("teams.c", "teams", &["-std=c11", "-O2", "-fopenmp"][..]),
+        (
+            "long_region.c",
+            "long_region",
+            &["-std=c11", "-O2", "-fopenmp"][..],
+        ),
         ("offsets.c", "offsets", &["-std=c11", "-O0"][..]),
     ];
     for (src, exe, flags) in tests {
-        if let Err(e) = compile(flags, &c.join(src), &out.join(exe), &[]) {
+        if let Err(e) = compile(flags, &[c.join(src)], &out.join(exe), &[]) {
             println!("cargo:warning=test program {exe} not built: {e}");
         }
     }
 }
 
-fn compile(flags: &[&str], src: &Path, out: &Path, libs: &[&str]) -> Result<(), String> {
+fn compile(flags: &[&str], srcs: &[PathBuf], out: &Path, libs: &[&str]) -> Result<(), String> {
     let mut cmd: Command = cc::Build::new().get_compiler().to_command();
     cmd.args(flags)
         .arg("-Ic")
         .arg("-o")
         .arg(out)
-        .arg(src)
+        .args(srcs)
         .args(libs);
     let output = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
     if output.status.success() {

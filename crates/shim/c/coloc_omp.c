@@ -34,83 +34,32 @@
  *
  * Nested regions (omp_get_level() > 0 at entry) are passed through untouched:
  * the DoP is a budget for the outermost team.
+ *
+ * This file holds libgomp's parallel entry points; the record's side is
+ * core.c, progress inside a region progress.c, and LLVM's runtime ompt.c
+ * (shim.h). LLVM's runtime exports these GOMP_* entry points too, for
+ * GCC-built code: in such a process they pass every call on, and the OMPT
+ * tool, which the runtime calls for every region whatever its entry point,
+ * does the work.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "coloc_omp_record.h"
+#include "gomp.h"
 
-#define EXPORT __attribute__((visibility("default")))
-
-typedef void (*region_fn)(void *);
-typedef void (*loop_fn)(region_fn, void *, unsigned, long, long, long, long, unsigned);
-typedef void (*runtime_loop_fn)(region_fn, void *, unsigned, long, long, long, unsigned);
-typedef void (*loop_start_fn)(region_fn, void *, unsigned, long, long, long, long);
-typedef bool (*ws_loop_fn)(long, long, long, long, long *, long *);
-typedef bool (*ws_runtime_fn)(long, long, long, long *, long *);
-
-/* libgomp's own entry points and the omp_* queries the shim needs. */
-static struct {
-    void (*parallel)(region_fn, void *, unsigned, unsigned);
-    unsigned (*parallel_reductions)(region_fn, void *, unsigned, unsigned);
-    void (*parallel_start)(region_fn, void *, unsigned);
-    void (*parallel_end)(void);
-    void (*parallel_sections)(region_fn, void *, unsigned, unsigned, unsigned);
-    void (*parallel_sections_start)(region_fn, void *, unsigned, unsigned);
-    loop_fn loop_static, loop_dynamic, loop_guided, loop_nonmonotonic_dynamic,
-        loop_nonmonotonic_guided;
-    runtime_loop_fn loop_runtime, loop_nonmonotonic_runtime, loop_maybe_nonmonotonic_runtime;
-    loop_start_fn loop_static_start, loop_dynamic_start, loop_guided_start;
-    void (*loop_runtime_start)(region_fn, void *, unsigned, long, long, long);
-    ws_loop_fn ws_static, ws_dynamic, ws_guided, ws_nonmonotonic_dynamic, ws_nonmonotonic_guided;
-    ws_runtime_fn ws_runtime, ws_nonmonotonic_runtime, ws_maybe_nonmonotonic_runtime;
-    bool (*ws_generic)(long, long, long, long, long, long *, long *, uintptr_t *, void **);
-    int (*get_max_threads)(void);
-    int (*get_dynamic)(void);
-    int (*get_thread_num)(void);
-    int (*get_num_threads)(void);
-    int (*get_level)(void);
-} real;
-
+struct gomp_entry_points real;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-/* The record, or NULL when the shim is inert for this process. */
-static struct coloc_omp_record *_Atomic rec;
-/* pid of the process image that loaded the shim; a fork()ed child differs. */
-static pid_t load_pid;
-/* The app's own affinity, restored to threads the shim pinned when coloc stops
- * pinning or goes away: COLOC_OMP_AFFINITY, else the affinity of the thread
- * that ran the first region. */
-static cpu_set_t original_mask;
-/* Set once any thread was pinned: from then on threads may need restoring. */
-static atomic_bool pinned_ever;
-
-/* The memory policy of the thread that attached (<numaif.h>'s values; the
- * header comes with libnuma, which the shim does not need). */
-#define MPOL_DEFAULT_ 0
-#define MPOL_INTERLEAVE_ 3
-#define MPOL_MAX_NODES 64
-static int original_mode = MPOL_DEFAULT_;
-static unsigned long original_nodes;
-/* Set once any thread interleaved: from then on threads may need restoring. */
-static atomic_bool interleaved_ever;
-/* Node mask this thread's policy interleaves over; 0 = the original policy. */
-static __thread uint64_t t_interleave;
 
 /* Iterations of worksharing loops the outermost master has started in its
- * current region; added to the record when the region ends. */
+ * current region and not added yet; added to the record when the loop ends
+ * (progress.c) or, for loops whose end the shim does not see, when the
+ * region ends. */
 static __thread uint64_t t_loop_iterations;
 /* The team size omp_get_max_threads() last answered on this thread outside
  * any region, until the thread's next outermost region (0: it has not asked
@@ -122,14 +71,9 @@ static __thread uint64_t t_loop_iterations;
  * part no thread would run. The new DoP takes effect at the region after. */
 static __thread unsigned t_promised;
 
-/* Generation this thread last pinned itself for, and its team slot then. */
-#define NOT_PINNED UINT64_MAX
-static __thread uint64_t t_pinned_gen = NOT_PINNED;
-static __thread unsigned t_pinned_slot;
-
 /* The app called a libgomp entry point that the libgomp after the shim does not
  * have: nothing sensible can run the region. */
-static _Noreturn void missing(const char *name)
+_Noreturn void missing(const char *name)
 {
     fprintf(stderr, "libcoloc_omp: %s not found in the OpenMP runtime\n", name);
     abort();
@@ -166,91 +110,6 @@ static void *need(const char *name)
  * where used. */
 static void *want(const char *name) { return lookup(name); }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static bool record_valid(struct coloc_omp_record *r)
-{
-    return atomic_load_explicit(&r->magic, memory_order_acquire) == COLOC_OMP_MAGIC
-        && atomic_load_explicit(&r->version, memory_order_relaxed) == COLOC_OMP_VERSION
-        && atomic_load_explicit(&r->size, memory_order_relaxed) == sizeof(struct coloc_omp_record);
-}
-
-/* Parses a CPU list ("0-3,8", as sysfs writes them) into *set; false if it is
- * malformed or names no CPU. */
-static bool parse_cpu_list(const char *s, cpu_set_t *set)
-{
-    CPU_ZERO(set);
-    while (*s != '\0') {
-        char *end;
-        unsigned long first = strtoul(s, &end, 10);
-        if (end == s)
-            return false;
-        unsigned long last = first;
-        s = end;
-        if (*s == '-') {
-            last = strtoul(++s, &end, 10);
-            if (end == s || last < first)
-                return false;
-            s = end;
-        }
-        for (unsigned long c = first; c <= last && c < CPU_SETSIZE; c++)
-            CPU_SET(c, set);
-        if (*s == ',')
-            s++;
-        else if (*s != '\0')
-            return false;
-    }
-    return CPU_COUNT(set) > 0;
-}
-
-/* Maps COLOC_OMP_RECORD and claims it for this process; NULL if unusable. */
-static struct coloc_omp_record *attach(void)
-{
-    const char *path = getenv(COLOC_OMP_ENV);
-    if (path == NULL || *path == '\0' || getpid() != load_pid)
-        return NULL;
-    int fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    struct stat st;
-    struct coloc_omp_record *r = NULL;
-    if (fstat(fd, &st) == 0 && st.st_size >= (off_t)sizeof(*r)) {
-        void *m = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (m != MAP_FAILED)
-            r = m;
-    }
-    close(fd);
-    if (r == NULL)
-        return NULL;
-    uint32_t unowned = 0;
-    uint32_t self = (uint32_t)getpid();
-    if (!record_valid(r)
-        || !atomic_compare_exchange_strong(&r->owner_pid, &unowned, self)) {
-        munmap(r, sizeof(*r));
-        return NULL;
-    }
-    cpu_set_t own;
-    const char *own_list = getenv(COLOC_OMP_AFFINITY_ENV);
-    if (own_list != NULL && parse_cpu_list(own_list, &own))
-        original_mask = own;
-    else if (sched_getaffinity(0, sizeof(original_mask), &original_mask) != 0)
-        CPU_ZERO(&original_mask);
-    if (syscall(SYS_get_mempolicy, &original_mode, &original_nodes, MPOL_MAX_NODES + 1, NULL, 0)
-        != 0) {
-        original_mode = MPOL_DEFAULT_;
-        original_nodes = 0;
-    }
-    return r;
-}
-
-/* A fork()ed child shares the mapping but is not the app coloc manages. */
-static void forget_record_in_child(void) { atomic_store(&rec, NULL); }
-
 static void init(void)
 {
     real.parallel = need("GOMP_parallel");
@@ -285,148 +144,53 @@ static void init(void)
     real.get_thread_num = need("omp_get_thread_num");
     real.get_num_threads = need("omp_get_num_threads");
     real.get_level = need("omp_get_level");
-    atomic_store(&rec, attach());
-    pthread_atfork(NULL, NULL, forget_record_in_child);
+    real.barrier = want("GOMP_barrier");
+    real.barrier_cancel = want("GOMP_barrier_cancel");
+    real.loop_end = want("GOMP_loop_end");
+    real.loop_end_nowait = want("GOMP_loop_end_nowait");
+    real.loop_end_cancel = want("GOMP_loop_end_cancel");
+    real.next_static = want("GOMP_loop_static_next");
+    real.next_dynamic = want("GOMP_loop_dynamic_next");
+    real.next_guided = want("GOMP_loop_guided_next");
+    real.next_runtime = want("GOMP_loop_runtime_next");
+    real.next_nonmonotonic_dynamic = want("GOMP_loop_nonmonotonic_dynamic_next");
+    real.next_nonmonotonic_guided = want("GOMP_loop_nonmonotonic_guided_next");
+    real.next_nonmonotonic_runtime = want("GOMP_loop_nonmonotonic_runtime_next");
+    real.next_maybe_nonmonotonic_runtime = want("GOMP_loop_maybe_nonmonotonic_runtime_next");
+    real.sections_start = want("GOMP_sections_start");
+    real.sections_next = want("GOMP_sections_next");
+    real.sections_end = want("GOMP_sections_end");
+    real.sections_end_nowait = want("GOMP_sections_end_nowait");
+    real.task = want("GOMP_task");
+    /* Under LLVM's runtime the OMPT tool attaches, and these wrappers only
+     * pass calls on. */
+    if (!llvm_runtime())
+        attach();
 }
 
-__attribute__((constructor)) static void note_load_pid(void) { load_pid = getpid(); }
-
-/* What a region start decided, shared with the team through the trampoline. */
-struct frame {
-    region_fn fn;
-    void *data;
-    struct coloc_omp_record *rec;
-    uint64_t gen;        /* generation the DoP/CPUs were read under */
-    bool pin;            /* pin members to rec->cpus */
-    uint64_t interleave; /* nodes to interleave over, 0 = the original policy */
-};
-
-/* One outermost region as seen by the thread that started it. */
-struct region {
-    struct frame frame;
-    bool wrap;     /* run frame.fn through the trampoline */
-    uint64_t start_ns;
-    uint64_t iterations;
-};
-
-static void pin_self(const struct frame *f, unsigned slot)
-{
-    struct coloc_omp_record *r = f->rec;
-    uint32_t n = atomic_load_explicit(&r->ncpus, memory_order_relaxed);
-    if (n == 0 || n > COLOC_OMP_MAX_CPUS)
-        return;
-    uint32_t cpu = atomic_load_explicit(&r->cpus[slot % n], memory_order_relaxed);
-    atomic_thread_fence(memory_order_acquire);
-    if (atomic_load_explicit(&r->generation, memory_order_relaxed) != f->gen)
-        return; /* coloc is changing the list: retry at the next region */
-    t_pinned_gen = f->gen;
-    t_pinned_slot = slot;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (cpu < CPU_SETSIZE)
-        CPU_SET(cpu, &set);
-    if (cpu >= CPU_SETSIZE || sched_setaffinity(0, sizeof(set), &set) != 0) {
-        atomic_fetch_add_explicit(&r->pin_errors, 1, memory_order_relaxed);
-        return;
-    }
-    atomic_store_explicit(&pinned_ever, true, memory_order_relaxed);
-}
-
-/* Gives the calling thread the frame's memory policy; a syscall only when it
- * differs from the one this thread set last. A failure counts as a pin error
- * (the record's one field for "could not apply"). */
-static void set_memory_self(const struct frame *f)
-{
-    if (t_interleave == f->interleave)
-        return;
-    unsigned long nodes = (unsigned long)f->interleave;
-    long rc = f->interleave != 0
-        ? syscall(SYS_set_mempolicy, MPOL_INTERLEAVE_, &nodes, MPOL_MAX_NODES + 1)
-        : syscall(SYS_set_mempolicy, original_mode,
-                  original_mode == MPOL_DEFAULT_ ? NULL : &original_nodes, MPOL_MAX_NODES + 1);
-    if (rc != 0) {
-        if (f->rec != NULL)
-            atomic_fetch_add_explicit(&f->rec->pin_errors, 1, memory_order_relaxed);
-        return;
-    }
-    t_interleave = f->interleave;
-    if (f->interleave != 0)
-        atomic_store_explicit(&interleaved_ever, true, memory_order_relaxed);
-}
-
-/* Puts the calling team member where the frame says, with its memory policy;
- * a syscall only when the generation or the member's slot changed since this
- * thread last moved. */
-static void place_self(const struct frame *f, unsigned slot)
-{
-    set_memory_self(f);
-    if (f->pin) {
-        if (t_pinned_gen != f->gen || t_pinned_slot != slot)
-            pin_self(f, slot);
-    } else if (t_pinned_gen != NOT_PINNED) {
-        if (CPU_COUNT(&original_mask) > 0)
-            sched_setaffinity(0, sizeof(original_mask), &original_mask);
-        t_pinned_gen = NOT_PINNED;
-    }
-}
+void gomp_ready(void) { pthread_once(&init_once, init); }
 
 /* What every team member runs instead of the outlined region body. */
 static void trampoline(void *arg)
 {
     const struct frame *f = arg;
-    unsigned slot = (unsigned)real.get_thread_num();
-    if (slot == 0 && f->rec != NULL)
-        atomic_store_explicit(&f->rec->team_size, (uint32_t)real.get_num_threads(),
-                              memory_order_relaxed);
-    place_self(f, slot);
+    member_started(f, (unsigned)real.get_thread_num(), (unsigned)real.get_num_threads());
     f->fn(f->data);
-}
-
-/* Reads dop under the seqlock; false if coloc kept writing (take no limit). */
-static bool read_dop(struct coloc_omp_record *r, uint64_t *gen, uint32_t *dop, bool *pin,
-                     uint64_t *interleave)
-{
-    for (int tries = 0; tries < 64; tries++) {
-        uint64_t g1 = atomic_load_explicit(&r->generation, memory_order_acquire);
-        if (g1 & 1)
-            continue;
-        uint32_t d = atomic_load_explicit(&r->dop, memory_order_relaxed);
-        uint32_t n = atomic_load_explicit(&r->ncpus, memory_order_relaxed);
-        uint64_t m = atomic_load_explicit(&r->interleave_nodes, memory_order_relaxed);
-        atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(&r->generation, memory_order_relaxed) == g1) {
-            *gen = g1;
-            *dop = d;
-            *pin = n > 0 && n <= COLOC_OMP_MAX_CPUS;
-            *interleave = m;
-            return true;
-        }
-    }
-    return false;
-}
-
-/* The DoP coloc asks for now, under a fresh heartbeat: true with *dop (0: no
- * limit), the generation it was read under and whether to pin; false when the
- * record is stale or coloc kept writing (take no limit). */
-static bool current_dop(struct coloc_omp_record *r, uint64_t at_ns, uint64_t *gen, uint32_t *dop,
-                        bool *pin, uint64_t *interleave)
-{
-    uint64_t beat = atomic_load_explicit(&r->heartbeat_ns, memory_order_relaxed);
-    bool fresh = beat != 0 && (beat >= at_ns || at_ns - beat <= COLOC_OMP_STALE_NS);
-    return fresh && read_dop(r, gen, dop, pin, interleave);
 }
 
 /* omp_get_max_threads() outside any region is the DoP while coloc asks for
  * one: the team size a region without a num_threads clause gets, which
  * programs that size their work themselves (OpenBLAS reads it before every
  * call and passes it back as num_threads) must see. Inside a region, and
- * without a fresh record, libgomp's own answer. Each call outside a region is
- * counted (max_threads_asked): for such a library it counts calls, progress
+ * without a fresh record, the runtime's own answer. Each call outside a region
+ * is counted (max_threads_asked): for such a library it counts calls, progress
  * that a DoP of 1 does not hide (OpenBLAS then runs serially and starts no
- * region). */
+ * region). Under LLVM's runtime, ompt.c answers. */
 EXPORT int omp_get_max_threads(void)
 {
-    pthread_once(&init_once, init);
+    if (llvm_runtime())
+        return ompt_max_threads();
+    gomp_ready();
     int n = real.get_max_threads();
     struct coloc_omp_record *r = atomic_load_explicit(&rec, memory_order_relaxed);
     if (real.get_level() > 0 || r == NULL || !record_valid(r))
@@ -456,63 +220,49 @@ EXPORT int omp_get_max_threads(void)
 static unsigned region_begin(struct region *rg, region_fn fn, void *data, unsigned requested,
                              uint64_t iterations)
 {
-    pthread_once(&init_once, init);
+    gomp_ready();
     rg->frame = (struct frame){.fn = fn, .data = data};
     rg->wrap = false;
     struct coloc_omp_record *r = atomic_load_explicit(&rec, memory_order_relaxed);
-    if (real.get_level() > 0)
+    if (real.get_level() > 0 || llvm_runtime())
         return requested;
     unsigned promised = t_promised;
     t_promised = 0;
     if (r == NULL || !record_valid(r)) {
         /* Inert; only threads pinned or interleaved while coloc was there need
          * their affinity and memory policy back. */
-        rg->wrap = atomic_load_explicit(&pinned_ever, memory_order_relaxed)
-            || atomic_load_explicit(&interleaved_ever, memory_order_relaxed);
+        rg->wrap = placed_ever();
         if (rg->wrap)
             place_self(&rg->frame, 0);
         return requested;
     }
-    rg->frame.rec = r;
-    rg->wrap = true;
     t_loop_iterations = 0;
     rg->iterations = iterations;
-    rg->start_ns = now_ns();
     unsigned n = requested;
     uint32_t dop;
-    if (current_dop(r, rg->start_ns, &rg->frame.gen, &dop, &rg->frame.pin,
-                    &rg->frame.interleave)) {
+    if (region_start(rg, r, &dop)) {
         unsigned wanted = requested ? requested : (unsigned)real.get_max_threads();
         bool cap = requested == 0 || real.get_dynamic();
         if (cap && dop > 0 && dop < wanted)
             n = dop;
         if (requested == 0 && promised > 0)
             n = promised;
-        atomic_store_explicit(&r->generation_seen, rg->frame.gen, memory_order_relaxed);
-        atomic_fetch_add_explicit(&r->regions_managed, 1, memory_order_relaxed);
     }
-    atomic_fetch_add_explicit(&r->regions_started, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&r->in_parallel, 1, memory_order_relaxed);
-    atomic_store_explicit(&r->last_region_start_ns, rg->start_ns, memory_order_relaxed);
-    /* The caller becomes member 0. Placing it before libgomp runs matters:
-     * threads libgomp creates for this team inherit the creator's affinity,
-     * and a new thread has no record of having been pinned to restore. */
-    place_self(&rg->frame, 0);
     return n;
 }
 
 static void region_end(const struct region *rg)
 {
-    struct coloc_omp_record *r = rg->frame.rec;
-    if (r == NULL)
-        return;
-    uint64_t end = now_ns();
-    atomic_fetch_add_explicit(&r->parallel_ns, end - rg->start_ns, memory_order_relaxed);
-    atomic_fetch_add_explicit(&r->iterations_completed, rg->iterations + t_loop_iterations,
-                              memory_order_relaxed);
+    region_finish(rg, t_loop_iterations);
     t_loop_iterations = 0;
-    atomic_fetch_add_explicit(&r->regions_completed, 1, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&r->in_parallel, 1, memory_order_release);
+}
+
+void flush_loop_iterations(struct coloc_omp_record *r)
+{
+    if (t_loop_iterations == 0)
+        return;
+    atomic_fetch_add_explicit(&r->iterations_completed, t_loop_iterations, memory_order_relaxed);
+    t_loop_iterations = 0;
 }
 
 static region_fn body(struct region *rg) { return rg->wrap ? trampoline : rg->frame.fn; }
@@ -547,7 +297,7 @@ EXPORT void GOMP_parallel(region_fn fn, void *data, unsigned num_threads, unsign
 EXPORT unsigned GOMP_parallel_reductions(region_fn fn, void *data, unsigned num_threads,
                                          unsigned flags)
 {
-    pthread_once(&init_once, init);
+    gomp_ready();
     if (real.parallel_reductions == NULL)
         missing("GOMP_parallel_reductions");
     struct region rg;
@@ -596,14 +346,14 @@ static void run_runtime_loop(runtime_loop_fn realfn, const char *name, region_fn
     EXPORT void sym(region_fn fn, void *data, unsigned num_threads, long start, long end,   \
                     long incr, long chunk, unsigned flags)                                  \
     {                                                                                       \
-        pthread_once(&init_once, init);                                                     \
+        gomp_ready();                                                     \
         run_loop(real.field, #sym, fn, data, num_threads, start, end, incr, chunk, flags);  \
     }
 #define RUNTIME_LOOP_ENTRY(sym, field)                                                      \
     EXPORT void sym(region_fn fn, void *data, unsigned num_threads, long start, long end,   \
                     long incr, unsigned flags)                                              \
     {                                                                                       \
-        pthread_once(&init_once, init);                                                     \
+        gomp_ready();                                                     \
         run_runtime_loop(real.field, #sym, fn, data, num_threads, start, end, incr, flags); \
     }
 
@@ -638,7 +388,7 @@ static void split_started(void)
 static bool split_begin(region_fn fn, void *data, unsigned num_threads, uint64_t iterations,
                         unsigned *n)
 {
-    pthread_once(&init_once, init);
+    gomp_ready();
     if (real.get_level() > 0) {
         *n = num_threads;
         return false;
@@ -697,7 +447,7 @@ EXPORT void GOMP_parallel_loop_runtime_start(region_fn fn, void *data, unsigned 
 
 EXPORT void GOMP_parallel_end(void)
 {
-    pthread_once(&init_once, init);
+    gomp_ready();
     /* The outermost split region ends at level 1: the master is still in its team. */
     bool mine = t_split_active && real.get_level() == 1;
     real.parallel_end();
@@ -710,14 +460,16 @@ EXPORT void GOMP_parallel_end(void)
 /* ---- worksharing loops inside a region. GCC >= 9 lowers `parallel for` with a
  * dynamic, guided or runtime schedule to GOMP_parallel plus a GOMP_loop_*_start
  * call by every team member, so the loop bounds only show up here. The master of
- * the outermost team counts each loop once; static schedules are computed inline
- * by the compiler and make no call, so their iterations are not seen. ---- */
+ * the outermost team counts each loop once (added to the record when the loop
+ * ends, progress.c); static schedules are computed inline by the compiler and
+ * make no call, so their iterations are not seen. A start that hands the
+ * calling thread its first chunk counts that chunk (progress.c). ---- */
 
 static void count_loop(long start, long end, long incr)
 {
-    pthread_once(&init_once, init);
-    if (atomic_load_explicit(&rec, memory_order_relaxed) != NULL && real.get_level() == 1
-        && real.get_thread_num() == 0)
+    gomp_ready();
+    if (atomic_load_explicit(&rec, memory_order_relaxed) != NULL && !llvm_runtime()
+        && real.get_level() == 1 && real.get_thread_num() == 0)
         t_loop_iterations += trip_count(start, end, incr);
 }
 
@@ -727,7 +479,7 @@ static void count_loop(long start, long end, long incr)
         count_loop(start, end, incr);                                                       \
         if (real.field == NULL)                                                             \
             missing(#sym);                                                                  \
-        return real.field(start, end, incr, chunk, istart, iend);                           \
+        return chunk_started(real.field(start, end, incr, chunk, istart, iend));            \
     }
 #define WS_RUNTIME_ENTRY(sym, field)                                              \
     EXPORT bool sym(long start, long end, long incr, long *istart, long *iend)   \
@@ -735,7 +487,7 @@ static void count_loop(long start, long end, long incr)
         count_loop(start, end, incr);                                             \
         if (real.field == NULL)                                                   \
             missing(#sym);                                                        \
-        return real.field(start, end, incr, istart, iend);                        \
+        return chunk_started(real.field(start, end, incr, istart, iend));         \
     }
 
 WS_ENTRY(GOMP_loop_static_start, ws_static)
@@ -754,5 +506,7 @@ EXPORT bool GOMP_loop_start(long start, long end, long incr, long sched, long ch
     count_loop(start, end, incr);
     if (real.ws_generic == NULL)
         missing("GOMP_loop_start");
-    return real.ws_generic(start, end, incr, sched, chunk, istart, iend, reductions, mem);
+    bool got = real.ws_generic(start, end, incr, sched, chunk, istart, iend, reductions, mem);
+    /* Without istart the call only prepared the work share (no chunk). */
+    return istart != NULL ? chunk_started(got) : got;
 }

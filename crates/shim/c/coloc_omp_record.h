@@ -34,6 +34,18 @@
  *    runs a parallel region with the record; any other process that inherits
  *    COLOC_OMP_RECORD (a child the app spawns) stays inert, so it cannot corrupt
  *    the counters or be limited by a DoP meant for its parent.
+ *  - Progress inside a region (docs/signals.md, Progress inside a region):
+ *    every thread that runs a progress event (a barrier passed, a worksharing
+ *    loop or sections construct ended, a chunk of a loop taken, a task
+ *    completed) claims a slot of its own at its first one (nslots, fetch-add;
+ *    threads past COLOC_OMP_THREAD_SLOTS share the last slot, whose tid is
+ *    then 0) and counts there, on its own cache line, so counting costs no
+ *    cache-line transfer between team members. `steps` counts all its events,
+ *    `units` the chunks and tasks among them. Member 0 of the outermost team
+ *    also counts the team's barriers and construct ends once in team_sync. So
+ *    team_sync + the sum of every slot's units is the team's progress, a count
+ *    that does not depend on the team's size (each barrier once, each chunk
+ *    and task once); a slot's steps is that thread's own progress.
  */
 #ifndef COLOC_OMP_RECORD_H
 #define COLOC_OMP_RECORD_H
@@ -44,8 +56,10 @@
 
 /* "COLOCOMP" read as a little-endian u64. */
 #define COLOC_OMP_MAGIC 0x504d4f434f4c4f43ULL
-#define COLOC_OMP_VERSION 3u
+#define COLOC_OMP_VERSION 4u
 #define COLOC_OMP_MAX_CPUS 1024u
+/* Threads with a slot of their own in the record; later ones share the last. */
+#define COLOC_OMP_THREAD_SLOTS 64u
 /* A record whose heartbeat is older than this (2 s) is stale. */
 #define COLOC_OMP_STALE_NS 2000000000ULL
 #define COLOC_OMP_ENV "COLOC_OMP_RECORD"
@@ -79,11 +93,23 @@ struct coloc_omp_record {
     _Atomic uint64_t regions_started;      /* outermost regions entered */
     _Atomic uint64_t regions_completed;    /* outermost regions finished */
     _Atomic uint64_t regions_managed;      /* of those started, how many under a fresh record */
-    _Atomic uint64_t iterations_completed; /* loop iterations of finished GOMP_parallel_loop_* regions */
+    _Atomic uint64_t iterations_completed; /* loop iterations, added as each loop (or its region) ends */
     _Atomic uint64_t last_region_start_ns; /* CLOCK_MONOTONIC ns of the latest region start */
     _Atomic uint64_t parallel_ns;          /* wall time summed over finished outermost regions */
     _Atomic uint64_t max_threads_asked;    /* omp_get_max_threads() calls outside any region */
-    uint8_t pad_app[48];
+    _Atomic uint64_t team_sync;            /* barriers and construct ends of the outermost team, once each */
+    _Atomic uint32_t nslots;               /* thread slots claimed (may pass COLOC_OMP_THREAD_SLOTS) */
+    uint32_t pad_app0;
+    uint8_t pad_app[32];
+
+    /* ---- per thread, app -> coloc (offset 4288), one cache line each ---- */
+    struct coloc_omp_thread {
+        _Atomic uint32_t tid;   /* kernel thread id; 0 for the shared last slot */
+        uint32_t pad0;
+        _Atomic uint64_t steps; /* this thread's progress events */
+        _Atomic uint64_t units; /* of those, chunks taken and tasks completed */
+        uint8_t pad[40];
+    } threads[COLOC_OMP_THREAD_SLOTS];
 };
 
 /* The same numbers are asserted on the Rust side (record.rs). */
@@ -98,6 +124,9 @@ _Static_assert(offsetof(struct coloc_omp_record, interleave_nodes) == 4136, "lay
 _Static_assert(offsetof(struct coloc_omp_record, owner_pid) == 4160, "layout");
 _Static_assert(offsetof(struct coloc_omp_record, generation_seen) == 4176, "layout");
 _Static_assert(offsetof(struct coloc_omp_record, parallel_ns) == 4224, "layout");
-_Static_assert(sizeof(struct coloc_omp_record) == 4288, "layout");
+_Static_assert(offsetof(struct coloc_omp_record, team_sync) == 4240, "layout");
+_Static_assert(offsetof(struct coloc_omp_record, threads) == 4288, "layout");
+_Static_assert(sizeof(struct coloc_omp_thread) == 64, "layout");
+_Static_assert(sizeof(struct coloc_omp_record) == 8384, "layout");
 
 #endif /* COLOC_OMP_RECORD_H */

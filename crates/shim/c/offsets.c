@@ -29,10 +29,18 @@ int main(void)
     FIELD(last_region_start_ns);
     FIELD(parallel_ns);
     FIELD(max_threads_asked);
+    FIELD(team_sync);
+    FIELD(nslots);
+    FIELD(threads);
+    printf("thread.tid %zu\n", offsetof(struct coloc_omp_thread, tid));
+    printf("thread.steps %zu\n", offsetof(struct coloc_omp_thread, steps));
+    printf("thread.units %zu\n", offsetof(struct coloc_omp_thread, units));
+    printf("thread.sizeof %zu\n", sizeof(struct coloc_omp_thread));
     printf("sizeof %zu\n", sizeof(struct coloc_omp_record));
     printf("COLOC_OMP_MAGIC %llu\n", COLOC_OMP_MAGIC);
     printf("COLOC_OMP_VERSION %u\n", COLOC_OMP_VERSION);
     printf("COLOC_OMP_MAX_CPUS %u\n", COLOC_OMP_MAX_CPUS);
     printf("COLOC_OMP_STALE_NS %llu\n", COLOC_OMP_STALE_NS);
+    printf("COLOC_OMP_THREAD_SLOTS %u\n", COLOC_OMP_THREAD_SLOTS);
     return 0;
 }

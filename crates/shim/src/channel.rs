@@ -9,10 +9,10 @@ use std::ptr::NonNull;
 use std::sync::atomic::{fence, Ordering};
 
 use crate::error::{Result, ShimError};
-use crate::record::{Record, MAGIC, MAX_CPUS, RECORD_SIZE, VERSION};
+use crate::record::{Record, MAGIC, MAX_CPUS, RECORD_SIZE, THREAD_SLOTS, VERSION};
 
 /// What the app reported through the record (all counters since it started).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OmpState {
     /// pid of the process that claimed the record at its first parallel
     /// region; None until then (the shim is not loaded, or the app has not
@@ -29,10 +29,22 @@ pub struct OmpState {
     pub regions_completed: u64,
     /// Regions started under a fresh record (DoP and pinning applied).
     pub regions_managed: u64,
-    /// Loop iterations of finished regions, where a loop entry point gave the
-    /// bounds (dynamic, guided and runtime schedules; static ones are inlined
-    /// by the compiler and not seen).
+    /// Loop iterations, added as each worksharing loop (or its region) ends,
+    /// where the runtime tells the bounds: under libgomp, loops with
+    /// dynamic, guided and runtime schedules (static ones are inlined by the
+    /// compiler and not seen); under LLVM's runtime, every loop.
     pub iterations_completed: u64,
+    /// Progress inside regions, counted by the team as it runs: barriers
+    /// passed and worksharing constructs ended (once each), chunks of loops
+    /// taken and tasks completed. It does not depend on the team's size, and
+    /// it moves inside one long region, where regions and iterations may not
+    /// (`c/coloc_omp_record.h`, Protocol).
+    pub steps_completed: u64,
+    /// Each thread's own progress events (its barriers, construct ends,
+    /// chunks and tasks), by kernel thread id, in the order the threads first
+    /// counted; tid 0 stands for the threads past [`crate::THREAD_SLOTS`],
+    /// which share one count.
+    pub thread_steps: Vec<(u32, u64)>,
     /// CLOCK_MONOTONIC ns of the latest region start.
     pub last_region_start_ns: u64,
     /// Wall time summed over finished outermost regions, in ns.
@@ -221,6 +233,8 @@ impl DopChannel {
             regions_completed: r.regions_completed.load(Ordering::Relaxed),
             regions_managed: r.regions_managed.load(Ordering::Relaxed),
             iterations_completed: r.iterations_completed.load(Ordering::Relaxed),
+            steps_completed: steps_completed(r),
+            thread_steps: thread_steps(r),
             last_region_start_ns: r.last_region_start_ns.load(Ordering::Relaxed),
             parallel_ns: r.parallel_ns.load(Ordering::Relaxed),
             max_threads_asked: r.max_threads_asked.load(Ordering::Relaxed),
@@ -256,6 +270,34 @@ impl Drop for DopChannel {
             libc::munmap(self.map.as_ptr().cast(), RECORD_SIZE);
         }
     }
+}
+
+/// The slots threads have claimed.
+fn claimed(r: &Record) -> &[crate::record::ThreadSlot] {
+    let n = (r.nslots.load(Ordering::Acquire) as usize).min(THREAD_SLOTS);
+    &r.threads[..n]
+}
+
+/// The team's progress: its barriers and construct ends, counted once by
+/// member 0, and every thread's chunks and tasks.
+fn steps_completed(r: &Record) -> u64 {
+    let units: u64 = claimed(r)
+        .iter()
+        .map(|s| s.units.load(Ordering::Relaxed))
+        .sum();
+    r.team_sync.load(Ordering::Relaxed) + units
+}
+
+fn thread_steps(r: &Record) -> Vec<(u32, u64)> {
+    claimed(r)
+        .iter()
+        .map(|s| {
+            (
+                s.tid.load(Ordering::Relaxed),
+                s.steps.load(Ordering::Relaxed),
+            )
+        })
+        .collect()
 }
 
 fn validate(dop: u32, cpus: &[u32]) -> Result<()> {

@@ -18,8 +18,10 @@
 //! coloc and the shim talk through a small shared-memory record
 //! (`c/coloc_omp_record.h`, mirrored in `src/record.rs`): coloc writes DoP, CPUs and
 //! a heartbeat; the app writes back whether it is in a parallel region, regions
-//! and loop iterations finished, and its team size, so coloc can see serial
-//! sections and progress without hardware counters.
+//! and loop iterations finished, its team size, and what its team does inside
+//! a region (barriers, construct ends, chunks, tasks: `c/progress.c`), so
+//! coloc can see serial sections and progress without hardware counters, also
+//! inside one long region.
 //!
 //! Use:
 //! 1. [`openmp_runtime_of`] the app's executable: only [`OmpRuntime::Gomp`] is
@@ -55,5 +57,7 @@ mod runtime;
 pub use channel::{monotonic_ns, DopChannel, OmpState};
 pub use embed::{extract_shim, ld_preload_with, shim_path, SHIM_BYTES};
 pub use error::{Result, ShimError};
-pub use record::{AFFINITY_ENV, MAGIC, MAX_CPUS, RECORD_ENV, RECORD_SIZE, STALE_NS, VERSION};
+pub use record::{
+    AFFINITY_ENV, MAGIC, MAX_CPUS, RECORD_ENV, RECORD_SIZE, STALE_NS, THREAD_SLOTS, VERSION,
+};
 pub use runtime::{openmp_runtime_of, runtime_of_needed, OmpRuntime};

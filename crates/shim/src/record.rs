@@ -10,9 +10,11 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 /// `"COLOCOMP"` read as a little-endian u64.
 pub const MAGIC: u64 = 0x504d_4f43_4f4c_4f43;
 /// Layout version; the shim ignores records of another version.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 /// CPUs the record can list.
 pub const MAX_CPUS: usize = 1024;
+/// Threads with a progress slot of their own; later ones share the last.
+pub const THREAD_SLOTS: usize = 64;
 /// A heartbeat older than this (2 s) makes the shim behave as if coloc were absent.
 pub const STALE_NS: u64 = 2_000_000_000;
 /// Environment variable through which the app finds its record.
@@ -52,7 +54,23 @@ pub(crate) struct Record {
     pub last_region_start_ns: AtomicU64,
     pub parallel_ns: AtomicU64,
     pub max_threads_asked: AtomicU64,
-    pad_app: [u8; 48],
+    pub team_sync: AtomicU64,
+    pub nslots: AtomicU32,
+    pad_app0: u32,
+    pad_app: [u8; 32],
+    // per thread, app -> coloc, one cache line each
+    pub threads: [ThreadSlot; THREAD_SLOTS],
+}
+
+/// `struct coloc_omp_thread`: one thread's progress inside regions.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct ThreadSlot {
+    pub tid: AtomicU32,
+    pad0: u32,
+    pub steps: AtomicU64,
+    pub units: AtomicU64,
+    pad: [u8; 40],
 }
 
 /// Size of the record in bytes, equal to the C `sizeof`.
@@ -69,7 +87,10 @@ const _: () = {
     assert!(offset_of!(Record, owner_pid) == 4160);
     assert!(offset_of!(Record, generation_seen) == 4176);
     assert!(offset_of!(Record, parallel_ns) == 4224);
-    assert!(RECORD_SIZE == 4288);
+    assert!(offset_of!(Record, team_sync) == 4240);
+    assert!(offset_of!(Record, threads) == 4288);
+    assert!(size_of::<ThreadSlot>() == 64);
+    assert!(RECORD_SIZE == 8384);
 };
 
 #[cfg(test)]
@@ -110,6 +131,13 @@ mod tests {
             ),
             ("parallel_ns", offset_of!(Record, parallel_ns)),
             ("max_threads_asked", offset_of!(Record, max_threads_asked)),
+            ("team_sync", offset_of!(Record, team_sync)),
+            ("nslots", offset_of!(Record, nslots)),
+            ("threads", offset_of!(Record, threads)),
+            ("thread.tid", offset_of!(ThreadSlot, tid)),
+            ("thread.steps", offset_of!(ThreadSlot, steps)),
+            ("thread.units", offset_of!(ThreadSlot, units)),
+            ("thread.sizeof", size_of::<ThreadSlot>()),
             ("sizeof", RECORD_SIZE),
         ])
     }
@@ -134,12 +162,13 @@ mod tests {
         for (field, offset) in &rust {
             assert_eq!(c.get(field), Some(&(*offset as u64)), "field {field}");
         }
-        // Every C field is mirrored (the four constants are the only extras).
-        assert_eq!(c.len(), rust.len() + 4);
+        // Every C field is mirrored (the five constants are the only extras).
+        assert_eq!(c.len(), rust.len() + 5);
         assert_eq!(c["COLOC_OMP_MAGIC"], MAGIC);
         assert_eq!(c["COLOC_OMP_VERSION"], u64::from(VERSION));
         assert_eq!(c["COLOC_OMP_MAX_CPUS"], MAX_CPUS as u64);
         assert_eq!(c["COLOC_OMP_STALE_NS"], STALE_NS);
+        assert_eq!(c["COLOC_OMP_THREAD_SLOTS"], THREAD_SLOTS as u64);
     }
 
     #[test]
