@@ -49,6 +49,12 @@ pub struct ThreadSample {
     pub major_faults: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counters: Option<Counters>,
+    /// Progress events this thread counted inside OpenMP parallel regions
+    /// (barriers passed, worksharing constructs ended, chunks taken, tasks
+    /// completed; docs/signals.md, Progress inside a region), where its
+    /// runtime reports them through the DoP channel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omp_steps: Option<u64>,
 }
 
 /// One app instance's sample: all threads of all its processes.
@@ -66,6 +72,14 @@ pub struct AppSample {
     /// (NuPoCo §5.1 on machines without counters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub omp: Option<OmpSample>,
+    /// Progress inside parallel regions, counted by the app's team as it runs
+    /// (docs/signals.md, Progress inside a region): barriers passed and
+    /// worksharing constructs ended, once each, and chunks of loops taken and
+    /// tasks completed. It does not depend on the team's size, and it moves
+    /// inside one long region, where `omp`'s regions and iterations may not.
+    /// None when the runtime does not report it (no DoP channel).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omp_steps: Option<u64>,
     /// The app's own metric as it prints it while running (docs/signals.md):
     /// the workload's `metric` regex applied to each output line as it
     /// appears; None when the app has no metric or printed no match yet.
@@ -199,5 +213,31 @@ mod tests {
             }
             assert!(a.thread(5).is_none());
         }
+    }
+
+    /// Traces written before progress inside regions was reported still
+    /// read (the fields are absent: None), and a sample without it writes
+    /// none of it.
+    #[test]
+    fn samples_without_in_region_progress_still_read() {
+        let old = r#"{"app":{"app":0,"rep":0},"pid":7,"threads":[{"pid":7,"tid":7,"cpu":0,
+            "run_ns":1,"wait_ns":0,"voluntary_switches":0,"involuntary_switches":0,
+            "minor_faults":0,"major_faults":0}],"rss_bytes":0,
+            "omp":{"in_parallel":true,"team_size":2,"regions_completed":0,
+            "iterations_completed":0,"parallel_ns":0}}"#;
+        let s: AppSample = serde_json::from_str(old).unwrap();
+        assert_eq!((s.omp_steps, s.threads[0].omp_steps), (None, None));
+        let written = serde_json::to_string(&s).unwrap();
+        assert!(!written.contains("omp_steps"), "{written}");
+        let new = AppSample {
+            omp_steps: Some(12),
+            threads: vec![ThreadSample {
+                omp_steps: Some(7),
+                ..ThreadSample::default()
+            }],
+            ..s
+        };
+        let back: AppSample = serde_json::from_str(&serde_json::to_string(&new).unwrap()).unwrap();
+        assert_eq!(back, new);
     }
 }

@@ -228,40 +228,47 @@ impl Machine for SimMachine {
         let apps = e
             .apps()
             .iter()
-            .map(|a| AppSample {
-                app: a.id,
-                pid: a.pid,
-                rss_bytes: a.rss_bytes(),
-                omp: a.omp(),
-                metric: live
-                    .iter_mut()
-                    .find(|l| l.app == a.id)
-                    .and_then(|l| l.report(a, now_ns)),
-                threads: a
-                    .threads
-                    .iter()
-                    .map(|t| {
-                        let s = &t.stats;
-                        ThreadSample {
-                            pid: a.pid,
-                            tid: t.tid,
-                            cpu: Some(e.cpu_of(t)),
-                            run_ns: (s.run_s * 1e9) as u64,
-                            wait_ns: (s.wait_s * 1e9) as u64,
-                            voluntary_switches: s.voluntary as u64,
-                            involuntary_switches: s.involuntary as u64,
-                            migrations: Some(s.migrations),
-                            minor_faults: 0,
-                            major_faults: 0,
-                            counters: Some(Counters {
-                                cycles: Some(s.cycles as u64),
-                                instructions: Some(s.instructions as u64),
-                                llc_references: Some(s.llc_refs as u64),
-                                llc_misses: Some(s.llc_misses as u64),
-                            }),
-                        }
-                    })
-                    .collect(),
+            .map(|a| {
+                let steps = a.omp_steps();
+                let thread_steps = |k: usize| steps.as_ref().and_then(|s| s.1.get(k).copied());
+                AppSample {
+                    app: a.id,
+                    pid: a.pid,
+                    rss_bytes: a.rss_bytes(),
+                    omp: a.omp(),
+                    omp_steps: steps.as_ref().map(|s| s.0),
+                    metric: live
+                        .iter_mut()
+                        .find(|l| l.app == a.id)
+                        .and_then(|l| l.report(a, now_ns)),
+                    threads: a
+                        .threads
+                        .iter()
+                        .enumerate()
+                        .map(|(k, t)| {
+                            let s = &t.stats;
+                            ThreadSample {
+                                pid: a.pid,
+                                tid: t.tid,
+                                cpu: Some(e.cpu_of(t)),
+                                run_ns: (s.run_s * 1e9) as u64,
+                                wait_ns: (s.wait_s * 1e9) as u64,
+                                voluntary_switches: s.voluntary as u64,
+                                involuntary_switches: s.involuntary as u64,
+                                migrations: Some(s.migrations),
+                                minor_faults: 0,
+                                major_faults: 0,
+                                counters: Some(Counters {
+                                    cycles: Some(s.cycles as u64),
+                                    instructions: Some(s.instructions as u64),
+                                    llc_references: Some(s.llc_refs as u64),
+                                    llc_misses: Some(s.llc_misses as u64),
+                                }),
+                                omp_steps: thread_steps(k),
+                            }
+                        })
+                        .collect(),
+                }
             })
             .collect();
         self.live = live;

@@ -204,3 +204,40 @@ fn native_alone_keeps_pace_with_equal_on_intel72() {
         );
     }
 }
+
+/// Progress inside regions, as the DoP channel reports it on Linux
+/// (docs/signals.md): a model with barriers counts them while its one
+/// parallel phase runs (each thread its own, the team's as member 0 counts
+/// them), a model without barriers counts none, as a region without barriers
+/// or worksharing constructs shows none on Linux. kvm-2cpu, 2 threads each.
+#[test]
+fn omp_steps_count_barriers_inside_the_region() {
+    let mut m = SimMachine::new(platform("kvm-2cpu").unwrap(), 1);
+    let ids = [AppId { app: 0, rep: 0 }, AppId { app: 1, rep: 0 }];
+    for (id, name) in ids.iter().zip(["kernel-barrier", "kernel-compute"]) {
+        let mut spec = app_spec(name, 2);
+        spec.model = Some(name.into());
+        m.launch(LaunchRequest {
+            id: *id,
+            spec: &spec,
+            threads: 2,
+            plan: &AppPlan::native(*id),
+        })
+        .unwrap();
+    }
+    advance(&mut m, Duration::from_millis(500));
+    let a = m.observe().unwrap();
+    advance(&mut m, Duration::from_millis(1000));
+    let b = m.observe().unwrap();
+    let (barrier_a, barrier_b) = (a.app(ids[0]).unwrap(), b.app(ids[0]).unwrap());
+    assert!(barrier_b.omp.as_ref().unwrap().in_parallel);
+    let (sa, sb) = (barrier_a.omp_steps.unwrap(), barrier_b.omp_steps.unwrap());
+    assert!(sb > sa && sa > 0, "{sa} {sb}");
+    for t in &barrier_b.threads {
+        let own = t.omp_steps.expect("each thread's count");
+        // Both members pass every barrier, at the team's pace.
+        assert!(own.abs_diff(sb) <= sb / 100 + 1, "{own} vs the team's {sb}");
+    }
+    let compute = b.app(ids[1]).unwrap();
+    assert_eq!(compute.omp_steps, Some(0));
+}

@@ -17,7 +17,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use coloc_model::{AppId, CpuSet, OmpSample};
+use coloc_model::{AppId, AppSample, CpuSet, OmpSample};
 use coloc_shim::{
     extract_shim, ld_preload_with, monotonic_ns, openmp_runtime_of, shim_path, DopChannel,
     OmpRuntime, AFFINITY_ENV, RECORD_ENV,
@@ -49,6 +49,32 @@ pub(crate) struct Managed {
     cpus: Vec<u32>,
     /// (generation, DoP) of recent `set`s, to tell which DoP the app has seen.
     sets: Vec<(u64, u32)>,
+}
+
+/// One reading of the record: the OpenMP sample and the progress inside
+/// regions (docs/signals.md, Progress inside a region).
+#[derive(Debug)]
+pub(crate) struct OmpReport {
+    pub omp: OmpSample,
+    /// The team's progress count.
+    pub steps: u64,
+    /// Each thread's own count by tid; tid 0 is the slot shared by threads
+    /// past the record's slots, which no thread sample gets.
+    pub thread_steps: Vec<(u32, u64)>,
+}
+
+impl OmpReport {
+    /// Puts the report into the app's sample: its OpenMP sample, the team's
+    /// progress and each listed thread's own.
+    pub fn fill(self, sample: &mut AppSample) {
+        sample.omp = Some(self.omp);
+        sample.omp_steps = Some(self.steps);
+        for (tid, steps) in self.thread_steps {
+            if let Some(t) = sample.threads.iter_mut().find(|t| t.tid == tid && tid != 0) {
+                t.omp_steps = Some(steps);
+            }
+        }
+    }
 }
 
 /// What a launch needs: the control and the environment changes.
@@ -244,7 +270,7 @@ impl DopControl {
     }
 
     /// What the app reported through the record; None without a channel.
-    pub fn sample(&self) -> Option<OmpSample> {
+    pub fn sample(&self) -> Option<OmpReport> {
         let DopControl::Managed(m) = self else {
             return None;
         };
@@ -254,14 +280,18 @@ impl DopControl {
             .iter()
             .find(|(g, _)| *g == s.generation_seen)
             .map(|(_, d)| *d);
-        Some(OmpSample {
-            in_parallel: s.in_parallel > 0,
-            team_size: s.team_size,
-            regions_completed: s.regions_completed,
-            iterations_completed: s.iterations_completed,
-            parallel_ns: s.parallel_ns,
-            max_threads_asked: s.max_threads_asked,
-            dop_seen,
+        Some(OmpReport {
+            omp: OmpSample {
+                in_parallel: s.in_parallel > 0,
+                team_size: s.team_size,
+                regions_completed: s.regions_completed,
+                iterations_completed: s.iterations_completed,
+                parallel_ns: s.parallel_ns,
+                max_threads_asked: s.max_threads_asked,
+                dop_seen,
+            },
+            steps: s.steps_completed,
+            thread_steps: s.thread_steps,
         })
     }
 
@@ -326,7 +356,7 @@ mod tests {
         shell.control.apply(Some(1), vec![0], &mut refused);
         assert!(refused.is_empty(), "{refused:?}");
         let sample = shell.control.sample().expect("a channel");
-        assert_eq!(sample.dop_seen, None, "no program took it");
+        assert_eq!(sample.omp.dop_seen, None, "no program took it");
         shell.control.remove();
 
         let mut missing = prepare(&launch("coloc-no-such-program"));
@@ -337,6 +367,35 @@ mod tests {
         assert_eq!(refused.len(), 1, "{refused:?}");
         assert!(refused[0].contains("not managed"), "{refused:?}");
         assert!(refused[0].contains("not found on PATH"), "{refused:?}");
-        assert_eq!(missing.control.sample(), None);
+        assert!(missing.control.sample().is_none());
+    }
+
+    /// The record's counts go into the app's sample: the team's, and each
+    /// listed thread's own by tid; the shared last slot (tid 0) and threads
+    /// the record does not list get none.
+    #[test]
+    fn a_report_fills_the_team_and_thread_progress() {
+        use coloc_model::ThreadSample;
+        let thread = |tid| ThreadSample {
+            tid,
+            ..ThreadSample::default()
+        };
+        let mut sample = AppSample {
+            threads: vec![thread(10), thread(11), thread(12)],
+            ..AppSample::default()
+        };
+        let report = OmpReport {
+            omp: OmpSample {
+                team_size: 2,
+                ..OmpSample::default()
+            },
+            steps: 42,
+            thread_steps: vec![(10, 30), (11, 28), (0, 5)],
+        };
+        report.fill(&mut sample);
+        assert_eq!(sample.omp.map(|o| o.team_size), Some(2));
+        assert_eq!(sample.omp_steps, Some(42));
+        let own: Vec<Option<u64>> = sample.threads.iter().map(|t| t.omp_steps).collect();
+        assert_eq!(own, [Some(30), Some(28), None]);
     }
 }

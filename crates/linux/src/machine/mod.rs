@@ -529,7 +529,7 @@ impl Machine for LinuxMachine {
             .map(|i| {
                 i.dop.heartbeat();
                 let pid = i.pid();
-                let omp = i.dop.sample();
+                let report = i.dop.sample();
                 let mut sample = sample::sample_app(
                     proc,
                     i.id,
@@ -537,9 +537,12 @@ impl Machine for LinuxMachine {
                     &i.tracker,
                     &mut i.last_samples,
                     counters,
-                    omp,
+                    None,
                     &mut budget,
                 );
+                if let Some(r) = report {
+                    r.fill(&mut sample);
+                }
                 sample.metric = i.live_metric.as_mut().and_then(|m| m.poll());
                 sample
             })

@@ -82,6 +82,7 @@ pub(crate) fn sample_thread(
         minor_faults: stat.minflt,
         major_faults: stat.majflt,
         counters: counters.read(task),
+        omp_steps: None,
     })
 }
 
@@ -147,6 +148,7 @@ pub(crate) fn sample_app(
         threads,
         rss_bytes,
         omp,
+        omp_steps: None,
         metric: None,
     }
 }

@@ -511,6 +511,7 @@ impl Script {
                 rss_bytes: 0,
                 metric: None,
                 omp: None::<OmpSample>,
+                omp_steps: None,
             }],
         };
         self.prev = self.last.replace(obs);

@@ -155,4 +155,45 @@ impl SimApp {
             dop_seen: self.malleable.then_some(self.dop),
         })
     }
+
+    /// Progress inside parallel regions as the DoP channel counts it
+    /// (docs/signals.md, Progress inside a region): the barriers each thread
+    /// passed, and the team's count, which member 0 keeps (the main thread
+    /// here, as in the shim). A thread passes `barriers_per_ginstr` barriers
+    /// per 10^9 of its instructions in parallel phases; the main thread's
+    /// instructions include the serial phases', which it ran alone, so those
+    /// are taken off. Models without barriers count nothing, as a region
+    /// without barriers or worksharing constructs shows nothing on Linux.
+    /// Each thread's count is in the order of `threads`. None for models
+    /// that are not OpenMP programs.
+    pub fn omp_steps(&self) -> Option<(u64, Vec<u64>)> {
+        if !self.model.openmp {
+            return None;
+        }
+        let phases = &self.model.phases;
+        let done = &phases[..self.phase.min(phases.len())];
+        let mut serial: f64 = done
+            .iter()
+            .filter(|p| p.kind == PhaseKind::Serial)
+            .map(|p| p.ginstr * 1e9)
+            .sum();
+        if let Some(p) = phases
+            .get(self.phase)
+            .filter(|p| p.kind == PhaseKind::Serial)
+        {
+            serial += (p.ginstr * 1e9 - self.remaining).max(0.0);
+        }
+        let per_instr = self.model.barriers_per_ginstr * 1e-9;
+        let threads: Vec<u64> = self
+            .threads
+            .iter()
+            .enumerate()
+            .map(|(k, t)| {
+                let own = if k == 0 { serial } else { 0.0 };
+                ((t.stats.instructions - own).max(0.0) * per_instr) as u64
+            })
+            .collect();
+        let team = threads.first().copied().unwrap_or(0);
+        Some((team, threads))
+    }
 }
