@@ -11,8 +11,9 @@
 //! Approach: each malleable app in a parallel section climbs on its own. When
 //! two consecutive observations show it running at the DoP it was last given
 //! (OpenMP applies a new DoP at its next region, so until then there is nothing
-//! to judge), its progress rate — worksharing iterations (or regions) per second
-//! — is compared with the rate at its previous DoP: if it improved, the app
+//! to judge), its progress rate — worksharing iterations (or regions, or, in a
+//! region too long for either to move, progress inside it) per second, in the
+//! same unit — is compared with the rate at its previous DoP: if it improved, the app
 //! keeps going the same way, otherwise it turns around; then it moves one step
 //! (`step` cores). A new app starts from an equal share. When the requests add
 //! up to more than the free cores, all are scaled down in proportion. Cores are
@@ -36,7 +37,7 @@ use std::time::Duration;
 use coloc_model::{AppId, AppPlan, AppView, Plan, Trigger, View};
 
 use crate::cores::board::{current_cores, reserve, Board, Levers, Need};
-use crate::cores::sample::section_sample;
+use crate::cores::sample::{section_sample, Unit};
 use crate::cores::{pin_team, CoreMap};
 use crate::Policy;
 
@@ -56,8 +57,9 @@ struct Climb {
     dop: u32,
     /// +1 or −1.
     dir: i32,
-    /// The last DoP it was measured at, and its progress rate there.
-    last: Option<(u32, f64)>,
+    /// The last DoP it was measured at, its progress rate there and what
+    /// the rate counts.
+    last: Option<(u32, f64, Option<Unit>)>,
     /// Time of the last observation used.
     seen: Option<Duration>,
 }
@@ -120,14 +122,19 @@ impl Scalability {
             return c.dop;
         }
         c.seen = at;
-        let rate = section_sample(map, view, app)
-            .filter(|s| s.team_size == c.dop)
-            .and_then(|s| s.progress);
-        let Some(rate) = rate else { return c.dop };
-        if c.last.is_some_and(|(d, r)| d != c.dop && rate <= r) {
+        let sample = section_sample(map, view, app).filter(|s| s.team_size == c.dop);
+        let Some((rate, unit)) = sample.and_then(|s| Some((s.progress?, s.unit))) else {
+            return c.dop;
+        };
+        // Rates in different units are not compared: a step measured in
+        // regions and the next only in progress inside a region (a longer
+        // region) keeps the direction.
+        if c.last
+            .is_some_and(|(d, r, u)| d != c.dop && u == unit && rate <= r)
+        {
             c.dir = -c.dir;
         }
-        c.last = Some((c.dop, rate));
+        c.last = Some((c.dop, rate, unit));
         let bound = |dir: i32| {
             (i64::from(c.dop) + i64::from(dir) * i64::from(step)).clamp(1, i64::from(max.max(1)))
                 as u32
@@ -187,7 +194,7 @@ impl Policy for Scalability {
                 c.dop = got.len().max(1) as u32;
             }
             let _ = write!(note, "; {} dop {}", a.id, got.len());
-            if let Some(Some((d, r))) = self.climbs.get(&a.id).map(|c| c.last) {
+            if let Some(Some((d, r, _))) = self.climbs.get(&a.id).map(|c| c.last) {
                 let _ = write!(note, " ({r:.3e}/s at {d})");
             }
         }

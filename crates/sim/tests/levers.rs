@@ -106,3 +106,48 @@ fn a_one_region_program_gets_both_cpus_once_its_co_runner_left() {
         );
     }
 }
+
+/// NuPoCo's fallback without counters on the one-region program alone: its
+/// lever is stuck (the half window's DoP cannot reach a team that is already
+/// running), so the half window is taken by placement, the team's two threads
+/// on one CPU; the two progress rates fit an MRR ("via progress-fit"). Before,
+/// the stuck team kept both CPUs, the half window never saw fewer busy cores,
+/// and the program ended with no estimate (or "unmeasured" after the 3 s
+/// timeout, had it run longer). EP is compute-bound: its MRR comes out 0.
+#[test]
+fn nupoco_profiles_a_one_region_program_without_counters() {
+    use coloc_policy::nupoco::{Nupoco, NupocoConfig, Variant};
+    let alone = WORKLOAD.split("[[app]]\nname = \"early\"").next().unwrap();
+    let w = parse_workload("one-region.toml", alone).unwrap();
+    assert_eq!(w.apps.len(), 1);
+    let mut m = SimMachine::new(platform("kvm-2cpu").unwrap(), 1).with_models(models());
+    let cfg = NupocoConfig {
+        use_counters: false,
+        ..NupocoConfig::default()
+    };
+    let mut p = Nupoco::new(cfg, Variant::Full, None);
+    let opts = RunOptions::simulated(w.epoch.unwrap(), 1);
+    let mut trace = Vec::new();
+    run(&mut m, &mut p, &w, &opts, &mut trace).unwrap();
+    let notes: Vec<&str> = trace
+        .iter()
+        .filter_map(|e| match e {
+            TraceEvent::Plan { plan, .. } => Some(plan.note.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("0.0 profiling (half share) on 1 core(s)")),
+        "{notes:#?}"
+    );
+    assert!(
+        notes.iter().all(|n| !n.contains("unmeasured")),
+        "{notes:#?}"
+    );
+    assert!(
+        notes.iter().any(|n| n.contains("via progress-fit")),
+        "{notes:#?}"
+    );
+}

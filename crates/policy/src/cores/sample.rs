@@ -24,9 +24,28 @@ pub struct SectionSample {
     /// running, so this is MRR · CPU Util in the model's terms (§5.1 reads LLC
     /// misses per cycle, the same up to the clock rate).
     pub request_rate: Option<f64>,
-    /// Worksharing iterations per second, or parallel regions per second when
-    /// the runtime reports no iterations; None when neither advanced.
+    /// Progress per second and what it counts (the first of [`Unit`]'s
+    /// that advanced); None when none did.
     pub progress: Option<f64>,
+    /// What `progress` counts.
+    pub unit: Option<Unit>,
+}
+
+/// What a section's progress rate counts, in the order they are tried: the
+/// first that advanced over the interval. Rates in different units are never
+/// compared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Worksharing iterations the runtime reported.
+    Iterations,
+    /// Parallel regions completed.
+    Regions,
+    /// Progress inside regions (`AppSample::omp_steps`: barriers passed,
+    /// constructs ended, chunks taken, tasks completed): what a program
+    /// whose work is one long region shows while it runs, where it has no
+    /// region boundaries or loop ends to count (docs/signals.md, Progress
+    /// inside a region).
+    Steps,
 }
 
 /// The sample of `app` between `view.prev` and `view.last`, if both saw it in
@@ -70,13 +89,25 @@ pub(crate) fn section_sample(map: &CoreMap, view: &View<'_>, app: AppId) -> Opti
         .iterations_completed
         .saturating_sub(oa.iterations_completed);
     let regions = ob.regions_completed.saturating_sub(oa.regions_completed);
-    let done = if iterations > 0 { iterations } else { regions };
+    let steps = b
+        .omp_steps
+        .zip(a.omp_steps)
+        .map_or(0, |(y, x)| y.saturating_sub(x));
+    let (unit, done) = [
+        (Unit::Iterations, iterations),
+        (Unit::Regions, regions),
+        (Unit::Steps, steps),
+    ]
+    .into_iter()
+    .find(|(_, n)| *n > 0)
+    .unzip();
     Some(SectionSample {
         from: prev.at,
         to: last.at,
         team_size: ob.team_size,
         layout: map.per_node(&cores),
         request_rate: hw.then(|| misses as f64 / (run_ns as f64 * 1e-9)),
-        progress: (done > 0).then(|| done as f64 / secs),
+        progress: done.map(|n| n as f64 / secs),
+        unit,
     })
 }

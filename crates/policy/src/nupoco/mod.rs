@@ -57,7 +57,7 @@ pub use self::profile::{Estimate, Method, Step};
 use coloc_model::queueing::NumaSystem;
 
 use crate::cores::board::{current_cores, reserve, Board, Levers, Need};
-pub use crate::cores::sample::SectionSample;
+pub use crate::cores::sample::{SectionSample, Unit};
 pub use crate::cores::Level;
 use crate::cores::{pin_team, CoreMap};
 use crate::{Policy, PolicyContext};
@@ -285,7 +285,8 @@ impl Policy for Nupoco {
 impl Nupoco {
     /// What each running app needs this decision, after its section track
     /// (§5.1) and its DoP lever have seen the latest observation: an app whose
-    /// lever has not acted keeps cores for the team it runs.
+    /// lever has not acted keeps cores for the team it runs, unless its
+    /// section is being profiled.
     fn needs<'v>(&mut self, model: &Model<'_>, view: &View<'v>) -> Vec<(&'v AppView, Need)> {
         self.tracks
             .retain(|id, _| view.apps.iter().any(|a| a.id == *id));
@@ -295,11 +296,26 @@ impl Nupoco {
         open_next(&mut self.tracks, view.now);
         self.levers.retain(view);
         view.running()
-            .map(|a| match self.levers.stuck(model.map, view, a) {
-                Some(team) => (a, Need::Fixed { threads: team }),
-                None => (a, self.need(a)),
+            .map(|a| {
+                let stuck = self.levers.stuck(model.map, view, a);
+                match stuck.filter(|_| !self.profiling(a.id)) {
+                    Some(team) => (a, Need::Fixed { threads: team }),
+                    None => (a, self.need(a)),
+                }
             })
             .collect()
+    }
+
+    /// Whether the app's section holds the profiling window. A section whose
+    /// DoP lever is stuck (one long region: the half window's DoP cannot
+    /// reach its team) is profiled all the same, by placement: the window
+    /// puts its team on the share's cores, the half window on half of them,
+    /// at once, and its progress inside the region (`Unit::Steps` where
+    /// nothing else moves) gives the two rates the fit compares.
+    fn profiling(&self, app: AppId) -> bool {
+        self.tracks
+            .get(&app)
+            .is_some_and(|t| matches!(t.phase(), Phase::Profiling(_)))
     }
 
     /// The apps in parallel sections, split into those being profiled (with

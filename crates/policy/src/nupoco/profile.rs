@@ -21,13 +21,17 @@
 //! two degrees of parallelism: the window runs at the full share, a second
 //! window at half of it (half of each node's cores, so the memory nodes stay the
 //! same and only the load per node changes), and the ratio of the two progress
-//! rates (iterations per second from consecutive observations) is matched by
-//! the model's speedup (`NumaSystem::mrr_from_speedup`). The method used is
+//! rates (iterations per second from consecutive observations, else regions,
+//! else progress inside regions: `cores::sample::Unit`; the two in one unit)
+//! is matched by the model's speedup (`NumaSystem::mrr_from_speedup`). The method used is
 //! kept with the estimate and shown in every plan note. A DoP change reaches an
 //! OpenMP app at its next parallel region, so the half window waits (up to
 //! `profile_timeout`) for a sample with fewer busy cores; if none comes, the app
 //! is marked unmeasured and treated as CPU-bound (MRR 0) until it is profiled
-//! again — progress alone cannot say more.
+//! again — progress alone cannot say more. A section in one long region,
+//! whose DoP lever is stuck, gets its windows by placement instead (its team
+//! on half the cores: `Nupoco::profiling`), so its busy cores shrink at once;
+//! its progress then comes from inside the region.
 //!
 //! Memory placement. The window gives the app cores on every memory node so
 //! that first touch spreads its data as a solo run would (§5.1); the model then
@@ -51,7 +55,7 @@ use std::time::Duration;
 use coloc_model::{AppId, AppView, Trigger, View};
 
 use super::Model;
-use crate::cores::sample::{section_sample, SectionSample};
+use crate::cores::sample::{section_sample, SectionSample, Unit};
 
 /// How an app's memory request rate was obtained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,11 +106,12 @@ impl Step {
     }
 }
 
-/// A progress rate at a layout (busy cores per node).
+/// A progress rate at a layout (busy cores per node), and what it counts.
 #[derive(Clone, Debug, PartialEq)]
 struct Point {
     layout: Vec<u32>,
     progress: f64,
+    unit: Option<Unit>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -250,7 +255,17 @@ impl Track {
         let point = Point {
             layout: s.layout.clone(),
             progress: s.progress?,
+            unit: s.unit,
         };
+        // Rates in different units say nothing of each other: a section
+        // that counted regions at the full share and only steps inside a
+        // region at the half is measured again from the full share.
+        if w.full.as_ref().is_some_and(|f| f.unit != point.unit) {
+            w.full = None;
+            w.step = Step::Full;
+            w.since = now;
+            return None;
+        }
         match (w.step, &w.full) {
             (Step::Full, _) | (Step::Half, None) => {
                 w.full = Some(point);

@@ -334,13 +334,18 @@ struct Actor {
     in_parallel: bool,
     team: usize,
     rates: Rates,
+    /// Its work is one long region: no region ends and no loop iterations
+    /// are reported while it runs; its progress shows only inside the region
+    /// (`AppSample::omp_steps`).
+    one_region: bool,
 }
 
 /// The next observation: every actor's first `team` threads ran the whole
 /// interval on the first CPU the last plan gave them; counters advance by the
 /// actor's rates at that layout, and a parallel section that progresses ends a
-/// region. Progress is counted in millionths of an
-/// iteration so integers keep the precision.
+/// region (a one-region actor's progress counts steps inside its region
+/// instead). Progress is counted in millionths of an iteration so integers
+/// keep the precision.
 fn observe(
     map: &CoreMap,
     prev: Option<&Observation>,
@@ -402,20 +407,23 @@ fn observe(
                     }
                 })
                 .collect();
+            let done = if x.in_parallel {
+                (progress * 1e6 * dt.as_secs_f64()) as u64
+            } else {
+                0
+            };
+            let (done, steps) = if x.one_region { (0, done) } else { (done, 0) };
             let iters = before
                 .and_then(|b| b.omp.as_ref())
                 .map_or(0, |o| o.iterations_completed)
-                + if x.in_parallel {
-                    (progress * 1e6 * dt.as_secs_f64()) as u64
-                } else {
-                    0
-                };
+                + done;
+            let steps = before.and_then(|b| b.omp_steps).unwrap_or(0) + steps;
             // Short regions (NPB's loop nests): one ends in every interval
             // of progress in a parallel section.
             let regions = before
                 .and_then(|b| b.omp.as_ref())
                 .map_or(0, |o| o.regions_completed)
-                + u64::from(x.in_parallel && progress > 0.0);
+                + u64::from(x.in_parallel && progress > 0.0 && !x.one_region);
             AppSample {
                 app: x.app.id,
                 pid: x.app.threads[0],
@@ -425,8 +433,12 @@ fn observe(
                     team_size: x.team as u32,
                     regions_completed: regions,
                     iterations_completed: iters,
+                    // A one-region actor answers on the DoP channel, so its
+                    // lever is judged (and found stuck).
+                    dop_seen: x.one_region.then_some(x.team as u32),
                     ..OmpSample::default()
                 }),
+                omp_steps: Some(steps),
                 ..AppSample::default()
             }
         })
@@ -498,6 +510,7 @@ fn parallel_actor(index: u32, threads: u32, rates: Rates) -> Actor {
         in_parallel: true,
         team: threads as usize,
         rates,
+        one_region: false,
     }
 }
 
@@ -507,6 +520,7 @@ fn serial_actor(a: AppView) -> Actor {
         in_parallel: false,
         team: 1,
         rates: Box::new(|_| (0.0, 0.0)),
+        one_region: false,
     }
 }
 
@@ -615,6 +629,61 @@ fn fallback_times_out_unmeasured() {
         Some((0.0, Method::Unmeasured))
     );
     assert!(plans.last().unwrap().note.contains("via unmeasured"));
+}
+
+/// A program whose work is one long region (amd-8node, no counters): its
+/// team of 48 started before NuPoCo's window and keeps its size whatever DoP
+/// is asked (`keep_team`), no region ends and no loop iteration is reported;
+/// only its progress inside the region moves. Its DoP lever is stuck (the
+/// team of 48 is not the 47 asked), yet the windows run by placement: the
+/// full share (47 cores) to 1.15 s, then the half (24 cores: 48 threads on
+/// them, two per core) to 1.30 s, and the ratio of the two rates of steps
+/// fits the model's MRR back, where before the half window never saw fewer
+/// busy cores and the app ended "unmeasured" (treated as CPU-bound).
+#[test]
+fn one_long_region_is_profiled_from_its_progress_inside_the_region() {
+    let topo = &fixture_topologies()[1];
+    let map = CoreMap::new(topo);
+    let keep_team = |_: usize, _: Option<&AppPlan>, team: usize| team;
+    for true_mrr in [2e5, 2e7] {
+        let mut actors = vec![
+            Actor {
+                one_region: true,
+                ..parallel_actor(0, 48, model_rates(topo, true_mrr))
+            },
+            serial_actor(app(1, 4, true)),
+        ];
+        let mut p = Nupoco::new(NupocoConfig::default(), Variant::Full, None);
+        let times = [1000, 1050, 1100, 1150, 1200, 1250, 1300, 1350, 1400];
+        let plans = drive(&mut p, topo, &mut actors, &times, false, keep_team);
+        let a0 = |k: usize| cores_of(&map, plans[k].for_app(id(0)).unwrap());
+        assert_eq!(a0(2), 47, "{}", plans[2].note);
+        assert_eq!(a0(3), 24, "{}", plans[3].note);
+        assert!(
+            plans[5]
+                .note
+                .contains("profiling (half share) on 24 core(s)"),
+            "{}",
+            plans[5].note
+        );
+        let e = p.estimate(id(0)).unwrap();
+        assert_eq!(e.method, Method::ProgressFit, "{}", plans[6].note);
+        assert!(
+            (e.mrr - true_mrr).abs() < 1e-3 * true_mrr,
+            "{true_mrr}: {e:?}"
+        );
+        assert!(
+            plans[6].note.contains("via progress-fit"),
+            "{}",
+            plans[6].note
+        );
+        // Measured, it is sized as a stuck team again: cores for its 48.
+        assert!(
+            plans[8].note.contains("0.0 fixed on 47 core(s)"),
+            "{}",
+            plans[8].note
+        );
+    }
 }
 
 /// Two apps enter parallel sections at the same decision (amd-8node, 1.00 s,
@@ -875,6 +944,7 @@ fn climbing_next_to_serial() -> Vec<Actor> {
                 let d = f64::from(l.iter().sum::<u32>());
                 (0.0, 1e6 - (d - 44.0).powi(2) * 1e3)
             }),
+            one_region: false,
         },
         serial_actor(app(1, 2, true)),
     ]
@@ -1034,6 +1104,7 @@ proptest! {
                     in_parallel: omp && par,
                     team: if is_running { team.min(n) as usize } else { 0 },
                     rates: model_rates(topo, mrr),
+                    one_region: false,
                 }
             }).collect()
         };
@@ -1046,6 +1117,7 @@ proptest! {
             for t in [1000u64, 1100, 1250] {
                 let present: Vec<Actor> = actors.iter().filter(|a| a.app.is_running()).map(|a| Actor {
                     app: a.app.clone(), in_parallel: a.in_parallel, team: a.team, rates: model_rates(topo, mrr),
+                    one_region: a.one_region,
                 }).collect();
                 let obs = observe(&map, last.as_ref(), ms(t), &present, hw);
                 let prev = last.replace(obs);
