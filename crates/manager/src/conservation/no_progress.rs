@@ -4,8 +4,8 @@
 //!
 //! An app's *progress counters* are what its OpenMP runtime reports through
 //! the DoP channel (regions, worksharing iterations, `omp_get_max_threads()`
-//! calls outside regions) and the lines of its own metric it printed
-//! (docs/signals.md). Over an interval, an OpenMP app made *no progress* when
+//! calls outside regions, progress inside regions: `AppSample::omp_steps`)
+//! and the lines of its own metric it printed (docs/signals.md). Over an interval, an OpenMP app made *no progress* when
 //! it was inside a parallel region at both observations with no region ended
 //! between them, none of its counters moved, and its threads had more CPU
 //! time than one thread can have, by more than [`super::IDLE_BELOW`] of the
@@ -14,10 +14,11 @@
 //! the CPU time beyond it is burnt by waiters.
 //!
 //! A counter that moves only when a region ends says nothing about the
-//! inside of a long region (libgomp's iteration count is added at the
-//! region's end), so the check judges only apps whose counters have been
-//! seen to move inside one region before, in this run: that is the evidence
-//! that silence inside a region means no progress, and not no report.
+//! inside of a long region (a region with no barrier, worksharing construct
+//! or task inside reports nothing until it ends), so the check judges only
+//! apps whose counters have been seen to move inside one region before, in
+//! this run: that is the evidence that silence inside a region means no
+//! progress, and not no report.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -35,12 +36,13 @@ pub struct NoProgressFinding {
 }
 
 /// The progress counters of a sample, None without the DoP channel's report.
-fn counters(s: &AppSample) -> Option<[u64; 4]> {
+fn counters(s: &AppSample) -> Option<[u64; 5]> {
     let omp = s.omp.as_ref()?;
     Some([
         omp.regions_completed,
         omp.iterations_completed,
         omp.max_threads_asked,
+        s.omp_steps.unwrap_or(0),
         s.metric.map_or(0, |m| m.lines),
     ])
 }

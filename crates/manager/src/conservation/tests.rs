@@ -318,6 +318,48 @@ fn in_region(at_ms: u64, iterations: u64, run_ms: u64) -> Observation {
     with_omp(o, true, 2, 5, iterations)
 }
 
+/// A team of 2 on both CPUs inside region 5 that reports no iterations, only
+/// its progress inside the region (`omp_steps`, docs/signals.md).
+fn in_region_steps(at_ms: u64, steps: u64, run_ms: u64) -> Observation {
+    let mut o = in_region(at_ms, 0, run_ms);
+    o.apps[0].omp_steps = Some(steps);
+    o
+}
+
+/// Progress inside one long region counts: a team whose steps move is not
+/// burning CPU for nothing, and steps seen to move are the evidence that a
+/// team whose steps stop (spinning at a barrier) is. Before, such a team's
+/// counters never moved inside its region and it was never judged.
+#[test]
+fn progress_inside_a_region_is_a_progress_counter() {
+    let topo = kvm();
+    let app = [asked_for_two(Placement::Unmanaged)];
+    let mut c = Conservation::default();
+    for (from, to, a, b) in [(100, 200, 10, 20), (200, 300, 20, 30)] {
+        let found = c.check(
+            &topo,
+            &app,
+            &in_region_steps(from, a, from),
+            &in_region_steps(to, b, to),
+        );
+        assert!(found.events.is_empty(), "{from}: {:?}", found.events);
+    }
+    let stalled = |c: &mut Conservation, at: u64| {
+        c.check(
+            &topo,
+            &app,
+            &in_region_steps(at - 100, 30, at - 100),
+            &in_region_steps(at, 30, at),
+        )
+    };
+    assert!(
+        stalled(&mut c, 400).events.is_empty(),
+        "one interval of grace"
+    );
+    let found = stalled(&mut c, 500);
+    assert_eq!(found.started, vec![(AppId::default(), Waste::NoProgress)]);
+}
+
 /// The waste of a spinning team: both threads busy inside one region and no
 /// counter moving, once the counters have been seen to move inside a region.
 #[test]
