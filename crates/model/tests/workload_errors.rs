@@ -11,7 +11,7 @@ const BAD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/workloads
 /// (file, line, field path, part of the message)
 const CASES: &[(&str, usize, Option<&str>, &str)] = &[
     ("unknown-key", 6, Some("app \"a\".thread"), "unknown key `thread` in [[app]]; did you mean `threads`? the valid keys are: name, command, model, threads,"),
-    ("unknown-top-key", 2, Some("apps"), "unknown key `apps` in the workload file; did you mean `app`? the valid keys are: name, epoch, app"),
+    ("unknown-top-key", 2, Some("apps"), "unknown key `apps` in the workload file; did you mean `app`? the valid keys are: name, epoch, suite, app"),
     ("unknown-metric-key", 6, Some("app \"a\".metric.regexp"), "did you mean `regex`? the valid keys are: regex, higher_is_better, unit, file"),
     ("negative-threads", 4, Some("app \"a\".threads"), "expected a whole number from 0 to 4096 (0 = one per usable CPU), found -2"),
     ("too-many-threads", 4, Some("app \"a\".threads"), "from 0 to 4096 (0 = one per usable CPU), found 5000"),

@@ -224,6 +224,26 @@ impl<'a, 'i> Fields<'a, 'i> {
         Ok(Some(d))
     }
 
+    /// An optional array of non-empty strings; `what` describes one element
+    /// for messages ("a Debian package name").
+    pub fn strings(&self, key: &str, what: &str) -> Result<Option<Vec<String>>, WorkloadError> {
+        let Some(v) = self.get(key) else {
+            return Ok(None);
+        };
+        let DeValue::Array(items) = v.get_ref() else {
+            return Err(self.expected(key, v, &format!("an array of strings, each {what}")));
+        };
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| match item.get_ref() {
+                DeValue::String(s) if !s.trim().is_empty() => Ok(s.to_string()),
+                _ => Err(self.expected(&format!("{key}[{i}]"), item, what)),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+
     /// An optional sub-table (`[app.metric]` or an inline `{ ... }`), checked
     /// against its own key list.
     pub fn table(

@@ -7,6 +7,7 @@
 mod error;
 mod fields;
 mod parse;
+pub mod suite;
 mod write;
 
 use std::collections::BTreeMap;

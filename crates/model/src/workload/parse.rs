@@ -80,6 +80,7 @@ use toml::de::{DeTable, DeValue};
 
 use super::error::{Source, WorkloadError};
 use super::fields::{Fields, Value, MAX_DURATION};
+use super::suite::{suite_entry, SuiteEntry};
 use super::{AppClass, AppSpec, MetricSpec, StaticMapping, Workload};
 use crate::cpuset::CpuSet;
 use crate::settings::{MemPolicy, SchedSettings};
@@ -109,7 +110,7 @@ pub fn check_epoch(epoch: Duration) -> Result<(), EpochOutOfRange> {
     Ok(())
 }
 
-const TOP_KEYS: &[&str] = &["name", "epoch", "app"];
+const TOP_KEYS: &[&str] = &["name", "epoch", "suite", "app"];
 const APP_KEYS: &[&str] = &[
     "name",
     "command",
@@ -130,7 +131,23 @@ const SCHED_KEYS: &[&str] = &["nice", "slice_us"];
 
 /// Parses and validates a workload from TOML text; `file` names it in errors and
 /// gives the default workload name (its stem). Pure: reads nothing but `text`.
+/// A `[suite]` table (a program of the bench suite, [`super::suite`]) is
+/// checked and otherwise ignored, so a program's file runs as a workload.
 pub fn parse_workload(file: &str, text: &str) -> Result<Workload, WorkloadError> {
+    parse_document(file, text).map(|d| d.workload)
+}
+
+/// A workload file as parsed: the workload, its `[suite]` table and where
+/// each `[[app]]` starts (for errors about the file as a whole).
+pub(super) struct Document {
+    pub workload: Workload,
+    pub suite: Option<SuiteEntry>,
+    pub app_spans: Vec<std::ops::Range<usize>>,
+}
+
+/// [`parse_workload`], keeping what [`super::suite::parse_program`] checks
+/// beyond it.
+pub(super) fn parse_document(file: &str, text: &str) -> Result<Document, WorkloadError> {
     let src = Source { file, text };
     let doc = DeTable::parse(text).map_err(|e| src.syntax(&e))?;
     let top = Fields::new(
@@ -163,7 +180,10 @@ pub fn parse_workload(file: &str, text: &str) -> Result<Workload, WorkloadError>
         }
     }
 
+    let suite = suite_entry(&top)?;
+
     let tables = app_tables(&top)?;
+    let app_spans = tables.iter().map(|t| t.span()).collect();
     let mut apps = Vec::with_capacity(tables.len());
     // Name -> span of the app that used it first, for duplicate-name errors.
     let mut seen: HashMap<String, std::ops::Range<usize>> = HashMap::new();
@@ -185,7 +205,11 @@ pub fn parse_workload(file: &str, text: &str) -> Result<Workload, WorkloadError>
         apps.push(app.spec);
     }
 
-    Ok(Workload { name, epoch, apps })
+    Ok(Document {
+        workload: Workload { name, epoch, apps },
+        suite,
+        app_spans,
+    })
 }
 
 /// The `[[app]]` tables, refusing anything else under `app`.
