@@ -211,6 +211,61 @@ pub fn static_mix(
     })
 }
 
+/// How a mix of the real-program suite is drawn (`bench/suite/README.md`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SuiteMixSpec {
+    /// Programs per mix, at least and at most (both included).
+    pub min_apps: usize,
+    pub max_apps: usize,
+    /// Arrivals after the first fall in [0, horizon].
+    pub horizon: Duration,
+    pub seed: u64,
+}
+
+/// A mix of the real-program suite: between `min_apps` and `max_apps`
+/// distinct programs of `programs` (fewer when the suite has fewer), the first
+/// arriving at 0 and each other at a random time in [0, horizon], listed by
+/// arrival. Each keeps its own file's command, threads and settings. The same
+/// seed and programs give the same mix.
+pub fn suite_mix(programs: &[AppSpec], spec: &SuiteMixSpec) -> Result<Workload, GenError> {
+    if programs.is_empty() {
+        return Err(GenError::EmptyPool);
+    }
+    if spec.min_apps == 0 {
+        return Err(GenError::Zero { field: "min_apps" });
+    }
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(spec.seed);
+    let most = spec.max_apps.max(spec.min_apps).min(programs.len());
+    let n = rng.random_range(spec.min_apps.min(most)..=most);
+    let names: Vec<String> = programs.iter().map(|p| p.name.clone()).collect();
+    let horizon_ms = spec.horizon.as_millis() as u64;
+    let mut apps: Vec<AppSpec> = draw(&names, n, &mut rng)
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let program = programs
+                .iter()
+                .find(|p| p.name == *name)
+                .expect("drawn from programs");
+            let arrive_ms = if i == 0 {
+                0
+            } else {
+                rng.random_range(0..=horizon_ms)
+            };
+            AppSpec {
+                arrive_at: Duration::from_millis(arrive_ms),
+                ..program.clone()
+            }
+        })
+        .collect();
+    apps.sort_by_key(|a| a.arrive_at);
+    Ok(Workload {
+        name: format!("suite-{}", spec.seed),
+        epoch: None,
+        apps,
+    })
+}
+
 fn check(pool: &[String], threads: u32) -> Result<(), GenError> {
     if pool.is_empty() {
         return Err(GenError::EmptyPool);
@@ -369,6 +424,67 @@ mod tests {
             names.dedup();
             assert_eq!(names.len(), n);
         }
+    }
+
+    fn program(name: &str, threads: u32) -> AppSpec {
+        AppSpec {
+            malleable: name.starts_with("omp"),
+            ..AppSpec::program(name, vec![format!("bin/{name}")], threads)
+        }
+    }
+
+    /// Over many seeds: 2 to 4 distinct programs of the suite, the first at
+    /// 0 s, the others within the horizon, in arrival order, each as its file
+    /// says; every count from 2 to 4 occurs; a seed always gives the same mix,
+    /// and the file format carries it whole.
+    #[test]
+    fn suite_mixes_draw_distinct_programs_with_random_arrivals() {
+        let programs: Vec<AppSpec> = ["omp-a", "omp-b", "xz", "zstd", "pigz", "omp-c"]
+            .iter()
+            .map(|n| program(n, 2))
+            .collect();
+        let spec = |seed| SuiteMixSpec {
+            min_apps: 2,
+            max_apps: 4,
+            horizon: Duration::from_secs(8),
+            seed,
+        };
+        let mut counts = [0; 5];
+        for seed in 0..200 {
+            let w = suite_mix(&programs, &spec(seed)).unwrap();
+            assert_eq!(w, suite_mix(&programs, &spec(seed)).unwrap());
+            assert_eq!(w.name, format!("suite-{seed}"));
+            let n = w.apps.len();
+            assert!((2..=4).contains(&n), "{w:?}");
+            counts[n] += 1;
+            let mut names: Vec<&str> = w.apps.iter().map(|a| a.name.as_str()).collect();
+            names.sort();
+            names.dedup();
+            assert_eq!(names.len(), n, "distinct programs");
+            assert_eq!(w.apps[0].arrive_at, Duration::ZERO);
+            assert!(w.apps.windows(2).all(|p| p[0].arrive_at <= p[1].arrive_at));
+            assert!(w.apps.iter().all(|a| a.arrive_at <= Duration::from_secs(8)));
+            for a in &w.apps {
+                let p = programs.iter().find(|p| p.name == a.name).unwrap();
+                assert_eq!(
+                    (&a.command, a.threads, a.malleable),
+                    (&p.command, 2, p.malleable)
+                );
+            }
+            assert_eq!(parse_workload("mix.toml", &to_toml(&w)).unwrap(), w);
+        }
+        assert!(
+            counts[2] > 0 && counts[3] > 0 && counts[4] > 0,
+            "{counts:?}"
+        );
+        assert_ne!(
+            suite_mix(&programs, &spec(1)).unwrap().apps,
+            suite_mix(&programs, &spec(2)).unwrap().apps
+        );
+        // A suite of two: every mix is both.
+        let w = suite_mix(&programs[..2], &spec(5)).unwrap();
+        assert_eq!(w.apps.len(), 2);
+        assert_eq!(suite_mix(&[], &spec(1)), Err(GenError::EmptyPool));
     }
 
     #[test]
