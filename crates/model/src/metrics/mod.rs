@@ -15,6 +15,8 @@
 //! - Reference points of a mix from solo times at each thread count
 //!   ([`reference`](mod@reference)): the CPU-work lower bound of its makespan and an SJF
 //!   reference for its ART.
+//! - Across the mixes of a bench ([`mixes`](mod@mixes)): geometric means per
+//!   policy, the best policy per mix in hindsight, the worst mix first.
 //! - How fast apps ran beside others ([`corun`](mod@corun)), from the runs
 //!   where two shared the machine with no third app, and from every
 //!   instance that shared it.
@@ -24,6 +26,7 @@
 mod app;
 mod compare;
 pub mod corun;
+pub mod mixes;
 pub mod reference;
 mod run;
 mod solo;

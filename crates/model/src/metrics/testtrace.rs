@@ -151,3 +151,13 @@ pub(super) fn simple_run(policy: &str, makespan: f64) -> Trace {
         ],
     )
 }
+
+/// Runs of `policy` whose makespans (and ARTs: one instance each) are
+/// `makespans`, as a comparison takes them.
+pub(crate) fn runs(policy: &str, makespans: &[f64]) -> (String, Vec<super::RunMetrics>) {
+    let runs = makespans
+        .iter()
+        .map(|m| super::RunMetrics::from_trace(&simple_run(policy, *m), None))
+        .collect();
+    (policy.to_string(), runs)
+}

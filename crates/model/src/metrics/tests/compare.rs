@@ -1,16 +1,7 @@
 use super::close;
-use crate::metrics::testtrace::{simple_run, trace, Ev};
+use crate::metrics::testtrace::{runs, simple_run, trace, Ev};
 use crate::metrics::{Comparison, RunMetrics};
 use crate::workload::{AppClass, MetricSpec};
-
-/// Runs of `policy` whose makespans (and ARTs: one instance each) are `makespans`.
-fn runs(policy: &str, makespans: &[f64]) -> (String, Vec<RunMetrics>) {
-    let runs = makespans
-        .iter()
-        .map(|m| RunMetrics::from_trace(&simple_run(policy, *m), None))
-        .collect();
-    (policy.to_string(), runs)
-}
 
 fn three_by_three() -> Comparison {
     Comparison::new(
