@@ -15,6 +15,7 @@ mod output;
 mod progress;
 mod runs;
 mod solo_store;
+mod suite;
 mod target;
 
 use std::io::IsTerminal;

@@ -64,7 +64,7 @@ pub fn file_hash(path: &Path) -> Result<String, ProgramError> {
 
 /// The file `execvp` would run for `program`: the path itself when it has a
 /// slash, else the first executable regular file of that name in `path_var`.
-fn executable_path(program: &str, path_var: Option<&OsStr>) -> Result<PathBuf, ProgramError> {
+pub fn executable_path(program: &str, path_var: Option<&OsStr>) -> Result<PathBuf, ProgramError> {
     if program.contains('/') {
         return Ok(PathBuf::from(program));
     }

@@ -12,8 +12,10 @@ use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::metrics::{Comparison, RunMetrics, SoloTimes};
 use coloc_model::{Trace, Workload};
 use coloc_policy::auto::Objective;
+use coloc_policy::PolicyContext;
 
 use crate::choice::{check_name, choose, Choice, OracleArgs};
+use crate::cmd::fresh::{run_fresh, write_workload, FreshRun};
 use crate::cmd::mixes::Reference;
 use crate::cmd::report::write_html;
 use crate::context::policy_context;
@@ -74,6 +76,9 @@ pub struct Plan<'a> {
     pub solo: Option<&'a SoloTimes>,
     /// What `auto` optimizes (`--objective`); the other policies ignore it.
     pub objective: Objective,
+    /// Nothing stored beforehand: each run a `coloc run` of its own in an
+    /// empty data directory (`crate::cmd::fresh`), registry policies only.
+    pub fresh: bool,
 }
 
 pub fn main(args: CompareArgs) -> Result<()> {
@@ -112,6 +117,7 @@ pub fn main(args: CompareArgs) -> Result<()> {
             epoch: args.epoch.or(workload.epoch).unwrap_or(DEFAULT_EPOCH),
             solo: solo.as_ref(),
             objective: args.objective,
+            fresh: false,
         },
         &choices,
     )?;
@@ -194,7 +200,17 @@ pub fn run_choices(target: &Target, plan: &Plan<'_>, choices: &[Choice]) -> Resu
         solo: plan.solo.cloned(),
     }
     .write(plan.out)?;
-    let mut ctx = policy_context(target, plan.workload, plan.policies)?;
+    // Fresh runs read the workload from a file and build their own context.
+    let fresh_file = if plan.fresh {
+        Some(write_workload(plan.workload, plan.out)?)
+    } else {
+        None
+    };
+    let mut ctx = if plan.fresh {
+        PolicyContext::default()
+    } else {
+        policy_context(target, plan.workload, plan.policies)?
+    };
     ctx.objective = plan.objective;
     let total_runs = choices.len() as u32 * plan.repeat;
     let instances: u64 = plan.workload.apps.iter().map(|a| u64::from(a.repeat)).sum();
@@ -207,23 +223,48 @@ pub fn run_choices(target: &Target, plan: &Plan<'_>, choices: &[Choice]) -> Resu
             let policy = choice.name();
             n += 1;
             let label = format!("{n}/{total_runs} {policy} #{}", rep + 1);
-            let mut progress = Progress::new(&label, instances);
             let t0 = Instant::now();
             let out = plan.out.join(format!("{policy}-{}", rep + 1));
-            let (summary, events) = target.run_policy(
-                plan.workload,
-                choice.make(&ctx)?,
-                &out,
-                plan.epoch,
-                u64::from(rep),
-                Some(stop.clone()),
-                &mut progress,
-            )?;
-            let trace = Trace::from_events(events)?;
+            let (trace, progress) = match &fresh_file {
+                Some(file) => {
+                    eprintln!("run {label}: `coloc run` with nothing stored beforehand");
+                    let run = FreshRun {
+                        workload: file,
+                        policy,
+                        objective: plan.objective,
+                        epoch: plan.epoch,
+                        out: &out,
+                    };
+                    (run_fresh(&run, &stop)?, None)
+                }
+                None => {
+                    let mut progress = Progress::new(&label, instances);
+                    let (summary, events) = target.run_policy(
+                        plan.workload,
+                        choice.make(&ctx)?,
+                        &out,
+                        plan.epoch,
+                        u64::from(rep),
+                        Some(stop.clone()),
+                        &mut progress,
+                    )?;
+                    if summary.interrupted || stop.load(Ordering::Relaxed) {
+                        bail!("interrupted; settings were restored");
+                    }
+                    let trace = Trace::from_events(events)?;
+                    // How apps ran beside others, for auto's later runs: kept
+                    // in the context and saved beside the solo times.
+                    solo_store::record_coruns(
+                        plan.workload,
+                        target,
+                        &mut ctx.coruns,
+                        &trace,
+                        &ctx.solo,
+                    )?;
+                    (trace, Some(progress))
+                }
+            };
             let metrics = RunMetrics::from_trace(&trace, plan.solo);
-            // How apps ran beside others, for auto's later runs: kept in
-            // the context and saved beside the solo times.
-            solo_store::record_coruns(plan.workload, target, &mut ctx.coruns, &trace, &ctx.solo)?;
             let line = format!(
                 "makespan {}, {:.1} s wall",
                 metrics
@@ -231,12 +272,14 @@ pub fn run_choices(target: &Target, plan: &Plan<'_>, choices: &[Choice]) -> Resu
                     .map_or_else(|| "-".into(), |m| format!("{m:.2} s")),
                 t0.elapsed().as_secs_f64()
             );
-            progress.finish(line.clone());
-            if !tty {
-                eprintln!("run {label}: {line}");
-            }
-            if summary.interrupted || stop.load(Ordering::Relaxed) {
-                bail!("interrupted; settings were restored");
+            match progress {
+                Some(p) => {
+                    p.finish(line.clone());
+                    if !tty {
+                        eprintln!("run {label}: {line}");
+                    }
+                }
+                None => eprintln!("run {label}: {line}"),
             }
             runs.push(metrics);
         }

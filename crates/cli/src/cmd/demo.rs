@@ -65,6 +65,7 @@ pub fn main(args: DemoArgs) -> Result<()> {
             epoch: workload.epoch.unwrap_or(DEFAULT_EPOCH),
             solo: None,
             objective: Default::default(),
+            fresh: false,
         },
     )?;
     print!("{}", cmp.render());

@@ -7,6 +7,10 @@
 //! - `--static N --apps K`: N static workloads of K apps (§3.6, the comparison
 //!   with the oracle: every app at 0 s, once by default).
 //!
+//! - `--suite DIR`: a mix of 2–4 real programs of the bench suite with random
+//!   arrivals (`bench/suite/README.md`), for `coloc run`, `compare` and
+//!   `bench mixes`.
+//!
 //! Everything random comes from `--seed`, so the same command writes the same
 //! file (`coloc_sim::gen`). The file starts with a comment saying how it was
 //! made.
@@ -21,10 +25,11 @@ use coloc_model::Workload;
 use coloc_sim::gen::{self, GenSpec, Size};
 use coloc_sim::Platform;
 
+use crate::suite::Suite;
 use crate::target::resolve_platform;
 
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("kind").required(true).args(["size", "static_count"])))]
+#[command(group(ArgGroup::new("kind").required(true).args(["size", "static_count", "suite"])))]
 pub struct GenArgs {
     /// A dynamic workload: `small` (ReSense §3.2: two apps, a third when the
     /// second has finished), `medium` (§3.3: 4 running at once), `large` (§3.4:
@@ -35,6 +40,11 @@ pub struct GenArgs {
     /// seeds SEED, SEED+1, …, each of --apps apps arriving at 0 s.
     #[arg(long = "static", value_name = "N")]
     pub static_count: Option<u32>,
+    /// A mix of the real-program suite in DIR instead (`bench/suite`): 2–4
+    /// of its programs, random arrivals, as its `suite.toml` says; the file's
+    /// comment says whether the seed is a tuning or a held-out one.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["platform", "threads", "pool", "horizon", "max_repeat"])]
+    pub suite: Option<PathBuf>,
     /// Apps of each static workload.
     #[arg(long, default_value_t = 4, requires = "static_count")]
     pub apps: usize,
@@ -44,8 +54,8 @@ pub struct GenArgs {
     /// The platform the workload is for (a built-in name, an hwloc XML file or a
     /// TOML platform file): it sets the default thread count, and a small
     /// workload's third arrival is the second app's solo time on it.
-    #[arg(long)]
-    pub platform: String,
+    #[arg(long, required_unless_present = "suite")]
+    pub platform: Option<String>,
     /// Threads of every app [default: the platform's cores shared by the apps
     /// running at once: cores / 2, 4, 8 (small, medium, large) or cores /
     /// --apps, at least 1 — 6 on the 48-core Opteron for large, as in ReSense
@@ -75,12 +85,18 @@ pub struct GenArgs {
 }
 
 pub fn main(args: GenArgs) -> Result<()> {
-    let platform = resolve_platform(&args.platform)?;
-    let pool = pool(&args.pool)?;
-    let files: Vec<(Workload, String)> = match (args.size, args.static_count) {
-        (Some(size), _) => vec![dynamic(&args, &platform, size, pool)?],
-        (None, Some(n)) => statics(&args, &platform, n, pool)?,
-        (None, None) => bail!("give --size small|medium|large or --static N"),
+    let files: Vec<(Workload, String)> = match (&args.suite, &args.platform) {
+        (Some(dir), _) => vec![Suite::load(dir)?.mix_file(args.seed)?],
+        (None, None) => bail!("--platform is required with --size and --static"),
+        (None, Some(name)) => {
+            let platform = resolve_platform(name)?;
+            let pool = pool(&args.pool)?;
+            match (args.size, args.static_count) {
+                (Some(size), _) => vec![dynamic(&args, name, &platform, size, pool)?],
+                (None, Some(n)) => statics(&args, name, &platform, n, pool)?,
+                (None, None) => bail!("give --size small|medium|large, --static N or --suite DIR"),
+            }
+        }
     };
     match (&args.out, files.as_slice()) {
         (None, [(_, text)]) => print!("{text}"),
@@ -139,6 +155,7 @@ fn threads(args: &GenArgs, platform: &Platform, running: usize) -> u32 {
 
 fn dynamic(
     args: &GenArgs,
+    platform_arg: &str,
     platform: &Platform,
     size: Size,
     pool: Vec<String>,
@@ -157,7 +174,7 @@ fn dynamic(
     let made = format!(
         "`coloc gen --size {size} --platform {} --threads {} --seed {} --horizon {} \
          --max-repeat {} --pool {}` (ReSense §3)",
-        args.platform,
+        platform_arg,
         spec.threads,
         spec.seed,
         arg_duration(spec.horizon),
@@ -170,6 +187,7 @@ fn dynamic(
 
 fn statics(
     args: &GenArgs,
+    platform_arg: &str,
     platform: &Platform,
     n: u32,
     pool: Vec<String>,
@@ -192,7 +210,7 @@ fn statics(
                  --seed {seed} --pool {}` (ReSense §3.6)",
                 args.apps,
                 args.repeat,
-                args.platform,
+                platform_arg,
                 pool.join(",")
             );
             let text = file_text(&w, &made);

@@ -1,26 +1,35 @@
-//! `coloc bench mixes`: the real-program mixes of `bench/mixes/` under several
-//! policies, interleaved, each judged against the reference points of its mix
+//! `coloc bench mixes`: the real-program mixes of `bench/mixes/`, or mixes
+//! of the real-program suite generated from seeds (`--suite bench/suite
+//! --seeds 101..130`, `bench/suite/README.md`), under several policies,
+//! interleaved, each judged against the reference points of its mix
 //! (`coloc_model::metrics::reference`): makespan over the CPU-work lower bound,
 //! ART over the SJF reference, NTT and p-values against native, and how far
-//! `auto` is from the best other policy on each mix.
+//! `auto` is from the best other policy on each mix; then all mixes, worst
+//! first, with each policy's geometric mean and the best policy per mix in
+//! hindsight (`coloc_model::metrics::mixes`).
 //!
 //! Solo times at every thread count from 1 to the machine's CPUs are measured
-//! first (or reused with `--reuse-solo`, as `coloc solo --threads` saved them).
+//! first (or reused with `--reuse-solo`, as `coloc solo --threads` saved
+//! them), once per program for the suite. With `--fresh` nothing is stored
+//! beforehand: no solo runs first, each run a `coloc run` in an empty data
+//! directory (`crate::cmd::fresh`), and the solo runs after all mixes.
 //! Times on a machine shared with other work are noisy: the table is a
 //! measurement of that machine at that time.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
 use coloc_manager::{waste_of, Waste, DEFAULT_EPOCH};
+use coloc_model::metrics::mixes::{across_mixes, best_other, MixOutcome};
 use coloc_model::metrics::reference::{
-    against_reference, geometric_mean, over_best_other, render_against_reference, AgainstReference,
-    MixApp, Points,
+    against_reference, render_against_reference, AgainstReference, MixApp, Points,
 };
 use coloc_model::metrics::{Comparison, SoloCurves, SoloTimes};
-use coloc_model::{TraceEvent, Workload};
+use coloc_model::workload::suite::SeedRange;
+use coloc_model::{AppSpec, TraceEvent, Workload};
 use coloc_policy::auto::measured_against_linux;
 
 use crate::cmd::compare::{check_policies, run_comparison, Plan};
@@ -29,6 +38,7 @@ use crate::host::Host;
 use crate::output::default_out_dir;
 use crate::runs::{open, read_trace, Saved};
 use crate::solo_store;
+use crate::suite::Suite;
 use crate::target::Target;
 
 #[derive(Debug, Args)]
@@ -36,6 +46,23 @@ pub struct MixesArgs {
     /// Directory of mix workload files (`*.toml`), run from the repository root.
     #[arg(default_value = "bench/mixes")]
     pub dir: PathBuf,
+    /// Generated mixes of the real-program suite in DIR instead of the
+    /// directory's files (`bench/suite`, after `scripts/setup --bench`): one
+    /// mix per seed of --seeds, as `coloc gen --suite DIR --seed N` writes it.
+    #[arg(long, value_name = "DIR", requires = "seeds")]
+    pub suite: Option<PathBuf>,
+    /// The suite's seeds: `A..B` (both included) or `A`, comma-separated.
+    /// Each mix says whether its seed is a tuning or a held-out one
+    /// (the suite's `suite.toml`).
+    #[arg(long, value_delimiter = ',', requires = "suite")]
+    pub seeds: Vec<SeedRange>,
+    /// Nothing stored beforehand, as a new user: no solo runs first, and
+    /// each run a `coloc run` of its own in a new, empty data directory, so
+    /// no policy reads solo times, co-run rates or profiles of `coloc solo`,
+    /// earlier runs or earlier repeats. The solo runs for the reference
+    /// points (the CPU-work bound) follow all mixes.
+    #[arg(long, conflicts_with = "reuse_solo")]
+    pub fresh: bool,
     /// Policies, comma-separated; NTT and p-values are relative to `native`.
     #[arg(
         long,
@@ -61,6 +88,13 @@ pub struct MixesArgs {
     pub objective: coloc_policy::auto::Objective,
 }
 
+/// A mix to run: its file, its workload (resolved), what to say about it.
+struct Mix {
+    path: PathBuf,
+    workload: Workload,
+    note: String,
+}
+
 /// The mix files of `dir`, by name.
 fn mix_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -71,6 +105,67 @@ fn mix_files(dir: &Path) -> Result<Vec<PathBuf>> {
     files.sort();
     anyhow::ensure!(!files.is_empty(), "no *.toml mix in {}", dir.display());
     Ok(files)
+}
+
+/// The mixes `args` name: the directory's files, or the suite's mix of each
+/// seed, written to `out/mixes/` (all checked before anything runs).
+fn mixes(args: &MixesArgs, target: &Target, out: &Path) -> Result<Vec<Mix>> {
+    let Some(dir) = &args.suite else {
+        return mix_files(&args.dir)?
+            .into_iter()
+            .map(|path| {
+                let workload = target.load(&path)?;
+                Ok(Mix {
+                    path,
+                    workload,
+                    note: String::new(),
+                })
+            })
+            .collect();
+    };
+    let suite = Suite::load(dir)?;
+    suite.check_installed()?;
+    let files = out.join("mixes");
+    std::fs::create_dir_all(&files).with_context(|| format!("creating {}", files.display()))?;
+    let mut mixes = Vec::new();
+    for seed in args.seeds.iter().flat_map(SeedRange::seeds) {
+        let (w, text) = suite.mix_file(seed)?;
+        let path = files.join(format!("{}.toml", w.name));
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        mixes.push(Mix {
+            workload: target.load(&path)?,
+            path,
+            note: format!("seed {seed}, {}", suite.set_of(seed)),
+        });
+    }
+    Ok(mixes)
+}
+
+/// Every app of the suite's mixes alone at 1 to `cpus` threads (each program
+/// once, however many mixes it is in; names are unique in a suite).
+fn program_curves(
+    target: &Target,
+    mixes: &[Mix],
+    cpus: u32,
+    repeat: u32,
+    out: &Path,
+) -> Result<SoloCurves> {
+    let mut apps: Vec<AppSpec> = Vec::new();
+    for a in mixes.iter().flat_map(|m| &m.workload.apps) {
+        if !apps.iter().any(|b| b.name == a.name) {
+            apps.push(AppSpec {
+                arrive_at: Duration::ZERO,
+                ..a.clone()
+            });
+        }
+    }
+    let programs = Workload {
+        name: "suite-programs".into(),
+        epoch: None,
+        apps,
+    };
+    let threads: Vec<u32> = (1..=cpus).collect();
+    solo::measure_curves(target, &programs, &threads, repeat, out)
 }
 
 /// A mix's reference points on `cpus` CPUs from its apps' solo curves.
@@ -166,81 +261,140 @@ pub fn main(args: MixesArgs) -> Result<()> {
     let cpus = target.topology().cpus().len() as u32;
     let out = args
         .out
+        .clone()
         .unwrap_or_else(|| default_out_dir("mixes", "bench"));
-    let (mut over_bound, mut over_cpu_bound) = (Vec::new(), Vec::new());
-    let mut worst: Option<(f64, String)> = None;
-    for path in mix_files(&args.dir)? {
-        let workload = target.load(&path)?;
+    let mixes = mixes(&args, &target, &out)?;
+    // The suite's programs alone, once for all mixes; after them when
+    // nothing may be stored beforehand.
+    let mut shared = match (&args.suite, args.fresh) {
+        (Some(_), false) => Some(program_curves(
+            &target,
+            &mixes,
+            cpus,
+            args.solo_repeat,
+            &out.join("solo"),
+        )?),
+        _ => None,
+    };
+    let mut runs: Vec<(&Mix, Comparison)> = Vec::new();
+    for mix in &mixes {
+        let workload = &mix.workload;
         let dir = out.join(&workload.name);
-        let saved = if args.reuse_solo {
-            solo_store::load_saved_curves(&workload, &target)?
-        } else {
+        let curves = if args.fresh {
             None
+        } else {
+            Some(curves_before(
+                &args,
+                &target,
+                mix,
+                shared.as_ref(),
+                cpus,
+                &dir,
+            )?)
         };
-        let curves = match saved {
-            Some(c) => c,
-            None => {
-                let threads: Vec<u32> = (1..=cpus).collect();
-                let c = solo::measure_curves(
-                    &target,
-                    &workload,
-                    &threads,
-                    args.solo_repeat,
-                    &dir.join("solo"),
-                )?;
-                solo_store::save_curves(&workload, &target, &c)?;
-                c
-            }
-        };
-        let reference = Reference::of(&workload, &curves, cpus);
+        let reference = curves.as_ref().map(|c| Reference::of(workload, c, cpus));
         let cmp = run_comparison(
             &target,
             &Plan {
-                workload: &workload,
+                workload,
                 policies: &args.policies,
                 baseline: "native",
                 repeat: args.repeat,
                 out: &dir,
                 epoch: workload.epoch.unwrap_or(DEFAULT_EPOCH),
-                solo: Some(&reference.solo),
+                solo: reference.as_ref().map(|r| &r.solo),
                 objective: args.objective,
+                fresh: args.fresh,
             },
         )?;
-        println!("## {} ({})\n", workload.name, path.display());
-        print!("{}", curves.render());
-        println!();
+        let note = if mix.note.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", mix.note)
+        };
+        println!("## {} ({}{note})\n", workload.name, mix.path.display());
+        if let Some(c) = &curves {
+            print!("{}", c.render());
+            println!();
+        }
         print!("{}", cmp.render());
         println!();
-        let (rows, table) = reference.table(&cmp);
-        print!("{table}");
+        if let Some(r) = &reference {
+            print!("{}", r.table(&cmp).1);
+        }
         print!("{}", from_traces(&dir)?);
-        if let Some((r, best)) = over_best_other(&cmp.policies, "auto") {
-            println!("auto / best other ({best}): {r:.3}");
-            if worst.as_ref().is_none_or(|w| r > w.0) {
-                worst = Some((r, workload.name.clone()));
+        if let Some((best, m)) = best_other(&cmp.policies, "auto") {
+            let own = cmp.policies.iter().find(|p| p.policy == "auto");
+            if let Some(a) = own.and_then(|p| p.makespan?.gmean) {
+                println!("auto / best other ({best}): {:.3}", a / m);
             }
         }
-        if let Some(r) = rows.iter().find(|r| r.policy == "auto") {
-            over_bound.extend(r.makespan_over_bound);
-            over_cpu_bound.extend(r.makespan_over_cpu_bound);
-        }
         println!();
+        runs.push((mix, cmp));
     }
-    if let Some((r, mix)) = worst {
-        println!("auto's worst case: {r:.3} x the best other policy's makespan ({mix})");
+    if args.fresh && args.suite.is_some() {
+        shared = Some(program_curves(
+            &target,
+            &mixes,
+            cpus,
+            args.solo_repeat,
+            &out.join("solo"),
+        )?);
     }
-    if let Some(gm) = geometric_mean(&over_bound) {
-        println!(
-            "auto's geometric-mean makespan over the lower bound: {gm:.3} ({} mixes)",
-            over_bound.len()
-        );
+    let mut outcomes = Vec::new();
+    for (mix, cmp) in runs {
+        let curves = match &shared {
+            Some(c) => Some(c.clone()),
+            None if args.fresh => Some(solo::measure_curves(
+                &target,
+                &mix.workload,
+                &(1..=cpus).collect::<Vec<_>>(),
+                args.solo_repeat,
+                &out.join(&mix.workload.name).join("solo"),
+            )?),
+            None => solo_store::load_saved_curves(&mix.workload, &target)?,
+        };
+        outcomes.push(MixOutcome {
+            mix: mix.workload.name.clone(),
+            note: mix.note.clone(),
+            bound: curves.and_then(|c| Reference::of(&mix.workload, &c, cpus).points.cpu_bound),
+            comparison: cmp,
+        });
     }
-    if let Some(gm) = geometric_mean(&over_cpu_bound) {
-        println!(
-            "auto's geometric-mean makespan over the CPU-time lower bound: {gm:.3} ({} mixes)",
-            over_cpu_bound.len()
-        );
-    }
+    println!("## All {} mixes\n", outcomes.len());
+    print!("{}", across_mixes(&outcomes, "auto").render());
     println!("traces: {}", out.display());
     Ok(())
+}
+
+/// A mix's solo curves before its runs: the suite's programs' (saved as the
+/// mix's, for the policies that read them), those saved earlier with
+/// `--reuse-solo`, or measured now and saved.
+fn curves_before(
+    args: &MixesArgs,
+    target: &Target,
+    mix: &Mix,
+    shared: Option<&SoloCurves>,
+    cpus: u32,
+    dir: &Path,
+) -> Result<SoloCurves> {
+    if let Some(c) = shared {
+        solo_store::save_curves(&mix.workload, target, c)?;
+        return Ok(c.clone());
+    }
+    if args.reuse_solo {
+        if let Some(c) = solo_store::load_saved_curves(&mix.workload, target)? {
+            return Ok(c);
+        }
+    }
+    let threads: Vec<u32> = (1..=cpus).collect();
+    let c = solo::measure_curves(
+        target,
+        &mix.workload,
+        &threads,
+        args.solo_repeat,
+        &dir.join("solo"),
+    )?;
+    solo_store::save_curves(&mix.workload, target, &c)?;
+    Ok(c)
 }

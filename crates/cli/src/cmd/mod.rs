@@ -5,6 +5,7 @@ pub mod calibrate;
 pub mod calibrate_sim;
 pub mod compare;
 pub mod demo;
+pub mod fresh;
 pub mod gen;
 pub mod list;
 pub mod mixes;

@@ -185,6 +185,7 @@ pub fn nupoco_table(
                 epoch: w.epoch.unwrap_or(DEFAULT_EPOCH),
                 solo: Some(&solo),
                 objective: Default::default(),
+                fresh: false,
             },
         )?;
         scenarios.push(ScenarioResult {

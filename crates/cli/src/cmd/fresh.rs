@@ -1,0 +1,95 @@
+//! Runs with nothing stored beforehand, as a new user's first `coloc run`:
+//! each run is a `coloc run` child process whose data directory
+//! (`XDG_DATA_HOME`, where solo times, co-run rates and profiles live) is
+//! new and empty, so no policy can read what an earlier run, an earlier
+//! repeat or `coloc solo` measured, whatever it keeps and wherever in the
+//! data directory it keeps it. `coloc compare`'s in-process runs, by
+//! contrast, share one policy context across repeats and record co-run rates
+//! for later ones.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use coloc_model::workload::to_toml;
+use coloc_model::{Trace, TraceEvent, Workload};
+use coloc_policy::auto::Objective;
+
+use crate::runs::read_trace;
+
+/// Writes `workload` where its fresh runs read it: `dir/workload.toml`.
+pub fn write_workload(workload: &Workload, dir: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let file = dir.join("workload.toml");
+    std::fs::write(&file, to_toml(workload))
+        .with_context(|| format!("writing {}", file.display()))?;
+    Ok(file)
+}
+
+/// What one fresh run needs.
+pub struct FreshRun<'a> {
+    /// The workload file (from [`write_workload`]).
+    pub workload: &'a Path,
+    pub policy: &'a str,
+    pub objective: Objective,
+    pub epoch: Duration,
+    /// The run's directory: its trace, the apps' output, `coloc-run.txt`
+    /// (what `coloc run` printed) and `data/`, its data directory.
+    pub out: &'a Path,
+}
+
+/// Runs `coloc run` on the run's workload in a new, empty data directory and
+/// returns its trace. An interrupt (`stop`) is an error; a run whose apps
+/// all failed is not (its trace counts them), but a run that left no
+/// complete trace is.
+pub fn run_fresh(run: &FreshRun<'_>, stop: &AtomicBool) -> Result<Trace> {
+    let data = run.out.join("data");
+    if data.exists() {
+        std::fs::remove_dir_all(&data)
+            .with_context(|| format!("emptying the data directory {}", data.display()))?;
+    }
+    std::fs::create_dir_all(&data).with_context(|| format!("creating {}", data.display()))?;
+    let log_path = run.out.join("coloc-run.txt");
+    let log = std::fs::File::create(&log_path)
+        .with_context(|| format!("creating {}", log_path.display()))?;
+    let exe = std::env::current_exe().context("finding the coloc executable")?;
+    let status = Command::new(&exe)
+        .arg("run")
+        .arg(run.workload)
+        .args(["--policy", run.policy])
+        .args(["--objective", &run.objective.to_string()])
+        .args(["--epoch", &format!("{}ms", run.epoch.as_millis())])
+        .arg("--out")
+        .arg(run.out)
+        .env("XDG_DATA_HOME", &data)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .status()
+        .with_context(|| format!("starting {} run", exe.display()))?;
+    if stop.load(Ordering::Relaxed) {
+        bail!("interrupted; settings were restored");
+    }
+    let trace_path = run.out.join("trace.jsonl");
+    let trace = read_trace(&trace_path).with_context(|| {
+        format!(
+            "`coloc run` under {} ({status}) left no readable trace; its output is in {}",
+            run.policy,
+            log_path.display()
+        )
+    })?;
+    if !trace
+        .events
+        .iter()
+        .any(|e| matches!(e, TraceEvent::End { .. }))
+    {
+        bail!(
+            "`coloc run` under {} ({status}) did not finish its trace {}; its output is in {}",
+            run.policy,
+            trace_path.display(),
+            log_path.display()
+        );
+    }
+    Ok(trace)
+}
