@@ -85,6 +85,8 @@ enum Command {
     Policy(cmd::service::status::PolicyArgs),
     /// The daemon's apps live, per CPU (q quits).
     Top(cmd::service::top::TopArgs),
+    /// Write the Slurm SPANK plugin that puts job steps under the node's daemon (docs/slurm.md).
+    SpankPlugin(cmd::service::spank::SpankPluginArgs),
 }
 
 /// `--epoch`: a duration (`100ms`, `2s`) within the bounds a workload file's
@@ -175,5 +177,6 @@ fn dispatch(command: Command) -> anyhow::Result<()> {
         Command::Status(a) => cmd::service::status::main(a),
         Command::Policy(a) => cmd::service::status::policy(a),
         Command::Top(a) => cmd::service::top::main(a),
+        Command::SpankPlugin(a) => cmd::service::spank::main(a),
     }
 }

@@ -14,6 +14,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("model", 0),
     ("workloads", 0),
     ("shim", 0),
+    ("spank", 0),
     ("machine", 1),
     ("policy", 1),
     ("store", 1),
