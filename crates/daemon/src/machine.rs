@@ -28,7 +28,8 @@ use crate::protocol::Reply;
 use crate::shared::{Kind, Shared};
 use crate::state::{Saved, SavedApp};
 
-/// How long an `exec` app's end waits for its client's report of the status.
+/// How long an `exec` app's end waits for its client's report of the status
+/// (a Slurm task's comes from slurmstepd once it has reaped the task).
 const REPORT_WAIT: Duration = Duration::from_secs(2);
 
 /// How often the loop looks at the socket's work while waiting.
@@ -152,7 +153,9 @@ impl DaemonMachine {
                 let e = state.apps.get(&app);
                 match e.and_then(|e| e.reported.clone()) {
                     Some(s) => Some(s),
-                    None if e.is_none_or(|e| e.client_gone) || since.elapsed() > REPORT_WAIT => {
+                    None if e.is_none_or(|e| e.client_gone && e.kind != Kind::Task)
+                        || since.elapsed() > REPORT_WAIT =>
+                    {
                         Some(ExitStatus::Unknown)
                     }
                     None => None,
@@ -240,8 +243,8 @@ impl Machine for DaemonMachine {
             (
                 e.pid,
                 e.start,
-                e.malleable && e.kind == Kind::Exec,
-                e.kind == Kind::Exec,
+                e.malleable && e.kind.held(),
+                e.kind.held(),
                 e.program.clone(),
                 e.cancelled.clone(),
             )
@@ -285,7 +288,7 @@ impl Machine for DaemonMachine {
         let mut notes = Vec::new();
         if let Some(why) = &adopted.dop_unmanaged {
             notes.push(format!("DoP is not managed: {why}"));
-        } else if e.kind != Kind::Exec {
+        } else if !e.kind.held() {
             notes.push(
                 "DoP is not managed: the shim is loaded only into programs coloc exec starts"
                     .to_string(),
@@ -298,7 +301,7 @@ impl Machine for DaemonMachine {
         e.notes.extend(notes.clone());
         let str_env = |v: &std::ffi::OsString| v.to_string_lossy().into_owned();
         e.admitted = Some(match e.kind {
-            Kind::Exec => Reply::Admitted {
+            Kind::Exec | Kind::Task => Reply::Admitted {
                 app: req.id.app,
                 set_env: adopted
                     .set_env
@@ -334,7 +337,7 @@ impl Machine for DaemonMachine {
                         .lock()
                         .apps
                         .get(&app.app)
-                        .is_some_and(|e| e.kind == Kind::Exec);
+                        .is_some_and(|e| e.kind.held());
                     if exec {
                         self.held.push((app.app, at, Instant::now()));
                     } else {

@@ -43,8 +43,9 @@ pub struct Envelope {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "request", rename_all = "snake_case")]
 pub enum Request {
-    /// Admit and manage `pid`, a child of the caller waiting to exec `argv`
-    /// (`coloc exec`). The reply comes when the policy admits it.
+    /// Admit and manage `pid`, waiting to exec `argv`: a child of the caller
+    /// (`coloc exec`), or the caller itself (a Slurm task registered by the
+    /// SPANK plugin, docs/slurm.md). The reply comes when the policy admits it.
     Exec {
         name: String,
         class: AppClass,
@@ -53,9 +54,18 @@ pub enum Request {
         threads: u32,
         pid: u32,
         argv: Vec<String>,
+        /// The batch job and step it belongs to, shown in `coloc status`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        job: Option<JobStep>,
     },
-    /// On the connection of an admitted `exec`: how the command ended.
-    Exited { status: ExitStatus },
+    /// How the command ended: on the connection of an admitted `exec`
+    /// (without `pid`), or on a connection of its own for a process that
+    /// registered itself (`pid` given; the SPANK plugin at task exit).
+    Exited {
+        status: ExitStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pid: Option<u32>,
+    },
     /// Manage an already running process tree.
     Attach {
         pid: u32,
@@ -68,6 +78,20 @@ pub enum Request {
     Status,
     /// Switch the policy at once (root, or the user running the daemon).
     SetPolicy { policy: String },
+}
+
+/// A batch system's job and step: Slurm's job id, and its step as Slurm names
+/// it (a number, `batch`, `extern` or `interactive`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobStep {
+    pub id: u32,
+    pub step: String,
+}
+
+impl std::fmt::Display for JobStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.id, self.step)
+    }
 }
 
 /// The daemon's answer.
@@ -93,7 +117,7 @@ pub enum Reply {
         app: u32,
         notes: Vec<String>,
     },
-    /// `release`: let go.
+    /// `release`, or a self-registered process's `exited`: let go.
     Released {
         app: u32,
     },
@@ -179,6 +203,7 @@ impl Request {
                 threads,
                 pid,
                 argv,
+                job,
                 ..
             } => {
                 check_name(name)?;
@@ -189,15 +214,19 @@ impl Request {
                         format!("expected 0 to {MAX_THREADS} (0 = one per CPU), found {threads}"),
                     ));
                 }
-                check_argv(argv)
+                check_argv(argv)?;
+                job.as_ref().map_or(Ok(()), check_job)
             }
-            Request::Exited { status } => match status {
-                ExitStatus::Code(_) | ExitStatus::Signal(_) | ExitStatus::Unknown => Ok(()),
-                ExitStatus::FailedToStart(_) => Err(field(
-                    "status",
-                    "a client reports a code, a signal or unknown",
-                )),
-            },
+            Request::Exited { status, pid } => {
+                pid.map_or(Ok(()), check_pid)?;
+                match status {
+                    ExitStatus::Code(_) | ExitStatus::Signal(_) | ExitStatus::Unknown => Ok(()),
+                    ExitStatus::FailedToStart(_) => Err(field(
+                        "status",
+                        "a client reports a code, a signal or unknown",
+                    )),
+                }
+            }
             Request::Attach { pid, name, .. } => {
                 check_pid(*pid)?;
                 name.as_deref().map_or(Ok(()), check_name)
@@ -222,6 +251,24 @@ impl Request {
                 }
             }
         }
+    }
+}
+
+/// Longest step name a `job` may carry (Slurm's are a number or a word:
+/// `batch`, `extern`, `interactive`).
+pub const MAX_STEP: usize = 16;
+
+fn check_job(job: &JobStep) -> Result<(), RequestError> {
+    let ok = !job.step.is_empty()
+        && job.step.len() <= MAX_STEP
+        && job.step.chars().all(|c| c.is_ascii_alphanumeric());
+    if ok {
+        Ok(())
+    } else {
+        Err(field(
+            "job",
+            format!("expected a step of 1 to {MAX_STEP} letters or digits, found {:?}", job.step),
+        ))
     }
 }
 
@@ -283,8 +330,12 @@ pub struct AppStatus {
     /// `waiting` (held back by the policy), `running`, `self-managed` (it
     /// placed its threads itself and coloc left their affinity to it).
     pub state: String,
-    /// How it came: `exec`, `attach`, `readopted`.
+    /// How it came: `exec`, `task` (registered itself: a Slurm task),
+    /// `attach`, `readopted`.
     pub kind: String,
+    /// The batch job and step it runs for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<JobStep>,
     /// Seconds since it arrived.
     pub age_secs: f64,
     pub threads: usize,
@@ -316,9 +367,27 @@ mod tests {
                 threads: 4096,
                 pid: 42,
                 argv: vec!["/bin/cg".into(), "".into()],
+                job: None,
+            },
+            Request::Exec {
+                name: "job12.batch".into(),
+                class: AppClass::Batch,
+                malleable: true,
+                threads: 0,
+                pid: 43,
+                argv: vec!["/spool/job00012/slurm_script".into()],
+                job: Some(JobStep {
+                    id: 12,
+                    step: "batch".into(),
+                }),
             },
             Request::Exited {
                 status: ExitStatus::Signal(9),
+                pid: None,
+            },
+            Request::Exited {
+                status: ExitStatus::Code(0),
+                pid: Some(43),
             },
             Request::Attach {
                 pid: 1,
@@ -401,6 +470,15 @@ mod tests {
                     .into(),
                 "field `status`",
             ),
+            (
+                exec(r#","job":{"id":12,"step":"b a"}"#),
+                "field `job`",
+            ),
+            (exec(r#","job":{"id":12,"step":""}"#), "field `job`"),
+            (
+                r#"{"v":1,"request":"exited","pid":0,"status":{"kind":"code","value":0}}"#.into(),
+                "field `pid`",
+            ),
             (r#"{"v":"1","request":"status"}"#.into(), "field `v`"),
             (r#"{"v":2,"request":"status"}"#.into(), "protocol version 2"),
             (r#"{"request":"status"}"#.into(), "field `v`"),
@@ -440,6 +518,7 @@ mod tests {
                 threads: 0,
                 pid: 1,
                 argv: sent,
+                job: None,
             },
         })
         .unwrap();

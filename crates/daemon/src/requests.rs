@@ -84,6 +84,51 @@ fn owner_of(proc_root: &Path, pid: u32) -> Result<u32, Refused> {
         .map_err(|_| Refused(format!("no process {pid}")))
 }
 
+/// How `pid`, to be held before its exec, came: the caller itself (a Slurm
+/// task registering itself from the SPANK plugin, docs/slurm.md) or a child
+/// of the caller (`coloc exec`). Anything else is refused: only a process
+/// and its parent know it is waiting to exec.
+fn held_kind(ctx: &Context, peer: Peer, pid: u32) -> Result<Kind, Refused> {
+    if pid == peer.pid {
+        return Ok(Kind::Task);
+    }
+    let parent = procfs::process::Process::new_with_root(ctx.proc_root.join(pid.to_string()))
+        .and_then(|p| p.stat())
+        .map(|s| s.ppid as u32)
+        .map_err(|_| Refused(format!("no process {pid}")))?;
+    if parent != peer.pid {
+        return Err(Refused(format!(
+            "process {pid} is neither the caller (pid {}) nor its child",
+            peer.pid
+        )));
+    }
+    Ok(Kind::Exec)
+}
+
+/// How a task that registered itself ended, reported on a connection of its
+/// own (slurmstepd, once it has reaped the task): the loop records it and
+/// lets the app go.
+fn task_exited(ctx: &Context, peer: Peer, pid: u32, status: ExitStatus) -> Result<Next, Refused> {
+    let mut state = ctx.shared.lock();
+    let app = state
+        .app_of(pid)
+        .ok_or_else(|| Refused(format!("process {pid} is not managed by coloc")))?;
+    let e = state.apps.get_mut(&app).expect("found above");
+    if e.kind != Kind::Task {
+        return Err(Refused(format!(
+            "process {pid} did not register itself: its end is its client's to report"
+        )));
+    }
+    if peer.uid != 0 && peer.uid != e.uid {
+        return Err(Refused(format!(
+            "process {pid} belongs to uid {}; uid {} may report only its own processes",
+            e.uid, peer.uid
+        )));
+    }
+    e.reported = Some(status);
+    Ok(Next::Reply(Reply::Released { app }))
+}
+
 /// `peer` may act on `pid`: root, or its owner.
 fn may_act(ctx: &Context, peer: Peer, pid: u32) -> Result<(), Refused> {
     let owner = owner_of(&ctx.proc_root, pid)?;
@@ -107,24 +152,16 @@ pub fn handle(request: Request, peer: Peer, ctx: &Context) -> Result<Next, Refus
             threads,
             pid,
             argv,
+            job,
         } => {
             may_act(ctx, peer, pid)?;
-            let parent =
-                procfs::process::Process::new_with_root(ctx.proc_root.join(pid.to_string()))
-                    .and_then(|p| p.stat())
-                    .map(|s| s.ppid as u32)
-                    .map_err(|_| Refused(format!("no process {pid}")))?;
-            if parent != peer.pid {
-                return Err(Refused(format!(
-                    "process {pid} is not a child of the caller (pid {})",
-                    peer.pid
-                )));
-            }
+            let kind = held_kind(ctx, peer, pid)?;
             let program = argv.first().cloned().unwrap_or_default();
-            let mut e = Entry::new(name, Kind::Exec, pid, peer.uid, program);
+            let mut e = Entry::new(name, kind, pid, peer.uid, program);
             e.class = class;
             e.malleable = malleable;
             e.threads = threads;
+            e.job = job;
             let (app, answer) = register(ctx, e)?;
             Ok(Next::Admission {
                 app,
@@ -132,8 +169,12 @@ pub fn handle(request: Request, peer: Peer, ctx: &Context) -> Result<Next, Refus
                 exec: true,
             })
         }
-        Request::Exited { .. } => Err(Refused(
-            "`exited` belongs on the connection of an admitted exec".into(),
+        Request::Exited {
+            status,
+            pid: Some(pid),
+        } => task_exited(ctx, peer, pid, status),
+        Request::Exited { pid: None, .. } => Err(Refused(
+            "`exited` without a pid belongs on the connection of an admitted exec".into(),
         )),
         Request::Attach { pid, name, class } => {
             may_act(ctx, peer, pid)?;
@@ -266,10 +307,13 @@ pub fn cancel(ctx: &Context, app: u32) {
 }
 
 /// The admitted `exec` client of `app` reported how its command ended (None:
-/// it closed its connection without saying).
+/// it closed its connection without saying; a task's end comes later, on a
+/// connection of its own, and is not overwritten).
 pub fn exited(ctx: &Context, app: u32, status: Option<ExitStatus>) {
     if let Some(e) = ctx.shared.lock().apps.get_mut(&app) {
-        e.reported = status;
+        if status.is_some() {
+            e.reported = status;
+        }
         e.client_gone = true;
     }
 }

@@ -419,7 +419,7 @@ impl Server {
                 None => self.request(k, &line),
                 Some(app) => {
                     let status = match parse_request(&line) {
-                        Ok(Request::Exited { status }) => Some(status),
+                        Ok(Request::Exited { status, pid: None }) => Some(status),
                         _ => None,
                     };
                     requests::exited(&self.ctx, app, status);

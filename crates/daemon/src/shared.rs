@@ -17,7 +17,7 @@ use coloc_model::trace::ExitStatus;
 use coloc_model::{AppClass, AppPlan, AppSpec};
 use coloc_policy::Policy;
 
-use crate::protocol::{AppStatus, Reply};
+use crate::protocol::{AppStatus, JobStep, Reply};
 
 /// Wakes the socket's thread from its wait (a byte on a socket pair it
 /// polls); a default one wakes nobody (tests without a socket).
@@ -73,6 +73,10 @@ impl Answer {
 pub enum Kind {
     /// `coloc exec`: a child of the client, waiting to exec its program.
     Exec,
+    /// A process that registered itself, waiting to exec its program (a
+    /// Slurm task, by the SPANK plugin): its connection ends at the exec, and
+    /// its end is reported on a later one.
+    Task,
     /// `coloc attach`: a running process tree.
     Attach,
     /// Managed by an earlier daemon that ended, found running at start.
@@ -83,9 +87,16 @@ impl Kind {
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Exec => "exec",
+            Kind::Task => "task",
             Kind::Attach => "attach",
             Kind::Readopted => "readopted",
         }
+    }
+
+    /// It has not exec'd its program when adopted: it takes the plan's
+    /// environment and memory policy itself, and someone reports its end.
+    pub fn held(self) -> bool {
+        matches!(self, Kind::Exec | Kind::Task)
     }
 }
 
@@ -103,6 +114,7 @@ pub struct Entry {
     /// The program (for the shim's runtime check and the record).
     pub program: String,
     pub threads: u32,
+    pub job: Option<JobStep>,
     pub arrived: Instant,
     /// Where the answer to the request that brought it goes (none for a
     /// re-adopted app: its client talked to the daemon that ended).
@@ -119,7 +131,8 @@ pub struct Entry {
     pub cancelled: Option<String>,
     /// The status its `exec` client reported.
     pub reported: Option<ExitStatus>,
-    /// Its `exec` client's connection closed.
+    /// Its `exec` client's connection closed (a [`Kind::Task`]'s closes at
+    /// its exec: its end is reported on another).
     pub client_gone: bool,
     pub plan: Option<AppPlan>,
     pub allowed: Option<String>,
@@ -140,6 +153,7 @@ impl Entry {
             malleable: false,
             program,
             threads: 0,
+            job: None,
             arrived: Instant::now(),
             reply: None,
             taken: false,
@@ -179,6 +193,7 @@ impl Entry {
             class: self.class,
             state: state.into(),
             kind: self.kind.as_str().into(),
+            job: self.job.clone(),
             age_secs: self.arrived.elapsed().as_secs_f64(),
             threads: self.threads_now,
             plan: self.plan.clone(),

@@ -166,6 +166,7 @@ pub fn main(mut a: ExecArgs) -> Result<()> {
                 )
                 .collect::<Vec<_>>(),
         ),
+        job: None,
     })?;
     let mut go = std::fs::File::from(go_write);
     let admitted = match conn.receive() {
@@ -208,6 +209,7 @@ pub fn main(mut a: ExecArgs) -> Result<()> {
         // The daemon records it; a daemon gone meanwhile is no error of the command's.
         let _ = conn.send(Request::Exited {
             status: status.clone(),
+            pid: None,
         });
     }
     exit_with(&status)

@@ -255,6 +255,7 @@ mod tests {
             class: AppClass::Batch,
             state: "running".into(),
             kind: "exec".into(),
+            job: None,
             age_secs: 0.0,
             threads: 1,
             plan: None,
