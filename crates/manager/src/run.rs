@@ -323,7 +323,12 @@ impl<'a> Loop<'a> {
         rec: &mut dyn Recorder,
     ) -> Result<(), ManagerError> {
         let spec = Arc::clone(&self.specs[&id.app]);
-        rec.record(&TraceEvent::Arrive { t: at, app: id })?;
+        rec.record(&TraceEvent::Arrive {
+            t: at,
+            app: id,
+            // The node service's apps are in no header: the trace names them.
+            name: self.inbox.is_some().then(|| spec.name.clone()),
+        })?;
         self.apps.push(AppView {
             id,
             threads_requested: spec.threads_on(self.machine.topology().cpus().len()),

@@ -168,6 +168,11 @@ pub enum TraceEvent {
         #[serde(with = "nanos")]
         t: Duration,
         app: AppId,
+        /// The name of an app that came to the node service rather than
+        /// from the header's workload (`coloc exec --name`, a Slurm task's
+        /// `job<ID>.<step>`, docs/slurm.md); absent for the workload's apps.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
     },
     Start {
         #[serde(with = "nanos")]

@@ -243,7 +243,7 @@ fn the_art_objective_starts_a_short_arrival_first() {
             trace
                 .iter()
                 .find_map(|e| match e {
-                    TraceEvent::Arrive { t, app } if *app == id && want == "arrive" => Some(*t),
+                    TraceEvent::Arrive { t, app, .. } if *app == id && want == "arrive" => Some(*t),
                     TraceEvent::Exit { t, app, .. } if *app == id && want == "exit" => Some(*t),
                     _ => None,
                 })

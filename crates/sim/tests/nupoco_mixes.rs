@@ -53,7 +53,7 @@ fn total_turnaround(file: &str, policy: &str) -> Duration {
     let mut total = Duration::ZERO;
     for e in &trace {
         match e {
-            TraceEvent::Arrive { t, app } => arrived.push((*app, *t)),
+            TraceEvent::Arrive { t, app, .. } => arrived.push((*app, *t)),
             TraceEvent::Exit { t, app, .. } => {
                 let (_, at) = arrived.iter().find(|(a, _)| a == app).unwrap();
                 total += *t - *at;

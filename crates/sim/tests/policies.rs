@@ -81,7 +81,7 @@ fn check_trace(policy: &str, trace: &[TraceEvent], expected: usize) {
     let mut exited: BTreeMap<AppId, Duration> = BTreeMap::new();
     for e in trace {
         match e {
-            TraceEvent::Arrive { t, app } => {
+            TraceEvent::Arrive { t, app, .. } => {
                 arrived.insert(*app, *t);
             }
             TraceEvent::Start { t, app, .. } => {

@@ -218,7 +218,7 @@ impl Timeline {
         let mut last_plan: HashMap<AppId, String> = HashMap::new();
         for e in &trace.events {
             match e {
-                TraceEvent::Arrive { t, app } => self.markers.push(Marker {
+                TraceEvent::Arrive { t, app, .. } => self.markers.push(Marker {
                     t: t.as_secs_f64(),
                     kind: MarkerKind::Arrive,
                     text: format!(

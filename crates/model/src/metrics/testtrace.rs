@@ -69,7 +69,11 @@ pub(crate) fn trace(policy: &str, apps: &[&str], events: &[(f64, Ev)]) -> Trace 
     let body = events.iter().map(|&(secs, ev)| {
         let t = Duration::from_secs_f64(secs);
         match ev {
-            Ev::Arrive(a, r) => TraceEvent::Arrive { t, app: id((a, r)) },
+            Ev::Arrive(a, r) => TraceEvent::Arrive {
+                t,
+                app: id((a, r)),
+                name: None,
+            },
             Ev::Start(a, r) => TraceEvent::Start {
                 t,
                 app: id((a, r)),

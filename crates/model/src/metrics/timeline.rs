@@ -70,7 +70,7 @@ impl Timeline {
         let mut tl = Timeline::default();
         for event in &trace.events {
             match event {
-                TraceEvent::Arrive { t, app } => tl.instance(*app).arrive = Some(*t),
+                TraceEvent::Arrive { t, app, .. } => tl.instance(*app).arrive = Some(*t),
                 TraceEvent::Start { t, app, .. } => {
                     let i = tl.instance(*app);
                     i.start = Some(*t);
