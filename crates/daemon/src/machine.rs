@@ -234,7 +234,7 @@ impl Machine for DaemonMachine {
             name: req.spec.name.clone(),
             source: why.into(),
         };
-        let (pid, start, malleable, held, program, cancelled) = {
+        let (pid, start, malleable, held, in_place, program, cancelled) = {
             let state = self.shared.lock();
             let e = state
                 .apps
@@ -245,6 +245,8 @@ impl Machine for DaemonMachine {
                 e.start,
                 e.malleable && e.kind.held(),
                 e.kind.held(),
+                // A Slurm task stays in Slurm's cgroup (docs/slurm.md).
+                e.kind == Kind::Task,
                 e.program.clone(),
                 e.cancelled.clone(),
             )
@@ -263,6 +265,7 @@ impl Machine for DaemonMachine {
             cpus: req.plan.placement.cpus().iter().collect(),
             memory: req.plan.memory,
             held,
+            in_place,
         });
         let mut state = self.shared.lock();
         let Some(e) = state.apps.get_mut(&req.id.app) else {

@@ -39,6 +39,7 @@ fn adopt(pid: u32, app: u32) -> Adopt<'static> {
         cpus: Vec::new(),
         memory: MemPolicy::Default,
         held: false,
+        in_place: false,
     }
 }
 

@@ -50,6 +50,10 @@ pub struct Adopt<'a> {
     pub memory: MemPolicy,
     /// It has not exec'd its program yet (`coloc exec`'s held child).
     pub held: bool,
+    /// Never move it out of its cgroup: a batch system's task, which the
+    /// batch system tracks and confines there (Slurm, docs/slurm.md). With
+    /// `cgroup_slice` it is placed by affinity only.
+    pub in_place: bool,
 }
 
 /// An adopted process.
@@ -189,7 +193,11 @@ impl LinuxMachine {
             pages: Default::default(),
             rescan_due: true,
             allowed: Some(allowed.clone()),
-            slice: Default::default(),
+            slice: if a.in_place {
+                InSlice::Refused
+            } else {
+                InSlice::Out
+            },
         };
         let launched = Launched {
             pid,
