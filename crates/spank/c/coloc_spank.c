@@ -3,29 +3,32 @@
  * under the node's coloc daemon (docs/slurm.md), as `coloc exec` puts a
  * command (docs/service.md, coloc exec).
  *
- * Loaded from plugstack.conf, optionally with the daemon's socket:
+ * Loaded from plugstack.conf, with optional arguments:
  *
- *   optional /usr/lib/x86_64-linux-gnu/slurm-wlm/libcoloc_spank.so socket=/run/coloc-daemon/coloc.sock
+ *   optional /usr/lib/x86_64-linux-gnu/slurm-wlm/libcoloc_spank.so socket=/run/coloc-daemon/coloc.sock batch=manage
  *
  * Options (sbatch, srun, salloc): --coloc-class=batch|latency, --coloc-malleable.
  *
- * slurm_spank_task_init runs in the task's own process, as the job's user,
- * just before it execs the step's program. There the plugin registers the
- * process itself with the daemon (request `exec` naming its own pid, the
- * self-registration of docs/service.md, Protocol), named `job<ID>.<step>`,
- * and waits: the daemon adopts it and sets its CPUs (within Slurm's cgroup
- * cpuset: coloc only narrows) before it answers, so the program runs on its
- * planned CPUs from its first instruction. The answer's environment (the
- * OpenMP shim's preload and DoP record for --coloc-malleable) goes into the
- * task's environment and its memory policy is set on the process, where both
- * survive the exec.
- *
- * slurm_spank_task_exit runs in slurmstepd once the task has ended: it tells
- * the daemon how (request `exited` with the pid), and the daemon lets the
- * app go.
+ * slurm_spank_user_init runs in slurmstepd once per step on the node: with no
+ * daemon there it logs one line in the node's log, and the step's tasks run
+ * unmanaged. slurm_spank_task_init runs in each task's own process, as the
+ * job's user, just before it execs the step's program. There the plugin
+ * registers the process itself with the daemon (request `exec` naming its
+ * own pid, the self-registration of docs/service.md, Protocol), named
+ * `job<ID>.<step>`, and waits: the daemon adopts it and sets its CPUs (within
+ * Slurm's cgroup cpuset: coloc only narrows, and never moves a task out of
+ * Slurm's cgroup) before it answers, so the program runs on its planned CPUs
+ * from its first instruction. The answer's environment (the OpenMP shim's
+ * preload and DoP record for --coloc-malleable) goes into the task's
+ * environment and its memory policy is set on the process, where both
+ * survive the exec. slurm_spank_task_exit runs in slurmstepd once the task
+ * has ended: it tells the daemon how (request `exited` with the pid), and the
+ * daemon lets the app go.
  *
  * The plugin never fails a job: with no daemon on the node, or a daemon that
- * refuses, the task runs unmanaged and the plugin logs one line saying why.
+ * refuses or goes away, the task runs unmanaged and the plugin logs one line
+ * saying why (from a task, at Slurm's error level: the only one a task's log
+ * keeps).
  *
  * JSON goes through json-c, which Debian's Slurm plugins already depend on.
  */
@@ -64,6 +67,11 @@ SPANK_PLUGIN(coloc, 1);
 
 static char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)] = DEFAULT_SOCKET;
 static char app_class[16] = "batch";
+/* plugstack.conf's batch=skip: leave batch scripts alone, manage only the
+ * steps srun starts (sites whose scripts run everything through srun: the
+ * script only waits, and would hold a place in policies that admit no more
+ * apps than CPUs, docs/slurm.md). */
+static int skip_batch;
 static int malleable;
 
 static int class_option(int val, const char *optarg, int remote)
@@ -98,7 +106,7 @@ static struct spank_option options[] = {
      malleable_option},
     SPANK_OPTIONS_TABLE_END};
 
-/* plugstack.conf arguments: socket=PATH. */
+/* plugstack.conf arguments: socket=PATH, batch=manage|skip. */
 static int parse_arguments(int ac, char **av)
 {
     for (int i = 0; i < ac; i++) {
@@ -111,8 +119,11 @@ static int parse_arguments(int ac, char **av)
                 return -1;
             }
             snprintf(socket_path, sizeof socket_path, "%s", path);
+        } else if (strcmp(av[i], "batch=skip") == 0 || strcmp(av[i], "batch=manage") == 0) {
+            skip_batch = strcmp(av[i], "batch=skip") == 0;
         } else {
-            slurm_error("coloc: unknown plugstack.conf argument \"%s\" (expected socket=PATH)",
+            slurm_error("coloc: unknown plugstack.conf argument \"%s\" (expected socket=PATH, "
+                        "batch=manage or batch=skip)",
                         av[i]);
             return -1;
         }
@@ -389,11 +400,12 @@ static void apply_admission(spank_t sp, json_object *reply, const char *name)
                     json_object_get_string(json_object_array_get_idx(v, i)));
 }
 
-/* Whether the node has a daemon, as slurm_spank_user_init found. */
-static int no_daemon;
+/* Whether this step is left alone: the node has no daemon, as
+ * slurm_spank_user_init found, or it is a batch script and batch=skip. */
+static int left_alone;
 
 /* In slurmstepd, once per step on the node, before its tasks are forked
- * (they inherit no_daemon): a node without a daemon says so once, in the
+ * (they inherit left_alone): a node without a daemon says so once, in the
  * node's log, and its tasks run unmanaged. */
 int slurm_spank_user_init(spank_t sp, int ac, char **av)
 {
@@ -401,13 +413,19 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     (void)av;
     if (!spank_remote(sp))
         return 0;
+    uint32_t step = 0;
+    spank_get_item(sp, S_JOB_STEPID, &step);
+    if (skip_batch && step == SLURM_BATCH_SCRIPT) {
+        left_alone = 1;
+        return 0;
+    }
     int fd = connect_daemon();
     if (fd < 0) {
         char name[64];
         step_name(sp, name, sizeof name);
         slurm_info("coloc: no daemon at %s (%s): %s runs unmanaged", socket_path, strerror(errno),
                    name);
-        no_daemon = 1;
+        left_alone = 1;
         return 0;
     }
     close(fd);
@@ -418,12 +436,10 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
     (void)ac;
     (void)av;
-    if (!spank_remote(sp) || no_daemon)
+    if (!spank_remote(sp) || left_alone)
         return 0;
     char name[64];
     step_name(sp, name, sizeof name);
-    /* From here on the task's log is its own stderr (the job's output), at
-     * Slurm's error level: what goes wrong is said there, once. */
     int fd = connect_daemon();
     if (fd < 0) {
         slurm_error("coloc: no daemon at %s (%s): %s runs unmanaged", socket_path, strerror(errno),
@@ -457,7 +473,7 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av)
 {
     (void)ac;
     (void)av;
-    if (!spank_remote(sp) || no_daemon)
+    if (!spank_remote(sp) || left_alone)
         return 0;
     pid_t pid = 0;
     int status = 0;

@@ -51,7 +51,7 @@ impl Drop for Started {
 }
 
 /// Every process below `pid` (children, their children, ...), from /proc.
-fn descendants(pid: u32) -> Vec<u32> {
+pub fn descendants(pid: u32) -> Vec<u32> {
     let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
         .into_iter()
         .flatten()
