@@ -1,7 +1,7 @@
 //! coloc on a Slurm cluster (docs/slurm.md): a real two-node Slurm from
 //! Debian's packages (`scripts/slurm-test-cluster`), each node with its own
 //! coloc daemon and the SPANK plugin in plugstack.conf. Four OpenMP jobs
-//! share the nodes (`sbatch --oversubscribe`, two on each); each is checked
+//! share the nodes (`sbatch --oversubscribe`, two on each, one a user's); each is checked
 //! in its node's `coloc status`, in /proc (its threads where the plan puts
 //! them, its processes in Slurm's cgroup even where the daemon runs with
 //! `--cgroup-slice`, their CPUs within its cpuset), in
@@ -12,6 +12,9 @@
 //! plugin); says which is missing when it skips.
 
 mod common;
+#[path = "../../linux/tests/support/users.rs"]
+#[allow(dead_code)] // chown: the other tests' part of it
+mod users;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -23,6 +26,7 @@ use coloc_model::trace::{ExitStatus, TraceEvent};
 use coloc_model::CpuSet;
 use common::service::{descendants, is_root};
 use common::{coloc, cpus_allowed, repo, start_ticks, status_of, text, tids_of};
+use users::TestUser;
 
 const NODES: [&str; 2] = ["n1", "n2"];
 /// Each job's work: REGIONS parallel regions over N terms (omp_sum.c), about
@@ -140,11 +144,23 @@ impl Cluster {
         serde_json::from_str(&stdout).unwrap()
     }
 
-    /// Submits `omp_sum regions` to `node`; returns the job id.
-    fn submit(&self, node: &str, options: &[&str], program: &Path, regions: u64) -> u32 {
+    /// Submits `omp_sum regions` to `node`, as `user` (None: root);
+    /// returns the job id.
+    fn submit(
+        &self,
+        node: &str,
+        user: Option<&TestUser>,
+        options: &[&str],
+        program: &Path,
+        regions: u64,
+    ) -> u32 {
         let output = format!("{}/jobs/%j.out", self.dir.display());
         let wrap = format!("{} {regions} {TERMS}", program.display());
-        let mut args = vec![
+        let mut args = match user {
+            Some(u) => vec!["runuser", "-u", &u.name, "--"],
+            None => Vec::new(),
+        };
+        args.extend_from_slice(&[
             "sbatch",
             "--parsable",
             "--oversubscribe",
@@ -154,7 +170,7 @@ impl Cluster {
             "2",
             "-o",
             &output,
-        ];
+        ]);
         args.extend_from_slice(options);
         args.extend_from_slice(&["--wrap", &wrap]);
         let id = self.client(&args);
@@ -267,6 +283,8 @@ fn exe_name(pid: u32) -> String {
 struct Seen {
     node: String,
     app: Option<AppStatus>,
+    /// The owner of its DoP record, if it has one (`COLOC_OMP_RECORD`).
+    record_owner: Option<u32>,
     /// Every thread of its OpenMP program was where the plan said, once.
     placed: bool,
     /// Its plan's CPUs were fewer than its cgroup's: coloc narrowed within.
@@ -325,6 +343,16 @@ fn look(job: u32, app: &AppStatus, seen: &mut Seen) {
         }
         if let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) {
             seen.shim = Some(maps.contains("libcoloc_omp"));
+        }
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        let record = String::from_utf8_lossy(&environ)
+            .split('\0')
+            .find_map(|v| v.strip_prefix("COLOC_OMP_RECORD=").map(str::to_string));
+        if let Some(owner) = record
+            .and_then(|r| std::fs::metadata(r).ok())
+            .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
+        {
+            seen.record_owner = Some(owner);
         }
     }
 }
@@ -407,6 +435,11 @@ fn openmp_jobs_sharing_slurm_nodes_run_under_coloc_and_without_it() {
         .tempdir_in("/tmp")
         .unwrap();
     let base = dir.path().to_path_buf();
+    // A user's job reads the program from here.
+    std::fs::set_permissions(&base, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let Some(user) = TestUser::create("slurm") else {
+        return;
+    };
     let plugin = base.join("libcoloc_spank.so");
     let out = coloc().arg("spank-plugin").arg(&plugin).output().unwrap();
     if !out.status.success() {
@@ -424,16 +457,18 @@ fn openmp_jobs_sharing_slurm_nodes_run_under_coloc_and_without_it() {
     let cluster_dir = base.join("cluster");
     let mut cluster = Cluster::start(&cluster_dir, &plugin);
 
-    // Two jobs on each node: one of n1's not malleable and latency-class.
-    let mut jobs: Vec<(u32, &str, bool)> = Vec::new();
-    for (node, options, malleable) in [
-        ("n1", &["--coloc-malleable"][..], true),
-        ("n1", &["--coloc-class=latency"][..], false),
-        ("n2", &["--coloc-malleable"][..], true),
-        ("n2", &["--coloc-malleable"][..], true),
+    // Two jobs on each node: one of n1's not malleable and latency-class,
+    // one of n2's a user's.
+    let mut jobs: Vec<(u32, &str, bool, u32)> = Vec::new();
+    for (node, as_user, options, malleable) in [
+        ("n1", false, &["--coloc-malleable"][..], true),
+        ("n1", false, &["--coloc-class=latency"][..], false),
+        ("n2", false, &["--coloc-malleable"][..], true),
+        ("n2", true, &["--coloc-malleable"][..], true),
     ] {
-        let id = cluster.submit(node, options, &program, REGIONS);
-        jobs.push((id, node, malleable));
+        let by = as_user.then_some(&user);
+        let id = cluster.submit(node, by, options, &program, REGIONS);
+        jobs.push((id, node, malleable, by.map_or(0, |u| u.uid)));
     }
     let ids: Vec<u32> = jobs.iter().map(|j| j.0).collect();
     let mut seen: BTreeMap<u32, Seen> = BTreeMap::new();
@@ -451,7 +486,7 @@ fn openmp_jobs_sharing_slurm_nodes_run_under_coloc_and_without_it() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    for (id, node, malleable) in &jobs {
+    for (id, node, malleable, uid) in &jobs {
         let s = seen
             .get(id)
             .unwrap_or_else(|| panic!("job {id} never appeared in coloc status: {seen:?}"));
@@ -459,6 +494,7 @@ fn openmp_jobs_sharing_slurm_nodes_run_under_coloc_and_without_it() {
         assert_eq!(s.node, *node, "job {id} ran on {}", s.node);
         assert_eq!(app.name, format!("job{id}.batch"));
         assert_eq!(app.kind, "task");
+        assert_eq!(app.uid, *uid, "job {id}'s owner");
         let job = app.job.as_ref().unwrap();
         assert_eq!((job.id, job.step.as_str()), (*id, "batch"));
         let class = if *malleable { "batch" } else { "latency" };
@@ -476,6 +512,9 @@ fn openmp_jobs_sharing_slurm_nodes_run_under_coloc_and_without_it() {
             Some(*malleable),
             "job {id}: the shim is preloaded exactly into --coloc-malleable jobs"
         );
+        if *malleable {
+            assert_eq!(s.record_owner, Some(*uid), "job {id}'s DoP record's owner");
+        }
     }
     for node in NODES {
         assert!(
@@ -571,7 +610,7 @@ fn openmp_jobs_sharing_slurm_nodes_run_under_coloc_and_without_it() {
     }
     let unmanaged: Vec<u32> = NODES
         .iter()
-        .map(|node| cluster.submit(node, &["--coloc-malleable"], &program, REGIONS / 6))
+        .map(|node| cluster.submit(node, None, &["--coloc-malleable"], &program, REGIONS / 6))
         .collect();
     wait_until(
         "the unmanaged jobs to end",
