@@ -267,7 +267,10 @@ fn check_job(job: &JobStep) -> Result<(), RequestError> {
     } else {
         Err(field(
             "job",
-            format!("expected a step of 1 to {MAX_STEP} letters or digits, found {:?}", job.step),
+            format!(
+                "expected a step of 1 to {MAX_STEP} letters or digits, found {:?}",
+                job.step
+            ),
         ))
     }
 }
@@ -470,10 +473,7 @@ mod tests {
                     .into(),
                 "field `status`",
             ),
-            (
-                exec(r#","job":{"id":12,"step":"b a"}"#),
-                "field `job`",
-            ),
+            (exec(r#","job":{"id":12,"step":"b a"}"#), "field `job`"),
             (exec(r#","job":{"id":12,"step":""}"#), "field `job`"),
             (
                 r#"{"v":1,"request":"exited","pid":0,"status":{"kind":"code","value":0}}"#.into(),

@@ -61,6 +61,12 @@ SPANK_PLUGIN(coloc, 1);
 /* The longest answer read: an admission's environment and notes are a few
  * hundred bytes; anything longer than this is not the daemon's. */
 #define MAX_REPLY (64 * 1024)
+/* The daemon's bounds on a request (docs/service.md, Limits): a line of 64
+ * KiB, 4096 arguments. The plugin sends the program and as many arguments as
+ * fit in half the line, each byte counted as its longest JSON escape (6),
+ * as `coloc exec` does (the daemon keeps only the program). */
+#define MAX_REQUEST (64 * 1024)
+#define MAX_ARGS 4096
 /* How long slurmstepd waits for the daemon to take a task's end: the task
  * is over, so nothing of the job waits on it but its step's completion. */
 #define EXIT_REPORT_TIMEOUT_MS 2000
@@ -307,8 +313,13 @@ static json_object *exec_request(spank_t sp, const char *name)
         char program[PATH_MAX];
         program_of(sp, args[0], program, sizeof program);
         json_object_array_add(argv, json_object_new_string(program));
-        for (int i = 1; i < argc; i++)
+        size_t used = strlen(program) * 6 + 3;
+        for (int i = 1; i < argc && i < MAX_ARGS; i++) {
+            used += strlen(args[i]) * 6 + 3;
+            if (used > MAX_REQUEST / 2)
+                break;
             json_object_array_add(argv, json_object_new_string(args[i]));
+        }
     }
     json_object_object_add(req, "argv", argv);
     uint32_t job = 0;
