@@ -12,12 +12,21 @@ use coloc_linux::machine::{
 };
 use coloc_model::Topology;
 
-/// Where journals of changed settings may live, first choice first: `/run/coloc`
-/// for root (cleared at boot, when the processes it describes are gone too), else
-/// the user's runtime dir; without one, `<tmp>/coloc-<uid>` and then, should that
-/// name be taken by someone else (anyone may create it first), coloc's
-/// directory in the user's state dir.
+/// The variable that names the journal directory instead of the defaults
+/// (docs/safety.md, The journal): one coloc manager per directory, so tests
+/// and experiments that run several at once give each its own.
+pub const JOURNAL_DIR_ENV: &str = "COLOC_JOURNAL_DIR";
+
+/// Where journals of changed settings may live, first choice first:
+/// `$COLOC_JOURNAL_DIR` when set, else `/run/coloc` for root (cleared at
+/// boot, when the processes it describes are gone too), else the user's
+/// runtime dir; without one, `<tmp>/coloc-<uid>` and then, should that name
+/// be taken by someone else (anyone may create it first), coloc's directory
+/// in the user's state dir.
 pub fn journal_dirs() -> Vec<PathBuf> {
+    if let Some(d) = std::env::var_os(JOURNAL_DIR_ENV).filter(|d| !d.is_empty()) {
+        return vec![PathBuf::from(d)];
+    }
     if nix::unistd::geteuid().is_root() {
         return vec![PathBuf::from("/run/coloc")];
     }

@@ -138,11 +138,13 @@ fn a_users_malleable_exec_under_roots_daemon_gets_its_dop_managed() {
         .unwrap();
     started.children.push(child);
     let mut pid = 0;
-    wait_for("the user's kernel running", || {
-        svc.status().apps.iter().any(|a| {
-            pid = a.pid;
-            a.state == "running" && a.uid == user.uid
-        })
+    wait_for("the user's kernel running its program", || {
+        let s = svc.status();
+        running_their_commands(&s)
+            && s.apps.iter().any(|a| {
+                pid = a.pid;
+                a.state == "running" && a.uid == user.uid
+            })
     });
     started.pids.push(pid);
     let app = svc.status().apps.remove(0);

@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use coloc_linux::machine::LinuxMachine;
 use coloc_manager::{serve, Inbox, ManagerError, Recorder, RunOptions, RunSummary};
+use coloc_model::workload::to_app_name;
 use coloc_model::{AppSpec, Plan, TraceEvent, View};
 use coloc_policy::Policy;
 
@@ -189,19 +190,20 @@ fn raise_descriptor_limit() {
 }
 
 /// Registers for re-adoption every app `saved` names that still runs with its
-/// recorded start time; says what it did with each.
+/// recorded start time; says what it did with each. Its owner is read from
+/// /proc (the file only names the process).
 pub fn readopt(shared: &Shared, saved: &Saved, proc_root: &Path) -> Vec<String> {
     let mut said = Vec::new();
     for a in &saved.apps {
         let now = procfs::process::Process::new_with_root(proc_root.join(a.pid.to_string()))
-            .and_then(|p| p.stat());
+            .and_then(|p| Ok((p.stat()?, p.uid()?)));
         match now {
-            Ok(s) if s.starttime == a.start && !matches!(s.state, 'Z' | 'X') => {
+            Ok((s, uid)) if s.starttime == a.start && !matches!(s.state, 'Z' | 'X') => {
                 let mut e = Entry::new(
-                    a.name.clone(),
+                    to_app_name(&a.name),
                     Kind::Readopted,
                     a.pid,
-                    a.uid,
+                    uid,
                     a.program.clone(),
                 );
                 e.class = a.class;
@@ -209,14 +211,20 @@ pub fn readopt(shared: &Shared, saved: &Saved, proc_root: &Path) -> Vec<String> 
                 let app = shared.lock().register(e);
                 said.push(format!(
                     "re-adopting {} (pid {}) as app {app}",
-                    a.name, a.pid
+                    to_app_name(&a.name),
+                    a.pid
                 ));
             }
             Ok(_) => said.push(format!(
                 "{} (pid {}) ended and its pid was reused: left alone",
-                a.name, a.pid
+                to_app_name(&a.name),
+                a.pid
             )),
-            Err(_) => said.push(format!("{} (pid {}) has ended", a.name, a.pid)),
+            Err(_) => said.push(format!(
+                "{} (pid {}) has ended",
+                to_app_name(&a.name),
+                a.pid
+            )),
         }
     }
     said
@@ -271,6 +279,7 @@ pub fn run(
         cpus: coloc_machine::Machine::topology(&linux).cpus().to_list(),
         owner: nix::unistd::geteuid().as_raw(),
         wake,
+        checks: Default::default(),
     };
     let limits = opts.limits.clone();
     std::thread::Builder::new()

@@ -234,11 +234,11 @@ impl Machine for DaemonMachine {
             name: req.spec.name.clone(),
             source: why.into(),
         };
-        let (pid, start, malleable, held, in_place, program, cancelled) = {
-            let state = self.shared.lock();
+        let (pid, start, malleable, held, in_place, program, cancelled, asked_by, runtime, kind) = {
+            let mut state = self.shared.lock();
             let e = state
                 .apps
-                .get(&req.id.app)
+                .get_mut(&req.id.app)
                 .ok_or_else(|| fail("not registered with the daemon".into()))?;
             (
                 e.pid,
@@ -249,6 +249,9 @@ impl Machine for DaemonMachine {
                 e.kind == Kind::Task,
                 e.program.clone(),
                 e.cancelled.clone(),
+                (e.uid != 0 && e.kind != Kind::Readopted).then_some(e.uid),
+                e.check.as_mut().map(|c| c.found()),
+                e.kind,
             )
         };
         if let Some(why) = cancelled {
@@ -266,6 +269,9 @@ impl Machine for DaemonMachine {
             memory: req.plan.memory,
             held,
             in_place,
+            asked_by,
+            runtime,
+            own_threads: kind != Kind::Readopted,
         });
         let mut state = self.shared.lock();
         let Some(e) = state.apps.get_mut(&req.id.app) else {

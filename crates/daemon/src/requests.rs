@@ -7,24 +7,38 @@
 //! A user may register, query and release only processes it owns; root may
 //! act on any. Every refusal says why.
 
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::mpsc::Receiver;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use coloc_linux::credentials::{spawn_as, Creds};
+use coloc_linux::machine::{check_program, ProgramCheck};
 use coloc_model::trace::ExitStatus;
 use coloc_model::workload::to_app_name;
 use coloc_policy::Policy;
 
 use crate::protocol::{Reply, Request, Status};
-use crate::shared::{Answer, Entry, Kind, Release, Shared, Waker};
+use crate::shared::{Answer, Check, Entry, Kind, Release, Shared, Waker};
 
 /// Builds a policy by name (the CLI's choice of policies), for `policy set`.
 pub type PolicyFactory = Arc<dyn Fn(&str) -> Result<Box<dyn Policy>, String> + Send + Sync>;
 
 /// Most apps one user may have registered at once (docs/service.md, Limits).
 pub const MAX_APPS_PER_UID: usize = 256;
+
+/// Most program checks running at once, and for one user (docs/service.md,
+/// Limits).
+pub const MAX_CHECKS: usize = 4;
+pub const MAX_CHECKS_PER_UID: usize = 1;
+
+/// `flags` of a kernel thread (`PF_KTHREAD`, field 9 of its stat).
+const PF_KTHREAD: u32 = 0x0020_0000;
+
+/// Most parents walked up from a process (a bound, not a depth any real
+/// tree has).
+const MAX_DEPTH: usize = 4096;
 
 /// What every request needs besides the shared state.
 #[derive(Clone)]
@@ -38,6 +52,46 @@ pub struct Context {
     pub owner: u32,
     /// Wakes the socket's thread when the loop answers.
     pub wake: Waker,
+    /// Program checks running now.
+    pub checks: Checks,
+}
+
+/// Program checks running now, per user.
+#[derive(Debug, Clone, Default)]
+pub struct Checks(Arc<Mutex<HashMap<u32, usize>>>);
+
+/// One running check, counted until dropped (its work ended, or never ran).
+struct Running {
+    checks: Checks,
+    uid: u32,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let mut running = self.checks.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = running.get_mut(&self.uid) {
+            *n -= 1;
+            if *n == 0 {
+                running.remove(&self.uid);
+            }
+        }
+    }
+}
+
+impl Checks {
+    /// Counts one more check of `uid`'s; None when over a bound.
+    fn start(&self, uid: u32) -> Option<Running> {
+        let mut running = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let theirs = running.get(&uid).copied().unwrap_or(0);
+        if theirs >= MAX_CHECKS_PER_UID || running.values().sum::<usize>() >= MAX_CHECKS {
+            return None;
+        }
+        *running.entry(uid).or_default() += 1;
+        Some(Running {
+            checks: self.clone(),
+            uid,
+        })
+    }
 }
 
 impl std::fmt::Debug for Context {
@@ -73,33 +127,41 @@ pub enum Next {
         answer: Receiver<Reply>,
         exec: bool,
     },
+    /// Wait for the check of a malleable `exec`'s program, then register it
+    /// ([`checked`]): the loop never sees an app whose check is running.
+    Check { entry: Box<Entry> },
     /// Wait for the loop to let an app go, then send its answer.
     Release { answer: Receiver<Reply> },
 }
 
-/// The owner of process `pid` (of its /proc directory).
-fn owner_of(proc_root: &Path, pid: u32) -> Result<u32, Refused> {
-    std::fs::metadata(proc_root.join(pid.to_string()))
-        .map(|m| m.uid())
-        .map_err(|_| Refused(format!("no process {pid}")))
+/// What /proc says of a process, read through one handle on its directory:
+/// every fact is of the same process, whatever holds the pid later.
+#[derive(Debug, Clone, Copy)]
+struct Facts {
+    pid: u32,
+    /// Field 22 of its stat: with the pid, its identity.
+    start: u64,
+    /// The owner of its /proc directory.
+    uid: u32,
+    ppid: u32,
+    zombie: bool,
+    kernel: bool,
+    /// Its thread group (the process; not `pid` for a thread's id).
+    tgid: u32,
 }
 
 /// How `pid`, to be held before its exec, came: the caller itself (a Slurm
 /// task registering itself from the SPANK plugin, docs/slurm.md) or a child
 /// of the caller (`coloc exec`). Anything else is refused: only a process
 /// and its parent know it is waiting to exec.
-fn held_kind(ctx: &Context, peer: Peer, pid: u32) -> Result<Kind, Refused> {
-    if pid == peer.pid {
+fn held_kind(peer: Peer, f: &Facts) -> Result<Kind, Refused> {
+    if f.pid == peer.pid {
         return Ok(Kind::Task);
     }
-    let parent = procfs::process::Process::new_with_root(ctx.proc_root.join(pid.to_string()))
-        .and_then(|p| p.stat())
-        .map(|s| s.ppid as u32)
-        .map_err(|_| Refused(format!("no process {pid}")))?;
-    if parent != peer.pid {
+    if f.ppid != peer.pid {
         return Err(Refused(format!(
-            "process {pid} is neither the caller (pid {}) nor its child",
-            peer.pid
+            "process {} is neither the caller (pid {}) nor its child",
+            f.pid, peer.pid
         )));
     }
     Ok(Kind::Exec)
@@ -129,16 +191,151 @@ fn task_exited(ctx: &Context, peer: Peer, pid: u32, status: ExitStatus) -> Resul
     Ok(Next::Reply(Reply::Released { app }))
 }
 
-/// `peer` may act on `pid`: root, or its owner.
-fn may_act(ctx: &Context, peer: Peer, pid: u32) -> Result<(), Refused> {
-    let owner = owner_of(&ctx.proc_root, pid)?;
-    if peer.uid == 0 || peer.uid == owner {
+fn facts(ctx: &Context, pid: u32) -> Result<Facts, Refused> {
+    let gone = || Refused(format!("no process {pid}"));
+    let p = procfs::process::Process::new_with_root(ctx.proc_root.join(pid.to_string()))
+        .map_err(|_| gone())?;
+    let stat = p.stat().map_err(|_| gone())?;
+    let uid = p.uid().map_err(|_| gone())?;
+    let tgid = p.status().map_or(pid, |s| s.tgid.max(0) as u32);
+    Ok(Facts {
+        pid,
+        start: stat.starttime,
+        uid,
+        ppid: stat.ppid.max(0) as u32,
+        zombie: matches!(stat.state, 'Z' | 'X'),
+        kernel: stat.flags & PF_KTHREAD != 0,
+        tgid,
+    })
+}
+
+/// The parents of `pid`, nearest first, up to init.
+fn ancestors(ctx: &Context, pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut at = pid;
+    while out.len() < MAX_DEPTH {
+        let Ok(stat) = procfs::process::Process::new_with_root(ctx.proc_root.join(at.to_string()))
+            .and_then(|p| p.stat())
+        else {
+            break;
+        };
+        let parent = stat.ppid.max(0) as u32;
+        if parent == 0 || out.contains(&parent) {
+            break;
+        }
+        out.push(parent);
+        at = parent;
+    }
+    out
+}
+
+/// `peer` may act on the process: root, or its owner.
+fn may_act(peer: Peer, f: &Facts) -> Result<(), Refused> {
+    if peer.uid == 0 || peer.uid == f.uid {
         Ok(())
     } else {
         Err(Refused(format!(
-            "process {pid} belongs to uid {owner}; uid {} may manage only its own processes",
-            peer.uid
+            "process {} belongs to uid {}; uid {} may manage only its own processes",
+            f.pid, f.uid, peer.uid
         )))
+    }
+}
+
+/// Refuses what coloc must not manage (docs/service.md, Permissions): a
+/// thread's id, a kernel thread, init, a zombie, the daemon or one of its
+/// ancestors, and a process whose tree and a managed app's meet.
+fn manageable(ctx: &Context, f: &Facts) -> Result<(), Refused> {
+    let pid = f.pid;
+    let no = |why: String| Err(Refused(why));
+    if f.tgid != pid {
+        return no(format!(
+            "{pid} is a thread of process {}, not a process: name the process",
+            f.tgid
+        ));
+    }
+    if f.kernel {
+        return no(format!(
+            "process {pid} is a kernel thread: coloc manages user processes only"
+        ));
+    }
+    if pid == 1 {
+        return no("process 1 is init: coloc does not manage it".into());
+    }
+    if f.zombie {
+        return no(format!(
+            "process {pid} has ended (a zombie waiting for its parent)"
+        ));
+    }
+    let me = std::process::id();
+    if pid == me {
+        return no(format!("process {pid} is the coloc daemon itself"));
+    }
+    if ancestors(ctx, me).contains(&pid) {
+        return no(format!(
+            "process {pid} is an ancestor of the coloc daemon (pid {me})"
+        ));
+    }
+    let managed: Vec<(u32, u32)> = {
+        let state = ctx.shared.lock();
+        state
+            .apps
+            .iter()
+            .filter(|(_, e)| e.cancelled.is_none())
+            .map(|(a, e)| (*a, e.pid))
+            .collect()
+    };
+    let above = ancestors(ctx, pid);
+    for (app, m) in managed {
+        if m == pid {
+            return no(format!("process {pid} is managed already (app {app})"));
+        }
+        if above.contains(&m) {
+            return no(format!(
+                "process {pid} is inside app {app} (process {m}), which coloc manages already"
+            ));
+        }
+        if ancestors(ctx, m).contains(&pid) {
+            return no(format!(
+                "process {pid} has app {app} (process {m}) in its tree: release that app first"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Starts the OpenMP-runtime check of `e`'s program, as the user of its
+/// process and off the loop (docs/service.md, coloc exec); None while every
+/// slot its user may take is busy (it waits for one).
+fn start_check(ctx: &Context, e: &Entry) -> Option<Check> {
+    let running = ctx.checks.start(e.uid)?;
+    let failed = |why: String| {
+        Some(Check::Done(ProgramCheck {
+            exe: None,
+            found: Err(why),
+        }))
+    };
+    let pid = e.pid;
+    let creds = match Creds::of(&ctx.proc_root, pid) {
+        Ok(c) => c,
+        Err(err) => return failed(format!("reading the credentials of process {pid}: {err}")),
+    };
+    let program = e.program.clone();
+    let path = std::env::var_os("PATH");
+    let wake = ctx.wake.clone();
+    let result = spawn_as(
+        creds,
+        move || {
+            let _running = running;
+            check_program(&program, path.as_deref())
+        },
+        move || wake.wake(),
+    );
+    match result {
+        Ok(result) => Some(Check::Running {
+            result,
+            since: Instant::now(),
+        }),
+        Err(err) => failed(format!("starting the program check: {err}")),
     }
 }
 
@@ -154,14 +351,23 @@ pub fn handle(request: Request, peer: Peer, ctx: &Context) -> Result<Next, Refus
             argv,
             job,
         } => {
-            may_act(ctx, peer, pid)?;
-            let kind = held_kind(ctx, peer, pid)?;
+            let f = facts(ctx, pid)?;
+            may_act(peer, &f)?;
+            let kind = held_kind(peer, &f)?;
+            manageable(ctx, &f)?;
             let program = argv.first().cloned().unwrap_or_default();
             let mut e = Entry::new(name, kind, pid, peer.uid, program);
             e.class = class;
             e.malleable = malleable;
             e.threads = threads;
             e.job = job;
+            e.start = Some(f.start);
+            if malleable {
+                e.check = Some(Check::Queued {
+                    since: Instant::now(),
+                });
+                return Ok(Next::Check { entry: Box::new(e) });
+            }
             let (app, answer) = register(ctx, e)?;
             Ok(Next::Admission {
                 app,
@@ -177,8 +383,9 @@ pub fn handle(request: Request, peer: Peer, ctx: &Context) -> Result<Next, Refus
             "`exited` without a pid belongs on the connection of an admitted exec".into(),
         )),
         Request::Attach { pid, name, class } => {
-            may_act(ctx, peer, pid)?;
-            let uid = owner_of(&ctx.proc_root, pid)?;
+            let f = facts(ctx, pid)?;
+            may_act(peer, &f)?;
+            manageable(ctx, &f)?;
             let program = std::fs::read_link(ctx.proc_root.join(format!("{pid}/exe")))
                 .map(|p| p.display().to_string())
                 .unwrap_or_default();
@@ -188,8 +395,9 @@ pub fn handle(request: Request, peer: Peer, ctx: &Context) -> Result<Next, Refus
                     .map(|c| to_app_name(c.trim()))
                     .unwrap_or_else(|_| format!("pid-{pid}"))
             });
-            let mut e = Entry::new(name, Kind::Attach, pid, uid, program);
+            let mut e = Entry::new(name, Kind::Attach, pid, f.uid, program);
             e.class = class;
+            e.start = Some(f.start);
             let (app, answer) = register(ctx, e)?;
             Ok(Next::Admission {
                 app,
@@ -295,6 +503,27 @@ fn register(ctx: &Context, mut e: Entry) -> Result<(u32, Receiver<Reply>), Refus
     let app = state.register(e);
     tracing::info!(app, pid, "registered");
     Ok((app, rx))
+}
+
+/// A malleable `exec` whose program check is done (or timed out): it is
+/// registered for the loop. None while the check runs.
+pub fn checked(ctx: &Context, entry: &mut Option<Box<Entry>>) -> Option<Result<Next, Refused>> {
+    let e = entry.as_mut()?;
+    if matches!(e.check, Some(Check::Queued { .. })) {
+        if let Some(started) = start_check(ctx, e) {
+            e.check = Some(started);
+        }
+    }
+    let done = e.check.as_mut().is_none_or(|c| c.poll());
+    if !done {
+        return None;
+    }
+    let e = *entry.take()?;
+    Some(register(ctx, e).map(|(app, answer)| Next::Admission {
+        app,
+        answer,
+        exec: true,
+    }))
 }
 
 /// The client of `app` went away before it was admitted: the loop drops it.

@@ -27,6 +27,7 @@ use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
 
 use crate::protocol::{parse_request, Reply, Request, MAX_REQUEST};
 use crate::requests::{self, Context, Next, Peer, Refused};
+use crate::shared::Entry;
 
 /// Bounds on the socket's connections (docs/service.md, Limits).
 #[derive(Debug, Clone)]
@@ -75,6 +76,8 @@ enum Phase {
         answer: Receiver<Reply>,
         exec: bool,
     },
+    /// A malleable `exec` whose program is being checked, not registered yet.
+    Check { entry: Option<Box<Entry>> },
     /// Waiting for the loop to let an app go.
     Release { answer: Receiver<Reply> },
     /// An admitted `exec`: waiting for its client's `exited` line.
@@ -436,29 +439,39 @@ impl Server {
             Ok(r) => r,
             Err(e) => return self.refuse(k, Refused(e.to_string())),
         };
-        match requests::handle(request, peer, &self.ctx) {
-            Err(refused) => self.refuse(k, refused),
+        let next = requests::handle(request, peer, &self.ctx);
+        self.next(k, next);
+    }
+
+    /// Connection `k` goes on as its request's handling says.
+    fn next(&mut self, k: usize, next: Result<Next, Refused>) {
+        let c = &mut self.conns[k];
+        let phase = match next {
+            Err(refused) => return self.refuse(k, refused),
             Ok(Next::Reply(reply)) => {
-                self.conns[k].phase = Phase::Closing;
-                self.write(k, &reply);
+                c.phase = Phase::Closing;
+                return self.write(k, &reply);
             }
-            Ok(Next::Admission { app, answer, exec }) => {
-                let c = &mut self.conns[k];
-                c.deadline = None;
-                c.phase = Phase::Admission { app, answer, exec };
-            }
-            Ok(Next::Release { answer }) => {
-                let c = &mut self.conns[k];
-                c.deadline = None;
-                c.phase = Phase::Release { answer };
-            }
-        }
+            Ok(Next::Admission { app, answer, exec }) => Phase::Admission { app, answer, exec },
+            Ok(Next::Check { entry }) => Phase::Check { entry: Some(entry) },
+            Ok(Next::Release { answer }) => Phase::Release { answer },
+        };
+        c.deadline = None;
+        c.phase = phase;
+        // A check may start (and a short one end) at once.
+        self.answers(k);
     }
 
     /// The loop's answer for connection `k`, if it came.
     fn answers(&mut self, k: usize) {
         let c = &mut self.conns[k];
         if c.done {
+            return;
+        }
+        if let Phase::Check { entry } = &mut c.phase {
+            if let Some(next) = requests::checked(&self.ctx, entry) {
+                self.next(k, next);
+            }
             return;
         }
         let got = match &c.phase {

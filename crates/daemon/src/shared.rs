@@ -11,7 +11,9 @@ use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use coloc_linux::machine::{OmpRuntime, ProgramCheck};
 
 use coloc_model::trace::ExitStatus;
 use coloc_model::{AppClass, AppPlan, AppSpec};
@@ -68,6 +70,77 @@ impl Answer {
     }
 }
 
+/// How long a program check may take (docs/service.md, Limits).
+pub const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The OpenMP-runtime check of a malleable `exec`'s program, made off the
+/// loop, as the app's user; the app is registered for the loop once it is
+/// done (docs/service.md, coloc exec).
+#[derive(Debug)]
+pub enum Check {
+    /// Waiting for a free slot (docs/service.md, Limits).
+    Queued {
+        since: Instant,
+    },
+    Running {
+        result: Receiver<std::io::Result<ProgramCheck>>,
+        since: Instant,
+    },
+    Done(ProgramCheck),
+}
+
+impl Check {
+    /// Whether it is done, taking its result if it just came; a check past
+    /// [`CHECK_TIMEOUT`] is done, with that as its answer.
+    pub fn poll(&mut self) -> bool {
+        let (result, since) = match self {
+            Check::Done(_) => return true,
+            Check::Queued { since } if since.elapsed() < CHECK_TIMEOUT => return false,
+            Check::Queued { .. } => {
+                *self = Check::Done(ProgramCheck {
+                    exe: None,
+                    found: Err(format!(
+                        "no program check could start within {} s",
+                        CHECK_TIMEOUT.as_secs()
+                    )),
+                });
+                return true;
+            }
+            Check::Running { result, since } => (result, since),
+        };
+        let found = match result.try_recv() {
+            Ok(Ok(check)) => check,
+            Ok(Err(e)) => ProgramCheck {
+                exe: None,
+                found: Err(format!("checking the program as its user: {e}")),
+            },
+            Err(mpsc::TryRecvError::Empty) if since.elapsed() < CHECK_TIMEOUT => return false,
+            Err(_) => ProgramCheck {
+                exe: None,
+                found: Err(format!(
+                    "the program check took longer than {} s",
+                    CHECK_TIMEOUT.as_secs()
+                )),
+            },
+        };
+        *self = Check::Done(found);
+        true
+    }
+
+    /// What it found (an app is registered once its check is done; one not
+    /// done is taken as a launcher).
+    pub fn found(&mut self) -> ProgramCheck {
+        self.poll();
+        match self {
+            Check::Done(c) => c.clone(),
+            Check::Queued { .. } | Check::Running { .. } => ProgramCheck {
+                exe: None,
+                found: Ok(OmpRuntime::Unknown),
+            },
+        }
+    }
+}
+
 /// How an app came to the daemon.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -107,7 +180,8 @@ pub struct Entry {
     pub class: AppClass,
     pub kind: Kind,
     pub pid: u32,
-    /// Its start time, when known before adoption (re-adoption checks it).
+    /// Its start time (field 22 of its stat) when the request came: only
+    /// that process is adopted, whatever holds the pid later.
     pub start: Option<u64>,
     pub uid: u32,
     pub malleable: bool,
@@ -115,6 +189,8 @@ pub struct Entry {
     pub program: String,
     pub threads: u32,
     pub job: Option<JobStep>,
+    /// Its program's check (a malleable `exec`), None when not needed.
+    pub check: Option<Check>,
     pub arrived: Instant,
     /// Where the answer to the request that brought it goes (none for a
     /// re-adopted app: its client talked to the daemon that ended).
@@ -154,6 +230,7 @@ impl Entry {
             program,
             threads: 0,
             job: None,
+            check: None,
             arrived: Instant::now(),
             reply: None,
             taken: false,

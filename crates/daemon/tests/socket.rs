@@ -36,6 +36,7 @@ fn daemon(limits: Limits) -> Daemon {
         cpus: "0".into(),
         owner: nix::unistd::geteuid().as_raw(),
         wake,
+        checks: Default::default(),
     };
     std::thread::spawn(move || serve(listener, ctx, woken, limits));
     Daemon {

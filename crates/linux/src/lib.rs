@@ -3,6 +3,7 @@
 //! with a journal so that nothing coloc changes outlives it unrecorded.
 
 pub mod cgroup;
+pub mod credentials;
 pub mod machine;
 pub mod program;
 pub mod topology;

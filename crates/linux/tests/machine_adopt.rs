@@ -40,6 +40,9 @@ fn adopt(pid: u32, app: u32) -> Adopt<'static> {
         memory: MemPolicy::Default,
         held: false,
         in_place: false,
+        asked_by: None,
+        runtime: None,
+        own_threads: true,
     }
 }
 
@@ -192,4 +195,152 @@ fn a_memory_policy_set_before_exec_holds_after_it() {
     }
     let first = maps.lines().next().unwrap_or_default();
     assert!(first.contains(" local"), "{maps}");
+}
+
+/// An OpenMP kernel whose two threads bound themselves one to each CPU
+/// (`OMP_PROC_BIND`, as MPI ranks and pinned runtimes do); its pid, once
+/// both threads run bound.
+fn self_bound(all: &coloc_model::CpuSet) -> (Kept, u32) {
+    let argv = coloc_workloads::resolve_argv(
+        &["kernel:compute", "--iters", "1000000000000"].map(String::from),
+    )
+    .unwrap();
+    let child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .env("OMP_NUM_THREADS", "2")
+        .env("OMP_PROC_BIND", "close")
+        .env("OMP_PLACES", "threads")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let kept = Kept(child);
+    until_threads(pid, 2);
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let own: Vec<_> = tids_of(pid)
+            .iter()
+            .filter_map(|t| cpus_of(pid, *t))
+            .collect();
+        if own.len() == 2 && own.iter().all(|c| c.len() == 1) && own[0] != own[1] {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "threads never bound: {own:?} of {all}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (kept, pid)
+}
+
+/// `release` and the daemon's stop reset every thread of an adopted process
+/// to the process's CPUs: threads the app had bound itself lost their
+/// binding. Each thread it had when adopted gets its own back.
+#[test]
+fn release_and_finish_give_each_thread_its_own_binding_back() {
+    let Some(all) = two_cpus() else { return };
+    for finish in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut m = machine(dir.path());
+        let (_kept, pid) = self_bound(&all);
+        let own: Vec<_> = tids_of(pid)
+            .iter()
+            .map(|t| (*t, cpus_of(pid, *t)))
+            .collect();
+        m.adopt(adopt(pid, 0)).unwrap();
+        let plan = Plan {
+            apps: vec![shared(id(0), &all.to_string())],
+            note: String::new(),
+        };
+        m.apply(&plan);
+        // A turn of the loop: its threads rescanned, the plan applied again.
+        let _ = m.wait_until(m.now() + Duration::from_millis(50));
+        m.apply(&plan);
+        for (tid, _) in &own {
+            assert_eq!(cpus_of(pid, *tid), Some(all.clone()), "thread {tid} placed");
+        }
+        if finish {
+            m.finish().unwrap();
+        } else {
+            m.release(id(0)).unwrap().expect("managed");
+            m.finish().unwrap();
+        }
+        for (tid, cpus) in &own {
+            assert_eq!(&cpus_of(pid, *tid), cpus, "thread {tid} (finish: {finish})");
+        }
+    }
+}
+
+/// A child of a managed process was adopted as a second app: two instances
+/// managed one thread, and one was left pinned after release. Trees that
+/// share a process are refused, either way round.
+#[test]
+fn a_process_inside_a_managed_tree_or_above_one_is_refused() {
+    if two_cpus().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = machine(dir.path());
+    let sh = Kept(
+        Command::new("sh")
+            .args(["-c", "sleep 60 & wait"])
+            .spawn()
+            .unwrap(),
+    );
+    let parent = sh.0.id();
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    let child = loop {
+        let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children"))
+            .unwrap_or_default();
+        if let Some(c) = children.split_whitespace().next() {
+            break c.parse::<u32>().unwrap();
+        }
+        assert!(std::time::Instant::now() < until, "no child");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    m.adopt(adopt(child, 0)).unwrap();
+    let err = m.adopt(adopt(parent, 1)).unwrap_err();
+    assert!(
+        matches!(err, AdoptError::Overlaps { shared, .. } if shared == child),
+        "{err}"
+    );
+    m.release(id(0)).unwrap();
+    m.adopt(adopt(parent, 1)).unwrap();
+    let err = m.adopt(adopt(child, 2)).unwrap_err();
+    assert!(
+        matches!(err, AdoptError::Overlaps { shared, .. } if shared == child),
+        "{err}"
+    );
+    m.finish().unwrap();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+}
+
+/// A process that runs as another user than the one who asked (it exec'd a
+/// set-user-ID program since the request) is not adopted for that user.
+#[test]
+fn a_process_no_longer_the_askers_is_refused() {
+    if two_cpus().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = machine(dir.path());
+    let s = sleeper();
+    let me = nix::unistd::geteuid().as_raw();
+    let err = m
+        .adopt(Adopt {
+            asked_by: Some(me + 1),
+            ..adopt(s.0.id(), 0)
+        })
+        .unwrap_err();
+    assert!(matches!(err, AdoptError::Owner { .. }), "{err}");
+    m.adopt(Adopt {
+        asked_by: Some(me),
+        ..adopt(s.0.id(), 0)
+    })
+    .unwrap();
+    m.finish().unwrap();
 }

@@ -229,3 +229,65 @@ fn dop_records_of_a_dead_coloc_are_removed() {
     assert_eq!(removed, std::slice::from_ref(&stale));
     assert!(!stale.exists() && live.exists() && other.exists());
 }
+
+/// A zombie: a child that has exited and is not reaped yet (reaped when
+/// dropped).
+struct Zombie(Child);
+
+impl Zombie {
+    fn new() -> Zombie {
+        let child = Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+        }) {
+            assert!(std::time::Instant::now() < until, "no zombie");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        Zombie(child)
+    }
+}
+
+impl Drop for Zombie {
+    fn drop(&mut self) {
+        let _ = self.0.wait();
+    }
+}
+
+/// A killed coloc (a daemon) still a zombie, unreaped by its parent, was
+/// taken for alive: its journal was skipped and its successor re-adopted the
+/// apps with coloc's pinning as their own CPUs. A zombie is dead: its
+/// journal is replayed and its DoP records removed.
+#[test]
+fn a_zombie_colocs_journal_is_replayed_not_left_alone() {
+    let Some(cpus) = two_cpus() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let last = cpus.iter().last().unwrap();
+    let (_sleeper, pid) = pinned_sleeper(last);
+    let zombie = Zombie::new();
+    let z = zombie.0.id();
+    let journal = dir.path().join(format!("{z}.journal"));
+    std::fs::write(
+        &journal,
+        format!(
+            "{{\"event\":\"coloc\",\"pid\":{z},\"start\":{}}}\n{}\n",
+            start_of(z),
+            journal_line(pid, start_of(pid), &cpus)
+        ),
+    )
+    .unwrap();
+    let report = recover_stale_journals(dir.path(), Path::new("/proc")).unwrap();
+    assert!(report.live.is_empty(), "{report}");
+    assert_eq!(report.restored.len(), 1, "{report}");
+    assert_eq!(cpus_of(pid, pid), Some(cpus));
+    assert!(!journal.exists());
+
+    let shm = tempfile::tempdir().unwrap();
+    let record = shm.path().join(format!("coloc-{z}-0-0.0"));
+    std::fs::write(&record, "").unwrap();
+    let removed = remove_stale_dop_records(shm.path(), Path::new("/proc")).unwrap();
+    assert_eq!(removed, [record]);
+    drop(zombie);
+}

@@ -18,6 +18,7 @@ pub mod settings;
 pub mod stats;
 pub mod topology;
 pub mod trace;
+pub mod user_file;
 pub mod view;
 pub mod workload;
 

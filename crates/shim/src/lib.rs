@@ -60,4 +60,4 @@ pub use error::{Result, ShimError};
 pub use record::{
     AFFINITY_ENV, MAGIC, MAX_CPUS, RECORD_ENV, RECORD_SIZE, STALE_NS, THREAD_SLOTS, VERSION,
 };
-pub use runtime::{openmp_runtime_of, runtime_of_needed, OmpRuntime};
+pub use runtime::{openmp_runtime_of, runtime_of_needed, OmpRuntime, ReadFile};

@@ -55,8 +55,12 @@ impl fmt::Display for OmpRuntime {
 /// the dynamic linker would, approximately: the object's RUNPATH (or RPATH)
 /// with `$ORIGIN`, the executable's, /etc/ld.so.conf's directories, then the
 /// defaults; LD_LIBRARY_PATH is not known here and not used.
-pub fn openmp_runtime_of(executable: &Path) -> Result<OmpRuntime> {
-    let bytes = std::fs::read(executable).map_err(|e| ShimError::io(executable, e))?;
+///
+/// Every object is read through `read`: the caller's way of reading a file a
+/// user named (coloc refuses FIFOs and devices and bounds sizes, and root's
+/// daemon reads as the user who asked, docs/service.md).
+pub fn openmp_runtime_of(executable: &Path, read: &ReadFile<'_>) -> Result<OmpRuntime> {
+    let bytes = read(executable).map_err(|e| ShimError::io(executable, e))?;
     let Ok(elf) = Elf::parse(&bytes) else {
         return Ok(OmpRuntime::Unknown);
     };
@@ -67,15 +71,18 @@ pub fn openmp_runtime_of(executable: &Path) -> Result<OmpRuntime> {
     if direct != OmpRuntime::None {
         return Ok(direct);
     }
-    Ok(transitive_runtime(executable, &elf))
+    Ok(transitive_runtime(executable, &elf, read))
 }
+
+/// How [`openmp_runtime_of`] reads a file.
+pub type ReadFile<'a> = dyn Fn(&Path) -> std::io::Result<Vec<u8>> + 'a;
 
 /// Enough for any real program's dependency graph; bounds the work on a
 /// cyclic or pathological one.
 const MAX_OBJECTS: usize = 256;
 
 /// Breadth-first over the dependencies of `exe`; the first runtime found wins.
-fn transitive_runtime(exe_path: &Path, exe: &Elf) -> OmpRuntime {
+fn transitive_runtime(exe_path: &Path, exe: &Elf, read: &ReadFile<'_>) -> OmpRuntime {
     let system = system_dirs();
     let exe_dirs = search_dirs(exe_path, exe);
     let mut seen = HashSet::new();
@@ -88,7 +95,8 @@ fn transitive_runtime(exe_path: &Path, exe: &Elf) -> OmpRuntime {
         if !seen.insert(soname.clone()) || seen.len() > MAX_OBJECTS {
             continue;
         }
-        let Some((path, bytes)) = find_library(&soname, dirs.iter().chain(&system), exe) else {
+        let Some((path, bytes)) = find_library(&soname, dirs.iter().chain(&system), exe, read)
+        else {
             continue;
         };
         let Ok(lib) = Elf::parse(&bytes) else {
@@ -184,6 +192,7 @@ fn find_library<'d>(
     soname: &str,
     dirs: impl Iterator<Item = &'d PathBuf>,
     exe: &Elf,
+    read: &ReadFile<'_>,
 ) -> Option<(PathBuf, Vec<u8>)> {
     let candidates: Vec<PathBuf> = if soname.contains('/') {
         vec![PathBuf::from(soname)]
@@ -191,7 +200,7 @@ fn find_library<'d>(
         dirs.map(|d| d.join(soname)).collect()
     };
     candidates.into_iter().find_map(|path| {
-        let bytes = std::fs::read(&path).ok()?;
+        let bytes = read(&path).ok()?;
         let lib = Elf::parse(&bytes).ok()?;
         let same = lib.is_64 == exe.is_64 && lib.header.e_machine == exe.header.e_machine;
         drop(lib);
@@ -241,8 +250,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let script = dir.path().join("run.sh");
         std::fs::write(&script, "#!/bin/sh\nexec ./app\n").unwrap();
-        assert_eq!(openmp_runtime_of(&script).unwrap(), OmpRuntime::Unknown);
-        let err = openmp_runtime_of(&dir.path().join("absent")).unwrap_err();
+        assert_eq!(
+            openmp_runtime_of(&script, &|p| std::fs::read(p)).unwrap(),
+            OmpRuntime::Unknown
+        );
+        let err = openmp_runtime_of(&dir.path().join("absent"), &|p| std::fs::read(p)).unwrap_err();
         assert!(err.to_string().contains("absent"), "{err}");
     }
 

@@ -6,10 +6,14 @@ use std::process::Command;
 
 use coloc_shim::{openmp_runtime_of, OmpRuntime};
 
+fn read(p: &Path) -> std::io::Result<Vec<u8>> {
+    std::fs::read(p)
+}
+
 #[test]
 fn gcc_openmp_program_uses_libgomp() {
     let teams = Path::new(env!("OUT_DIR")).join("teams");
-    let runtime = openmp_runtime_of(&teams).unwrap();
+    let runtime = openmp_runtime_of(&teams, &read).unwrap();
     assert_eq!(runtime, OmpRuntime::Gomp);
     assert!(runtime.dop_managed());
 }
@@ -17,7 +21,7 @@ fn gcc_openmp_program_uses_libgomp() {
 #[test]
 fn ls_uses_no_openmp() {
     assert_eq!(
-        openmp_runtime_of(Path::new("/bin/ls")).unwrap(),
+        openmp_runtime_of(Path::new("/bin/ls"), &read).unwrap(),
         OmpRuntime::None
     );
 }
@@ -58,7 +62,7 @@ fn compile(compiler: &str, args: &[&str], dir: &Path) -> Option<std::path::PathB
 fn static_binary_is_reported_as_static() {
     let dir = tempfile::tempdir().unwrap();
     if let Some(exe) = compile("cc", &["-static", "-fopenmp"], dir.path()) {
-        assert_eq!(openmp_runtime_of(&exe).unwrap(), OmpRuntime::Static);
+        assert_eq!(openmp_runtime_of(&exe, &read).unwrap(), OmpRuntime::Static);
     }
 }
 
@@ -66,7 +70,7 @@ fn static_binary_is_reported_as_static() {
 fn clang_libomp_binary_is_llvm_and_not_managed() {
     let dir = tempfile::tempdir().unwrap();
     if let Some(exe) = compile("clang", &["-fopenmp=libomp"], dir.path()) {
-        let runtime = openmp_runtime_of(&exe).unwrap();
+        let runtime = openmp_runtime_of(&exe, &read).unwrap();
         assert_eq!(runtime, OmpRuntime::LlvmOmp);
         assert!(!runtime.dop_managed());
     }
@@ -104,5 +108,8 @@ fn libgomp_through_a_library_is_found() {
     assert!(exe.success());
     // The app itself does not need libgomp; its library does.
     assert!(Command::new(d.join("app")).status().unwrap().success());
-    assert_eq!(openmp_runtime_of(&d.join("app")).unwrap(), OmpRuntime::Gomp);
+    assert_eq!(
+        openmp_runtime_of(&d.join("app"), &read).unwrap(),
+        OmpRuntime::Gomp
+    );
 }

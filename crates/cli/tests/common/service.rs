@@ -106,6 +106,12 @@ impl Service {
         self.dir.path().join("coloc.sock")
     }
 
+    /// The daemon's journal directory, its own: nothing another test runs
+    /// recovers its journal or shares its lock.
+    pub fn journal(&self) -> PathBuf {
+        self.dir.path().join("journal")
+    }
+
     /// `coloc daemon --foreground` with `policy`, answering on its socket.
     pub fn start(&self, policy: &str, started: &mut Started) -> usize {
         self.start_with(policy, &[], started)
@@ -127,6 +133,7 @@ impl Service {
             .arg(self.socket())
             .arg("--state")
             .arg(self.dir.path().join("daemon.state"))
+            .env("COLOC_JOURNAL_DIR", self.journal())
             .args(more)
             .stdout(Stdio::null())
             .stderr(log)
@@ -156,7 +163,8 @@ impl Service {
         c.arg(args[0])
             .arg("--socket")
             .arg(self.socket())
-            .args(&args[1..]);
+            .args(&args[1..])
+            .env("COLOC_JOURNAL_DIR", self.journal());
         c
     }
 
@@ -189,7 +197,8 @@ pub fn as_uid(uid: u32, cmd: &Command) -> Command {
         .arg(format!("--regid={uid}"))
         .arg("--clear-groups")
         .arg(cmd.get_program())
-        .args(cmd.get_args());
+        .args(cmd.get_args())
+        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))));
     c
 }
 

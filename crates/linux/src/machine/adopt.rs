@@ -13,6 +13,14 @@
 //! pid reused, by start time) and recorded with an unknown status; at
 //! `finish`, or when released, its settings are put back and it goes on
 //! running, with its descendants.
+//!
+//! Each thread it has when adopted keeps its own settings as its originals
+//! (threads an app bound itself, `OMP_PROC_BIND` or MPI ranks, get their own
+//! binding back, not the process's): they are all known before the first
+//! plan, so none is taken for one that inherited coloc's settings. A process
+//! is adopted only while it is the one the request named (its start time)
+//! and runs as the user who asked, and never when its tree and a managed
+//! one's share a process (two instances would fight over its threads).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -20,7 +28,7 @@ use std::path::PathBuf;
 use coloc_machine::{Launched, MachineError};
 use coloc_model::{AppId, CpuSet, MemPolicy};
 
-use super::actuate::Base;
+use super::actuate::{Base, TaskSettings};
 use super::dop::{self, DopControl, DopLaunch};
 use super::slice::InSlice;
 use super::tasks::TaskId;
@@ -54,6 +62,18 @@ pub struct Adopt<'a> {
     /// batch system tracks and confines there (Slurm, docs/slurm.md). With
     /// `cgroup_slice` it is placed by affinity only.
     pub in_place: bool,
+    /// The user who asked, when not root: the process must still run as
+    /// that user (it may have exec'd a set-user-ID program since).
+    pub asked_by: Option<u32>,
+    /// What the program check found when the request came
+    /// ([`super::check_program`]); None: checked here, as coloc's user.
+    pub runtime: Option<super::ProgramCheck>,
+    /// Each thread it has now keeps its own settings as its originals (the
+    /// module doc). False for a process a killed coloc managed: a thread it
+    /// pinned and had not journaled yet still holds its pinning, so threads
+    /// unlike the main thread are taken as carrying that coloc's settings
+    /// and get the main thread's originals back (docs/service.md, Restart).
+    pub own_threads: bool,
 }
 
 /// An adopted process.
@@ -92,6 +112,16 @@ pub enum AdoptError {
     Reused { pid: u32, expected: u64, found: u64 },
     #[error("process {pid} is managed already (as app {app})")]
     Managed { pid: u32, app: AppId },
+    #[error("process {pid} runs as uid {now} now, not as uid {asked} who asked")]
+    Owner { pid: u32, asked: u32, now: u32 },
+    #[error("process {pid} shares process {shared} with app {app}, which coloc manages already")]
+    Overlaps { pid: u32, shared: u32, app: AppId },
+    #[error("reading the processes of {pid}")]
+    Table {
+        pid: u32,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("reading the CPUs process {pid} may use")]
     Affinity {
         pid: u32,
@@ -124,17 +154,27 @@ impl LinuxMachine {
                 found: stat.starttime,
             });
         }
+        let euid = self.proc.task_status(pid, pid).ok().map(|s| s.euid);
+        if let (Some(asked), Some(now)) = (a.asked_by, euid) {
+            if asked != now {
+                return Err(AdoptError::Owner { pid, asked, now });
+            }
+        }
+        let main = TaskId {
+            pid,
+            tid: pid,
+            start: stat.starttime,
+        };
+        let mut tracker = self.tree_of(main)?;
+        if !a.own_threads {
+            tracker = Tracker::new(main);
+        }
         let affinity = sys::affinity(pid).map_err(|source| AdoptError::Affinity { pid, source })?;
         // The affinity is within the cpuset already; the cpuset is read too
         // in case it changed since the affinity was last set.
         let allowed = match self.cpuset_cpus(pid) {
             Some(cpus) if !affinity.intersection(&cpus).is_empty() => affinity.intersection(&cpus),
             _ => affinity,
-        };
-        let main = TaskId {
-            pid,
-            tid: pid,
-            start: stat.starttime,
         };
         let env = Default::default();
         // The shim pins threads to the record's CPUs: never beyond what the
@@ -147,12 +187,7 @@ impl LinuxMachine {
         let nodes = self.nodes_of(&cpus.iter().copied().collect());
         // A user's app gets the DoP record to itself (root's daemon serves
         // every user).
-        let owner = self
-            .proc
-            .task_status(pid, pid)
-            .ok()
-            .map(|s| s.euid)
-            .filter(|uid| *uid != nix::unistd::geteuid().as_raw());
+        let owner = euid.filter(|uid| *uid != nix::unistd::geteuid().as_raw());
         let dop = dop::prepare(&DopLaunch {
             id: a.id,
             malleable: a.malleable,
@@ -168,6 +203,7 @@ impl LinuxMachine {
             shim_dir: self.opts.shim_dir.as_deref(),
             owner,
             own_cpus: super::sys::affinity(pid).ok(),
+            runtime: a.runtime,
         });
         let dop_unmanaged = match &dop.control {
             DopControl::NotManaged { reason, .. } => Some(reason.clone()),
@@ -178,8 +214,13 @@ impl LinuxMachine {
             child: None,
             main,
             exit_fd: super::exit_wait::open(pid),
-            tracker: Tracker::new(main),
-            settings: Default::default(),
+            // Every thread it has now is its own: nothing is journaled until
+            // a plan changes it, and then its own value is.
+            settings: tracker
+                .threads()
+                .map(|t| (*t, TaskSettings::new(*t)))
+                .collect(),
+            tracker,
             base: Base::default(),
             dop: dop.control,
             memory: if a.held { a.memory } else { MemPolicy::Default },
@@ -214,6 +255,29 @@ impl LinuxMachine {
             memory: (a.held && a.memory != MemPolicy::Default).then_some((a.memory, nodes)),
             allowed,
         })
+    }
+
+    /// The process tree of `main` as it is now, refused when it shares a
+    /// process with a managed instance's.
+    fn tree_of(&mut self, main: TaskId) -> Result<Tracker, AdoptError> {
+        let pid = main.pid;
+        self.table
+            .refresh(&self.proc)
+            .map_err(|source| AdoptError::Table { pid, source })?;
+        let mut tracker = Tracker::new(main);
+        tracker.rescan(&self.proc, &self.table);
+        for i in &self.instances {
+            let theirs: std::collections::BTreeSet<u32> =
+                i.tracker.processes().map(|(p, _)| p).collect();
+            if let Some((shared, _)) = tracker.processes().find(|(p, _)| theirs.contains(p)) {
+                return Err(AdoptError::Overlaps {
+                    pid,
+                    shared,
+                    app: i.id,
+                });
+            }
+        }
+        Ok(tracker)
     }
 
     /// Lets instance `id` go: every setting coloc changed is put back and it

@@ -17,6 +17,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use coloc_model::user_file::read_user_file;
 use coloc_model::{AppId, AppSample, CpuSet, OmpSample};
 use coloc_shim::{
     extract_shim, ld_preload_with, monotonic_ns, openmp_runtime_of, shim_path, DopChannel,
@@ -27,6 +28,39 @@ use coloc_shim::{
 /// shim's pinning (see the coloc_shim docs), so they are removed from the
 /// environment of apps whose DoP and CPUs coloc manages.
 const GOMP_BINDING_ENV: [&str; 3] = ["OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY"];
+
+/// Most bytes of one object (the program or a library it needs) the
+/// OpenMP-runtime check reads (docs/safety.md, Files users name): larger
+/// objects are not examined.
+pub const MAX_PROGRAM: u64 = 64 << 20;
+
+/// What the OpenMP-runtime check found about a malleable app's program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgramCheck {
+    /// The program as found on `PATH` (None: not found).
+    pub exe: Option<PathBuf>,
+    /// Its runtime, or why it could not be told.
+    pub found: Result<OmpRuntime, String>,
+}
+
+/// Finds `argv0` (on `path` when it has no slash) and tells its OpenMP
+/// runtime, reading every object as a file a user named: a FIFO or a device
+/// is refused unread, an object over [`MAX_PROGRAM`] is not examined. Root's
+/// daemon runs this as the user who asked, off its loop (docs/service.md).
+pub fn check_program(argv0: &str, path: Option<&OsStr>) -> ProgramCheck {
+    let Some(exe) = find_executable(argv0, path) else {
+        return ProgramCheck {
+            exe: None,
+            found: Err(format!("{argv0} not found on PATH")),
+        };
+    };
+    let read = |p: &Path| read_user_file(p, MAX_PROGRAM).map_err(|e| e.into_io());
+    let found = openmp_runtime_of(&exe, &read).map_err(|e| e.to_string());
+    ProgramCheck {
+        exe: Some(exe),
+        found,
+    }
+}
 
 /// How an instance's DoP is handled.
 #[derive(Debug)]
@@ -106,6 +140,9 @@ pub(crate) struct DopLaunch<'a> {
     /// The CPUs the app may run on before coloc places it: what threads the
     /// shim pinned get back when coloc stops pinning them (`AFFINITY_ENV`).
     pub own_cpus: Option<CpuSet>,
+    /// The program check made already (by root's daemon, as the app's
+    /// user); None: [`check_program`] here.
+    pub runtime: Option<ProgramCheck>,
 }
 
 /// Sets up the channel of a malleable libgomp app; anything else gets its DoP
@@ -133,10 +170,12 @@ pub(crate) fn prepare(l: &DopLaunch<'_>) -> DopSetup {
             .map(OsString::from)
             .or_else(|| std::env::var_os(k))
     };
-    let Some(exe) = find_executable(l.argv0, var("PATH").as_deref()) else {
-        return unmanaged(format!("{} not found on PATH", l.argv0));
-    };
-    match openmp_runtime_of(&exe) {
+    let check = l
+        .runtime
+        .clone()
+        .unwrap_or_else(|| check_program(l.argv0, var("PATH").as_deref()));
+    let exe = check.exe.unwrap_or_default();
+    match check.found {
         Ok(OmpRuntime::Gomp) => {}
         Ok(r @ (OmpRuntime::None | OmpRuntime::Unknown)) => tracing::info!(
             app = %l.id,
@@ -144,7 +183,7 @@ pub(crate) fn prepare(l: &DopLaunch<'_>) -> DopSetup {
             exe.display()
         ),
         Ok(other) => return unmanaged(format!("{}: {other}", exe.display())),
-        Err(e) => return unmanaged(e.to_string()),
+        Err(e) => return unmanaged(e),
     }
     let shim = match l.shim_dir.map_or_else(shim_path, extract_shim) {
         Ok(s) => s,
@@ -342,6 +381,7 @@ mod tests {
             shim_dir: None,
             owner: None,
             own_cpus: Some("0-1".parse().unwrap()),
+            runtime: None,
         };
         let mut shell = prepare(&launch("/bin/sh"));
         assert!(matches!(shell.control, DopControl::Managed(_)));

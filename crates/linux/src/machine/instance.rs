@@ -328,22 +328,10 @@ pub(crate) fn read_tail(path: &std::path::Path, max: u64) -> std::io::Result<Str
 }
 
 /// `path` opened for reading without blocking, with its length: a FIFO, a
-/// device or a directory is refused (opening a FIFO with no writer would
-/// otherwise wait for one).
+/// device or a directory is refused (the one way coloc opens a file a user
+/// named, `coloc_model::user_file`).
 pub(crate) fn open_regular(path: &std::path::Path) -> std::io::Result<(std::fs::File, u64)> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.file_type().is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file (a FIFO, device or directory is not read)",
-        ));
-    }
-    Ok((file, meta.len()))
+    coloc_model::user_file::open_regular(path).map_err(|e| e.into_io())
 }
 
 /// Reaps the child `pid` if it has exited: its status and `wait4`'s rusage,

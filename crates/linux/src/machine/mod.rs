@@ -70,6 +70,8 @@ use nix::sys::resource::{getrusage, UsageWho};
 
 pub use actuate::MAX_REAPPLY;
 pub use adopt::{Adopt, AdoptError, Adopted};
+pub use coloc_shim::OmpRuntime;
+pub use dop::{check_program, ProgramCheck, MAX_PROGRAM};
 pub use journal::{secure_dir, JournalError};
 pub use launch::set_own_memory_policy;
 pub use recover::{
@@ -406,6 +408,7 @@ impl LinuxMachine {
             owner: None,
             // The app inherits coloc's affinity before its placement.
             own_cpus: sys::affinity(0).ok(),
+            runtime: None,
         });
         if let DopControl::NotManaged { reason, .. } = &dop.control {
             tracing::warn!(app = %req.id, name = %spec.name, "DoP is not managed: {reason}");

@@ -183,14 +183,15 @@ fn is_link(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ELOOP)
 }
 
-/// Whether the coloc that wrote the journal still runs: its pid exists with
-/// the start time of the header (without a header, the pid alone decides).
+/// Whether the coloc that wrote the journal still runs: its pid runs (a
+/// zombie does not) with the start time of the header (without a header,
+/// the pid alone decides).
 fn coloc_is_alive(proc: &ProcRoot, pid: u32, lines: &[Entry]) -> bool {
-    let Ok(stat) = proc.process_stat(pid) else {
+    let Some(started) = proc.running_start(pid) else {
         return false;
     };
     lines.iter().find_map(|e| match e {
-        Entry::Coloc { pid: p, start } if *p == pid => Some(*start == stat.starttime),
+        Entry::Coloc { pid: p, start } if *p == pid => Some(*start == started),
         _ => None,
     }) != Some(false)
 }
@@ -411,7 +412,7 @@ pub fn remove_stale_dop_records(shm_dir: &Path, proc_root: &Path) -> io::Result<
             continue;
         };
         let theirs = me != 0 && meta.uid() != me;
-        if !meta.file_type().is_file() || theirs || proc.process_stat(pid).is_ok() {
+        if !meta.file_type().is_file() || theirs || proc.running_start(pid).is_some() {
             continue;
         }
         match fs::remove_file(entry.path()) {

@@ -99,6 +99,16 @@ impl ProcRoot {
         Stat::from_file(self.0.join(pid.to_string()).join("stat"))
     }
 
+    /// The start time of process `pid` while it runs; None when it is gone
+    /// or has ended and waits to be reaped (a zombie is dead: a coloc that
+    /// is one restores nothing more and holds no journal alive).
+    pub fn running_start(&self, pid: u32) -> Option<u64> {
+        self.process_stat(pid)
+            .ok()
+            .filter(|s| !matches!(s.state, 'Z' | 'X'))
+            .map(|s| s.starttime)
+    }
+
     /// Whether the thread still runs and is the one that started at `start`.
     /// A zombie (exited, not yet reaped) is not alive: the kernel still accepts
     /// settings for it, but they would change nothing.
