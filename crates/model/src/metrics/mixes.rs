@@ -234,32 +234,30 @@ impl AcrossMixes {
         out
     }
 
+    /// `native 1.234, equal 1.100, …`: one value per policy.
+    fn per_policy(&self, values: &[Option<f64>]) -> String {
+        let parts: Vec<String> = self
+            .policies
+            .iter()
+            .zip(values)
+            .map(|(p, v)| format!("{p} {}", fixed(*v, 3)))
+            .collect();
+        parts.join(", ")
+    }
+
     /// The geometric means over the mixes and the verdicts on the focus.
     fn render_means(&self) -> String {
         let f = &self.focus;
         let n = self.rows.len();
-        let mut out = String::new();
-        let means: Vec<String> = self
-            .policies
-            .iter()
-            .zip(&self.gmean)
-            .map(|(p, g)| format!("{p} {}", fixed(*g, 3)))
-            .collect();
-        out += &format!(
+        let mut out = format!(
             "geometric-mean makespan over {n} mixes, s: {}; best per mix in hindsight {}\n",
-            means.join(", "),
+            self.per_policy(&self.gmean),
             fixed(self.hindsight_gmean, 3)
         );
         if self.over_bound.iter().any(Option::is_some) {
-            let ratios: Vec<String> = self
-                .policies
-                .iter()
-                .zip(&self.over_bound)
-                .map(|(p, g)| format!("{p} {}", fixed(*g, 3)))
-                .collect();
             out += &format!(
                 "geometric-mean makespan / CPU-work bound: {}; best per mix in hindsight {}\n",
-                ratios.join(", "),
+                self.per_policy(&self.over_bound),
                 fixed(self.hindsight_over_bound, 3)
             );
         }
