@@ -54,8 +54,10 @@ pub fn run_fresh(run: &FreshRun<'_>, stop: &AtomicBool) -> Result<Trace> {
     let log_path = run.out.join("coloc-run.txt");
     let log = std::fs::File::create(&log_path)
         .with_context(|| format!("creating {}", log_path.display()))?;
-    let exe = std::env::current_exe().context("finding the coloc executable")?;
-    let status = Command::new(&exe)
+    // The running binary itself, even if a rebuild replaced the file at its
+    // path during a bench of hours: every run of a bench runs the same coloc.
+    let exe = Path::new("/proc/self/exe");
+    let status = Command::new(exe)
         .arg("run")
         .arg(run.workload)
         .args(["--policy", run.policy])
@@ -67,7 +69,7 @@ pub fn run_fresh(run: &FreshRun<'_>, stop: &AtomicBool) -> Result<Trace> {
         .stdin(Stdio::null())
         .stdout(log)
         .status()
-        .with_context(|| format!("starting {} run", exe.display()))?;
+        .with_context(|| format!("starting `coloc run` ({})", exe.display()))?;
     if stop.load(Ordering::Relaxed) {
         bail!("interrupted; settings were restored");
     }
