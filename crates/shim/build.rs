@@ -65,6 +65,31 @@ fn main() {
             println!("cargo:warning=test program {exe} not built: {e}");
         }
     }
+
+    // The same programs on LLVM's OpenMP runtime, for the OMPT tool's tests,
+    // where clang and libomp are installed (scripts/setup installs them);
+    // the tests that need them say why they skip.
+    for (src, exe) in [
+        ("teams.c", "teams_llvm"),
+        ("long_region.c", "long_region_llvm"),
+    ] {
+        let built = Command::new("clang")
+            .args(["-std=c11", "-O2", "-fopenmp=libomp", "-Ic", "-o"])
+            .arg(out.join(exe))
+            .arg(c.join(src))
+            .output();
+        match built {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => println!(
+                "cargo:warning=test program {exe} not built: {}",
+                String::from_utf8_lossy(&o.stderr)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+            ),
+            Err(_) => {} // no clang: the tests say so
+        }
+    }
 }
 
 fn compile(flags: &[&str], srcs: &[PathBuf], out: &Path, libs: &[&str]) -> Result<(), String> {

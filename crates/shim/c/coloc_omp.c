@@ -140,6 +140,7 @@ static void init(void)
     real.ws_maybe_nonmonotonic_runtime = want("GOMP_loop_maybe_nonmonotonic_runtime_start");
     real.ws_generic = want("GOMP_loop_start");
     real.get_max_threads = need("omp_get_max_threads");
+    real.set_num_threads = need("omp_set_num_threads");
     real.get_dynamic = need("omp_get_dynamic");
     real.get_thread_num = need("omp_get_thread_num");
     real.get_num_threads = need("omp_get_num_threads");
@@ -203,6 +204,18 @@ EXPORT int omp_get_max_threads(void)
         n = (int)dop;
     t_promised = (unsigned)n;
     return n;
+}
+
+/* Passed on under libgomp; under LLVM's runtime the OMPT tool keeps the
+ * value as the app's own nthreads-var, which it caps by the DoP (ompt.c). */
+EXPORT void omp_set_num_threads(int n)
+{
+    if (llvm_runtime()) {
+        ompt_set_num_threads(n);
+        return;
+    }
+    gomp_ready();
+    real.set_num_threads(n);
 }
 
 /* Decides the thread count for an outermost region and records its start.

@@ -32,6 +32,7 @@ struct gomp_entry_points {
     ws_runtime_fn ws_runtime, ws_nonmonotonic_runtime, ws_maybe_nonmonotonic_runtime;
     bool (*ws_generic)(long, long, long, long, long, long *, long *, uintptr_t *, void **);
     int (*get_max_threads)(void);
+    void (*set_num_threads)(int);
     int (*get_dynamic)(void);
     int (*get_thread_num)(void);
     int (*get_num_threads)(void);

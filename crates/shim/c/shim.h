@@ -104,8 +104,9 @@ void flush_loop_iterations(struct coloc_omp_record *r);
  * wrappers, which that runtime also exports for GCC-built code, only pass
  * calls on. */
 bool llvm_runtime(void);
-/* omp_get_max_threads() under LLVM's runtime (coloc_omp.c exports the
- * symbol for both runtimes). */
+/* omp_get_max_threads() and omp_set_num_threads() under LLVM's runtime
+ * (coloc_omp.c exports the symbols for both runtimes). */
 int ompt_max_threads(void);
+void ompt_set_num_threads(int n);
 
 #endif /* COLOC_SHIM_H */

@@ -4,7 +4,7 @@
 //! parallel region (its degree of parallelism, DoP) and where they run, because
 //! co-located parallel programs share cores and memory bandwidth better with
 //! the right thread counts than when each assumes it owns the machine (NuPoCo,
-//! PACT'18). libgomp fixes a team's size when a region starts, so the shim
+//! PACT'18). An OpenMP runtime fixes a team's size when a region starts, so the shim
 //! (`c/coloc_omp.c`, LD_PRELOAD'ed into the app) interposes libgomp's parallel
 //! entry points and starts each outermost region without a `num_threads`
 //! clause with `min(nthreads-var, dop)` threads, member i pinned to
@@ -24,8 +24,9 @@
 //! inside one long region.
 //!
 //! Use:
-//! 1. [`openmp_runtime_of`] the app's executable: only [`OmpRuntime::Gomp`] is
-//!    managed; for any other runtime say that the DoP is not managed.
+//! 1. [`openmp_runtime_of`] the app's executable: libgomp, LLVM's and Intel's
+//!    runtimes are managed ([`OmpRuntime::dop_managed`]); for a static
+//!    executable say that the DoP is not managed.
 //! 2. [`DopChannel::create`] `/dev/shm/coloc-<coloc pid>-<app id>`.
 //! 3. Start the app with `LD_PRELOAD` = [`ld_preload_with`]`(old, `[`shim_path`]`()?)`
 //!    and [`RECORD_ENV`] = the record's path.
@@ -40,8 +41,9 @@
 //! A missing or invalid record leaves the app as if coloc were absent; so does
 //! a heartbeat older than [`STALE_NS`] (until it is refreshed), and threads the
 //! shim pinned get the process's original affinity back at their next region.
-//! Nested regions are left alone. LLVM's libomp and Intel's runtime are not
-//! supported.
+//! Nested regions are left alone. LLVM's libomp and Intel's libiomp5 are
+//! steered the same way through their tool interface: the library is their
+//! OMPT tool (`c/ompt.c`, docs/signals.md).
 //!
 //! The shim pins each thread only when its setting changed; libgomp's own
 //! binding (`OMP_PROC_BIND`, `OMP_PLACES`, `GOMP_CPU_AFFINITY`) may re-bind

@@ -1,8 +1,10 @@
 //! Which OpenMP runtime an executable uses, from its ELF dynamic section.
 //!
-//! The shim only understands libgomp's entry points; coloc asks this before it
-//! preloads the shim, so that it can say "DoP not managed" for other runtimes
-//! instead of believing a DoP it set took effect.
+//! The shim steers libgomp through its entry points and LLVM's and Intel's
+//! runtimes through their tool interface (OMPT, `c/ompt.c`); coloc asks this
+//! before it preloads the shim, so that it can say "DoP not managed" for a
+//! program it cannot steer (static, or no OpenMP runtime it knows) instead of
+//! believing a DoP it set took effect.
 
 use std::collections::{HashSet, VecDeque};
 use std::fmt;
@@ -15,11 +17,12 @@ use crate::error::{Result, ShimError};
 /// An executable's OpenMP runtime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OmpRuntime {
-    /// GNU libgomp: the shim manages the DoP.
+    /// GNU libgomp: the shim manages the DoP through libgomp's entry points.
     Gomp,
-    /// LLVM libomp: not managed (its entry points are `__kmpc_*`).
+    /// LLVM libomp: the shim manages the DoP as an OMPT tool.
     LlvmOmp,
-    /// Intel libiomp5: not managed.
+    /// Intel libiomp5 (LLVM's runtime's origin, with the same tool
+    /// interface): managed as LLVM's, though not tested here.
     Intel,
     /// A dynamically linked ELF that needs none of them directly.
     None,
@@ -32,7 +35,7 @@ pub enum OmpRuntime {
 impl OmpRuntime {
     /// Whether the shim can change this app's DoP.
     pub fn dop_managed(self) -> bool {
-        self == Self::Gomp
+        matches!(self, Self::Gomp | Self::LlvmOmp | Self::Intel)
     }
 }
 
@@ -40,8 +43,8 @@ impl fmt::Display for OmpRuntime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Self::Gomp => "GNU libgomp",
-            Self::LlvmOmp => "LLVM libomp (DoP not managed)",
-            Self::Intel => "Intel libiomp5 (DoP not managed)",
+            Self::LlvmOmp => "LLVM libomp",
+            Self::Intel => "Intel libiomp5",
             Self::None => "no OpenMP runtime",
             Self::Static => "statically linked (DoP not managed)",
             Self::Unknown => "unknown (not a readable ELF)",
@@ -284,15 +287,11 @@ mod tests {
     }
 
     #[test]
-    fn only_libgomp_is_managed() {
-        assert!(OmpRuntime::Gomp.dop_managed());
-        for r in [
-            OmpRuntime::LlvmOmp,
-            OmpRuntime::Intel,
-            OmpRuntime::None,
-            OmpRuntime::Static,
-            OmpRuntime::Unknown,
-        ] {
+    fn the_three_runtimes_are_managed() {
+        for r in [OmpRuntime::Gomp, OmpRuntime::LlvmOmp, OmpRuntime::Intel] {
+            assert!(r.dop_managed(), "{r}");
+        }
+        for r in [OmpRuntime::None, OmpRuntime::Static, OmpRuntime::Unknown] {
             assert!(!r.dop_managed(), "{r}");
         }
     }

@@ -67,12 +67,12 @@ fn static_binary_is_reported_as_static() {
 }
 
 #[test]
-fn clang_libomp_binary_is_llvm_and_not_managed() {
+fn clang_libomp_binary_is_llvm_and_managed() {
     let dir = tempfile::tempdir().unwrap();
     if let Some(exe) = compile("clang", &["-fopenmp=libomp"], dir.path()) {
         let runtime = openmp_runtime_of(&exe, &read).unwrap();
         assert_eq!(runtime, OmpRuntime::LlvmOmp);
-        assert!(!runtime.dop_managed());
+        assert!(runtime.dop_managed());
     }
 }
 

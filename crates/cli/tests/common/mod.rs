@@ -86,6 +86,12 @@ pub fn tids_of(pid: u32) -> Vec<u32> {
         .unwrap_or_default()
 }
 
+/// A thread's time on a CPU so far, ns (`schedstat`'s first field).
+pub fn run_ns(pid: u32, tid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/schedstat")).ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
 /// Field 22 of /proc/<pid>/task/<tid>/stat, the thread's start in clock ticks
 /// after boot.
 pub fn start_ticks(pid: u32, tid: u32) -> Option<u64> {
@@ -122,6 +128,8 @@ pub struct Sample {
     pub cpus: CpuSet,
     /// The thread's start, clock ticks after boot (`stat` field 22).
     pub start_ticks: Option<u64>,
+    /// Its time on a CPU so far, ns (`schedstat`'s first field).
+    pub run_ns: Option<u64>,
 }
 
 /// Samples every thread of every process coloc (`child`) started, every
@@ -143,6 +151,7 @@ pub fn sample_while_running(child: &mut Child, every: Duration, limit: Duration)
                         tid,
                         cpus,
                         start_ticks: start_ticks(pid, tid),
+                        run_ns: run_ns(pid, tid),
                     });
                 }
             }

@@ -1,14 +1,16 @@
 //! The OpenMP DoP channel per instance (coloc_shim): for malleable apps built
-//! with libgomp, `libcoloc_omp.so` is preloaded and told each new DoP and CPU
-//! list through a shared-memory record; apps with another runtime, or a
-//! static executable, run with their DoP unmanaged, and coloc says so instead
-//! of pretending.
+//! with libgomp, LLVM's libomp or Intel's libiomp5, `libcoloc_omp.so` is
+//! preloaded (libgomp: it interposes the parallel entry points; the others:
+//! it is their OMPT tool) and told each new DoP and CPU list through a
+//! shared-memory record; a static executable, or one whose OMPT tool is
+//! turned off (`OMP_TOOL=disabled`), runs with its DoP unmanaged, and coloc
+//! says so instead of pretending.
 //!
 //! A malleable app whose executable links no OpenMP runtime, or is no ELF
 //! file, is taken as a launcher: a shell (`sh -c "prog … && cmp …"`), a
 //! script or an interpreter that starts the OpenMP program. The shim is
 //! preloaded all the same; it stays inert in every program that starts no
-//! OpenMP region, and the first libgomp program of the app takes the channel
+//! OpenMP region, and the first OpenMP program of the app takes the channel
 //! (a second finds it taken and runs as it would without coloc). Until one
 //! does, the app reports no DoP seen, so policies count its DoP lever as
 //! having no channel (`coloc_policy::cores::lever`).
@@ -24,10 +26,16 @@ use coloc_shim::{
     OmpRuntime, AFFINITY_ENV, RECORD_ENV,
 };
 
-/// libgomp's own binding variables: they would re-bind threads behind the
-/// shim's pinning (see the coloc_shim docs), so they are removed from the
-/// environment of apps whose DoP and CPUs coloc manages.
-const GOMP_BINDING_ENV: [&str; 3] = ["OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY"];
+/// The runtimes' own binding variables (libgomp's and LLVM's): they would
+/// re-bind threads behind the shim's pinning (see the coloc_shim docs), so
+/// they are removed from the environment of apps whose DoP and CPUs coloc
+/// manages.
+const BINDING_ENV: [&str; 4] = [
+    "OMP_PROC_BIND",
+    "OMP_PLACES",
+    "GOMP_CPU_AFFINITY",
+    "KMP_AFFINITY",
+];
 
 /// Most bytes of one object (the program or a library it needs) the
 /// OpenMP-runtime check reads (docs/safety.md, Files users name): larger
@@ -177,9 +185,18 @@ pub(crate) fn prepare(l: &DopLaunch<'_>) -> DopSetup {
     let exe = check.exe.unwrap_or_default();
     match check.found {
         Ok(OmpRuntime::Gomp) => {}
+        Ok(r @ (OmpRuntime::LlvmOmp | OmpRuntime::Intel)) => {
+            if var("OMP_TOOL").is_some_and(|v| v.eq_ignore_ascii_case("disabled")) {
+                return unmanaged(format!(
+                    "{}: {r}, and OMP_TOOL=disabled in its environment turns off the OMPT tool \
+                     that steers it",
+                    exe.display()
+                ));
+            }
+        }
         Ok(r @ (OmpRuntime::None | OmpRuntime::Unknown)) => tracing::info!(
             app = %l.id,
-            "{}: {r}: the DoP channel waits for a libgomp program it starts (module docs)",
+            "{}: {r}: the DoP channel waits for an OpenMP program it starts (module docs)",
             exe.display()
         ),
         Ok(other) => return unmanaged(format!("{}: {other}", exe.display())),
@@ -234,7 +251,7 @@ pub(crate) fn prepare(l: &DopLaunch<'_>) -> DopSetup {
             sets: vec![(generation, l.dop.max(1))],
         }),
         set_env,
-        remove_env: &GOMP_BINDING_ENV,
+        remove_env: &BINDING_ENV,
     }
 }
 
@@ -437,5 +454,55 @@ mod tests {
         assert_eq!(sample.omp_steps, Some(42));
         let own: Vec<Option<u64>> = sample.threads.iter().map(|t| t.omp_steps).collect();
         assert_eq!(own, [Some(30), Some(28), None]);
+    }
+
+    /// A program on LLVM's runtime gets the channel (the shim is its OMPT
+    /// tool), and the runtime's binding variables are removed; with
+    /// OMP_TOOL=disabled in its environment the tool cannot start, and the
+    /// DoP is not managed, with that reason. Skipped without clang.
+    #[test]
+    fn an_llvm_program_is_managed_unless_its_tool_interface_is_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("p.c");
+        std::fs::write(
+            &src,
+            "int main(void){\n#pragma omp parallel\n{}\nreturn 0;}\n",
+        )
+        .unwrap();
+        let exe = dir.path().join("p");
+        let built = std::process::Command::new("clang")
+            .args(["-fopenmp=libomp", "-o"])
+            .arg(&exe)
+            .arg(&src)
+            .status();
+        if !built.is_ok_and(|s| s.success()) {
+            eprintln!(
+                "skipped: clang -fopenmp=libomp is not available (scripts/setup installs it)"
+            );
+            return;
+        }
+        let argv0 = exe.to_str().unwrap();
+        let launch = |env| DopLaunch {
+            id: AppId::default(),
+            malleable: true,
+            argv0,
+            env,
+            dop: 1,
+            cpus: vec![],
+            shm_dir: dir.path(),
+            shim_dir: None,
+            owner: None,
+            own_cpus: None,
+        };
+        let plain = Default::default();
+        let managed = prepare(&launch(&plain));
+        assert!(matches!(managed.control, DopControl::Managed(_)));
+        assert!(managed.remove_env.contains(&"KMP_AFFINITY"));
+        managed.control.remove();
+        let off = [("OMP_TOOL".to_string(), "disabled".to_string())].into();
+        let mut refused = Vec::new();
+        let mut unmanaged = prepare(&launch(&off));
+        unmanaged.control.apply(Some(1), vec![], &mut refused);
+        assert!(refused[0].contains("OMP_TOOL=disabled"), "{refused:?}");
     }
 }

@@ -1,6 +1,8 @@
 //! Drives the `teams` test program (c/teams.c) one region at a time over
 //! stdin/stdout, so tests change the record between regions without timing.
 
+#![allow(dead_code)] // each test file uses its own subset
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -20,6 +22,21 @@ pub const KINDS: [(&str, u64); 9] = [
 ];
 /// Iterations of every loop in teams.c.
 pub const N: u64 = 100_000;
+
+/// The teams program built with clang for LLVM's runtime, or None (with the
+/// reason printed) where clang or libomp is not installed.
+pub fn llvm_exe(name: &str) -> Option<PathBuf> {
+    let exe = Path::new(env!("OUT_DIR")).join(name);
+    if exe.exists() {
+        Some(exe)
+    } else {
+        eprintln!(
+            "skipped: {} was not built: needs clang and LLVM's libomp (scripts/setup installs them)",
+            exe.display()
+        );
+        None
+    }
+}
 
 pub fn teams_exe() -> PathBuf {
     let exe = Path::new(env!("OUT_DIR")).join("teams");
@@ -52,7 +69,12 @@ impl Teams {
     /// shim and naming a record. Inherited OpenMP / preload settings are
     /// cleared so the test's own environment cannot change the outcome.
     pub fn start(threads: u32, shim: Option<&Path>, record: Option<&Path>) -> Self {
-        let mut cmd = Command::new(teams_exe());
+        Self::start_exe(&teams_exe(), threads, shim, record)
+    }
+
+    /// As [`Teams::start`], with the program built for another runtime.
+    pub fn start_exe(exe: &Path, threads: u32, shim: Option<&Path>, record: Option<&Path>) -> Self {
+        let mut cmd = Command::new(exe);
         for var in [
             "LD_PRELOAD",
             "COLOC_OMP_RECORD",
@@ -62,6 +84,9 @@ impl Teams {
             "GOMP_CPU_AFFINITY",
             "OMP_THREAD_LIMIT",
             "OMP_SCHEDULE",
+            "OMP_TOOL",
+            "OMP_TOOL_LIBRARIES",
+            "KMP_AFFINITY",
         ] {
             cmd.env_remove(var);
         }
