@@ -29,8 +29,8 @@ use super::AppSpec;
 /// How a program runs in parallel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ProgramKind {
-    /// OpenMP on libgomp: the DoP shim can see (and, where the program is
-    /// malleable, change) its teams.
+    /// OpenMP on libgomp or LLVM's libomp: the DoP shim can see (and, where
+    /// the program is malleable, change) its teams.
     Openmp,
     /// POSIX threads (or a pipeline of programs that use them).
     Pthreads,
