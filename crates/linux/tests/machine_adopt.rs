@@ -60,7 +60,7 @@ fn an_adopted_process_is_placed_then_released_with_its_cpus_back() {
     let first = all.first().unwrap().to_string();
     m.apply(&Plan {
         apps: vec![shared(id(0), &first)],
-        note: String::new(),
+        ..Plan::default()
     });
     assert_eq!(cpus_of(pid, pid), Some(first.parse().unwrap()));
     let refused = m.release(id(0)).unwrap().expect("it was managed");
@@ -82,7 +82,7 @@ fn finish_restores_an_adopted_process_and_leaves_it_running() {
     let first = all.first().unwrap().to_string();
     m.apply(&Plan {
         apps: vec![shared(id(0), &first)],
-        note: String::new(),
+        ..Plan::default()
     });
     m.finish().unwrap();
     assert_eq!(cpus_of(pid, pid), Some(all));

@@ -13,7 +13,7 @@ use support::*;
 fn plan(p: AppPlan) -> Plan {
     Plan {
         apps: vec![p],
-        note: String::new(),
+        ..Plan::default()
     }
 }
 
@@ -124,7 +124,7 @@ fn a_shell_hands_the_dop_channel_to_the_openmp_program_it_starts() {
     assert_eq!(one.dop_seen, Some(1));
     let out = m.apply(&Plan {
         apps: vec![at(0, 1), at(1, 2)],
-        note: String::new(),
+        ..Plan::default()
     });
     assert!(out.iter().all(|o| o.refused.is_empty()), "{out:?}");
     omp_until(&mut m, 1, "team of 2", |o| o.team_size == 2);

@@ -157,7 +157,7 @@ fn threads_created_later_are_reported_and_placed() {
             },
             ..coloc_model::AppPlan::native(id(0))
         }],
-        note: String::new(),
+        ..Plan::default()
     };
     let out = m.apply(&plan);
     assert_eq!(out[0].threads_set, 1, "{out:?}");
@@ -327,7 +327,7 @@ fn a_thread_that_exited_counts_as_vanished() {
     let one = cpus.first().unwrap().to_string();
     let out = m.apply(&Plan {
         apps: vec![shared(id(0), &one)],
-        note: String::new(),
+        ..Plan::default()
     });
     assert_eq!(
         (out[0].threads_set, out[0].threads_vanished),
@@ -392,7 +392,7 @@ fn an_app_that_sets_its_own_affinity_is_put_back_then_respected() {
     let l = launch(&mut m, id(0), &app, &planned);
     let plan = Plan {
         apps: vec![planned],
-        note: String::new(),
+        ..Plan::default()
     };
     let out = m.apply(&plan);
     assert_eq!(out[0].affinity_drift, 0);

@@ -485,7 +485,7 @@ impl<'a> Loop<'a> {
                 .filter(|p| self.apps.iter().any(|a| a.id == p.app && a.is_running()))
                 .cloned()
                 .collect(),
-            note: plan.note.clone(),
+            ..plan.clone()
         };
         if running.apps.is_empty() {
             return Ok(follow_up);
@@ -666,7 +666,7 @@ mod tests {
         )];
         let mut plan = Plan {
             apps: vec![AppPlan::native(apps[0].id)],
-            note: String::new(),
+            ..Plan::default()
         };
         with_workload_settings(&mut plan, &apps);
         let p = &plan.apps[0];
@@ -695,7 +695,7 @@ mod tests {
                 },
                 ..AppPlan::native(apps[0].id)
             }],
-            note: String::new(),
+            ..Plan::default()
         };
         with_workload_settings(&mut plan, &apps);
         let p = &plan.apps[0];
@@ -709,7 +709,7 @@ mod tests {
         let apps = [view(0, None, None)];
         let mut plan = Plan {
             apps: vec![AppPlan::native(apps[0].id)],
-            note: String::new(),
+            ..Plan::default()
         };
         let before = plan.clone();
         with_workload_settings(&mut plan, &apps);

@@ -14,6 +14,7 @@ pub mod plan;
 pub mod procedure;
 pub mod profile;
 pub mod queueing;
+pub mod reason;
 pub mod settings;
 pub mod stats;
 pub mod topology;
@@ -31,6 +32,7 @@ pub use observation::{
     AppSample, InstanceUsage, LlcTotals, MetricSample, Observation, OmpSample, ThreadSample,
 };
 pub use plan::{AppPlan, Placement, Plan};
+pub use reason::{Objective, PlanReason, Reason, Verdict};
 pub use settings::{MemPolicy, SchedSettings};
 pub use topology::Topology;
 pub use trace::{Shortage, Trace, TraceEvent};

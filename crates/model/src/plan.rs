@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cpuset::CpuSet;
 use crate::ids::{AppId, Tid};
+use crate::reason::{PlanReason, Reason, Verdict};
 use crate::settings::{MemPolicy, SchedSettings};
 
 /// A [`Placement`] indexed by thread ([`Placement::by_thread`]).
@@ -95,7 +96,7 @@ impl Placement {
 }
 
 /// The decision for one app.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AppPlan {
     pub app: AppId,
     /// Start (or keep running) the app. A pending app that is not admitted waits,
@@ -109,6 +110,10 @@ pub struct AppPlan {
     pub memory: MemPolicy,
     #[serde(default)]
     pub sched: SchedSettings,
+    /// Why the app got what it got, one entry per kind of decision
+    /// ([`crate::reason`]); rendered at the edges, never read back as words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<Reason>,
 }
 
 impl AppPlan {
@@ -121,6 +126,7 @@ impl AppPlan {
             dop: None,
             memory: MemPolicy::Default,
             sched: SchedSettings::default(),
+            reasons: Vec::new(),
         }
     }
 
@@ -131,18 +137,46 @@ impl AppPlan {
             ..Self::native(app)
         }
     }
+
+    /// With one more reason.
+    pub fn because(mut self, reason: impl Into<Reason>) -> Self {
+        self.reasons.push(reason.into());
+        self
+    }
 }
 
-/// A policy's decision for every app in the view, with a short reason for the trace.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// A policy's decision for every app in the view, with why as data
+/// ([`crate::reason`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     pub apps: Vec<AppPlan>,
-    /// One line saying why, for the trace and `coloc report` (e.g. "equal: 2 apps, 1 CPU each").
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub note: String,
+    /// What the whole decision rested on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<PlanReason>,
+    /// The verdicts of the trials that measure the plan against Linux
+    /// (`auto`'s own, the `+guard` layer's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verdicts: Vec<Verdict>,
+    /// A version-1 trace's `note`: the English its policy wrote, kept only to
+    /// be shown ([`crate::reason::render::note`]); never written.
+    #[serde(default, rename = "note", skip_serializing)]
+    pub legacy_note: Option<String>,
 }
 
 impl Plan {
+    /// A plan of these apps with no plan-wide reasons.
+    pub fn of(apps: Vec<AppPlan>) -> Self {
+        Self {
+            apps,
+            ..Self::default()
+        }
+    }
+
+    /// The verdict of `judge`'s trial, if it ran one.
+    pub fn verdict(&self, judge: crate::reason::Judge) -> Option<&Verdict> {
+        self.verdicts.iter().find(|v| v.judge == judge)
+    }
+
     pub fn for_app(&self, app: AppId) -> Option<&AppPlan> {
         self.apps.iter().find(|p| p.app == app)
     }

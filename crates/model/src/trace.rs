@@ -17,8 +17,14 @@ use crate::topology::Topology;
 use crate::view::Trigger;
 use crate::workload::Workload;
 
-/// Version of the trace format; readers refuse other major versions.
-pub const TRACE_VERSION: u32 = 1;
+/// Version of the trace format written; readers refuse versions they do not
+/// know. Version 2 carries each plan's reasons and verdicts as data
+/// (`coloc_model::reason`) where version 1 had an English `note`.
+pub const TRACE_VERSION: u32 = 2;
+
+/// The versions this coloc reads: version 1's plans keep their note to be
+/// shown ([`crate::Plan::legacy_note`]) and have no reasons.
+pub const READS_VERSIONS: [u32; 2] = [1, TRACE_VERSION];
 
 /// How an app's run ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -302,7 +308,7 @@ pub enum TraceError {
     #[error("the trace does not start with a header")]
     NoHeader,
     #[error(
-        "trace format version {0} is not supported (this coloc reads version {TRACE_VERSION})"
+        "trace format version {0} is not supported (this coloc reads versions 1 to {TRACE_VERSION})"
     )]
     Version(u32),
     #[error("event {event} after the header names app {app}, and the workload has {apps} app(s)")]
@@ -363,7 +369,7 @@ impl Trace {
     pub fn from_events(events: Vec<TraceEvent>) -> Result<Trace, TraceError> {
         let mut iter = events.into_iter();
         let header = match iter.next() {
-            Some(TraceEvent::Header(h)) if h.version == TRACE_VERSION => *h,
+            Some(TraceEvent::Header(h)) if READS_VERSIONS.contains(&h.version) => *h,
             Some(TraceEvent::Header(h)) => return Err(TraceError::Version(h.version)),
             _ => return Err(TraceError::NoHeader),
         };

@@ -7,6 +7,7 @@
 //! Approach: four small policies, each a direct transcription of that practice.
 //! None of them reads observations.
 
+use coloc_model::reason::{Admission, AdmissionRule, PlanReason};
 use coloc_model::{AppPlan, AppView, CpuSet, Placement, Plan, StaticMapping, View};
 
 use crate::Policy;
@@ -21,10 +22,7 @@ impl Policy for Native {
     }
 
     fn decide(&mut self, view: &View<'_>) -> Plan {
-        Plan {
-            apps: view.apps.iter().map(|a| AppPlan::native(a.id)).collect(),
-            note: String::new(),
-        }
+        Plan::of(view.apps.iter().map(|a| AppPlan::native(a.id)).collect())
     }
 }
 
@@ -53,17 +51,20 @@ impl Policy for Batch {
             .apps
             .iter()
             .map(|a| {
-                if a.is_running() || Some(a.id) == next {
+                let admission = |admitted| Admission {
+                    admitted,
+                    rule: AdmissionRule::OneAtATime,
+                };
+                if a.is_running() {
                     AppPlan::native(a.id)
+                } else if Some(a.id) == next {
+                    AppPlan::native(a.id).because(admission(true))
                 } else {
-                    AppPlan::hold(a.id)
+                    AppPlan::hold(a.id).because(admission(false))
                 }
             })
             .collect();
-        Plan {
-            apps,
-            note: next.map_or_else(String::new, |id| format!("batch: start {id}")),
-        }
+        Plan::of(apps)
     }
 }
 
@@ -105,11 +106,21 @@ impl Policy for Equal {
                 ..AppPlan::native(a.id)
             })
             .collect();
-        apps.extend(pending.iter().skip(room).map(|a| AppPlan::hold(a.id)));
-        Plan {
-            note: format!("equal: {} apps over {} CPUs", admitted.len(), cpus.len()),
-            apps,
-        }
+        apps.extend(pending.iter().skip(room).map(|a| {
+            AppPlan::hold(a.id).because(Admission {
+                admitted: false,
+                rule: AdmissionRule::EveryCpuTaken {
+                    apps: admitted.len() as u32,
+                    cpus: cpus.len() as u32,
+                },
+            })
+        }));
+        let mut plan = Plan::of(apps);
+        plan.reasons.push(PlanReason::Equal {
+            apps: admitted.len() as u32,
+            cpus: cpus.len() as u32,
+        });
+        plan
     }
 }
 
@@ -168,10 +179,7 @@ impl Policy for Static {
                 }
             })
             .collect();
-        Plan {
-            apps,
-            note: String::new(),
-        }
+        Plan::of(apps)
     }
 }
 

@@ -14,9 +14,10 @@
 //! pairs' confidence bound says it is not slower than Linux by more than 2%
 //! (the trial of `auto/trial.rs`, with its re-checks). Admission stays the
 //! base's: a started app cannot be taken back, so the guard judges the
-//! arrangement of the apps that run. Each plan's note ends with the trial's
-//! running estimate (`| guard: [0.0 1.0] own vs Linux: 0.91 ± 0.05 over 2
-//! pair(s), back to Linux`), which `coloc run` prints per app set at the end.
+//! arrangement of the apps that run. Each plan carries the trial's verdict as
+//! data (`coloc_model::reason::Verdict`, judged by the guard: the set, the
+//! state, the pairs' estimate), which `coloc run` prints per app set at the
+//! end.
 //!
 //! The base sees observations of the arrangement in force, not only of its
 //! own: a policy that learns from outcomes (nupoco's hill climb) learns from
@@ -24,9 +25,10 @@
 
 use std::time::Duration;
 
+use coloc_model::reason::{Judge, ToLinux};
 use coloc_model::{AppId, AppPlan, MemPolicy, Placement, Plan, SchedSettings, View};
 
-use crate::auto::trial::Trial;
+use crate::trial::Trial;
 use crate::Policy;
 
 /// The layer name that makes a guarded policy (`BASE+guard`).
@@ -86,15 +88,11 @@ impl Policy for Guarded {
                 *p = AppPlan {
                     dop,
                     ..AppPlan::native(a.id)
-                };
+                }
+                .because(ToLinux::Trial);
             }
         }
-        let stage = format!("guard: {}", trial.describe());
-        plan.note = if plan.note.is_empty() {
-            stage
-        } else {
-            format!("{} | {stage}", plan.note)
-        };
+        plan.verdicts.push(trial.verdict(Judge::Guard));
         plan
     }
 }

@@ -27,7 +27,8 @@ pub const LAYERS: &[&str] = &["tranquilizer", GUARD];
 /// The combining rule: per app of `base`, admission, placement and DoP from
 /// `base`; memory policy and each scheduling field from `layer` where it sets
 /// them, else from `base`. Apps only the layer names are dropped (the base
-/// decides which apps exist). Notes are joined with " | ".
+/// decides which apps exist). Reasons and verdicts are the base's followed by
+/// the layer's.
 pub fn combine(base: Plan, layer: &Plan) -> Plan {
     let apps = base
         .apps
@@ -39,16 +40,21 @@ pub fn combine(base: Plan, layer: &Plan) -> Plan {
                 }
                 p.sched.nice = l.sched.nice.or(p.sched.nice);
                 p.sched.slice_us = l.sched.slice_us.or(p.sched.slice_us);
+                p.reasons.extend(l.reasons.iter().cloned());
             }
             p
         })
         .collect();
-    let note = match (base.note.is_empty(), layer.note.is_empty()) {
-        (_, true) => base.note,
-        (true, false) => layer.note.clone(),
-        (false, false) => format!("{} | {}", base.note, layer.note),
-    };
-    Plan { apps, note }
+    let mut reasons = base.reasons;
+    reasons.extend(layer.reasons.iter().cloned());
+    let mut verdicts = base.verdicts;
+    verdicts.extend(layer.verdicts.iter().cloned());
+    Plan {
+        apps,
+        reasons,
+        verdicts,
+        legacy_note: None,
+    }
 }
 
 /// A base policy with a layer on top.

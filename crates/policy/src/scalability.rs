@@ -31,9 +31,9 @@
 //! Limits).
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::time::Duration;
 
+use coloc_model::reason::{self, Admission, AdmissionRule, Reason};
 use coloc_model::{AppId, AppPlan, AppView, Plan, Trigger, View};
 
 use crate::cores::board::{current_cores, reserve, Board, Levers, Need};
@@ -182,7 +182,7 @@ impl Policy for Scalability {
             .map(|a| self.climb(&map, view, a.id, share, free))
             .collect();
         let total: u32 = asks.iter().sum();
-        let mut note = String::from("scalability");
+        let mut climbed: BTreeMap<AppId, reason::Climb> = BTreeMap::new();
         for (a, ask) in parallel.iter().zip(&asks) {
             let dop = if total > free {
                 ((u64::from(*ask) * u64::from(free) / u64::from(total)) as u32).max(1)
@@ -193,17 +193,25 @@ impl Policy for Scalability {
             if let Some(c) = self.climbs.get_mut(&a.id) {
                 c.dop = got.len().max(1) as u32;
             }
-            let _ = write!(note, "; {} dop {}", a.id, got.len());
-            if let Some(Some((d, r, _))) = self.climbs.get(&a.id).map(|c| c.last) {
-                let _ = write!(note, " ({r:.3e}/s at {d})");
-            }
+            climbed.insert(
+                a.id,
+                reason::Climb {
+                    dop: got.len() as u32,
+                    last: self
+                        .climbs
+                        .get(&a.id)
+                        .and_then(|c| c.last)
+                        .map(|(d, r, _)| (d, r)),
+                    keeps: 0,
+                },
+            );
         }
 
         // Cores a climb gave up stay with the team until it shrinks.
         for a in &parallel {
             let lent = board.lend_to_team(&map, view, a);
-            if lent > 0 {
-                let _ = write!(note, "; {} keeps {lent} until its team shrinks", a.id);
+            if let Some(c) = climbed.get_mut(&a.id) {
+                c.keeps = lent as u32;
             }
         }
         board.finish(&map, view, &needs);
@@ -212,7 +220,10 @@ impl Policy for Scalability {
             .iter()
             .map(|a| {
                 if !a.is_running() && !admitted.contains(&a.id) {
-                    return AppPlan::hold(a.id);
+                    return AppPlan::hold(a.id).because(Admission {
+                        admitted: false,
+                        rule: AdmissionRule::NoFreeCore,
+                    });
                 }
                 let need = needs.iter().find(|(x, _)| x.id == a.id).map(|n| n.1);
                 // Serial and fixed apps keep their DoP (none is set).
@@ -221,10 +232,11 @@ impl Policy for Scalability {
                 AppPlan {
                     placement: pin_team(&map, a, &board.owned(a.id)),
                     dop,
+                    reasons: climbed.remove(&a.id).map(Reason::Climb).into_iter().collect(),
                     ..AppPlan::native(a.id)
                 }
             })
             .collect();
-        Plan { apps, note }
+        Plan::of(apps)
     }
 }

@@ -28,9 +28,9 @@ use coloc_model::metrics::reference::{
     against_reference, render_against_reference, AgainstReference, MixApp, Points,
 };
 use coloc_model::metrics::{Comparison, SoloCurves, SoloTimes};
+use coloc_model::reason::last_verdicts;
 use coloc_model::workload::suite::SeedRange;
 use coloc_model::{AppSpec, TraceEvent, Workload};
-use coloc_policy::auto::measured_against_linux;
 
 use crate::cmd::compare::{check_policies, run_comparison, Plan};
 use crate::cmd::solo;
@@ -230,12 +230,12 @@ fn from_traces(dir: &Path) -> Result<String> {
                 }
             }
             if policy == "auto" || policy.ends_with("+guard") {
-                let notes = trace.events.iter().filter_map(|e| match e {
-                    TraceEvent::Plan { plan, .. } => Some(plan.note.as_str()),
+                let plans = trace.events.iter().filter_map(|e| match e {
+                    TraceEvent::Plan { plan, .. } => Some(plan),
                     _ => None,
                 });
-                for line in measured_against_linux(notes) {
-                    let _ = writeln!(auto, "  {policy} run {}: {line}", n + 1);
+                for verdict in last_verdicts(plans) {
+                    let _ = writeln!(auto, "  {policy} run {}: {verdict}", n + 1);
                 }
             }
         }

@@ -9,6 +9,7 @@ use anyhow::Result;
 use clap::Args;
 use coloc_manager::{Waste, WasteSeen, DEFAULT_EPOCH};
 use coloc_model::metrics::RunMetrics;
+use coloc_model::reason::last_verdicts;
 use coloc_model::{Trace, TraceEvent};
 
 use crate::choice::{choose, OracleArgs};
@@ -106,11 +107,10 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
     // What auto (or a guarded policy) measured against Linux per app set:
     // whether it was worse than doing nothing (docs/policies/auto.md, "Checked
     // against outcomes").
-    let against_linux =
-        coloc_policy::auto::measured_against_linux(events.iter().filter_map(|e| match e {
-            TraceEvent::Plan { plan, .. } => Some(plan.note.as_str()),
-            _ => None,
-        }));
+    let against_linux = last_verdicts(events.iter().filter_map(|e| match e {
+        TraceEvent::Plan { plan, .. } => Some(plan),
+        _ => None,
+    }));
     let trace = Trace::from_events(events)?;
     let metrics = RunMetrics::from_trace(&trace, None);
     // How apps ran beside others, for auto's later runs (nothing without
@@ -123,8 +123,8 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
         print!("{}", metrics.render());
         if !against_linux.is_empty() {
             println!("{policy_name} against Linux, per app set (last estimate):");
-            for line in &against_linux {
-                println!("  {line}");
+            for verdict in &against_linux {
+                println!("  {verdict}");
             }
         }
         if let Some((path, added)) = recorded {

@@ -268,10 +268,11 @@ impl Timeline {
                         self.quiet_plans += 1;
                         continue;
                     }
-                    let note = if plan.note.is_empty() {
+                    let line = coloc_model::reason::render::plan_line(plan);
+                    let note = if line.is_empty() {
                         String::new()
                     } else {
-                        format!(" — {}", plan.note)
+                        format!(" — {line}")
                     };
                     self.markers.push(Marker {
                         t: secs,

@@ -53,6 +53,7 @@ mod tests;
 use std::time::Duration;
 
 use coloc_model::topology::symmetry::{Space, SymTree};
+use coloc_model::reason::{self, CompetitionPhase, PlanReason, Reason};
 use coloc_model::{AppId, AppPlan, AppView, Plan, View};
 
 pub use self::signal::Signal;
@@ -454,6 +455,16 @@ impl Atom {
     }
 }
 
+/// The plan with each latency app's competition among its reasons.
+fn with_competitions(mut plan: Plan, said: Vec<(AppId, reason::Competition)>) -> Plan {
+    for (id, c) in said {
+        if let Some(p) = plan.apps.iter_mut().find(|p| p.app == id) {
+            p.reasons.push(Reason::Competition(c));
+        }
+    }
+    plan
+}
+
 impl Policy for Atom {
     fn name(&self) -> &'static str {
         "atom"
@@ -463,10 +474,9 @@ impl Policy for Atom {
         let latency = latency_apps(view);
         if latency.is_empty() {
             self.comps.clear();
-            return Plan {
-                apps: view.apps.iter().map(|a| AppPlan::native(a.id)).collect(),
-                note: "atom: no latency app; Linux places every app".into(),
-            };
+            let mut plan = Plan::of(view.apps.iter().map(|a| AppPlan::native(a.id)).collect());
+            plan.reasons.push(PlanReason::NoLatencyApp);
+            return plan;
         }
         let levels = Levels::new(view.topology);
         // Each app keeps its own competition when an earlier one leaves (it
@@ -482,7 +492,7 @@ impl Policy for Atom {
             .collect();
         let mut free: Vec<usize> = (0..levels.cores.len()).collect();
         let mut pinned: Vec<(AppId, Vec<usize>)> = Vec::new();
-        let mut notes: Vec<String> = Vec::new();
+        let mut said: Vec<(AppId, reason::Competition)> = Vec::new();
         // Whether every earlier latency app executes its winner.
         let mut settled = true;
         for (i, app) in latency.iter().enumerate() {
@@ -498,10 +508,13 @@ impl Policy for Atom {
                     c.phase = Phase::Waiting;
                 }
                 let cores = levels.place(&free, budget, WAITING);
-                notes.push(format!(
-                    "{} waiting for the earlier latency apps' competitions: CPUs {}",
+                said.push((
                     app.id,
-                    levels.cpus(&cores).to_list()
+                    reason::Competition {
+                        phase: CompetitionPhase::Waiting,
+                        cpus: Some(levels.cpus(&cores)),
+                        signal: String::new(),
+                    },
                 ));
                 free.retain(|c| !cores.contains(c));
                 pinned.push((app.id, cores));
@@ -517,35 +530,41 @@ impl Policy for Atom {
             c.peak = c.peak.max(peak);
             self.step(i, view);
             let c = self.comps[i].as_ref().expect("check starts a competition");
+            let of = c.candidates.len() as u32;
             let (index, phase) = match &c.phase {
                 Phase::Waiting => unreachable!("check ends the wait"),
-                Phase::WarmUp { .. } => (0, "warming up (unmeasured)".to_string()),
+                Phase::WarmUp { .. } => (0, CompetitionPhase::WarmUp),
                 Phase::Learning { index, .. } => (
                     *index,
-                    format!(
-                        "learning ({:?}), slot {}/{}",
-                        c.cause,
-                        index + 1,
-                        c.candidates.len()
-                    ),
+                    CompetitionPhase::Learning {
+                        cause: format!("{:?}", c.cause),
+                        slot: *index as u32 + 1,
+                        of,
+                    },
                 ),
                 Phase::Executing {
                     winner, reference, ..
                 } => (
                     *winner,
-                    format!(
-                        "executing the winner {}/{} (score {reference:.4})",
-                        winner + 1,
-                        c.candidates.len()
-                    ),
+                    CompetitionPhase::Executing {
+                        winner: *winner as u32 + 1,
+                        of,
+                        score: *reference,
+                    },
                 ),
             };
             settled = matches!(c.phase, Phase::Executing { .. });
-            let what = match &c.candidates[index] {
-                Candidate::Cores(cores) => format!("CPUs {}", levels.cpus(cores).to_list()),
-                Candidate::Linux => "Linux placing every app".into(),
-            };
-            notes.push(format!("{} {phase}: {what}; signal {}", c.app, c.signal));
+            said.push((
+                c.app,
+                reason::Competition {
+                    phase,
+                    cpus: match &c.candidates[index] {
+                        Candidate::Cores(cores) => Some(levels.cpus(cores)),
+                        Candidate::Linux => None,
+                    },
+                    signal: c.signal.to_string(),
+                },
+            ));
             match &c.candidates[index] {
                 Candidate::Cores(cores) => {
                     free.retain(|f| !cores.contains(f));
@@ -553,18 +572,11 @@ impl Policy for Atom {
                 }
                 // Offered only to a lone latency app.
                 Candidate::Linux => {
-                    return Plan {
-                        apps: view.apps.iter().map(|a| AppPlan::native(a.id)).collect(),
-                        note: format!("atom: {}", notes.join("; ")),
-                    }
+                    let plan = Plan::of(view.apps.iter().map(|a| AppPlan::native(a.id)).collect());
+                    return with_competitions(plan, said);
                 }
             }
         }
-        plan_with(
-            view,
-            &levels,
-            &pinned,
-            format!("atom: {}", notes.join("; ")),
-        )
+        with_competitions(plan_with(view, &levels, &pinned), said)
     }
 }

@@ -36,6 +36,7 @@ use std::time::Duration;
 
 use coloc_model::metrics::corun::RatesFrom;
 use coloc_model::metrics::{CoRuns, SoloCurves};
+use coloc_model::reason::{AdmissionRule, CoRunFrom};
 use coloc_model::{AppId, AppView, View};
 
 use super::Objective;
@@ -66,9 +67,8 @@ pub(super) struct Stored<'a> {
 pub(super) struct Admission {
     /// The apps that wait.
     pub held: Vec<AppId>,
-    /// Why, for every pending app the thread rule alone would hold or the
-    /// co-run rates ([`pair`]) decided.
-    pub why: BTreeMap<AppId, String>,
+    /// Why, for every pending app: the rule that held or started it.
+    pub why: BTreeMap<AppId, AdmissionRule>,
 }
 
 /// An app's time left and CPU work left, in seconds, if it runs as it ran
@@ -137,7 +137,7 @@ fn pair(
     b: &AppView,
     now: Duration,
     cpus: u32,
-) -> Option<(bool, String)> {
+) -> Option<(bool, AdmissionRule)> {
     let rates = stored.coruns.rates(&b.spec.name, &a.spec.name)?;
     let (rb, ra) = (rates.a, rates.b);
     let fastest = |x: &AppView| stored.solo.fastest(&x.spec.name, cpus);
@@ -150,22 +150,23 @@ fn pair(
     let shared = first + (tb - rb * first).max(0.0) + (ta - ra * first).max(0.0);
     let held = tb + ta;
     let wait = held < shared;
-    let verb = if wait { "waits" } else { "starts" };
-    let measured = match rates.from {
-        RatesFrom::Pairs(runs) => format!(
-            "beside {} it ran at {ra:.2} of its speed alone and {} at {rb:.2} ({runs} earlier \
-             run(s))",
-            b.id, b.id
-        ),
-        RatesFrom::Shared(runs_b, runs_a) => format!(
-            "never measured beside {}; beside other apps it ran at {ra:.2} of its speed alone \
-             ({runs_a} earlier run(s)) and {} at {rb:.2} ({runs_b})",
-            b.id, b.id
-        ),
+    let from = match rates.from {
+        RatesFrom::Pairs(runs) => CoRunFrom::Pairs { runs: runs as u32 },
+        RatesFrom::Shared(runs_b, runs_a) => CoRunFrom::Shared {
+            with_runs: runs_b as u32,
+            runs: runs_a as u32,
+        },
     };
     Some((
         wait,
-        format!("{verb}: {measured}: mix done in ~{shared:.2} s started now, ~{held:.2} s held"),
+        AdmissionRule::CoRun {
+            with: b.id,
+            rate: ra,
+            with_rate: rb,
+            from,
+            now_secs: shared,
+            held_secs: held,
+        },
     ))
 }
 
@@ -173,19 +174,25 @@ fn pair(
 /// (module docs): when the mix's makespan, estimated as its lower bound over
 /// the `(time, work)` left of the apps started, is longer started now than
 /// held until the first of them exits. With the reason.
-fn by_solo_times(started: &[(f64, f64)], (time, work): (f64, f64), cpus: u32) -> (bool, String) {
+fn by_solo_times(
+    started: &[(f64, f64)],
+    (time, work): (f64, f64),
+    cpus: u32,
+) -> (bool, AdmissionRule) {
     let first = started.iter().map(|x| x.0).fold(f64::INFINITY, f64::min);
     let held = bound(started, cpus).max(first + time);
     let mut with = started.to_vec();
     with.push((time, work));
     let now = bound(&with, cpus);
-    let verb = if now <= held { "starts" } else { "waits" };
     (
         now > held,
-        format!(
-            "{verb}: mix done in ~{now:.2} s started now, ~{held:.2} s held (solo times: it \
-             needs {time:.2} s, {work:.2} CPU-s; a CPU frees in ~{first:.2} s)"
-        ),
+        AdmissionRule::SoloTimes {
+            now_secs: now,
+            held_secs: held,
+            needs_secs: time,
+            needs_cpu_secs: work,
+            frees_in_secs: first,
+        },
     )
 }
 
@@ -231,15 +238,39 @@ pub(super) fn admit(
             && idle == 0;
         let by_threads = || match (lefts.as_deref(), need(solo, a)) {
             (Some(l), Some(need)) if !l.is_empty() => by_solo_times(l, need, cpus.count),
-            _ => (true, "waits (every CPU has an app of its own)".into()),
+            _ => (
+                true,
+                AdmissionRule::EveryCpuTaken {
+                    apps: started.len() as u32,
+                    cpus: cpus.count,
+                },
+            ),
         };
-        let wait = match paired.or_else(|| thread_rule_holds.then(by_threads)) {
-            Some((wait, why)) => {
-                out.why.insert(a.id, why);
-                wait
-            }
-            None => false,
-        };
+        let (wait, why) = paired
+            .or_else(|| thread_rule_holds.then(by_threads))
+            .unwrap_or_else(|| {
+                // The rule that let it in, in the order the thread rule reads.
+                let rule = if objective != Objective::Makespan {
+                    AdmissionRule::Objective
+                } else if linux {
+                    AdmissionRule::TrialOnLinux
+                } else if idle > 0 {
+                    AdmissionRule::IdleCpus { idle }
+                } else if (started.len() as u32) < cpus.count {
+                    AdmissionRule::FreeCpu {
+                        apps: started.len() as u32,
+                        cpus: cpus.count,
+                    }
+                } else {
+                    AdmissionRule::ThreadsFit {
+                        demand,
+                        threads,
+                        cpus: cpus.count,
+                    }
+                };
+                (false, rule)
+            });
+        out.why.insert(a.id, why);
         if wait {
             out.held.push(a.id);
             continue;
@@ -287,19 +318,28 @@ fn shortest_first(
             .as_deref()
             .and_then(|l| l.iter().min_by(|x, y| x.1.total_cmp(&y.1)))
             .copied();
-        let wait = match (least, time(a)) {
-            (Some((id, least)), Some(t)) if demand >= cpus.count && idle == 0 && t >= least => {
-                out.why.insert(
-                    a.id,
-                    format!(
-                        "waits: shortest first (it needs ~{t:.2} s alone, {id} has ~{least:.2} s \
-                         left)"
-                    ),
-                );
-                true
-            }
-            _ => false,
+        let full = demand >= cpus.count && idle == 0;
+        let (wait, why) = match (least, time(a)) {
+            (Some((id, least)), Some(t)) if full => (
+                t >= least,
+                AdmissionRule::ShortestFirst {
+                    needs_secs: t,
+                    least: id,
+                    left_secs: least,
+                },
+            ),
+            _ if idle > 0 => (false, AdmissionRule::IdleCpus { idle }),
+            _ if !full => (
+                false,
+                AdmissionRule::ThreadsFit {
+                    demand,
+                    threads: fixed(a),
+                    cpus: cpus.count,
+                },
+            ),
+            _ => (false, AdmissionRule::Objective),
         };
+        out.why.insert(a.id, why);
         if wait {
             out.held.push(a.id);
             continue;

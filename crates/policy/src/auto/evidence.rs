@@ -7,7 +7,6 @@ use std::time::Duration;
 use coloc_model::{AppId, AppSample, Observation};
 
 use crate::cores::lever::{Lever, RegionClock};
-pub(crate) use crate::progress::{progress, Measure, Progress};
 
 /// One app's evidence, updated at each new observation.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -50,8 +49,8 @@ impl Evidence {
         self.clock.lever() == Lever::Acts
     }
 
-    /// Why the lever does or does not act, for the trace.
-    pub fn lever_reason(&self) -> String {
+    /// Why the lever does or does not act, for the plan's reasons.
+    pub fn lever_reason(&self) -> coloc_model::reason::Lever {
         self.clock.reason()
     }
 }

@@ -37,9 +37,9 @@
 //! measured no slower than Linux.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::time::Duration;
 
+use coloc_model::reason::{self, NoGang, PlanReason};
 use coloc_model::{
     AppId, AppPlan, AppSample, AppView, CpuSet, Placement, Plan, SchedSettings, Tid, View,
 };
@@ -58,22 +58,23 @@ pub const BACKGROUND_NICE: i8 = 19;
 pub const SYNC_SLEEPS: f64 = 100.0;
 
 /// Whether `a` may be gang scheduled on `cpus` CPUs, given whether auto
-/// steers its DoP, its team and its evidence; else why not, for the trace.
+/// steers its DoP, its team and its evidence; else why not, for the plan.
 pub(super) fn candidate(
     steered: bool,
     team: u32,
     cpus: u32,
     evidence: Option<&Evidence>,
-) -> Result<(), String> {
+) -> Result<(), NoGang> {
     let sleeps = evidence.map_or(0.0, |e| e.sleeps);
     if steered {
-        Err("its DoP lever acts".into())
+        Err(NoGang::LeverActs)
     } else if team < 2 || team > cpus {
-        Err(format!("a team of {team} on {cpus} CPUs"))
+        Err(NoGang::Team { team, cpus })
     } else if sleeps < SYNC_SLEEPS {
-        Err(format!(
-            "{sleeps:.0} sleeps per CPU-second, below {SYNC_SLEEPS:.0}"
-        ))
+        Err(NoGang::Sleeps {
+            sleeps,
+            needed: SYNC_SLEEPS,
+        })
     } else {
         Ok(())
     }
@@ -168,7 +169,6 @@ impl Policy for Gang {
             .get((self.turn % running.len().max(1) as u64) as usize)
             .map(|a| a.id);
         let offsets = offsets(&running);
-        let mut note = String::from("gang:");
         let apps = view
             .apps
             .iter()
@@ -178,14 +178,26 @@ impl Policy for Gang {
                     let fore = foreground == Some(a.id);
                     let sample = view.last.and_then(|o| o.app(a.id));
                     (p.placement, p.sched) = arrange(a, sample, (&order, offset), fore);
-                    let _ = write!(note, " {} nice {};", a.id, p.sched.nice.unwrap_or(0));
+                    p.reasons.push(
+                        reason::Gang {
+                            foreground: fore,
+                            nice: p.sched.nice.unwrap_or(0),
+                            threads: a.threads.len() as u32,
+                            cpus: p.placement.cpus(),
+                            demand: threads as u32,
+                            on: order.len() as u32,
+                            sleeps: None,
+                        }
+                        .into(),
+                    );
                 }
                 p
             })
             .collect();
+        let mut plan = Plan::of(apps);
         if !on {
-            note.push_str(" threads fit the CPUs: left to Linux");
+            plan.reasons.push(PlanReason::ThreadsFit);
         }
-        Plan { apps, note }
+        plan
     }
 }

@@ -65,101 +65,51 @@
 //!    app spanning several nodes that Thread Tranquilizer's rule calls
 //!    memory-intensive gets interleaved memory (one within a node, local).
 //!
-//! Every plan's note says, per app, what auto chose and why.
+//! Every plan says, per app, what auto chose and why as data
+//! (`coloc_model::reason`): the admission rule and its numbers, the partition
+//! and the demand it was cut from, the DoP and the lever's state, why an app
+//! is left to Linux, gang turns, borrowed CPUs, memory and nice values; and
+//! the trial's verdict.
+//!
+//! A decision is a pipeline of steps, each with numbers in and numbers out:
+//! take stock (evidence, teams: [`Auto::take_stock`]), arrange (gang or
+//! partitions, the objective's order and nice values, the trial:
+//! [`Auto::arrange`]), admit (`auto/admission.rs`), shape (which apps the own
+//! arrangement covers: [`shape`]), cut the partitions and place them
+//! ([`Auto::cut`]), and each app's plan with its memory policy
+//! (`auto/plans.rs`).
 //!
 //! Not done yet: partitions are sized by the threads each app runs, not by
 //! how much a CPU more speeds it up.
 
 mod admission;
+mod arrange;
 pub(crate) mod evidence;
 pub mod gang;
+mod objective;
 mod placement;
+mod plans;
 mod team;
 #[cfg(test)]
 mod tests;
-pub(crate) mod trial;
 
 use std::collections::BTreeMap;
-use std::fmt::{self, Write as _};
-use std::str::FromStr;
 use std::time::Duration;
 
 use coloc_model::metrics::{CoRuns, SoloCurves};
 use coloc_model::profile::AppProfile;
-use coloc_model::{
-    AppClass, AppId, AppPlan, AppView, CpuSet, Placement, Plan, SchedSettings, View,
-};
+pub use coloc_model::reason::{Objective, UnknownObjective};
+use coloc_model::reason::{DopWhy, Judge, NoGang, PlanReason, Sched, TrialState, Verdict};
+use coloc_model::{AppClass, AppId, AppView, CpuSet, Plan, SchedSettings, View};
 
-use self::admission::Cpus;
-use self::evidence::{usage, Evidence};
+use self::admission::{Admission, Cpus};
+pub(crate) use self::arrange::partitions;
+use self::evidence::Evidence;
+pub use self::objective::{ART_NICE_STEP, LATENCY_NICE, SRPT_NICE};
 use self::placement::Placer;
-pub use self::trial::measured_against_linux;
-use self::trial::Trial;
 use crate::baseline::topology_order;
+use crate::trial::Trial;
 use crate::Policy;
-
-/// What auto optimizes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Objective {
-    /// The time until the last app ends (the default).
-    #[default]
-    Makespan,
-    /// The average response time of the apps.
-    Art,
-    /// The response of latency-class apps.
-    Latency,
-}
-
-impl Objective {
-    pub const ALL: [Objective; 3] = [Objective::Makespan, Objective::Art, Objective::Latency];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Objective::Makespan => "makespan",
-            Objective::Art => "art",
-            Objective::Latency => "latency",
-        }
-    }
-}
-
-impl fmt::Display for Objective {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// An `--objective` value that names no objective.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown objective `{0}` (expected one of: makespan, art, latency)")]
-pub struct UnknownObjective(pub String);
-
-impl FromStr for Objective {
-    type Err = UnknownObjective;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Objective::ALL
-            .into_iter()
-            .find(|o| o.name() == s)
-            .ok_or_else(|| UnknownObjective(s.to_string()))
-    }
-}
-
-/// A partition counts as leaving a CPU idle when its app used at most this
-/// much less than a whole CPU of it over the last interval (the Manager's
-/// work-conservation check counts a CPU busy less than 10% as idle,
-/// `docs/architecture.md`).
-const IDLE_SLACK: f64 = 0.1;
-
-/// Nice value of batch apps while a latency-class app runs (`latency`).
-pub const LATENCY_NICE: i8 = 10;
-/// Nice step between apps ranked by attained CPU time (`art`): the app that has
-/// had the least CPU runs at nice 0, the next at this, and so on up to 19.
-pub const ART_NICE_STEP: i8 = 3;
-/// Nice value of every app but the one with the least time left, under `art`
-/// with stored solo times (shortest remaining time first): the lowest
-/// priority, so that the shortest app has the CPUs it can use and the others
-/// only what it leaves.
-pub const SRPT_NICE: i8 = 19;
 
 /// The auto policy.
 #[derive(Debug, Default)]
@@ -180,6 +130,99 @@ pub struct Auto {
     /// foreground is the running app of this index, modulo their count
     /// (`auto/gang.rs`).
     turn: u64,
+}
+
+/// The threads an app runs under auto, in either arrangement, and why when
+/// fewer than it asked for.
+#[derive(Clone, Debug, PartialEq)]
+struct Team {
+    threads: u32,
+    /// Its stored solo times say this smaller team is faster
+    /// ([`DopWhy::FastestAlone`]).
+    smaller: Option<DopWhy>,
+}
+
+/// The first step's numbers: the CPUs, the running apps and the threads
+/// every app runs under auto.
+#[derive(Debug)]
+struct Stock<'v> {
+    /// The usable CPUs in topology order, and their count (at least 1).
+    order: Vec<u32>,
+    cpus: u32,
+    /// The running apps, oldest first.
+    running: Vec<&'v AppView>,
+    /// Every app's team.
+    teams: BTreeMap<AppId, Team>,
+    /// The running apps whose DoP auto steers.
+    steered: Vec<AppId>,
+    /// Threads the running apps run.
+    demand: u32,
+    /// Whether the view's last observation was new.
+    fresh: bool,
+}
+
+impl Stock<'_> {
+    fn team(&self, a: &AppView) -> u32 {
+        self.teams[&a.id].threads
+    }
+
+    /// Whether the own arrangement has anything to act on: at least two
+    /// apps whose threads oversubscribe the CPUs.
+    fn applicable(&self) -> bool {
+        self.demand > self.cpus && self.running.len() > 1
+    }
+}
+
+/// The arrangement step's numbers: gang time sharing or partitions, the
+/// objective's order and nice values, and the trial's standing.
+#[derive(Debug)]
+struct Arranged {
+    /// Gang time sharing, before admission (`auto/gang.rs`).
+    gang: bool,
+    /// Why each running app may or may not be gang time-shared.
+    gang_why: BTreeMap<AppId, Result<(), NoGang>>,
+    /// Under gang time sharing: the app in the foreground, and where each
+    /// app's threads start.
+    foreground: Option<AppId>,
+    offsets: BTreeMap<AppId, usize>,
+    /// `art` with solo times: the apps' estimated times left, shortest
+    /// first.
+    srpt: Option<Vec<(f64, AppId)>>,
+    /// The objective's scheduling settings per running app, and why.
+    sched: BTreeMap<AppId, (SchedSettings, Sched)>,
+    /// The trial's verdict on the running set.
+    verdict: Verdict,
+    /// The trial settled on Linux for the running set.
+    linux: bool,
+    /// The trial runs the own arrangement now.
+    space: bool,
+}
+
+/// Which apps the own arrangement covers this decision.
+#[derive(Debug)]
+struct Shape<'v> {
+    /// The running apps and those admitted now, in that order.
+    members: Vec<&'v AppView>,
+    /// Apps are admitted now (their set is tried afresh, own first).
+    launching: bool,
+    /// Gang time sharing applies.
+    gang: bool,
+    /// The own arrangement applies.
+    own: bool,
+    /// Threads the members run.
+    demand: u32,
+}
+
+/// The partitions of the members and what placed them.
+#[derive(Debug)]
+struct Cut {
+    slices: BTreeMap<AppId, CpuSet>,
+    /// Plan-wide reasons of placement by profiles, when it placed them.
+    placed_by: Vec<PlanReason>,
+    /// Tang's choices for latency members.
+    tang: Vec<(AppId, coloc_model::reason::TangChoice)>,
+    /// Idle CPUs of partitions lent to apps whose threads wait.
+    lent: CpuSet,
 }
 
 impl Auto {
@@ -245,164 +288,28 @@ impl Auto {
             && self.evidence.get(&a.id).is_some_and(|e| e.lever_acts())
     }
 
-    /// Threads an app runs under auto, in either arrangement, and why when
-    /// fewer than it asked for: a steered app whose stored solo times say a
-    /// smaller team is faster runs that team (`auto/team.rs`), any other app
-    /// its threads.
-    fn team(&self, a: &AppView) -> (u32, Option<String>) {
+    /// Threads an app runs under auto, in either arrangement: a steered app
+    /// whose stored solo times say a smaller team is faster runs that team
+    /// (`auto/team.rs`), any other app its threads.
+    fn team(&self, a: &AppView) -> Team {
         if self.steer(a) {
             let (k, why) = team::fastest(&self.solo, &a.spec.name, a.threads_requested.max(1));
             if why.is_some() {
-                return (k, why);
+                return Team {
+                    threads: k,
+                    smaller: why,
+                };
             }
         }
-        (Self::fixed_threads(a), None)
-    }
-
-    /// Under `art`, the apps' estimated times left, shortest first, when every
-    /// app running or arriving has stored solo times and they oversubscribe
-    /// the CPUs: each app's solo time at the threads it runs less the time
-    /// since it started (`auto/admission.rs`). Shortest remaining processing
-    /// time first minimizes the mean response time when lengths are known; the
-    /// apps' lengths are what their solo times say. None otherwise (least
-    /// attained service then, [`ART_NICE_STEP`]).
-    fn srpt(
-        &self,
-        view: &View<'_>,
-        members: &[&AppView],
-        team: impl Fn(&AppView) -> u32,
-        cpus: u32,
-    ) -> Option<Vec<(f64, AppId)>> {
-        let demand: u32 = members.iter().map(|a| team(a)).sum();
-        if self.objective != Objective::Art || members.len() < 2 || demand <= cpus {
-            return None;
-        }
-        let mut order = members
-            .iter()
-            .map(|a| admission::time_left(&self.solo, a, team(a), view.now).map(|t| (t, a.id)))
-            .collect::<Option<Vec<_>>>()?;
-        order.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
-        Some(order)
-    }
-
-    /// Scheduling settings the objective asks for, per running app; `srpt`
-    /// is the order of [`Auto::srpt`], when there is one.
-    fn sched(
-        &self,
-        running: &[&AppView],
-        srpt: Option<&[(f64, AppId)]>,
-    ) -> BTreeMap<AppId, SchedSettings> {
-        let nice = |n: i8| SchedSettings {
-            nice: Some(n),
-            ..SchedSettings::default()
-        };
-        match (self.objective, srpt) {
-            (Objective::Makespan, _) => BTreeMap::new(),
-            (Objective::Latency, _) => {
-                let latency = running.iter().any(|a| a.spec.class == AppClass::Latency);
-                running
-                    .iter()
-                    .map(|a| {
-                        let n = if latency && a.spec.class == AppClass::Batch {
-                            LATENCY_NICE
-                        } else {
-                            0
-                        };
-                        (a.id, nice(n))
-                    })
-                    .collect()
-            }
-            (Objective::Art, Some(order)) => {
-                let first = order
-                    .iter()
-                    .map(|(_, id)| *id)
-                    .find(|id| running.iter().any(|a| a.id == *id));
-                running
-                    .iter()
-                    .map(|a| {
-                        let n = if Some(a.id) == first { 0 } else { SRPT_NICE };
-                        (a.id, nice(n))
-                    })
-                    .collect()
-            }
-            (Objective::Art, None) => {
-                let mut by_service: Vec<(u64, AppId)> = running
-                    .iter()
-                    .map(|a| (self.evidence.get(&a.id).map_or(0, |e| e.cpu_ns), a.id))
-                    .collect();
-                by_service.sort();
-                by_service
-                    .into_iter()
-                    .enumerate()
-                    .map(|(rank, (_, id))| {
-                        let n = (rank as i64 * i64::from(ART_NICE_STEP)).min(19) as i8;
-                        (id, nice(n))
-                    })
-                    .collect()
-            }
+        Team {
+            threads: Self::fixed_threads(a),
+            smaller: None,
         }
     }
-}
 
-/// Cuts `cpus` (in topology order) into one contiguous slice per weight,
-/// sized in proportion to the weights, each at least one CPU: every slice gets
-/// one CPU, the rest go by largest remainder of `rest · weight / total` (ties
-/// to the earlier app). With more weights than CPUs, each CPU is one slice and
-/// each app, in order, shares the slice whose apps have the least weight so
-/// far.
-pub(crate) fn partitions(cpus: &[u32], weights: &[u32]) -> Vec<CpuSet> {
-    let n = weights.len();
-    if n == 0 || cpus.is_empty() {
-        return vec![CpuSet::new(); n];
-    }
-    if n > cpus.len() {
-        let mut load = vec![0u64; cpus.len()];
-        return weights
-            .iter()
-            .map(|&w| {
-                let k = (0..cpus.len()).min_by_key(|&k| (load[k], k)).expect("cpus");
-                load[k] += u64::from(w.max(1));
-                CpuSet::single(cpus[k])
-            })
-            .collect();
-    }
-    let rest = (cpus.len() - n) as u64;
-    let total: u64 = weights.iter().map(|&w| u64::from(w.max(1))).sum();
-    let mut size: Vec<u64> = weights
-        .iter()
-        .map(|&w| 1 + rest * u64::from(w.max(1)) / total)
-        .collect();
-    let mut left = cpus.len() as u64 - size.iter().sum::<u64>();
-    let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by_key(|&i| {
-        (
-            std::cmp::Reverse(rest * u64::from(weights[i].max(1)) % total),
-            i,
-        )
-    });
-    for &i in order.iter().cycle() {
-        if left == 0 {
-            break;
-        }
-        size[i] += 1;
-        left -= 1;
-    }
-    let mut start = 0usize;
-    size.iter()
-        .map(|&len| {
-            let slice = cpus[start..start + len as usize].iter().copied().collect();
-            start += len as usize;
-            slice
-        })
-        .collect()
-}
-
-impl Policy for Auto {
-    fn name(&self) -> &'static str {
-        "auto"
-    }
-
-    fn decide(&mut self, view: &View<'_>) -> Plan {
+    /// Step 1: the evidence of the running apps (it decides which levers
+    /// act, so it comes first) and every app's team.
+    fn take_stock<'v>(&mut self, view: &View<'v>) -> Stock<'v> {
         let order = topology_order(view);
         let cpus = order.len().max(1) as u32;
         self.evidence
@@ -412,302 +319,225 @@ impl Policy for Auto {
         for a in &running {
             self.evidence.entry(a.id).or_default();
         }
-        let mut set: Vec<AppId> = running.iter().map(|a| a.id).collect();
-        set.sort();
-
-        // Evidence first (it decides which levers act), then the trial.
         let fresh = self.observe(view);
         self.turn += u64::from(fresh);
-        let steered: Vec<AppId> = running
+        let steered = running
             .iter()
             .filter(|a| self.steer(a))
             .map(|a| a.id)
             .collect();
-        // Threads each app runs under auto, and why when fewer than asked.
-        let teams: BTreeMap<AppId, (u32, Option<String>)> =
+        let teams: BTreeMap<AppId, Team> =
             view.apps.iter().map(|a| (a.id, self.team(a))).collect();
-        let team = |a: &AppView| teams[&a.id].0;
-        let demand: u32 = running.iter().map(|a| team(a)).sum();
-        let applicable = demand > cpus && running.len() > 1;
+        let demand = running.iter().map(|a| teams[&a.id].threads).sum();
+        Stock {
+            order,
+            cpus,
+            running,
+            teams,
+            steered,
+            demand,
+            fresh,
+        }
+    }
+
+    /// Step 2: gang time sharing or partitions for the running apps, the
+    /// objective's order and nice values, and the trial of the running set.
+    fn arrange(&mut self, view: &View<'_>, stock: &Stock<'_>) -> Arranged {
+        let (cpus, running) = (stock.cpus, &stock.running);
         // Gang time sharing (`auto/gang.rs`) when every running app may take
-        // part; why each may or may not, for the note.
-        let gang_why: BTreeMap<AppId, Result<(), String>> = running
+        // part.
+        let gang_why: BTreeMap<AppId, Result<(), NoGang>> = running
             .iter()
             .map(|a| {
-                let steer = steered.contains(&a.id);
+                let steer = stock.steered.contains(&a.id);
                 let e = self.evidence.get(&a.id);
-                (a.id, gang::candidate(steer, team(a), cpus, e))
+                (a.id, gang::candidate(steer, stock.team(a), cpus, e))
             })
             .collect();
         // Only where partitions cannot give every app a CPU of its own:
-        // measured on this project's machine, two such teams on as many CPUs
-        // ran slower gang time-shared than partitioned (`auto/gang.rs`).
+        // measured on the simulator's `kvm-2cpu` machine, two such teams on
+        // as many CPUs ran slower gang time-shared than partitioned
+        // (`auto/gang.rs`).
         let gang = self.objective == Objective::Makespan
-            && applicable
+            && stock.applicable()
             && running.len() > cpus as usize
             && gang_why.values().all(Result::is_ok);
         let round = if gang { running.len() as u32 } else { 1 };
         let foreground = running
             .get((self.turn % running.len().max(1) as u64) as usize)
             .map(|a| a.id);
-        let gang_offsets = gang::offsets(&running);
         // `art` with solo times: shortest time left first, over the apps
         // running and pending.
         let arriving: Vec<&AppView> = running.iter().copied().chain(view.pending()).collect();
-        let srpt = self.srpt(view, &arriving, team, cpus);
-        let sched = self.sched(&running, srpt.as_deref());
+        let team = |a: &AppView| stock.team(a);
+        let srpt =
+            objective::shortest_first(self.objective, &self.solo, view.now, &arriving, team, cpus);
+        let sched =
+            objective::nice_values(self.objective, running, srpt.as_deref(), &self.evidence);
         // Shortest first is an order, not a rate: the trial, which compares
         // the apps' progress rates with Linux's, cannot judge it (it slows the
         // longer apps on purpose), so it is not tried against Linux.
-        let tried = applicable && srpt.is_none();
-        let trial = Trial::follow(&mut self.trial, view, (set, round), fresh, tried);
-        let stage = match &srpt {
+        let tried = stock.applicable() && srpt.is_none();
+        let mut set: Vec<AppId> = running.iter().map(|a| a.id).collect();
+        set.sort();
+        let trial = Trial::follow(&mut self.trial, view, (set, round), stock.fresh, tried);
+        let verdict = match &srpt {
             Some(order) => {
-                let mut ids: Vec<AppId> = order.iter().map(|(_, id)| *id).collect();
-                ids.sort();
-                let ids: Vec<String> = ids.iter().map(AppId::to_string).collect();
-                let left: Vec<String> = order
-                    .iter()
-                    .map(|(t, id)| format!("{id} ~{t:.2} s"))
-                    .collect();
-                format!(
-                    "[{}] shortest time left first (solo times: {} left), not tried against Linux",
-                    ids.join(" "),
-                    left.join(", ")
-                )
+                let mut apps: Vec<AppId> = order.iter().map(|(_, id)| *id).collect();
+                apps.sort();
+                Verdict {
+                    judge: Judge::Auto,
+                    apps,
+                    state: TrialState::NotTried,
+                    estimate: None,
+                }
             }
-            None => trial.describe(),
+            None => trial.verdict(Judge::Auto),
         };
-        let linux = trial.linux();
-        // How the running apps used the CPUs over the last interval.
-        let used: BTreeMap<AppId, (f64, bool)> = match (view.prev, view.last) {
-            (Some(prev), Some(last)) => running
-                .iter()
-                .filter_map(|a| usage(prev, last, a.id).map(|u| (a.id, u)))
-                .collect(),
-            _ => BTreeMap::new(),
-        };
-        // CPUs left idle, counted only from an observation of every running
-        // app (before the first one, nothing is known to idle).
-        let idle = if !running.is_empty()
-            && used.len() == running.len()
-            && used.values().all(|(_, waiting)| !waiting)
-        {
-            let rate: f64 = used.values().map(|(rate, _)| rate).sum();
-            (f64::from(cpus) - rate + IDLE_SLACK).floor().max(0.0) as u32
-        } else {
-            0
-        };
-        let admission = admission::admit(
+        Arranged {
+            gang,
+            gang_why,
+            foreground,
+            offsets: gang::offsets(running),
+            sched,
+            verdict,
+            linux: trial.linux(),
+            space: trial.space(),
+            srpt,
+        }
+    }
+
+    /// Step 3: which pending apps start now (`auto/admission.rs`), given how
+    /// the running apps used the CPUs over the last interval.
+    fn admit(
+        &self,
+        view: &View<'_>,
+        stock: &Stock<'_>,
+        arranged: &Arranged,
+        used: &BTreeMap<AppId, (f64, bool)>,
+    ) -> Admission {
+        admission::admit(
             self.objective,
             view,
-            &running,
+            &stock.running,
             admission::Stored {
                 solo: &self.solo,
                 coruns: &self.coruns,
             },
             Cpus {
-                count: cpus,
-                demand,
-                idle,
+                count: stock.cpus,
+                demand: stock.demand,
+                idle: arrange::idle(used, stock.running.len(), stock.cpus),
             },
-            linux,
-            team,
-        );
-        let held = &admission.held;
-        // Apps admitted now start in their partition: their set is tried
-        // afresh, auto's arrangement first.
-        let mut members = running.clone();
-        members.extend(view.pending().filter(|a| !held.contains(&a.id)));
-        let launching = members.len() > running.len();
-        let gang = gang && !launching;
-        let own = srpt.is_none()
-            && if launching {
-                let demand: u32 = members.iter().map(|a| team(a)).sum();
-                demand > cpus && members.len() > 1
-            } else {
-                applicable && trial.space()
-            };
+            arranged.linux,
+            |a| stock.team(a),
+        )
+    }
 
-        // Auto's arrangement: a partition per app, in proportion to the
-        // threads it runs (a steered app: the team it asked for, or the
-        // smaller one its solo times say is faster).
-        // Where they lie: by the stored profiles where the machine has
-        // several LLCs or nodes (`auto/placement/`), else contiguous. Only
-        // the own arrangement uses where they lie: the placement search
-        // (ReSensor, Tang) runs only then.
-        let weights: Vec<u32> = members.iter().map(|a| team(a)).collect();
-        let contiguous = partitions(&order, &weights);
-        let placed = if own {
-            self.placer.place(view, &members, &contiguous)
+    /// Step 5: the members' partitions, in proportion to the threads each
+    /// runs (a steered app: the team it asked for, or the smaller one its
+    /// solo times say is faster); where they lie: by the stored profiles
+    /// where the machine has several LLCs or nodes (`auto/placement/`), else
+    /// contiguous. Only the own arrangement uses where they lie: the
+    /// placement search (ReSensor, Tang) runs only then.
+    fn cut(
+        &self,
+        view: &View<'_>,
+        stock: &Stock<'_>,
+        shape: &Shape<'_>,
+        used: &BTreeMap<AppId, (f64, bool)>,
+    ) -> Cut {
+        let weights: Vec<u32> = shape.members.iter().map(|a| stock.team(a)).collect();
+        let contiguous = partitions(&stock.order, &weights);
+        let placed = if shape.own {
+            self.placer.place(view, &shape.members, &contiguous)
         } else {
             None
         };
-        let (cuts, placed_by) = match placed {
-            Some((cuts, why)) => (cuts, Some(why)),
-            None => (contiguous, None),
+        let (cuts, placed_by, tang) = match placed {
+            Some(p) => (p.cuts, p.reasons, p.tang),
+            None => (contiguous, Vec::new(), Vec::new()),
         };
-        let slices: BTreeMap<AppId, CpuSet> = members.iter().map(|a| a.id).zip(cuts).collect();
-        // Work conservation inside the own arrangement: the CPUs of a
-        // partition its app left idle over the last interval are lent to the
-        // apps whose threads waited for a CPU, until it uses them again.
-        let lent: CpuSet = running
-            .iter()
-            .filter_map(|a| {
-                let (rate, _) = used.get(&a.id)?;
-                let slice = slices.get(&a.id)?;
-                let spare = (slice.len() as f64 - rate + IDLE_SLACK).floor().max(0.0) as usize;
-                Some(slice.iter().rev().take(spare).collect::<Vec<_>>())
-            })
-            .flatten()
-            .collect();
-        // The CPUs an app runs on in auto's arrangement: its partition, and
-        // the lent CPUs when its threads waited (a steered app keeps the DoP
-        // of its partition: its waiting thread may move, its team stays).
-        let placed = |id: &AppId, slice: &CpuSet| {
-            let borrows = used.get(id).is_some_and(|(_, waiting)| *waiting)
-                && !lent.difference(slice).is_empty();
-            if borrows {
-                slice.union(&lent)
-            } else {
-                slice.clone()
-            }
-        };
-
-        let mut note = format!("auto ({}): {stage}", self.objective);
-        if let Some(why) = placed_by {
-            let _ = write!(note, "; {why}");
+        let slices: BTreeMap<AppId, CpuSet> =
+            shape.members.iter().map(|a| a.id).zip(cuts).collect();
+        let lent = arrange::lent(&stock.running, used, &slices);
+        Cut {
+            slices,
+            placed_by,
+            tang,
+            lent,
         }
-        // The memory policy of an app on its partition, said in the note.
-        let placer = &self.placer;
-        let memory = |a: &AppView, slice: &CpuSet, note: &mut String| {
-            let (policy, why) = placer.memory(view, a, slice);
-            if let Some(why) = why {
-                let _ = write!(note, ", {why}");
-            }
-            policy
+    }
+}
+
+/// Step 4: the apps the own arrangement covers: the running ones and those
+/// admitted now, which start in their partition (their set is tried
+/// afresh, auto's arrangement first); gang time sharing only while no app
+/// launches.
+fn shape<'v>(
+    view: &View<'v>,
+    stock: &Stock<'v>,
+    arranged: &Arranged,
+    admission: &Admission,
+) -> Shape<'v> {
+    let mut members = stock.running.clone();
+    members.extend(view.pending().filter(|a| !admission.held.contains(&a.id)));
+    let launching = members.len() > stock.running.len();
+    let demand = if launching {
+        members.iter().map(|a| stock.team(a)).sum()
+    } else {
+        stock.demand
+    };
+    let own = arranged.srpt.is_none()
+        && if launching {
+            demand > stock.cpus && members.len() > 1
+        } else {
+            stock.applicable() && arranged.space
         };
-        let apps = view
-            .apps
-            .iter()
-            .map(|a| {
-                let mut p = AppPlan::native(a.id);
-                if !a.is_running() {
-                    let why = admission.why.get(&a.id);
-                    if held.contains(&a.id) {
-                        let _ = write!(note, "; {} {}", a.id, why.map_or("waits", |w| w));
-                        return AppPlan::hold(a.id);
-                    }
-                    match slices.get(&a.id).filter(|_| own) {
-                        Some(slice) => {
-                            p.placement = Placement::Shared(slice.clone());
-                            let _ = write!(note, "; {} admitted on CPUs {}", a.id, slice.to_list());
-                            p.memory = memory(a, slice, &mut note);
-                        }
-                        None => {
-                            let _ = write!(note, "; {} admitted", a.id);
-                        }
-                    }
-                    if let Some(w) = why {
-                        let _ = write!(note, ", {w}");
-                    }
-                    return p;
-                }
-                p.sched = sched.get(&a.id).copied().unwrap_or_default();
-                let why = if a.spec.malleable {
-                    self.evidence
-                        .get(&a.id)
-                        .map(|e| format!("DoP lever: {}", e.lever_reason()))
-                        .unwrap_or_default()
-                } else {
-                    "not malleable".to_string()
-                };
-                let slice = slices.get(&a.id).cloned().unwrap_or_default();
-                let (team, smaller) = &teams[&a.id];
-                let team = *team;
-                if !own {
-                    if let Some(smaller) = smaller {
-                        // A steered app's smaller team is judged by its solo
-                        // times, not by the trial: it holds in both
-                        // arrangements (`auto/team.rs`).
-                        p.dop = Some(team);
-                        let _ = write!(note, "; {} dop {team}, left to Linux ({smaller})", a.id);
-                    } else if steered.contains(&a.id) {
-                        // Its whole team back, once its next region starts.
-                        p.dop = Some(a.threads_requested.max(1));
-                        let _ = write!(note, "; {} full team, left to Linux", a.id);
-                    } else {
-                        let _ = write!(note, "; {} left to Linux ({why})", a.id);
-                    }
-                } else if gang {
-                    let fore = foreground == Some(a.id);
-                    let sample = view.last.and_then(|o| o.app(a.id));
-                    let offset = gang_offsets.get(&a.id).copied().unwrap_or(0);
-                    let (placement, sched) = gang::arrange(a, sample, (&order, offset), fore);
-                    let nice = sched.nice.unwrap_or_default();
-                    p.placement = placement;
-                    p.sched = sched;
-                    let _ = write!(
-                        note,
-                        "; {} gang {}ground (nice {nice}): {} thread(s) spread over CPUs {} \
-                         ({demand} threads wanted on {cpus} CPUs; {why}; {:.0} sleeps per CPU-second)",
-                        a.id,
-                        if fore { "fore" } else { "back" },
-                        Self::fixed_threads(a),
-                        p.placement.cpus().to_list(),
-                        self.evidence.get(&a.id).map_or(0.0, |e| e.sleeps),
-                    );
-                    return p;
-                } else if steered.contains(&a.id) {
-                    let dop = (slice.len() as u32).clamp(1, team);
-                    let cpus_of = placed(&a.id, &slice);
-                    p.dop = Some(dop);
-                    p.placement = Placement::Shared(cpus_of.clone());
-                    let _ = write!(
-                        note,
-                        "; {} dop {dop} on CPUs {} ({demand} threads wanted on {cpus} CPUs; {why}",
-                        a.id,
-                        cpus_of.to_list()
-                    );
-                    if let Some(smaller) = smaller {
-                        let _ = write!(note, "; {smaller}");
-                    }
-                    note.push(')');
-                    if cpus_of != slice {
-                        let _ = write!(note, ", borrowing idle CPUs {}", lent.to_list());
-                    }
-                    p.memory = memory(a, &slice, &mut note);
-                } else {
-                    let cpus_of = placed(&a.id, &slice);
-                    p.placement = Placement::Shared(cpus_of.clone());
-                    let _ = write!(
-                        note,
-                        "; {} {} thread(s) on CPUs {} ({demand} threads wanted on {cpus} CPUs; {why}",
-                        a.id,
-                        Self::fixed_threads(a),
-                        cpus_of.to_list()
-                    );
-                    if self.objective == Objective::Makespan {
-                        let _ = match gang_why.get(&a.id) {
-                            Some(Err(r)) => write!(note, "; no gang: {r}"),
-                            _ if running.len() <= cpus as usize => {
-                                write!(note, "; no gang: a CPU of its own is faster")
-                            }
-                            _ => write!(note, "; no gang: not every co-runner can"),
-                        };
-                    }
-                    note.push(')');
-                    if cpus_of != slice {
-                        let _ = write!(note, ", borrowing idle CPUs {}", lent.to_list());
-                    }
-                    p.memory = memory(a, &slice, &mut note);
-                }
-                if let Some(n) = p.sched.nice.filter(|n| *n != 0) {
-                    let _ = write!(note, " nice {n}");
-                }
-                p
-            })
-            .collect();
-        Plan { apps, note }
+    Shape {
+        gang: arranged.gang && !launching,
+        members,
+        launching,
+        own,
+        demand,
+    }
+}
+
+impl Policy for Auto {
+    fn name(&self) -> &'static str {
+        "auto"
+    }
+
+    fn decide(&mut self, view: &View<'_>) -> Plan {
+        let stock = self.take_stock(view);
+        let arranged = self.arrange(view, &stock);
+        let used = arrange::used(view, &stock.running);
+        let admission = self.admit(view, &stock, &arranged, &used);
+        let shape = shape(view, &stock, &arranged, &admission);
+        let cut = self.cut(view, &stock, &shape, &used);
+        let steps = plans::Steps {
+            stock: &stock,
+            arranged: &arranged,
+            admission: &admission,
+            shape: &shape,
+            cut: &cut,
+            used: &used,
+        };
+        let apps = view.apps.iter().map(|a| self.plan_app(view, a, &steps)).collect();
+        let mut reasons = vec![PlanReason::Objective {
+            objective: self.objective,
+        }];
+        if let Some(order) = &arranged.srpt {
+            reasons.push(PlanReason::ShortestFirst {
+                left: order.iter().map(|(t, id)| (*id, *t)).collect(),
+            });
+        }
+        reasons.extend(cut.placed_by.iter().cloned());
+        Plan {
+            apps,
+            reasons,
+            verdicts: vec![arranged.verdict.clone()],
+            legacy_note: None,
+        }
     }
 }

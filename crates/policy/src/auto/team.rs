@@ -17,14 +17,15 @@
 //! a team); else its team. Without stored times, its team.
 
 use coloc_model::metrics::SoloCurves;
+use coloc_model::reason::DopWhy;
 
 /// A smaller team is taken only when its solo time is at least this share
 /// shorter than the app's time at its own team.
 pub const MARGIN: f64 = 0.05;
 
-/// What the solo times say about an app's team: the count to run, and why,
-/// when it is smaller than `team`.
-pub(super) fn fastest(solo: &SoloCurves, name: &str, team: u32) -> (u32, Option<String>) {
+/// What the solo times say about an app's team: the count to run, and why
+/// ([`DopWhy::FastestAlone`]), when it is smaller than `team`.
+pub(super) fn fastest(solo: &SoloCurves, name: &str, team: u32) -> (u32, Option<DopWhy>) {
     let Some(curve) = solo.curve(name) else {
         return (team, None);
     };
@@ -36,9 +37,12 @@ pub(super) fn fastest(solo: &SoloCurves, name: &str, team: u32) -> (u32, Option<
         return (team, None);
     };
     if t < t_team * (1.0 - MARGIN) {
-        let why = format!(
-            "fastest alone with {k} thread(s): {t:.2} s against {t_team:.2} s with {k_team}"
-        );
+        let why = DopWhy::FastestAlone {
+            threads: k,
+            secs: t,
+            team: k_team,
+            team_secs: t_team,
+        };
         (k, Some(why))
     } else {
         (team, None)
@@ -64,8 +68,13 @@ mod tests {
         let (k, why) = fastest(&solo, "small-blas", 2);
         assert_eq!(k, 1);
         assert_eq!(
-            why.as_deref(),
-            Some("fastest alone with 1 thread(s): 0.13 s against 1.89 s with 2")
+            why,
+            Some(DopWhy::FastestAlone {
+                threads: 1,
+                secs: 0.13,
+                team: 2,
+                team_secs: 1.89
+            })
         );
         assert_eq!(fastest(&solo, "scales", 2), (2, None));
         // 3% apart: noise, the team stays.

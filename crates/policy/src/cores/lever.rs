@@ -143,17 +143,19 @@ impl RegionClock {
         )
     }
 
-    /// Why the lever does or does not act, for the trace.
-    pub fn reason(&self) -> String {
-        let quiet = self.quiet().as_secs_f64();
-        match self.lever() {
-            Lever::NoChannel => "no DoP channel".into(),
-            Lever::Acts => format!("{} regions ended", self.regions),
-            Lever::Unknown => format!("{} region(s) ended, {MIN_REGIONS} needed", self.regions),
-            Lever::Stuck if self.regions == 0 => {
-                format!("no region ended yet, in one for {quiet:.2} s")
-            }
-            Lever::Stuck => format!("in one region for {quiet:.2} s"),
+    /// Why the lever does or does not act, as data for the plan's reasons.
+    pub fn reason(&self) -> coloc_model::reason::Lever {
+        use coloc_model::reason::LeverState;
+        coloc_model::reason::Lever {
+            state: match self.lever() {
+                Lever::NoChannel => LeverState::NoChannel,
+                Lever::Acts => LeverState::Acts,
+                Lever::Unknown => LeverState::Unknown,
+                Lever::Stuck => LeverState::Stuck,
+            },
+            regions: self.regions,
+            needed: MIN_REGIONS,
+            quiet_secs: self.quiet().as_secs_f64(),
         }
     }
 }

@@ -44,10 +44,12 @@ mod profile;
 mod tests;
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use coloc_model::calibration::MemoryCalibration;
+use coloc_model::reason::{
+    Admission, AdmissionRule, PlanReason, RatesFrom, Reason, Section, SectionPhase,
+};
 use coloc_model::{AppId, AppPlan, AppView, CpuSet, Plan, Topology, View};
 
 use self::dop::Contest;
@@ -170,27 +172,26 @@ impl Nupoco {
     }
 }
 
-/// The network to predict with, and a note saying where its rates come from:
-/// the calibration when it was measured on this machine, else the assumed
+/// The network to predict with, and where its rates come from: the
+/// calibration when it was measured on this machine, else the assumed
 /// figures.
 fn network(
     topology: &Topology,
     map: &CoreMap,
     calibration: Option<&MemoryCalibration>,
-) -> (NumaSystem, String) {
+) -> (NumaSystem, RatesFrom) {
     let cores = map.per_node(&(0..map.len()).collect::<Vec<_>>());
-    let (cal, note) = match calibration {
-        Some(c) if c.fits(topology) => (c.clone(), format!("rates calibrated {}", c.measured_at)),
-        Some(_) => (
-            MemoryCalibration::assumed(topology),
-            "calibration is for another machine, rates assumed".to_string(),
+    let (cal, from) = match calibration {
+        Some(c) if c.fits(topology) => (
+            c.clone(),
+            RatesFrom::Calibrated {
+                measured_at: c.measured_at.clone(),
+            },
         ),
-        None => (
-            MemoryCalibration::assumed(topology),
-            "no calibration, rates assumed".to_string(),
-        ),
+        Some(_) => (MemoryCalibration::assumed(topology), RatesFrom::OtherMachine),
+        None => (MemoryCalibration::assumed(topology), RatesFrom::Assumed),
     };
-    (NumaSystem::from_calibration(&cal, cores), note)
+    (NumaSystem::from_calibration(&cal, cores), from)
 }
 
 /// Algorithm 1 on its own, on a machine whose cores are all free, for apps in
@@ -271,14 +272,16 @@ impl Policy for Nupoco {
         let mut board = Board::new(&map);
         let admitted = reserve(&map, &mut board, &needs, &pending);
         let (profiling, steady) = self.sections(&needs);
-        let mut note = format!("{}: {rates}", self.name());
+        let mut reasons = vec![PlanReason::Rates(rates)];
         if profiling.is_empty() {
-            self.split_steady(&model, view, &steady, &mut board, &mut note);
+            self.split_steady(&model, view, &steady, &mut board, &mut reasons);
         } else {
             share_for_profiling(&map, &steady, &profiling, &mut board);
         }
         board.finish(&map, view, &needs);
-        self.plan(view, &map, &needs, &admitted, &board, note)
+        let mut plan = self.plan(view, &map, &needs, &admitted, &board);
+        plan.reasons = reasons;
+        plan
     }
 }
 
@@ -348,7 +351,7 @@ impl Nupoco {
         view: &View<'_>,
         steady: &[(&AppView, f64)],
         board: &mut Board,
-        note: &mut String,
+        reasons: &mut Vec<PlanReason>,
     ) {
         let map = model.map;
         let free = board.free();
@@ -364,7 +367,9 @@ impl Nupoco {
         }
         .allocate(&units);
         if !steady.is_empty() {
-            let _ = write!(note, "; unit {}", level.label());
+            reasons.push(PlanReason::Unit {
+                level: level.label().to_string(),
+            });
         }
         let mut base = vec![None; map.len()];
         for ((a, _), cores) in steady.iter().zip(&got) {
@@ -395,7 +400,9 @@ impl Nupoco {
                     self.swaps
                         .place(base, view.now, self.cfg.placement_period, &round);
                 if swapped > 0 {
-                    let _ = write!(note, "; swapped {swapped} core pair(s)");
+                    reasons.push(PlanReason::Swapped {
+                        pairs: swapped as u32,
+                    });
                 }
                 owners
             }
@@ -419,8 +426,8 @@ impl Nupoco {
     }
 
     /// The plan: held apps wait, every other app's team is pinned one thread
-    /// per owned core, parallel sections get their core count as DoP; the note
-    /// says what each app got and why.
+    /// per owned core, parallel sections get their core count as DoP; each
+    /// app's reasons say what it got and why ([`Section`]).
     fn plan(
         &self,
         view: &View<'_>,
@@ -428,13 +435,14 @@ impl Nupoco {
         needs: &[(&AppView, Need)],
         admitted: &[AppId],
         board: &Board,
-        mut note: String,
     ) -> Plan {
         let mut apps = Vec::with_capacity(view.apps.len());
         for a in view.apps {
             if !a.is_running() && !admitted.contains(&a.id) {
-                let _ = write!(note, "; {} held (no free core)", a.id);
-                apps.push(AppPlan::hold(a.id));
+                apps.push(AppPlan::hold(a.id).because(Admission {
+                    admitted: false,
+                    rule: AdmissionRule::NoFreeCore,
+                }));
                 continue;
             }
             let cores = map.interleave(&board.owned(a.id));
@@ -443,32 +451,32 @@ impl Nupoco {
             let need = needs.iter().find(|(x, _)| x.id == a.id).map(|n| n.1);
             let phase = self.tracks.get(&a.id).map(Track::phase);
             let dop = (need == Some(Need::Parallel)).then_some(own.max(1) as u32);
-            let _ = write!(note, "; {} ", a.id);
-            let _ = match (need, phase) {
-                (None, _) => write!(note, "start on 1 core"),
-                (Some(Need::Fixed { .. }), _) => {
-                    write!(note, "fixed on {} core(s)", cores.len())
-                }
-                (_, Some(Phase::Profiling(s))) => {
-                    write!(note, "profiling ({}) on {} core(s)", s.label(), cores.len())
-                }
-                (_, Some(Phase::Waiting)) => write!(note, "waiting to profile"),
-                (_, Some(Phase::Serial)) | (Some(Need::Serial), _) => write!(note, "serial"),
-                _ => write!(note, "dop {own}"),
+            let phase = match (need, phase) {
+                (None, _) => SectionPhase::Start,
+                (Some(Need::Fixed { .. }), _) => SectionPhase::Fixed,
+                (_, Some(Phase::Profiling(s))) => SectionPhase::Profiling {
+                    step: s.label().to_string(),
+                },
+                (_, Some(Phase::Waiting)) => SectionPhase::Waiting,
+                (_, Some(Phase::Serial)) | (Some(Need::Serial), _) => SectionPhase::Serial,
+                _ => SectionPhase::Sized,
             };
-            if cores.len() > own {
-                let _ = write!(note, " (+{} lent)", cores.len() - own);
-            }
-            if let Some(e) = self.estimate(a.id) {
-                let _ = write!(note, " mrr {:.3e}/s via {}", e.mrr, e.method);
-            }
+            let estimate = self.estimate(a.id);
+            let section = Section {
+                phase,
+                cores: own.min(cores.len()) as u32,
+                lent: cores.len().saturating_sub(own) as u32,
+                mrr: estimate.as_ref().map(|e| e.mrr),
+                method: estimate.map(|e| e.method.to_string()),
+            };
             apps.push(AppPlan {
                 placement: pin_team(map, a, &cores),
                 dop,
+                reasons: vec![Reason::Section(section)],
                 ..AppPlan::native(a.id)
             });
         }
-        Plan { apps, note }
+        Plan::of(apps)
     }
 }
 

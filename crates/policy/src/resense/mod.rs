@@ -36,6 +36,7 @@ pub(crate) mod tests;
 
 use coloc_model::profile::AppProfile;
 use coloc_model::topology::SharedResource;
+use coloc_model::reason::{LevelCases, PlanReason};
 use coloc_model::{AppPlan, CpuSet, Placement, Plan, Topology, View};
 
 use self::assign::{assign, Assignment, Request};
@@ -79,14 +80,14 @@ pub(crate) fn levels(topology: &Topology) -> Vec<SharedResource> {
 
 /// The cases of Algorithm 1 each level used, as notes say them (`L2 case
 /// 1+2`), outermost level first.
-pub(crate) fn cases_used(levels: &[SharedResource], placed: &Assignment) -> Vec<String> {
+pub(crate) fn cases_used(levels: &[SharedResource], placed: &Assignment) -> Vec<LevelCases> {
     levels
         .iter()
         .zip(&placed.cases)
         .filter(|(_, cases)| !cases.is_empty())
-        .map(|(level, cases)| {
-            let cases: Vec<String> = cases.iter().map(|c| (*c as u8).to_string()).collect();
-            format!("{} case {}", level.kind.label(), cases.join("+"))
+        .map(|(level, cases)| LevelCases {
+            level: level.kind.label(),
+            cases: cases.iter().map(|c| *c as u8).collect(),
         })
         .collect()
 }
@@ -131,16 +132,14 @@ impl Policy for ReSense {
                 ..AppPlan::native(app.id)
             })
             .collect();
-        let mut note = format!("{}: {} apps", self.name(), view.apps.len());
-        for case in cases_used(&levels, &placed) {
-            note.push_str(&format!("; {case}"));
+        let mut plan = Plan::of(apps);
+        let cases = cases_used(&levels, &placed);
+        if !cases.is_empty() {
+            plan.reasons.push(PlanReason::SharingCases { levels: cases });
         }
         if !missing.is_empty() {
-            note.push_str(&format!(
-                "; no profile for {}: score 0 (any core, least loaded first)",
-                missing.join(", ")
-            ));
+            plan.reasons.push(PlanReason::Unprofiled { apps: missing });
         }
-        Plan { apps, note }
+        plan
     }
 }

@@ -2,7 +2,7 @@
 
 use coloc_model::profile::{self, AppProfile};
 use coloc_model::topology::SharedResource;
-use coloc_model::View;
+use coloc_model::{AppId, View};
 
 /// Where scores come from.
 #[derive(Clone, Debug)]
@@ -37,7 +37,7 @@ pub(crate) fn vectors(
     view: &View<'_>,
     levels: &[SharedResource],
     source: &ScoreSource,
-) -> (Vec<Vec<f64>>, Vec<String>) {
+) -> (Vec<Vec<f64>>, Vec<AppId>) {
     let mut missing = Vec::new();
     let vectors = view
         .apps
@@ -54,7 +54,7 @@ pub(crate) fn vectors(
                     })
                     .collect(),
                 None => {
-                    missing.push(format!("{} ({})", app.spec.name, app.id));
+                    missing.push(app.id);
                     vec![0.0; levels.len()]
                 }
             },

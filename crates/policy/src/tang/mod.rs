@@ -26,6 +26,7 @@ pub(crate) mod tests;
 
 use coloc_model::profile::{self, AppProfile};
 use coloc_model::workload::AppClass;
+use coloc_model::reason::{PlanReason, Reason, TangChoice};
 use coloc_model::{AppId, AppPlan, AppView, Placement, Plan, View};
 
 use self::algorithm::{Line, Thresholds, Traits};
@@ -103,7 +104,6 @@ pub(crate) fn plan_with(
     view: &View<'_>,
     levels: &Levels,
     latency: &[(AppId, Vec<usize>)],
-    note: String,
 ) -> Plan {
     let taken: Vec<usize> = latency
         .iter()
@@ -128,7 +128,7 @@ pub(crate) fn plan_with(
             }
         })
         .collect();
-    Plan { apps, note }
+    Plan::of(apps)
 }
 
 /// The characteristics of `others` (the apps beside the latency app), figure
@@ -200,30 +200,26 @@ impl Policy for Tang {
     fn decide(&mut self, view: &View<'_>) -> Plan {
         let levels = Levels::new(view.topology);
         let decisions = self.decisions(view, &levels);
-        let note = if decisions.is_empty() {
-            "tang: no latency app; every app shares the machine".to_string()
-        } else {
-            let parts: Vec<String> = decisions
-                .iter()
-                .map(|d| {
-                    format!(
-                        "{}: line {} ({}) on CPUs {}",
-                        d.app,
-                        d.line,
-                        d.choice.label(),
-                        levels.cpus(&d.cores).to_list()
-                    )
-                })
-                .collect();
-            format!(
-                "tang (LLC = {}, bus = {}): {}",
-                levels.llc_label,
-                levels.bus_label,
-                parts.join("; ")
-            )
-        };
         let latency: Vec<(AppId, Vec<usize>)> =
-            decisions.into_iter().map(|d| (d.app, d.cores)).collect();
-        plan_with(view, &levels, &latency, note)
+            decisions.iter().map(|d| (d.app, d.cores.clone())).collect();
+        let mut plan = plan_with(view, &levels, &latency);
+        if decisions.is_empty() {
+            plan.reasons.push(PlanReason::NoLatencyApp);
+        } else {
+            plan.reasons.push(PlanReason::TangLevels {
+                llc: levels.llc_label.to_string(),
+                bus: levels.bus_label.to_string(),
+            });
+        }
+        for d in decisions {
+            if let Some(p) = plan.apps.iter_mut().find(|p| p.app == d.app) {
+                p.reasons.push(Reason::Tang(TangChoice {
+                    choice: d.choice.label().to_string(),
+                    line: d.line,
+                    cpus: levels.cpus(&d.cores),
+                }));
+            }
+        }
+        plan
     }
 }

@@ -27,7 +27,7 @@
 //! came from, so the trace says which signal was used.
 
 use coloc_model::profile::SharingSignal;
-use coloc_model::topology::human_bytes;
+use coloc_model::reason::{ClassBy, MemoryClass};
 use coloc_model::MemPolicy;
 
 use super::pass::Setting;
@@ -83,8 +83,8 @@ pub struct Classified {
     pub class: Class,
     /// The signal that judges the trial; None when the machine has none.
     pub judge: Option<Signal>,
-    /// For the trace: the class and the signal it came from.
-    pub why: String,
+    /// For the plan: the class and the signal it came from.
+    pub why: MemoryClass,
 }
 
 impl Classified {
@@ -121,41 +121,20 @@ pub fn classify(samples: &[Rates], known: &Known, cfg: &TranquilizerConfig) -> C
             } else {
                 Signal::Icx
             }),
-            why: format!(
-                "{} (LLC misses {:.2}/kinstr {} Δ {:.2})",
-                class.label(),
-                p.mean,
-                if memory { ">" } else { "≤" },
-                cfg.delta_mpki
-            ),
+            why: MemoryClass {
+                memory,
+                by: ClassBy::LlcMisses {
+                    mpki: p.mean,
+                    delta: cfg.delta_mpki,
+                },
+            },
         };
     }
-    let cmp = |above: bool| if above { ">" } else { "≤" };
     let rss = samples.iter().map(|r| r.rss_bytes).max().unwrap_or(0);
     let big = known.llc_bytes > 0 && rss > known.llc_bytes;
-    let rss_text = format!(
-        "resident set {} {} LLC {} ({})",
-        human_bytes(rss),
-        cmp(big),
-        human_bytes(known.llc_bytes),
-        if known.llc_measured {
-            "measured by coloc calibrate"
-        } else {
-            "as sysfs reports it"
-        }
-    );
-    let (streams, bw_text) = match known.stored_gbs {
-        Some((gbs, signal)) => {
-            let above = gbs > cfg.substitute_gbs;
-            let text = format!(
-                "stored memory bandwidth {gbs:.2} GB/s per thread {} {:.2} [{signal}]",
-                cmp(above),
-                cfg.substitute_gbs
-            );
-            (above, text)
-        }
-        None => (false, "no stored bandwidth".to_string()),
-    };
+    let streams = known
+        .stored_gbs
+        .is_some_and(|(gbs, _)| gbs > cfg.substitute_gbs);
     let memory = big || streams;
     let class = if memory { Class::Memory } else { Class::Cpu };
     let judge = if !memory {
@@ -168,9 +147,16 @@ pub fn classify(samples: &[Rates], known: &Known, cfg: &TranquilizerConfig) -> C
     Classified {
         class,
         judge,
-        why: format!(
-            "{} (no LLC counters: substitutes {rss_text}, {bw_text})",
-            class.label()
-        ),
+        why: MemoryClass {
+            memory,
+            by: ClassBy::Substitutes {
+                rss_bytes: rss,
+                llc_bytes: known.llc_bytes,
+                llc_measured: known.llc_measured,
+                stored_gbs: known.stored_gbs.map(|(gbs, _)| gbs),
+                stored_signal: known.stored_gbs.map(|(_, signal)| signal.to_string()),
+                threshold_gbs: cfg.substitute_gbs,
+            },
+        },
     }
 }

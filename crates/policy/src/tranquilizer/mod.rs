@@ -24,10 +24,10 @@ mod tests;
 pub mod window;
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use coloc_model::profile::{self, AppProfile};
+use coloc_model::reason::{Reason, TranquilizerStep};
 use coloc_model::{AppId, AppPlan, AppView, Observation, Plan, Topology, View};
 
 use self::classify::Known;
@@ -155,15 +155,8 @@ impl Policy for Tranquilizer {
     fn decide(&mut self, view: &View<'_>) -> Plan {
         self.apps
             .retain(|id, _| view.apps.iter().any(|a| a.id == *id));
-        let mut note = String::new();
-        let mut say = |id: AppId, text: String| {
-            let sep = if note.is_empty() {
-                "tranquilizer: "
-            } else {
-                "; "
-            };
-            let _ = write!(note, "{sep}{id} {text}");
-        };
+        let mut steps: Vec<(AppId, TranquilizerStep)> = Vec::new();
+        let mut say = |id: AppId, step: TranquilizerStep| steps.push((id, step));
         for a in view.running() {
             let p = self.apps.entry(a.id).or_default();
             if let Some(t) = p.tick(view.now, workers_exist(a)) {
@@ -203,9 +196,15 @@ impl Policy for Tranquilizer {
                     plan.memory = p.setting.memory;
                     plan.sched = p.setting.sched();
                 }
+                plan.reasons.extend(
+                    steps
+                        .iter()
+                        .filter(|(id, _)| *id == a.id)
+                        .map(|(_, s)| Reason::Tranquilizer(s.clone())),
+                );
                 plan
             })
             .collect();
-        Plan { apps, note }
+        Plan::of(apps)
     }
 }

@@ -20,6 +20,7 @@
 
 use std::time::Duration;
 
+use coloc_model::reason::TranquilizerStep;
 use coloc_model::{MemPolicy, SchedSettings};
 
 use super::classify::{Class, Classified};
@@ -107,8 +108,8 @@ impl Default for AppPass {
     }
 }
 
-/// What a step saw, for the trace; None when nothing happened worth a line.
-pub type Note = Option<String>;
+/// What a step saw, for the plan's reasons; None when nothing happened.
+pub type Note = Option<TranquilizerStep>;
 
 impl AppPass {
     /// The worker threads exist (or time passed): begins a pass when waiting
@@ -127,11 +128,10 @@ impl AppPass {
         };
         self.pass_start = now;
         self.passes += 1;
-        Some(format!(
-            "pass {}: profiling under {}",
-            self.passes,
-            self.setting.label()
-        ))
+        Some(TranquilizerStep::Profiling {
+            pass: self.passes,
+            setting: self.setting.label(),
+        })
     }
 
     /// One sample arrived. `classify` says what the baseline profile makes of
@@ -159,19 +159,22 @@ impl AppPass {
                     .judge
                     .and_then(|j| Profile::of(&samples, j).map(|p| (j, p)));
                 let (note, stage) = match before {
-                    _ if target == self.setting => {
-                        (format!("{}; already {}: hold", c.why, target.label()), hold)
-                    }
+                    _ if target == self.setting => (
+                        TranquilizerStep::Already {
+                            class: c.why,
+                            setting: target.label(),
+                        },
+                        hold,
+                    ),
                     Some((judge, before)) => {
                         let fallback = c.class.fallback(self.setting, cfg);
-                        let note = format!(
-                            "{}; trying {} judged by {} (before: mean {:.3}, sd {:.3})",
-                            c.why,
-                            target.label(),
-                            judge.label(),
-                            before.mean,
-                            before.sd
-                        );
+                        let note = TranquilizerStep::Trying {
+                            class: c.why,
+                            setting: target.label(),
+                            judge: judge.label().to_string(),
+                            mean: before.mean,
+                            sd: before.sd,
+                        };
                         self.setting = target;
                         (
                             note,
@@ -188,12 +191,10 @@ impl AppPass {
                         // Nothing can judge the trial: take the class's
                         // fallback (for memory, Figure 7's "else" state).
                         let fallback = c.class.fallback(self.setting, cfg);
-                        let note = format!(
-                            "{}; {}: {}, hold",
-                            c.why,
-                            c.no_judge_reason(),
-                            fallback.label()
-                        );
+                        let note = TranquilizerStep::NoJudge {
+                            class: c.why,
+                            fallback: fallback.label(),
+                        };
                         self.setting = fallback;
                         (note, hold)
                     }
@@ -218,21 +219,14 @@ impl AppPass {
                 if !keep {
                     self.setting = *fallback;
                 }
-                let after_text = after.map_or("unmeasured".into(), |a| {
-                    format!("mean {:.3}, sd {:.3}", a.mean, a.sd)
-                });
-                let note = format!(
-                    "{} {}: {} after {} → {}",
-                    class.label(),
-                    judge.label(),
-                    after_text,
-                    tried.label(),
-                    if keep {
-                        "both improved: keep".to_string()
-                    } else {
-                        format!("not both improved: back to {}", self.setting.label())
-                    }
-                );
+                let note = TranquilizerStep::Judged {
+                    memory: *class == Class::Memory,
+                    judge: judge.label().to_string(),
+                    after: after.map(|a| (a.mean, a.sd)),
+                    tried: tried.label(),
+                    keep,
+                    now: self.setting.label(),
+                };
                 self.stage = hold;
                 Some(note)
             }

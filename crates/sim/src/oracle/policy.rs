@@ -2,6 +2,7 @@
 //! so `coloc sim --policy oracle` runs through the unchanged Manager and prints
 //! the same tables as every other policy.
 
+use coloc_model::reason::PlanReason;
 use coloc_model::{AppPlan, AppView, Cpu, CpuSet, Placement, Plan, View};
 use coloc_policy::Policy;
 
@@ -60,9 +61,10 @@ impl Policy for OraclePolicy {
     }
 
     fn decide(&mut self, view: &View<'_>) -> Plan {
-        Plan {
-            apps: view.apps.iter().map(|a| self.plan_for(a)).collect(),
-            note: format!("oracle: {}", self.config.sharing),
-        }
+        let mut plan = Plan::of(view.apps.iter().map(|a| self.plan_for(a)).collect());
+        plan.reasons.push(PlanReason::Oracle {
+            sharing: self.config.sharing.to_string(),
+        });
+        plan
     }
 }

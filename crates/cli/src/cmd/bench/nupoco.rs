@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use coloc_model::observation::{Counters, Signals};
+use coloc_model::reason::{render, Reason, Section, SectionPhase};
 use coloc_model::{
     AppId, AppSample, AppSpec, AppState, AppView, Observation, OmpSample, Plan, ThreadSample,
     Topology, Trigger, View,
@@ -145,17 +146,28 @@ pub fn nupoco_cost(runs: u32) -> Result<NupocoCost> {
     // Profile every app (a 150 ms window each at 50 ms epochs, one app after
     // another, docs/policies/nupoco.md), then time steady decisions.
     let mut plan = bench.step(Duration::ZERO);
-    let profiling = |note: &str| note.contains("profiling") || note.contains("waiting to profile");
+    // Whether some app's section is being profiled or waits for a window.
+    let profiling = |plan: &Plan| {
+        plan.apps.iter().flat_map(|p| &p.reasons).any(|r| {
+            matches!(
+                r,
+                Reason::Section(Section {
+                    phase: SectionPhase::Profiling { .. } | SectionPhase::Waiting,
+                    ..
+                })
+            )
+        })
+    };
     for k in 0..5 * APPS {
         plan = bench.step(Duration::from_millis(50));
-        if k >= 4 && !profiling(&plan.note) {
+        if k >= 4 && !profiling(&plan) {
             break;
         }
     }
-    if profiling(&plan.note) {
+    if profiling(&plan) {
         bail!(
             "bench: nupoco still profiles after every app's window, the steady decision cannot be timed: {}",
-            plan.note
+            render::note("nupoco", &plan)
         );
     }
     let decide = Timing::of(runs, || {
@@ -167,7 +179,7 @@ pub fn nupoco_cost(runs: u32) -> Result<NupocoCost> {
         runs,
         algorithm1,
         decide,
-        steady_plan: plan.note,
+        steady_plan: render::note("nupoco", &plan),
     })
 }
 

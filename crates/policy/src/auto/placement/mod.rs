@@ -36,9 +36,9 @@
 //! and its Linux windows leave memory as it was.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use coloc_model::profile::{self, AppProfile};
+use coloc_model::reason::{Memory, PlanReason, TangChoice};
 use coloc_model::topology::ObjKind;
 use coloc_model::{AppClass, AppId, AppView, CpuSet, MemPolicy, View};
 
@@ -111,15 +111,15 @@ impl Placer {
 
     /// The partitions of `members` (arrival order), each as large as its
     /// contiguous slice in `slices`, placed by Tang's heuristic and ReSense's
-    /// scores, with what decided for the plan's note; None where placement
-    /// does not apply (one LLC and one node, no profile, slices that do not
-    /// cut the machine into one exclusive slice per app).
+    /// scores, with what decided ([`Placed`]); None where placement does not
+    /// apply (one LLC and one node, no profile, slices that do not cut the
+    /// machine into one exclusive slice per app).
     pub(crate) fn place(
         &self,
         view: &View<'_>,
         members: &[&AppView],
         slices: &[CpuSet],
-    ) -> Option<(Vec<CpuSet>, String)> {
+    ) -> Option<Placed> {
         let topology = view.topology;
         let all = topology.cpus();
         let sizes: Vec<usize> = slices.iter().map(CpuSet::len).collect();
@@ -133,7 +133,8 @@ impl Placer {
             return None;
         }
         let mut out = vec![CpuSet::new(); members.len()];
-        let mut note = String::from("placed by profiles");
+        let mut reasons = vec![PlanReason::PlacedByProfiles];
+        let mut tang_choices = Vec::new();
         // Latency apps first, whole cores as Algorithm 1 lays them out.
         let tang = Levels::new(topology);
         let per_core = tang.cores.iter().map(CpuSet::len).max().unwrap_or(1).max(1);
@@ -153,7 +154,14 @@ impl Placer {
             free.retain(|c| !cores.contains(c));
             out[i] = tang.cpus(&cores).iter().take(sizes[i]).collect();
             taken = taken.union(&out[i]);
-            let _ = write!(note, "; {} {} (Tang line {line})", a.id, choice.label());
+            tang_choices.push((
+                a.id,
+                TangChoice {
+                    choice: choice.label().to_string(),
+                    line,
+                    cpus: out[i].clone(),
+                },
+            ));
         }
         // The others by ReSensor over the CPUs left.
         let levels = levels(topology);
@@ -179,31 +187,35 @@ impl Placer {
         for (&i, cpus) in rest.iter().zip(&placed.cpus) {
             out[i] = cpus.iter().copied().collect();
         }
-        for case in cases_used(&levels, &placed) {
-            let _ = write!(note, "; {case}");
+        let cases = cases_used(&levels, &placed);
+        if !cases.is_empty() {
+            reasons.push(PlanReason::SharingCases { levels: cases });
         }
-        let unprofiled: Vec<String> = members
+        let unprofiled: Vec<AppId> = members
             .iter()
             .filter(|a| !profiled(a))
-            .map(|a| a.id.to_string())
+            .map(|a| a.id)
             .collect();
         if !unprofiled.is_empty() {
-            let _ = write!(note, "; no profile for {}: score 0", unprofiled.join(", "));
+            reasons.push(PlanReason::Unprofiled { apps: unprofiled });
         }
         let fits = out.iter().map(CpuSet::len).eq(sizes.iter().copied()) && exclusive(&out);
-        fits.then_some((out, note))
+        fits.then_some(Placed {
+            cuts: out,
+            reasons,
+            tang: tang_choices,
+        })
     }
 
     /// The memory policy of `app` on its partition `cpus` in auto's
-    /// arrangement, and why for the plan's note; None on a machine with one
-    /// node (nothing to choose) and for an app whose partition spans several
-    /// nodes but which is not shown memory-intensive (memory as it is).
+    /// arrangement, and why; None on a machine with one node (nothing to
+    /// choose).
     pub(crate) fn memory(
         &self,
         view: &View<'_>,
         app: &AppView,
         cpus: &CpuSet,
-    ) -> (MemPolicy, Option<String>) {
+    ) -> (MemPolicy, Option<Memory>) {
         let nodes: Vec<&CpuSet> = view
             .topology
             .objects_of(ObjKind::NumaNode)
@@ -214,36 +226,43 @@ impl Placer {
         }
         let spanned = nodes.iter().filter(|n| !n.is_disjoint(cpus)).count();
         if spanned <= 1 {
-            return (
-                MemPolicy::Local,
-                Some("memory local (its CPUs on one node)".into()),
-            );
+            return (MemPolicy::Local, Some(Memory::Local));
         }
+        let nodes = spanned as u32;
         let samples = self.samples.get(&app.id).map_or(&[][..], Vec::as_slice);
         if samples.len() < 2 {
-            return (
-                MemPolicy::Default,
-                Some(format!(
-                    "memory as it is ({spanned} nodes; not yet classified)"
-                )),
-            );
+            return (MemPolicy::Default, Some(Memory::Unclassified { nodes }));
         }
         let known = known(&self.profiles, None, app, view.topology);
         let c = classify(samples, &known, &self.cfg);
         match c.class {
             Class::Memory => (
                 MemPolicy::Interleave,
-                Some(format!(
-                    "memory interleaved over {spanned} nodes: {}",
-                    c.why
-                )),
+                Some(Memory::Interleave {
+                    nodes,
+                    class: c.why,
+                }),
             ),
             Class::Cpu => (
                 MemPolicy::Default,
-                Some(format!("memory as it is ({spanned} nodes; {})", c.why)),
+                Some(Memory::AsIs {
+                    nodes,
+                    class: c.why,
+                }),
             ),
         }
     }
+}
+
+/// Partitions placed by stored profiles, and what decided.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Placed {
+    /// One partition per member, in the members' order.
+    pub cuts: Vec<CpuSet>,
+    /// Plan-wide: placed by profiles, ReSense's cases, apps without a profile.
+    pub reasons: Vec<PlanReason>,
+    /// Tang's choice for each latency member.
+    pub tang: Vec<(AppId, TangChoice)>,
 }
 
 /// Whether the slices are pairwise disjoint.

@@ -34,12 +34,13 @@
 //!   verdict is corrected and a changed program phase is noticed.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::time::Duration;
 
+pub use coloc_model::reason::Estimate;
+use coloc_model::reason::{Arrangement, Judge, TrialState, Verdict};
 use coloc_model::{AppId, View};
 
-use super::evidence::{progress, Measure, Progress};
+use crate::progress::{progress, Measure, Progress};
 
 /// Observation intervals skipped after each switch: a new DoP takes effect at
 /// each app's next region.
@@ -69,18 +70,10 @@ fn t95(df: usize) -> f64 {
 /// and how it was measured.
 type Tally = BTreeMap<(AppId, Measure), (f64, f64)>;
 
-/// What the pairs say: the geometric mean of own / Linux and the one-sided
-/// 95% bounds around it.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Estimate {
-    pub pairs: usize,
-    pub ratio: f64,
-    pub low: f64,
-    pub high: f64,
-}
-
-impl Estimate {
-    fn of(logs: &[f64]) -> Option<Self> {
+/// What the pairs' log-ratios say ([`Estimate`]): the geometric mean of own /
+/// Linux and the one-sided 95% bounds around it.
+fn estimate_of(logs: &[f64]) -> Option<Estimate> {
+    {
         let n = logs.len();
         if n == 0 {
             return None;
@@ -92,25 +85,25 @@ impl Estimate {
             let var = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
             t95(n - 1) * (var / n as f64).sqrt()
         };
-        Some(Self {
+        Some(Estimate {
             pairs: n,
             ratio: mean.exp(),
             low: (mean - half).exp(),
             high: (mean + half).exp(),
         })
     }
+}
 
-    /// Own (true), Linux (false), or open (module docs).
-    fn verdict(&self) -> Option<bool> {
-        if self.pairs < MIN_PAIRS {
-            None
-        } else if self.low >= 1.0 - BOUND {
-            Some(true)
-        } else if self.high < 1.0 - BOUND || self.pairs >= MAX_PAIRS {
-            Some(false)
-        } else {
-            None
-        }
+/// What an estimate decides: own (true), Linux (false), or open (module docs).
+fn settles(e: &Estimate) -> Option<bool> {
+    if e.pairs < MIN_PAIRS {
+        None
+    } else if e.low >= 1.0 - BOUND {
+        Some(true)
+    } else if e.high < 1.0 - BOUND || e.pairs >= MAX_PAIRS {
+        Some(false)
+    } else {
+        None
     }
 }
 
@@ -225,7 +218,7 @@ impl Trial {
 
     /// What the pairs measured so far say.
     pub fn estimate(&self) -> Option<Estimate> {
-        Estimate::of(&self.logs)
+        estimate_of(&self.logs)
     }
 
     /// Counts one observation interval from `from` to `at`, with each measured
@@ -285,7 +278,7 @@ impl Trial {
             }
         };
         if paired {
-            let verdict = self.estimate().and_then(|e| e.verdict());
+            let verdict = self.estimate().and_then(|e| settles(&e));
             if verdict != self.verdict {
                 self.settled_for = 0;
                 self.other = 0;
@@ -345,74 +338,31 @@ impl Trial {
         (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
     }
 
-    /// Where the trial stands, for the trace: the set, the running estimate
-    /// ("own vs Linux: x.xx ± y.yy") and the arrangement in force.
-    pub fn describe(&self) -> String {
-        let set: Vec<String> = self.set.iter().map(|id| id.to_string()).collect();
-        let mut s = format!("[{}] ", set.join(" "));
-        if self.idle {
-            s.push_str("nothing for its own arrangement to act on: left to Linux");
-            return s;
-        }
-        match self.estimate() {
-            Some(e) if e.pairs < 2 => {
-                let _ = write!(
-                    s,
-                    "own vs Linux: {:.2} over 1 pair (no spread yet)",
-                    e.ratio
-                );
-            }
-            Some(e) => {
-                let _ = write!(
-                    s,
-                    "own vs Linux: {:.2} ± {:.2} over {} pair(s)",
-                    e.ratio,
-                    (e.high - e.low) / 2.0,
-                    e.pairs
-                );
-            }
-            None => s.push_str("own vs Linux: not measured yet"),
-        }
-        let now = if self.own { "own arrangement" } else { "Linux" };
-        let _ = match self.verdict {
-            None => write!(s, ", open: measuring {now}"),
-            Some(true) if self.own => write!(s, ", own kept"),
-            Some(false) if !self.own => write!(s, ", back to Linux"),
-            Some(_) => write!(s, ", re-checking {now}"),
-        };
-        s
-    }
-}
-
-/// What auto (or a policy under the guard layer) measured against Linux
-/// per app set, from the notes of its plans in a run's order (the last word on
-/// each set): for `coloc run` to say at the end whether the policy was worse
-/// than doing nothing.
-pub fn measured_against_linux<'a>(notes: impl IntoIterator<Item = &'a str>) -> Vec<String> {
-    let mut last: Vec<(String, String)> = Vec::new();
-    for note in notes {
-        let stage = if let Some(at) = note.rfind("guard: [") {
-            &note[at + "guard: ".len()..]
-        } else if let Some(rest) = note.strip_prefix("auto (") {
-            let Some(start) = rest.find(": [") else {
-                continue;
-            };
-            &rest[start + 2..]
+    /// Where the trial stands, as data for the plan: the set, the state and
+    /// the running estimate, judged by `judge`.
+    pub fn verdict(&self, judge: Judge) -> Verdict {
+        let measuring = if self.own {
+            Arrangement::Own
         } else {
-            continue;
+            Arrangement::Linux
         };
-        let stage = stage.split(';').next().unwrap_or_default();
-        let Some(end) = stage.find(']') else { continue };
-        let set = stage[..=end].to_string();
-        if set == "[]" {
-            continue;
-        }
-        match last.iter_mut().find(|(s, _)| *s == set) {
-            Some(e) => e.1 = stage.to_string(),
-            None => last.push((set, stage.to_string())),
+        let state = if self.idle {
+            TrialState::NothingToActOn
+        } else {
+            match self.verdict {
+                None => TrialState::Open(measuring),
+                Some(true) if self.own => TrialState::OwnKept,
+                Some(false) if !self.own => TrialState::BackToLinux,
+                Some(_) => TrialState::Rechecking(measuring),
+            }
+        };
+        Verdict {
+            judge,
+            apps: self.set.clone(),
+            state,
+            estimate: (!self.idle).then(|| self.estimate()).flatten(),
         }
     }
-    last.into_iter().map(|(_, stage)| stage).collect()
 }
 
 #[cfg(test)]
@@ -475,9 +425,9 @@ mod tests {
             let ticks = pairs as u32 * pair;
             let rate = |k, o| if o { own } else { linux } * noise(k, amp);
             let (t, _) = script(ticks - 1, rate);
-            assert_eq!(t.verdict, None, "{own} {linux} {amp}: {}", t.describe());
+            assert_eq!(t.verdict, None, "{own} {linux} {amp}: {}", t.verdict(Judge::Auto));
             let (t, _) = script(ticks, rate);
-            assert_eq!(t.verdict, want, "{own} {linux} {amp}: {}", t.describe());
+            assert_eq!(t.verdict, want, "{own} {linux} {amp}: {}", t.verdict(Judge::Auto));
             assert_eq!(t.estimate().map(|e| e.pairs), Some(pairs));
         }
     }
@@ -508,7 +458,7 @@ mod tests {
                 }
                 t.record(TICK * k, TICK * (k + 1), &seen, true);
             }
-            assert_eq!(t.verdict, want, "calls: {with_calls}: {}", t.describe());
+            assert_eq!(t.verdict, want, "calls: {with_calls}: {}", t.verdict(Judge::Auto));
         }
     }
 
@@ -525,7 +475,7 @@ mod tests {
             (true, false) => 0.7,
         };
         let (t, own) = script(turn, rate);
-        assert_eq!(t.verdict, Some(true), "{}", t.describe());
+        assert_eq!(t.verdict, Some(true), "{}", t.verdict(Judge::Auto));
         let linux_after = own[decided as usize..].iter().filter(|o| !**o).count();
         let span = (turn - decided) as f64;
         assert!(linux_after >= 1, "re-checked");
@@ -534,28 +484,13 @@ mod tests {
             "{linux_after} of {span}"
         );
         let (t, own) = script(turn + 80, rate);
-        assert_eq!(t.verdict, Some(false), "{}", t.describe());
+        assert_eq!(t.verdict, Some(false), "{}", t.verdict(Judge::Auto));
         assert!(!own.last().unwrap(), "back to Linux");
-        assert!(t.describe().contains("back to Linux"), "{}", t.describe());
-    }
-
-    #[test]
-    fn the_run_summary_takes_each_sets_last_estimate() {
-        let notes = [
-            "auto (makespan): [0.0 1.0] own vs Linux: not measured yet, open: measuring own arrangement; 0.0 dop 1",
-            "equal: something else",
-            "auto (makespan): [0.0 1.0] own vs Linux: 1.40 ± 0.20 over 2 pair(s), own kept; 0.0 dop 1",
-            "auto (makespan): [1.0] nothing for its own arrangement to act on: left to Linux; 1.0 left to Linux",
-            "auto (makespan): [] own vs Linux: not measured yet, open: measuring own arrangement",
-            "nupoco: 0.0 dop 1 | guard: [0.0 2.0] own vs Linux: 0.90 ± 0.03 over 2 pair(s), back to Linux",
-        ];
         assert_eq!(
-            measured_against_linux(notes),
-            vec![
-                "[0.0 1.0] own vs Linux: 1.40 ± 0.20 over 2 pair(s), own kept".to_string(),
-                "[1.0] nothing for its own arrangement to act on: left to Linux".to_string(),
-                "[0.0 2.0] own vs Linux: 0.90 ± 0.03 over 2 pair(s), back to Linux".to_string(),
-            ]
+            t.verdict(Judge::Auto).state,
+            TrialState::BackToLinux,
+            "{}",
+            t.verdict(Judge::Auto)
         );
     }
 }

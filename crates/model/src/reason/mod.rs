@@ -1,0 +1,599 @@
+//! Why a plan is what it is, as data (docs/trace-format.md, "Reasons and
+//! verdicts"; docs/architecture.md, Conventions: decisions are data).
+//!
+//! A policy returns numbers, never prose: each [`AppPlan`](crate::AppPlan)
+//! carries the [`Reason`]s for what the app got (one small enum per kind of
+//! decision, with the rule and the numbers it compared), each
+//! [`Plan`](crate::Plan) the plan-wide [`PlanReason`]s and the [`Verdict`]s
+//! of the trials that measured it against Linux. The trace stores them; the
+//! edges (the CLI, the HTML report, `coloc why`, the daemon's status) render
+//! them with [`render`]. No code reads the words back.
+//!
+//! To add a kind of decision, add a variant (or a field with a serde default)
+//! and its rendering in `render.rs`: readers of older traces see the variant
+//! only where it was written.
+
+pub mod render;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cpuset::CpuSet;
+use crate::ids::AppId;
+
+/// What `auto` optimizes (`docs/policies/auto.md`, Objective).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Objective {
+    /// The time until the last app ends (the default).
+    #[default]
+    Makespan,
+    /// The average response time of the apps.
+    Art,
+    /// The response of latency-class apps.
+    Latency,
+}
+
+/// Why one app's plan is what it is: one entry per kind of decision that
+/// applied to it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Reason {
+    /// Started or held at admission, by which rule.
+    Admission(Admission),
+    /// An exclusive CPU partition of the policy's own arrangement, cut from
+    /// the threads the running apps want.
+    Partition(Partition),
+    /// The DoP set, and why that many.
+    Dop(Dop),
+    /// Whether a DoP asked now would reach the app (`cores/lever.rs`).
+    Lever(Lever),
+    /// Left to Linux, and why.
+    Linux(ToLinux),
+    /// Gang time sharing's turn (`auto/gang.rs`).
+    Gang(Gang),
+    /// Why the app is not gang time-shared.
+    NoGang(NoGang),
+    /// Idle CPUs of other partitions lent to the app while its threads wait.
+    Borrowed { cpus: CpuSet },
+    /// The memory policy, and why.
+    Memory(Memory),
+    /// The scheduling settings, and why.
+    Sched(Sched),
+    /// Tang et al.'s Algorithm 1 for a latency app: share or spread, and the
+    /// line that decided (`tang/algorithm.rs`).
+    Tang(TangChoice),
+    /// NuPoCo: the app's section and what it got (`nupoco/`).
+    Section(Section),
+    /// `scalability`'s hill climb.
+    Climb(Climb),
+    /// Thread Tranquilizer: a step of the app's pass (`tranquilizer/pass.rs`).
+    Tranquilizer(TranquilizerStep),
+    /// AToM: where the app's competition stands (`atom/`).
+    Competition(Competition),
+}
+
+/// Plan-wide reasons: what the whole decision rested on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum PlanReason {
+    /// `auto`'s objective.
+    Objective { objective: Objective },
+    /// `auto --objective art` with solo times: shortest time left first, not
+    /// tried against Linux; each app's estimated seconds left.
+    ShortestFirst { left: Vec<(AppId, f64)> },
+    /// Partitions placed by stored profiles (`auto/placement/`).
+    PlacedByProfiles,
+    /// ReSense's cases (TACO 2013 §2.3) used per shared level.
+    SharingCases { levels: Vec<LevelCases> },
+    /// Apps without a stored profile: scored 0.
+    Unprofiled { apps: Vec<AppId> },
+    /// `equal`: this many apps over this many CPUs.
+    Equal { apps: u32, cpus: u32 },
+    /// NuPoCo's memory rates: where they come from.
+    Rates(RatesFrom),
+    /// NuPoCo's allocation unit (§5.2).
+    Unit { level: String },
+    /// NuPoCo's core swaps (§5.3).
+    Swapped { pairs: u32 },
+    /// Tang et al.'s levels on this machine.
+    TangLevels { llc: String, bus: String },
+    /// No latency-class app: Tang / AToM place nothing.
+    NoLatencyApp,
+    /// Gang: every app's threads fit the CPUs, left to Linux.
+    ThreadsFit,
+    /// The oracle's replayed configuration.
+    Oracle { sharing: String },
+}
+
+/// One shared level's ReSense cases.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LevelCases {
+    pub level: String,
+    pub cases: Vec<u8>,
+}
+
+/// Where NuPoCo's rates come from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "from")]
+pub enum RatesFrom {
+    /// Measured by `coloc calibrate` at this time.
+    Calibrated { measured_at: String },
+    /// The stored calibration is of another machine: assumed rates.
+    OtherMachine,
+    /// No calibration: assumed rates.
+    Assumed,
+}
+
+/// An admission decision.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Admission {
+    pub admitted: bool,
+    pub rule: AdmissionRule,
+}
+
+/// The rule that admitted or held a pending app, with its numbers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "rule")]
+pub enum AdmissionRule {
+    /// Started: the objective holds no app back (`latency`, `art` without
+    /// solo times).
+    Objective,
+    /// Started: the running set's trial settled on Linux.
+    TrialOnLinux,
+    /// Started: CPUs went unused over the last interval with no thread
+    /// waiting.
+    IdleCpus { idle: u32 },
+    /// Started: some CPU has no app of its own.
+    FreeCpu { apps: u32, cpus: u32 },
+    /// Started: its threads fit beside the running apps' (`demand` threads
+    /// already wanted, it runs `threads`, on `cpus` CPUs).
+    ThreadsFit { demand: u32, threads: u32, cpus: u32 },
+    /// Held: every CPU has an app of its own, and no solo times to weigh.
+    EveryCpuTaken { apps: u32, cpus: u32 },
+    /// By stored solo times: the mix's estimated makespan started now
+    /// against held until a CPU frees (`auto/admission.rs`).
+    SoloTimes {
+        now_secs: f64,
+        held_secs: f64,
+        needs_secs: f64,
+        needs_cpu_secs: f64,
+        frees_in_secs: f64,
+    },
+    /// By the rates the app and the one running app ran at beside each other
+    /// in earlier runs, as shares of their speeds alone.
+    CoRun {
+        with: AppId,
+        rate: f64,
+        with_rate: f64,
+        /// Clean pairs of the two (runs), or each beside other apps (runs of
+        /// `with`, runs of this app).
+        from: CoRunFrom,
+        now_secs: f64,
+        held_secs: f64,
+    },
+    /// `art`: shortest first; it needs this long alone, `least` has that
+    /// long left.
+    ShortestFirst {
+        needs_secs: f64,
+        least: AppId,
+        left_secs: f64,
+    },
+    /// `batch`: one app at a time, in arrival order.
+    OneAtATime,
+    /// NuPoCo: no free core.
+    NoFreeCore,
+}
+
+/// Where co-run rates come from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "from")]
+pub enum CoRunFrom {
+    Pairs { runs: u32 },
+    Shared { with_runs: u32, runs: u32 },
+}
+
+/// A partition of the own arrangement.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Partition {
+    pub cpus: CpuSet,
+    /// The threads the app runs.
+    pub threads: u32,
+    /// Threads all running apps want, on `on` CPUs.
+    pub demand: u32,
+    pub on: u32,
+}
+
+/// A DoP and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Dop {
+    pub dop: u32,
+    pub why: DopWhy,
+}
+
+/// Why this DoP.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "why")]
+pub enum DopWhy {
+    /// The size of its partition (at most its team).
+    Partition,
+    /// Its stored solo times: fastest alone with `threads` threads
+    /// (`secs`), against `team_secs` with `team`.
+    FastestAlone {
+        threads: u32,
+        secs: f64,
+        team: u32,
+        team_secs: f64,
+    },
+    /// Its whole team back, once its next region starts.
+    WholeTeam,
+}
+
+/// The DoP lever's state (`cores/lever.rs`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Lever {
+    pub state: LeverState,
+    /// Regions ended so far, and the least that count.
+    pub regions: u64,
+    pub needed: u64,
+    /// Seconds in its current state (inside one region, for `stuck`).
+    pub quiet_secs: f64,
+}
+
+/// Whether a DoP asked now reaches the app.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeverState {
+    /// Not malleable in the workload.
+    NotMalleable,
+    /// Its runtime does not answer on the DoP channel.
+    NoChannel,
+    /// Too few regions ended to tell.
+    Unknown,
+    /// A new DoP takes effect at its next region, soon.
+    Acts,
+    /// Inside one region beyond its patience.
+    Stuck,
+}
+
+/// Why an app is left to Linux.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "why")]
+pub enum ToLinux {
+    /// Nothing for the own arrangement to act on: one app, or threads that
+    /// fit (`demand` threads on `cpus` CPUs).
+    NothingToActOn { apps: u32, demand: u32, cpus: u32 },
+    /// The trial runs (or settled on) Linux for this set: see the verdict.
+    Trial,
+    /// Shortest first arranges by nice values only.
+    ShortestFirst,
+}
+
+/// A gang turn.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Gang {
+    pub foreground: bool,
+    pub nice: i8,
+    pub threads: u32,
+    pub cpus: CpuSet,
+    pub demand: u32,
+    pub on: u32,
+    /// Voluntary switches per CPU-second, the most seen (where the policy
+    /// reads them: `auto`, not `gang`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sleeps: Option<f64>,
+}
+
+/// Why not gang time sharing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "why")]
+pub enum NoGang {
+    /// Its DoP lever acts: it is shrunk instead.
+    LeverActs,
+    /// A team of `team` cannot run at once on `cpus` CPUs, or is one thread.
+    Team { team: u32, cpus: u32 },
+    /// It sleeps less often than a barrier team (per CPU-second).
+    Sleeps { sleeps: f64, needed: f64 },
+    /// Every app has a CPU of its own: partitions are faster.
+    CpuOfItsOwn,
+    /// Some co-runner cannot take part.
+    CoRunner,
+}
+
+/// A memory policy and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "why")]
+pub enum Memory {
+    /// Its CPUs lie on one node: local.
+    Local,
+    /// Its partition spans `nodes` nodes and it is not classified yet.
+    Unclassified { nodes: u32 },
+    /// Spanning `nodes`, classified memory-intensive: interleaved.
+    Interleave { nodes: u32, class: MemoryClass },
+    /// Spanning `nodes`, classified CPU-intensive: as it is.
+    AsIs { nodes: u32, class: MemoryClass },
+}
+
+/// Thread Tranquilizer's classification of an app (§3.1) and the signal it
+/// came from (`tranquilizer/classify.rs`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemoryClass {
+    /// Memory-intensive (true) or CPU-intensive.
+    pub memory: bool,
+    pub by: ClassBy,
+}
+
+/// What a classification was read from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "by")]
+pub enum ClassBy {
+    /// LLC misses per thousand instructions against Δ.
+    LlcMisses { mpki: f64, delta: f64 },
+    /// Without LLC counters: the resident set against the LLC, and the
+    /// stored bandwidth per thread against the threshold.
+    Substitutes {
+        rss_bytes: u64,
+        llc_bytes: u64,
+        llc_measured: bool,
+        stored_gbs: Option<f64>,
+        stored_signal: Option<String>,
+        threshold_gbs: f64,
+    },
+}
+
+/// Scheduling settings and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "why")]
+pub enum Sched {
+    /// `art` without solo times: least attained service, `rank` by CPU
+    /// seconds had.
+    LeastAttained { rank: u32, cpu_secs: f64, nice: i8 },
+    /// `art` with solo times: the app with the least time left runs at nice
+    /// 0, the others at the lowest priority.
+    ShortestLeft { first: bool, nice: i8 },
+    /// `latency`: batch apps yield while a latency app runs.
+    Latency { latency_running: bool, nice: i8 },
+}
+
+/// Tang et al.'s Algorithm 1 for one latency app.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TangChoice {
+    /// The choice's label (share or spread at each level).
+    pub choice: String,
+    /// The line of Algorithm 1 that decided.
+    pub line: u8,
+    pub cpus: CpuSet,
+}
+
+/// NuPoCo: where the app's section stands and what it got.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Section {
+    pub phase: SectionPhase,
+    /// Cores it owns, and cores lent to its running team.
+    pub cores: u32,
+    pub lent: u32,
+    /// Its memory request rate (per second) and how it was measured.
+    pub mrr: Option<f64>,
+    pub method: Option<String>,
+}
+
+/// A NuPoCo section's phase.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "phase")]
+pub enum SectionPhase {
+    /// Just started: one core until its first section is seen.
+    Start,
+    /// Its DoP cannot change (not malleable, or its lever does not act).
+    Fixed,
+    /// Measured in a profiling window (`step`).
+    Profiling { step: String },
+    /// Waiting for a profiling window.
+    Waiting,
+    Serial,
+    /// Sized by Algorithm 1.
+    Sized,
+}
+
+/// `scalability`: the DoP the climb reached and the last rate it measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Climb {
+    pub dop: u32,
+    /// (DoP, progress per second) measured last.
+    pub last: Option<(u32, f64)>,
+    /// Cores its team keeps until it shrinks.
+    pub keeps: u32,
+}
+
+/// A step of Thread Tranquilizer's pass for one app.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "step")]
+pub enum TranquilizerStep {
+    /// Pass `pass` begins: a baseline profile under `setting`.
+    Profiling { pass: u32, setting: String },
+    /// The baseline classified the app; it already has the target setting.
+    Already { class: MemoryClass, setting: String },
+    /// The baseline classified the app; `setting` is tried, judged by
+    /// `judge`, against the baseline's mean and spread.
+    Trying {
+        class: MemoryClass,
+        setting: String,
+        judge: String,
+        mean: f64,
+        sd: f64,
+    },
+    /// Nothing can judge a trial: the class's fallback is taken.
+    NoJudge { class: MemoryClass, fallback: String },
+    /// The trial's outcome: both mean and spread improved (keep) or not
+    /// (back to `now`).
+    Judged {
+        memory: bool,
+        judge: String,
+        /// (mean, sd) after; None when unmeasured.
+        after: Option<(f64, f64)>,
+        tried: String,
+        keep: bool,
+        now: String,
+    },
+}
+
+/// Where an AToM competition stands for one latency app.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Competition {
+    pub phase: CompetitionPhase,
+    /// The candidate in force: CPUs, or None for Linux placing every app.
+    pub cpus: Option<CpuSet>,
+    /// The signal judging it.
+    pub signal: String,
+}
+
+/// An AToM phase.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "phase")]
+pub enum CompetitionPhase {
+    /// Waiting for earlier latency apps' competitions.
+    Waiting,
+    WarmUp,
+    /// Learning slot `slot` of `of`, begun for `cause`.
+    Learning { cause: String, slot: u32, of: u32 },
+    /// Executing the winner `winner` of `of`, with its score.
+    Executing { winner: u32, of: u32, score: f64 },
+}
+
+/// A trial's verdict on one set of co-running apps: the policy's own
+/// arrangement against Linux (`auto/trial.rs`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Whose trial: `auto`'s own, or the `+guard` layer's.
+    pub judge: Judge,
+    /// The running apps it is about, sorted.
+    pub apps: Vec<AppId>,
+    pub state: TrialState,
+    /// What the pairs measured so far say; None before the first pair.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<Estimate>,
+}
+
+/// Who runs a trial.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Judge {
+    Auto,
+    Guard,
+}
+
+/// Where a trial stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "state", content = "measuring")]
+pub enum TrialState {
+    /// Nothing for the own arrangement to act on: left to Linux.
+    NothingToActOn,
+    /// Not tried (shortest first is an order, not a rate).
+    NotTried,
+    /// No verdict yet: measuring this arrangement.
+    Open(Arrangement),
+    /// Settled on the own arrangement, running it.
+    OwnKept,
+    /// Settled on Linux, running it.
+    BackToLinux,
+    /// Settled, re-checking the other arrangement for one window.
+    Rechecking(Arrangement),
+}
+
+/// One of the two arrangements a trial compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrangement {
+    Own,
+    Linux,
+}
+
+/// What a trial's pairs say: the geometric mean of own / Linux and the
+/// one-sided 95% bounds around it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    pub pairs: usize,
+    pub ratio: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+impl Verdict {
+    /// Whether the trial settled on Linux (its own arrangement was not shown
+    /// within the bound).
+    pub fn settled_on_linux(&self) -> bool {
+        matches!(
+            self.state,
+            TrialState::BackToLinux | TrialState::Rechecking(Arrangement::Own)
+        )
+    }
+}
+
+/// `Reason::from(x)` for each kind with a type of its own, so a policy says
+/// `plan.because(Dop { … })`.
+macro_rules! reason_from {
+    ($($variant:ident($ty:ty)),* $(,)?) => {
+        $(impl From<$ty> for Reason {
+            fn from(x: $ty) -> Self {
+                Reason::$variant(x)
+            }
+        })*
+    };
+}
+
+reason_from!(
+    Admission(Admission),
+    Partition(Partition),
+    Dop(Dop),
+    Lever(Lever),
+    Linux(ToLinux),
+    Gang(Gang),
+    NoGang(NoGang),
+    Memory(Memory),
+    Sched(Sched),
+    Tang(TangChoice),
+    Section(Section),
+    Climb(Climb),
+    Tranquilizer(TranquilizerStep),
+    Competition(Competition),
+);
+
+/// The last verdict on each set of co-running apps over a run's plans, in
+/// order of first appearance: for `coloc run` and `bench mixes` to say at the
+/// end whether the policy was measured worse than leaving the apps to Linux.
+/// Per plan the `+guard` layer's verdict counts where there is one (it judges
+/// the plan that reached the machine), else `auto`'s; sets of no app are
+/// skipped.
+pub fn last_verdicts<'a>(plans: impl IntoIterator<Item = &'a crate::Plan>) -> Vec<Verdict> {
+    let mut last: Vec<Verdict> = Vec::new();
+    for plan in plans {
+        let Some(v) = plan
+            .verdict(Judge::Guard)
+            .or_else(|| plan.verdict(Judge::Auto))
+        else {
+            continue;
+        };
+        if v.apps.is_empty() {
+            continue;
+        }
+        match last.iter_mut().find(|l| l.apps == v.apps) {
+            Some(l) => *l = v.clone(),
+            None => last.push(v.clone()),
+        }
+    }
+    last
+}
+
+/// An `--objective` value that names no objective.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown objective `{0}` (expected one of: makespan, art, latency)")]
+pub struct UnknownObjective(pub String);
+
+impl std::str::FromStr for Objective {
+    type Err = UnknownObjective;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Objective::ALL
+            .into_iter()
+            .find(|o| o.name() == s)
+            .ok_or_else(|| UnknownObjective(s.to_string()))
+    }
+}

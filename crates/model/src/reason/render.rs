@@ -1,0 +1,578 @@
+//! Reasons and verdicts in words, for the edges (the CLI, the HTML report,
+//! `coloc why`, the daemon's status): the one place they become English.
+
+use std::fmt::{self, Display, Formatter};
+
+use super::{
+    AdmissionRule, Arrangement, ClassBy, Climb, CoRunFrom, Competition, CompetitionPhase, Dop,
+    DopWhy, Judge, Lever, LeverState, Memory, MemoryClass, NoGang, Objective, PlanReason,
+    RatesFrom, Reason, Sched, Section, SectionPhase, ToLinux, TranquilizerStep, TrialState,
+    Verdict,
+};
+use crate::plan::{AppPlan, Plan};
+use crate::topology::human_bytes;
+
+impl Objective {
+    pub const ALL: [Objective; 3] = [Objective::Makespan, Objective::Art, Objective::Latency];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Objective::Makespan => "makespan",
+            Objective::Art => "art",
+            Objective::Latency => "latency",
+        }
+    }
+}
+
+impl Display for Objective {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+fn cmp(above: bool) -> &'static str {
+    if above {
+        ">"
+    } else {
+        "≤"
+    }
+}
+
+fn ids(apps: &[crate::AppId]) -> String {
+    let v: Vec<String> = apps.iter().map(ToString::to_string).collect();
+    v.join(" ")
+}
+
+impl Display for Reason {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            Reason::Admission(a) => {
+                let verb = if a.admitted { "admitted" } else { "held" };
+                write!(f, "{verb}")?;
+                match &a.rule {
+                    AdmissionRule::Objective => Ok(()),
+                    rule => write!(f, ": {rule}"),
+                }
+            }
+            Reason::Partition(p) => write!(
+                f,
+                "partition CPUs {} for {} thread(s) ({} threads wanted on {} CPUs)",
+                p.cpus.to_list(),
+                p.threads,
+                p.demand,
+                p.on
+            ),
+            Reason::Dop(d) => d.fmt(f),
+            Reason::Lever(l) => l.fmt(f),
+            Reason::Linux(l) => match l {
+                ToLinux::NothingToActOn { apps, demand, cpus } => write!(
+                    f,
+                    "left to Linux: nothing to act on ({apps} app(s), {demand} threads on {cpus} CPUs)"
+                ),
+                ToLinux::Trial => write!(f, "left to Linux by the trial"),
+                ToLinux::ShortestFirst => write!(f, "left to Linux (shortest first: nice only)"),
+            },
+            Reason::Gang(g) => {
+                write!(
+                    f,
+                    "gang {}ground (nice {}): {} thread(s) spread over CPUs {} ({} threads \
+                     wanted on {} CPUs",
+                    if g.foreground { "fore" } else { "back" },
+                    g.nice,
+                    g.threads,
+                    g.cpus.to_list(),
+                    g.demand,
+                    g.on,
+                )?;
+                if let Some(s) = g.sleeps {
+                    write!(f, "; {s:.0} sleeps per CPU-second")?;
+                }
+                write!(f, ")")
+            }
+            Reason::NoGang(n) => {
+                write!(f, "no gang: ")?;
+                match n {
+                    NoGang::LeverActs => write!(f, "its DoP lever acts"),
+                    NoGang::Team { team, cpus } => write!(f, "a team of {team} on {cpus} CPUs"),
+                    NoGang::Sleeps { sleeps, needed } => {
+                        write!(f, "{sleeps:.0} sleeps per CPU-second, below {needed:.0}")
+                    }
+                    NoGang::CpuOfItsOwn => write!(f, "a CPU of its own is faster"),
+                    NoGang::CoRunner => write!(f, "not every co-runner can"),
+                }
+            }
+            Reason::Borrowed { cpus } => write!(f, "borrowing idle CPUs {}", cpus.to_list()),
+            Reason::Memory(m) => m.fmt(f),
+            Reason::Sched(s) => s.fmt(f),
+            Reason::Tang(t) => write!(
+                f,
+                "Tang line {} ({}) on CPUs {}",
+                t.line,
+                t.choice,
+                t.cpus.to_list()
+            ),
+            Reason::Section(s) => s.fmt(f),
+            Reason::Climb(c) => c.fmt(f),
+            Reason::Tranquilizer(t) => t.fmt(f),
+            Reason::Competition(c) => c.fmt(f),
+        }
+    }
+}
+
+impl Display for AdmissionRule {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            AdmissionRule::Objective => write!(f, "the objective holds no app"),
+            AdmissionRule::TrialOnLinux => write!(f, "the running apps' trial settled on Linux"),
+            AdmissionRule::IdleCpus { idle } => write!(f, "{idle} CPU(s) idle"),
+            AdmissionRule::FreeCpu { apps, cpus } => {
+                write!(f, "a CPU without an app of its own ({apps} app(s), {cpus} CPUs)")
+            }
+            AdmissionRule::ThreadsFit {
+                demand,
+                threads,
+                cpus,
+            } => write!(f, "its {threads} thread(s) fit beside {demand} on {cpus} CPUs"),
+            AdmissionRule::EveryCpuTaken { apps, cpus } => {
+                write!(f, "every CPU has an app of its own ({apps} app(s), {cpus} CPUs)")
+            }
+            AdmissionRule::SoloTimes {
+                now_secs,
+                held_secs,
+                needs_secs,
+                needs_cpu_secs,
+                frees_in_secs,
+            } => write!(
+                f,
+                "mix done in ~{now_secs:.2} s started now, ~{held_secs:.2} s held (solo times: \
+                 it needs {needs_secs:.2} s, {needs_cpu_secs:.2} CPU-s; a CPU frees in \
+                 ~{frees_in_secs:.2} s)"
+            ),
+            AdmissionRule::CoRun {
+                with,
+                rate,
+                with_rate,
+                from,
+                now_secs,
+                held_secs,
+            } => {
+                match from {
+                    CoRunFrom::Pairs { runs } => write!(
+                        f,
+                        "beside {with} it ran at {rate:.2} of its speed alone and {with} at \
+                         {with_rate:.2} ({runs} earlier run(s))"
+                    )?,
+                    CoRunFrom::Shared { with_runs, runs } => write!(
+                        f,
+                        "never measured beside {with}; beside other apps it ran at {rate:.2} of \
+                         its speed alone ({runs} earlier run(s)) and {with} at {with_rate:.2} \
+                         ({with_runs})"
+                    )?,
+                }
+                write!(
+                    f,
+                    ": mix done in ~{now_secs:.2} s started now, ~{held_secs:.2} s held"
+                )
+            }
+            AdmissionRule::ShortestFirst {
+                needs_secs,
+                least,
+                left_secs,
+            } => write!(
+                f,
+                "shortest first (it needs ~{needs_secs:.2} s alone, {least} has ~{left_secs:.2} \
+                 s left)"
+            ),
+            AdmissionRule::OneAtATime => write!(f, "one app at a time"),
+            AdmissionRule::NoFreeCore => write!(f, "no free core"),
+        }
+    }
+}
+
+impl Display for Dop {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(f, "dop {}", self.dop)?;
+        match &self.why {
+            DopWhy::Partition => write!(f, " (its partition)"),
+            DopWhy::FastestAlone {
+                threads,
+                secs,
+                team,
+                team_secs,
+            } => write!(
+                f,
+                " (fastest alone with {threads} thread(s): {secs:.2} s against {team_secs:.2} s \
+                 with {team})"
+            ),
+            DopWhy::WholeTeam => write!(f, " (its whole team)"),
+        }
+    }
+}
+
+impl Display for Lever {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self.state {
+            LeverState::NotMalleable => write!(f, "not malleable"),
+            LeverState::NoChannel => write!(f, "DoP lever: no DoP channel"),
+            LeverState::Acts => write!(f, "DoP lever: {} regions ended", self.regions),
+            LeverState::Unknown => write!(
+                f,
+                "DoP lever: {} region(s) ended, {} needed",
+                self.regions, self.needed
+            ),
+            LeverState::Stuck if self.regions == 0 => write!(
+                f,
+                "DoP lever: no region ended yet, in one for {:.2} s",
+                self.quiet_secs
+            ),
+            LeverState::Stuck => {
+                write!(f, "DoP lever: in one region for {:.2} s", self.quiet_secs)
+            }
+        }
+    }
+}
+
+impl Display for Memory {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            Memory::Local => write!(f, "memory local (its CPUs on one node)"),
+            Memory::Unclassified { nodes } => {
+                write!(f, "memory as it is ({nodes} nodes; not yet classified)")
+            }
+            Memory::Interleave { nodes, class } => {
+                write!(f, "memory interleaved over {nodes} nodes: {class}")
+            }
+            Memory::AsIs { nodes, class } => write!(f, "memory as it is ({nodes} nodes; {class})"),
+        }
+    }
+}
+
+impl Display for MemoryClass {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let label = if self.memory {
+            "memory-intensive"
+        } else {
+            "CPU-intensive"
+        };
+        match &self.by {
+            ClassBy::LlcMisses { mpki, delta } => write!(
+                f,
+                "{label} (LLC misses {mpki:.2}/kinstr {} Δ {delta:.2})",
+                cmp(self.memory)
+            ),
+            ClassBy::Substitutes {
+                rss_bytes,
+                llc_bytes,
+                llc_measured,
+                stored_gbs,
+                stored_signal,
+                threshold_gbs,
+            } => {
+                let big = *llc_bytes > 0 && rss_bytes > llc_bytes;
+                write!(
+                    f,
+                    "{label} (no LLC counters: substitutes resident set {} {} LLC {} ({}), ",
+                    human_bytes(*rss_bytes),
+                    cmp(big),
+                    human_bytes(*llc_bytes),
+                    if *llc_measured {
+                        "measured by coloc calibrate"
+                    } else {
+                        "as sysfs reports it"
+                    }
+                )?;
+                match stored_gbs {
+                    Some(gbs) => write!(
+                        f,
+                        "stored memory bandwidth {gbs:.2} GB/s per thread {} {threshold_gbs:.2} \
+                         [{}])",
+                        cmp(gbs > threshold_gbs),
+                        stored_signal.as_deref().unwrap_or("?")
+                    ),
+                    None => write!(f, "no stored bandwidth)"),
+                }
+            }
+        }
+    }
+}
+
+impl Display for Sched {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            Sched::LeastAttained {
+                rank,
+                cpu_secs,
+                nice,
+            } => write!(
+                f,
+                "nice {nice}: least attained service, rank {rank} ({cpu_secs:.2} CPU-s had)"
+            ),
+            Sched::ShortestLeft { first, nice } => write!(
+                f,
+                "nice {nice}: {}",
+                if *first {
+                    "least time left"
+                } else {
+                    "not the least time left"
+                }
+            ),
+            Sched::Latency {
+                latency_running,
+                nice,
+            } => write!(
+                f,
+                "nice {nice}{}",
+                if *latency_running && *nice != 0 {
+                    ": a latency app runs"
+                } else {
+                    ""
+                }
+            ),
+        }
+    }
+}
+
+impl Display for Section {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match &self.phase {
+            SectionPhase::Start => write!(f, "start on 1 core")?,
+            SectionPhase::Fixed => write!(f, "fixed on {} core(s)", self.cores + self.lent)?,
+            SectionPhase::Profiling { step } => {
+                write!(f, "profiling ({step}) on {} core(s)", self.cores + self.lent)?
+            }
+            SectionPhase::Waiting => write!(f, "waiting to profile")?,
+            SectionPhase::Serial => write!(f, "serial")?,
+            SectionPhase::Sized => write!(f, "dop {}", self.cores)?,
+        }
+        if self.lent > 0 {
+            write!(f, " (+{} lent)", self.lent)?;
+        }
+        if let (Some(mrr), Some(method)) = (self.mrr, &self.method) {
+            write!(f, " mrr {mrr:.3e}/s via {method}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Display for Climb {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(f, "dop {}", self.dop)?;
+        if let Some((d, r)) = self.last {
+            write!(f, " ({r:.3e}/s at {d})")?;
+        }
+        if self.keeps > 0 {
+            write!(f, ", keeps {} until its team shrinks", self.keeps)?;
+        }
+        Ok(())
+    }
+}
+
+impl Display for TranquilizerStep {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            TranquilizerStep::Profiling { pass, setting } => {
+                write!(f, "pass {pass}: profiling under {setting}")
+            }
+            TranquilizerStep::Already { class, setting } => {
+                write!(f, "{class}; already {setting}: hold")
+            }
+            TranquilizerStep::Trying {
+                class,
+                setting,
+                judge,
+                mean,
+                sd,
+            } => write!(
+                f,
+                "{class}; trying {setting} judged by {judge} (before: mean {mean:.3}, sd {sd:.3})"
+            ),
+            TranquilizerStep::NoJudge { class, fallback } => write!(
+                f,
+                "{class}; no LLC counters and no progress reports to judge interleaving by: \
+                 {fallback}, hold"
+            ),
+            TranquilizerStep::Judged {
+                memory,
+                judge,
+                after,
+                tried,
+                keep,
+                now,
+            } => {
+                let class = if *memory {
+                    "memory-intensive"
+                } else {
+                    "CPU-intensive"
+                };
+                write!(f, "{class} {judge}: ")?;
+                match after {
+                    Some((mean, sd)) => write!(f, "mean {mean:.3}, sd {sd:.3}")?,
+                    None => write!(f, "unmeasured")?,
+                }
+                write!(f, " after {tried} → ")?;
+                if *keep {
+                    write!(f, "both improved: keep")
+                } else {
+                    write!(f, "not both improved: back to {now}")
+                }
+            }
+        }
+    }
+}
+
+impl Display for Competition {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match &self.phase {
+            CompetitionPhase::Waiting => {
+                write!(f, "waiting for the earlier latency apps' competitions")?
+            }
+            CompetitionPhase::WarmUp => write!(f, "warming up (unmeasured)")?,
+            CompetitionPhase::Learning { cause, slot, of } => {
+                write!(f, "learning ({cause}), slot {slot}/{of}")?
+            }
+            CompetitionPhase::Executing { winner, of, score } => {
+                write!(f, "executing the winner {winner}/{of} (score {score:.4})")?
+            }
+        }
+        match &self.cpus {
+            Some(c) => write!(f, ": CPUs {}", c.to_list())?,
+            None => write!(f, ": Linux placing every app")?,
+        }
+        if !matches!(self.phase, CompetitionPhase::Waiting) {
+            write!(f, "; signal {}", self.signal)?;
+        }
+        Ok(())
+    }
+}
+
+impl Display for PlanReason {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            PlanReason::Objective { objective } => write!(f, "objective {objective}"),
+            PlanReason::ShortestFirst { left } => {
+                let v: Vec<String> = left.iter().map(|(id, t)| format!("{id} ~{t:.2} s")).collect();
+                write!(
+                    f,
+                    "shortest time left first (solo times: {} left), not tried against Linux",
+                    v.join(", ")
+                )
+            }
+            PlanReason::PlacedByProfiles => write!(f, "placed by profiles"),
+            PlanReason::SharingCases { levels } => {
+                let v: Vec<String> = levels
+                    .iter()
+                    .map(|l| {
+                        let c: Vec<String> = l.cases.iter().map(ToString::to_string).collect();
+                        format!("{} case {}", l.level, c.join("+"))
+                    })
+                    .collect();
+                write!(f, "{}", v.join("; "))
+            }
+            PlanReason::Unprofiled { apps } => {
+                let v: Vec<String> = apps.iter().map(ToString::to_string).collect();
+                write!(f, "no profile for {}: score 0", v.join(", "))
+            }
+            PlanReason::Equal { apps, cpus } => write!(f, "{apps} apps over {cpus} CPUs"),
+            PlanReason::Rates(r) => match r {
+                RatesFrom::Calibrated { measured_at } => {
+                    write!(f, "rates calibrated {measured_at}")
+                }
+                RatesFrom::OtherMachine => {
+                    write!(f, "calibration is for another machine, rates assumed")
+                }
+                RatesFrom::Assumed => write!(f, "no calibration, rates assumed"),
+            },
+            PlanReason::Unit { level } => write!(f, "unit {level}"),
+            PlanReason::Swapped { pairs } => write!(f, "swapped {pairs} core pair(s)"),
+            PlanReason::TangLevels { llc, bus } => write!(f, "LLC = {llc}, bus = {bus}"),
+            PlanReason::NoLatencyApp => write!(f, "no latency app; Linux places every app"),
+            PlanReason::ThreadsFit => write!(f, "threads fit the CPUs: left to Linux"),
+            PlanReason::Oracle { sharing } => write!(f, "{sharing}"),
+        }
+    }
+}
+
+impl Display for Verdict {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        if self.judge == Judge::Guard {
+            write!(f, "guard: ")?;
+        }
+        write!(f, "[{}] ", ids(&self.apps))?;
+        match self.state {
+            TrialState::NothingToActOn => {
+                return write!(f, "nothing for its own arrangement to act on: left to Linux")
+            }
+            TrialState::NotTried => return write!(f, "not tried against Linux"),
+            _ => {}
+        }
+        match self.estimate {
+            Some(e) if e.pairs < 2 => write!(
+                f,
+                "own vs Linux: {:.2} over 1 pair (no spread yet)",
+                e.ratio
+            )?,
+            Some(e) => write!(
+                f,
+                "own vs Linux: {:.2} ± {:.2} over {} pair(s)",
+                e.ratio,
+                (e.high - e.low) / 2.0,
+                e.pairs
+            )?,
+            None => write!(f, "own vs Linux: not measured yet")?,
+        }
+        let name = |a: Arrangement| match a {
+            Arrangement::Own => "own arrangement",
+            Arrangement::Linux => "Linux",
+        };
+        match self.state {
+            TrialState::Open(a) => write!(f, ", open: measuring {}", name(a)),
+            TrialState::OwnKept => write!(f, ", own kept"),
+            TrialState::BackToLinux => write!(f, ", back to Linux"),
+            TrialState::Rechecking(a) => write!(f, ", re-checking {}", name(a)),
+            TrialState::NothingToActOn | TrialState::NotTried => Ok(()),
+        }
+    }
+}
+
+/// One app's reasons in a line: `0.0 admitted, partition CPUs 0-1 …`.
+pub fn app_line(p: &AppPlan) -> String {
+    let mut s = p.app.to_string();
+    for (i, r) in p.reasons.iter().enumerate() {
+        s.push_str(if i == 0 { " " } else { ", " });
+        s.push_str(&r.to_string());
+    }
+    s
+}
+
+/// A whole plan in one line, as the trace's old `note` read: the policy's
+/// name, then [`plan_line`]. A version-1 trace's plan renders as the note it
+/// carried.
+pub fn note(policy: &str, plan: &Plan) -> String {
+    match &plan.legacy_note {
+        Some(n) => n.clone(),
+        None => format!("{policy}: {}", plan_line(plan)),
+    }
+}
+
+/// A plan's reasons in one line: the plan-wide reasons, each app with
+/// reasons, and the verdicts after ` | `.
+pub fn plan_line(plan: &Plan) -> String {
+    if let Some(n) = &plan.legacy_note {
+        return n.clone();
+    }
+    let mut parts: Vec<String> = plan.reasons.iter().map(ToString::to_string).collect();
+    parts.extend(
+        plan.apps
+            .iter()
+            .filter(|p| !p.reasons.is_empty())
+            .map(app_line),
+    );
+    let mut s = parts.join("; ");
+    for v in &plan.verdicts {
+        if !s.is_empty() {
+            s.push_str(" | ");
+        }
+        s.push_str(&v.to_string());
+    }
+    s
+}
