@@ -25,7 +25,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use coloc_model::{AppId, CpuSet};
+use coloc_model::reason::{render, AtomSignal, CompetitionPhase, Reason};
+use coloc_model::{AppId, CpuSet, Plan};
 use common::{apps_by_pid, decisions, in_force, planned, repo, stat_field, tids_of, Decision};
 
 const SERVICE: AppId = AppId { app: 0, rep: 0 };
@@ -78,31 +79,42 @@ fn seen(at: f64, top: u32, pid: u32, tid: u32) -> Option<Seen> {
 /// phase (`learning (Corunners), slot 1/2`, `executing the winner 1/2 (…)`)
 /// and mapping (`CPUs 0`, `Linux placing every app`), and when it was in
 /// force on the threads, trace seconds.
-struct Window<'a> {
-    phase: &'a str,
-    mapping: &'a str,
+struct Window {
+    phase: CompetitionPhase,
+    mapping: Option<CpuSet>,
     from: f64,
     to: f64,
 }
 
-/// The phase and mapping of an atom plan note about the service
-/// (`atom: 0.0 PHASE: MAPPING; signal …`).
-fn phase_of(note: &str) -> Option<(&str, &str)> {
-    let head = note
-        .strip_prefix(&format!("atom: {SERVICE} "))?
-        .split("; signal")
-        .next()?;
-    head.rsplit_once(": ")
+/// The service's competition in an atom plan: its phase (the winner's score
+/// left out, it changes every window) and the candidate in force (None:
+/// Linux placing every app), and the signal judging it; None while it waits
+/// for an earlier app's competition.
+fn competition_of(plan: &Plan) -> Option<(CompetitionPhase, Option<CpuSet>, AtomSignal)> {
+    plan.for_app(SERVICE)?.reasons.iter().find_map(|r| match r {
+        Reason::Competition(c) => {
+            let phase = match c.phase.clone() {
+                CompetitionPhase::Executing { winner, of, .. } => CompetitionPhase::Executing {
+                    winner,
+                    of,
+                    score: 0.0,
+                },
+                p => p,
+            };
+            Some((phase, c.cpus.clone(), c.signal?))
+        }
+        _ => None,
+    })
 }
 
 /// The windows of the service's phases, consecutive plans of one phase and
 /// mapping together, each from its first plan's application (plus the time a
 /// loaded machine may take to apply it) to the next window's plan (less the
 /// clock's slack), the last one up to the service's exit.
-fn windows<'a>(plans: &'a [Decision<'a>], exit: f64) -> Vec<Window<'a>> {
+fn windows(plans: &[Decision<'_>], exit: f64) -> Vec<Window> {
     let mut out: Vec<Window> = Vec::new();
     for d in plans {
-        let Some((phase, mapping)) = phase_of(&d.plan.note) else {
+        let Some((phase, mapping, _)) = competition_of(d.plan) else {
             continue;
         };
         if out
@@ -204,9 +216,12 @@ threads = 2
         .status();
     let app_of: BTreeMap<u32, AppId> = apps_by_pid(&run);
     let plans = decisions(&run);
-    let notes: Vec<&str> = plans.iter().map(|d| d.plan.note.as_str()).collect();
+    let notes: Vec<String> = plans.iter().map(|d| render::plan_line(d.plan)).collect();
     assert!(
-        notes.iter().any(|n| n.contains("signal metric")),
+        plans
+            .iter()
+            .filter_map(|d| competition_of(d.plan))
+            .any(|(_, _, signal)| matches!(signal, AtomSignal::Metric { .. })),
         "the live metric is the signal: {notes:?}"
     );
     // The service's metric arrived live, line by line.
@@ -232,7 +247,7 @@ threads = 2
     let windows = windows(&plans, exit);
     let learning: Vec<&Window> = windows
         .iter()
-        .filter(|w| w.phase.starts_with("learning"))
+        .filter(|w| matches!(w.phase, CompetitionPhase::Learning { .. }))
         .collect();
     assert!(
         learning.len() >= 2,
@@ -241,7 +256,7 @@ threads = 2
     assert!(
         windows
             .iter()
-            .any(|w| w.phase.starts_with("executing the winner")),
+            .any(|w| matches!(w.phase, CompetitionPhase::Executing { .. })),
         "AToM never executed a winner: {notes:?}"
     );
 
@@ -262,7 +277,7 @@ threads = 2
             .collect();
         assert!(
             want.contains(&s.cpus),
-            "thread {} of {app} at {at:.2} s on {}, {}: {} gives {want:?}",
+            "thread {} of {app} at {at:.2} s on {}, {:?}: {:?} gives {want:?}",
             s.tid,
             s.cpus,
             windows[i].phase,
@@ -279,7 +294,7 @@ threads = 2
         }
         assert!(
             sampled.contains_key(&(i, SERVICE)),
-            "no sample of the service in {}: {} ({:.2} .. {:.2} s)",
+            "no sample of the service in {:?}: {:?} ({:.2} .. {:.2} s)",
             w.phase,
             w.mapping,
             w.from,
@@ -290,30 +305,27 @@ threads = 2
         if let (Some(service), Some(batch)) =
             (planned(d.plan, SERVICE, 0), planned(d.plan, BATCH, 0))
         {
-            assert!(service.is_disjoint(&batch), "{}", d.plan.note);
+            assert!(service.is_disjoint(&batch), "{}", render::plan_line(d.plan));
         }
     }
-    let first = windows.iter().position(|w| w.phase.starts_with("learning"));
+    let first = windows
+        .iter()
+        .position(|w| matches!(w.phase, CompetitionPhase::Learning { .. }));
     assert!(
         first.is_some_and(|i| sampled.contains_key(&(i, BATCH))),
         "the batch kernel was not running in the first slot: {sampled:?}"
     );
     // The winner is one of the slots: its mapping is the one learned in the
     // slot of its number.
-    for w in windows
-        .iter()
-        .filter(|w| w.phase.starts_with("executing the winner"))
-    {
-        let slot = w
-            .phase
-            .strip_prefix("executing the winner ")
-            .and_then(|r| r.split_whitespace().next())
-            .unwrap();
+    for w in &windows {
+        let CompetitionPhase::Executing { winner, .. } = w.phase else {
+            continue;
+        };
         assert!(
-            learning
-                .iter()
-                .any(|l| l.phase.ends_with(&format!("slot {slot}")) && l.mapping == w.mapping),
-            "the winner {slot} ({}) was not a slot's mapping",
+            learning.iter().any(|l| matches!(l.phase,
+                CompetitionPhase::Learning { slot, .. } if slot == winner)
+                && l.mapping == w.mapping),
+            "the winner {winner} ({:?}) was not a slot's mapping",
             w.mapping
         );
     }

@@ -14,8 +14,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use coloc_model::reason::Reason;
 use coloc_model::trace::TraceEvent;
-use coloc_model::AppId;
+use coloc_model::{AppId, Plan};
 use common::{
     allowed_here, apps_by_pid, children, finished, read_trace, run_command, stat_field, tids_of,
 };
@@ -78,17 +79,21 @@ threads = 0
     }
     finished(child);
     let trace = read_trace(&out);
-    let notes: Vec<&str> = trace
+    let plans: Vec<&Plan> = trace
         .events
         .iter()
         .filter_map(|e| match e {
-            TraceEvent::Plan { plan, .. } => Some(plan.note.as_str()),
+            TraceEvent::Plan { plan, .. } => Some(plan),
             _ => None,
         })
         .collect();
     assert!(
-        notes.iter().any(|n| n.contains("nice 19")),
-        "gang time sharing: {notes:#?}"
+        plans
+            .iter()
+            .flat_map(|p| &p.apps)
+            .flat_map(|a| &a.reasons)
+            .any(|r| matches!(r, Reason::Gang(g) if g.nice == 19)),
+        "gang time sharing: {plans:#?}"
     );
     let app_of = apps_by_pid(&trace);
     // Per round, each app's nice when all its threads agree.

@@ -12,6 +12,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use coloc_model::reason::{render, Reason, TranquilizerStep};
 use coloc_model::trace::TraceEvent;
 use coloc_model::{AppId, MemPolicy};
 use common::{children, finished, read_trace, run_command, tids_of, unix_now};
@@ -146,10 +147,26 @@ threads = 2
     let mut pids: BTreeMap<u32, AppId> = BTreeMap::new();
     let mut walked = false;
     let mut notes = String::new();
+    // The classes the passes found, per app (memory-intensive or not).
+    let mut classes: BTreeMap<AppId, Vec<bool>> = BTreeMap::new();
     for e in &trace.events {
         match e {
             TraceEvent::Plan { t, plan, .. } => {
-                notes.push_str(&plan.note);
+                notes.push_str(&render::plan_line(plan));
+                notes.push('\n');
+                for p in &plan.apps {
+                    for r in &p.reasons {
+                        let class = match r {
+                            Reason::Tranquilizer(
+                                TranquilizerStep::Already { class, .. }
+                                | TranquilizerStep::Trying { class, .. }
+                                | TranquilizerStep::NoJudge { class, .. },
+                            ) => class,
+                            _ => continue,
+                        };
+                        classes.entry(p.app).or_default().push(class.memory);
+                    }
+                }
                 for p in &plan.apps {
                     plans.entry(p.app).or_default().push((
                         t.as_secs_f64(),
@@ -172,8 +189,9 @@ threads = 2
             _ => {}
         }
     }
-    assert!(notes.contains("memory-intensive"), "{notes}");
-    assert!(notes.contains("CPU-intensive"), "{notes}");
+    let found = |memory: bool| classes.values().flatten().any(|m| *m == memory);
+    assert!(found(true), "memory-intensive: {notes}");
+    assert!(found(false), "CPU-intensive: {notes}");
     let interleaved = plans[&STREAM].iter().any(|p| p.3 == MemPolicy::Interleave);
     assert_eq!(
         walked, interleaved,

@@ -62,3 +62,9 @@ pub trait Policy: fmt::Debug + Send {
     /// per app in `view.apps`.
     fn decide(&mut self, view: &View<'_>) -> Plan;
 }
+
+/// A plan's reasons in words, for tests' failure messages only.
+#[cfg(test)]
+pub(crate) fn note(plan: &Plan) -> String {
+    coloc_model::reason::render::plan_line(plan)
+}

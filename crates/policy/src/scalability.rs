@@ -232,7 +232,11 @@ impl Policy for Scalability {
                 AppPlan {
                     placement: pin_team(&map, a, &board.owned(a.id)),
                     dop,
-                    reasons: climbed.remove(&a.id).map(Reason::Climb).into_iter().collect(),
+                    reasons: climbed
+                        .remove(&a.id)
+                        .map(Reason::Climb)
+                        .into_iter()
+                        .collect(),
                     ..AppPlan::native(a.id)
                 }
             })

@@ -425,9 +425,19 @@ mod tests {
             let ticks = pairs as u32 * pair;
             let rate = |k, o| if o { own } else { linux } * noise(k, amp);
             let (t, _) = script(ticks - 1, rate);
-            assert_eq!(t.verdict, None, "{own} {linux} {amp}: {}", t.verdict(Judge::Auto));
+            assert_eq!(
+                t.verdict,
+                None,
+                "{own} {linux} {amp}: {}",
+                t.verdict(Judge::Auto)
+            );
             let (t, _) = script(ticks, rate);
-            assert_eq!(t.verdict, want, "{own} {linux} {amp}: {}", t.verdict(Judge::Auto));
+            assert_eq!(
+                t.verdict,
+                want,
+                "{own} {linux} {amp}: {}",
+                t.verdict(Judge::Auto)
+            );
             assert_eq!(t.estimate().map(|e| e.pairs), Some(pairs));
         }
     }
@@ -458,7 +468,12 @@ mod tests {
                 }
                 t.record(TICK * k, TICK * (k + 1), &seen, true);
             }
-            assert_eq!(t.verdict, want, "calls: {with_calls}: {}", t.verdict(Judge::Auto));
+            assert_eq!(
+                t.verdict,
+                want,
+                "calls: {with_calls}: {}",
+                t.verdict(Judge::Auto)
+            );
         }
     }
 

@@ -24,8 +24,9 @@
 use std::time::Duration;
 
 use coloc_manager::{run, RunOptions};
+use coloc_model::reason::{last_verdicts, Judge, Reason, TrialState};
 use coloc_model::workload::parse_workload;
-use coloc_model::TraceEvent;
+use coloc_model::{AppId, Plan, TraceEvent};
 use coloc_policy::auto::Objective;
 use coloc_policy::{build, PolicyContext};
 use coloc_sim::model::{model, Phase};
@@ -108,8 +109,8 @@ fn makespan_in(workload: &str, policy: &str, ctx: &PolicyContext) -> (f64, Vec<T
 }
 
 /// auto's makespan on `workload` against native's and equal's, asserted
-/// within MARGIN of the better; returns the notes of auto's plans.
-fn within_margin_of_the_best(name: &str, workload: &str) -> Vec<String> {
+/// within MARGIN of the better; returns auto's plans.
+fn within_margin_of_the_best(name: &str, workload: &str) -> Vec<Plan> {
     let [(native, _), (equal, _), (auto, trace)] =
         ["native", "equal", "auto"].map(|p| makespan(workload, p));
     eprintln!("{name}, makespan s: native {native:.3}, equal {equal:.3}, auto {auto:.3}");
@@ -121,7 +122,7 @@ fn within_margin_of_the_best(name: &str, workload: &str) -> Vec<String> {
     trace
         .iter()
         .filter_map(|e| match e {
-            TraceEvent::Plan { plan, .. } => Some(plan.note.clone()),
+            TraceEvent::Plan { plan, .. } => Some(plan.clone()),
             _ => None,
         })
         .collect()
@@ -129,28 +130,37 @@ fn within_margin_of_the_best(name: &str, workload: &str) -> Vec<String> {
 
 #[test]
 fn auto_partitions_teams_it_cannot_shrink() {
-    let notes = within_margin_of_the_best("fixed-teams", WORKLOAD);
+    let plans = within_margin_of_the_best("fixed-teams", WORKLOAD);
     // It got there by an arrangement its trial kept: partitions, or gang
     // time sharing while only the two barrier teams run.
     assert!(
-        notes.iter().any(|n| n.contains("kept")
-            && (n.contains("on CPUs") || n.contains("gang foreground"))),
-        "{notes:#?}"
+        plans.iter().any(|p| {
+            p.verdict(Judge::Auto)
+                .is_some_and(|v| v.state == TrialState::OwnKept)
+                && p.apps.iter().flat_map(|a| &a.reasons).any(|r| {
+                    matches!(r, Reason::Partition(_))
+                        || matches!(r, Reason::Gang(g) if g.foreground)
+                })
+        }),
+        "{plans:#?}"
     );
 }
 
 #[test]
 fn auto_leaves_apps_that_never_synchronize_to_linux() {
-    let notes = within_margin_of_the_best("compute-only", COMPUTE);
+    let plans = within_margin_of_the_best("compute-only", COMPUTE);
     // The pair was measured both ways and found no loss either way (in the
     // simulator, CPU partitions and Linux tie on apps that never
     // synchronize: both are work conserving).
-    let verdict = notes
+    let pair = [AppId { app: 0, rep: 0 }, AppId { app: 1, rep: 0 }];
+    let estimate = plans
         .iter()
         .rev()
-        .find(|n| n.contains("[0.0 1.0] own vs Linux") && n.contains("pair(s)"))
+        .filter_map(|p| p.verdict(Judge::Auto))
+        .filter(|v| v.apps == pair)
+        .find_map(|v| v.estimate)
         .expect("the pair measured against Linux");
-    assert!(verdict.contains("own vs Linux: 1.00"), "{verdict}");
+    assert!((estimate.ratio - 1.0).abs() < 0.005, "{estimate:?}");
 }
 
 /// Two compute-bound apps a user pinned to the same CPU: `static` runs them at
@@ -191,13 +201,15 @@ fn a_guarded_policy_goes_back_to_linux_where_its_base_is_slower() {
         guarded <= 1.2 * native,
         "static+guard {guarded:.3} s, native {native:.3} s"
     );
-    let said = coloc_policy::auto::measured_against_linux(trace.iter().filter_map(|e| match e {
-        TraceEvent::Plan { plan, .. } => Some(plan.note.as_str()),
+    let said = last_verdicts(trace.iter().filter_map(|e| match e {
+        TraceEvent::Plan { plan, .. } => Some(plan),
         _ => None,
     }));
+    let pair = [AppId { app: 0, rep: 0 }, AppId { app: 1, rep: 0 }];
     assert!(
-        said.iter()
-            .any(|s| s.starts_with("[0.0 1.0]") && s.contains("back to Linux")),
+        said.iter().any(|v| v.judge == Judge::Guard
+            && v.apps == pair
+            && v.state == TrialState::BackToLinux),
         "{said:#?}"
     );
 

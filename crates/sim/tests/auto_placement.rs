@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use coloc_manager::{run, RunOptions};
 use coloc_model::profile::AppProfile;
+use coloc_model::reason::{render, Memory, PlanReason, Reason};
 use coloc_model::workload::parse_workload;
 use coloc_model::{AppId, CpuSet, MemPolicy, Plan, TraceEvent, View};
 use coloc_policy::{build, Policy, PolicyContext};
@@ -134,7 +135,7 @@ fn placed_no_later(platform_name: &str, workload: &str, app: u32) -> Vec<CpuSet>
     );
     let cpus: Vec<CpuSet> = plans
         .iter()
-        .filter(|p| p.note.contains("placed by profiles"))
+        .filter(|p| p.reasons.contains(&PlanReason::PlacedByProfiles))
         .filter_map(|p| p.for_app(AppId { app, rep: 0 }))
         .map(|p| p.placement.cpus())
         .collect();
@@ -196,10 +197,13 @@ fn interleaving_a_memory_bound_partition_over_nodes_helps() {
     assert!(!interleaving.is_empty(), "MG interleaved");
     for p in interleaving {
         assert!(
-            p.note
-                .contains("memory interleaved over 3 nodes: memory-intensive"),
+            p.for_app(mg)
+                .is_some_and(|a| a.reasons.iter().any(|r| matches!(
+                    r,
+                    Reason::Memory(Memory::Interleave { nodes: 3, class }) if class.memory
+                ))),
             "{}",
-            p.note
+            render::plan_line(p)
         );
     }
     assert!(

@@ -13,8 +13,9 @@
 use std::time::Duration;
 
 use coloc_manager::{run, RunOptions};
+use coloc_model::reason::{NoGang, Reason};
 use coloc_model::workload::parse_workload;
-use coloc_model::TraceEvent;
+use coloc_model::{Plan, TraceEvent};
 use coloc_policy::{build, PolicyContext};
 use coloc_sim::model::{model, Phase};
 use coloc_sim::{platform, SimMachine};
@@ -34,9 +35,9 @@ model = "long-barrier"
 threads = 2
 "#;
 
-/// Makespan of the workload under `policy` (seed 1), and the notes of its
+/// Makespan of the workload under `policy` (seed 1), and its
 /// plans.
-fn makespan(policy: &str) -> (f64, Vec<String>) {
+fn makespan(policy: &str) -> (f64, Vec<Plan>) {
     let w = parse_workload("two-barriers.toml", WORKLOAD).unwrap();
     // kernel-barrier with 4 times its work: long enough for auto's trial to
     // settle (2 pairs of windows) and then mostly run its verdict.
@@ -60,7 +61,7 @@ fn makespan(policy: &str) -> (f64, Vec<String>) {
     let notes = trace
         .iter()
         .filter_map(|e| match e {
-            TraceEvent::Plan { plan, .. } => Some(plan.note.clone()),
+            TraceEvent::Plan { plan, .. } => Some(plan.clone()),
             _ => None,
         })
         .collect();
@@ -69,13 +70,19 @@ fn makespan(policy: &str) -> (f64, Vec<String>) {
 
 #[test]
 fn gang_time_sharing_beats_native_but_not_equal_on_barrier_teams() {
-    let [(native, _), (equal, _), (gang, gang_notes), (auto, notes)] =
+    let [(native, _), (equal, _), (gang, gang_plans), (auto, plans)] =
         ["native", "equal", "gang", "auto"].map(makespan);
     eprintln!("makespan s: native {native:.3}, equal {equal:.3}, gang {gang:.3}, auto {auto:.3}");
     assert_eq!(makespan("gang").0, gang, "deterministic");
     assert_eq!(makespan("auto").0, auto, "deterministic");
-    let turns = gang_notes.iter().filter(|n| n.contains("nice 19")).count();
-    assert!(turns > gang_notes.len() / 2, "{gang_notes:#?}");
+    let background = |p: &Plan| {
+        p.apps
+            .iter()
+            .flat_map(|a| &a.reasons)
+            .any(|r| matches!(r, Reason::Gang(g) if g.nice == 19))
+    };
+    let turns = gang_plans.iter().filter(|p| background(p)).count();
+    assert!(turns > gang_plans.len() / 2, "{gang_plans:#?}");
     assert!(
         gang < 0.6 * native,
         "gang {gang:.3} s, native {native:.3} s"
@@ -90,9 +97,10 @@ fn gang_time_sharing_beats_native_but_not_equal_on_barrier_teams() {
     assert!(equal < gang, "gang {gang:.3} s, equal {equal:.3} s");
     assert!(auto <= 1.02 * equal, "auto {auto:.3} s, equal {equal:.3} s");
     assert!(
-        notes
+        plans
             .iter()
-            .any(|n| n.contains("no gang: a CPU of its own is faster")),
-        "{notes:#?}"
+            .flat_map(|p| &p.apps)
+            .any(|a| a.reasons.contains(&Reason::NoGang(NoGang::CpuOfItsOwn))),
+        "{plans:#?}"
     );
 }

@@ -6,9 +6,10 @@
 use std::time::Duration;
 
 use coloc_manager::{run, LaunchRequest, Machine, RunOptions};
+use coloc_model::reason::{PlanReason, RatesFrom, Reason, Section, SectionPhase};
 use coloc_model::testutils::app_spec;
 use coloc_model::workload::parse_workload;
-use coloc_model::{AppId, AppPlan, TraceEvent};
+use coloc_model::{AppId, AppPlan, Plan, TraceEvent};
 use coloc_sim::model::{model, AppModel};
 use coloc_sim::{platform, SimMachine};
 
@@ -81,13 +82,8 @@ fn omp_state_follows_the_phases() {
 /// A Table 2 mix on `platform` (one of the paper's two machines): each model
 /// one thread per CPU, malleable, all started together (§7.4), with a fifth of
 /// the library's work ([`AppModel::scaled`]). Returns the makespan and the
-/// plan notes.
-fn mix_on(
-    platform_name: &str,
-    policy: &str,
-    models: &[&str],
-    seed: u64,
-) -> (Duration, Vec<String>) {
+/// plans.
+fn mix_on(platform_name: &str, policy: &str, models: &[&str], seed: u64) -> (Duration, Vec<Plan>) {
     let mut text = String::from("name = \"mix\"\nepoch = \"50ms\"\n");
     for n in models {
         text +=
@@ -116,7 +112,7 @@ fn mix_on(
                 assert!(status.success(), "{policy}: {status:?}");
                 end = end.max(*t);
             }
-            TraceEvent::Plan { plan, .. } => notes.push(plan.note.clone()),
+            TraceEvent::Plan { plan, .. } => notes.push(plan.clone()),
             _ => {}
         }
     }
@@ -124,7 +120,7 @@ fn mix_on(
 }
 
 /// [`mix_on`] the 64-core AMD platform.
-fn mix(policy: &str, models: &[&str], seed: u64) -> (Duration, Vec<String>) {
+fn mix(policy: &str, models: &[&str], seed: u64) -> (Duration, Vec<Plan>) {
     mix_on("nupoco-amd64", policy, models, seed)
 }
 
@@ -161,11 +157,28 @@ fn nupoco_beats_native_on_scenario_10() {
         let (end, notes) = mix(policy, &models, 1);
         got.push((policy.to_string(), end));
         if policy.starts_with("nupoco") {
-            let any = |s: &str| notes.iter().any(|n| n.contains(s));
-            assert!(any("profiling (full share)"), "{policy}");
-            assert!(any("via hw-counters"), "{policy}");
+            let any = |f: &dyn Fn(&Section) -> bool| {
+                notes.iter().flat_map(|p| &p.apps).any(|a| {
+                    a.reasons
+                        .iter()
+                        .any(|r| matches!(r, Reason::Section(s) if f(s)))
+                })
+            };
             assert!(
-                notes.iter().all(|n| n.contains("rates assumed")),
+                any(&|s| s.phase
+                    == SectionPhase::Profiling {
+                        step: "full share".into()
+                    }),
+                "{policy}"
+            );
+            assert!(
+                any(&|s| s.method.as_deref() == Some("hw-counters")),
+                "{policy}"
+            );
+            assert!(
+                notes
+                    .iter()
+                    .all(|p| p.reasons.contains(&PlanReason::Rates(RatesFrom::Assumed))),
                 "{policy}"
             );
         }

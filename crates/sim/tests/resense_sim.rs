@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use coloc_manager::{run, RunOptions};
 use coloc_model::profile::{AppProfile, LevelResult, NotCharacterizable};
+use coloc_model::reason::{render, PlanReason};
 use coloc_model::topology::ResourceKind;
 use coloc_model::workload::parse_workload;
 use coloc_model::{AppId, CpuSet, Placement, Plan, TraceEvent};
@@ -160,12 +161,26 @@ fn resense_places_by_profile_on_simmachine() {
             sc_split,
             [0, 4],
             "streamcluster packed: {sc} ({})",
-            plan.note
+            note(plan)
         );
-        assert_eq!(per_socket(&mg), [2, 2], "mg spread: {mg} ({})", plan.note);
+        assert_eq!(per_socket(&mg), [2, 2], "mg spread: {mg} ({})", note(plan));
         assert!(sc.is_disjoint(&mg), "{sc} {mg}");
-        assert!(plan.note.contains("L3 case 1"), "{}", plan.note);
-        assert!(!plan.note.contains("no profile"), "{}", plan.note);
+        assert!(
+            plan.reasons
+                .iter()
+                .any(|r| matches!(r, PlanReason::SharingCases { levels }
+                if levels.iter().any(|l| l.level == "L3" && l.cases.contains(&1)))),
+            "{}",
+            note(plan)
+        );
+        assert!(
+            !plan
+                .reasons
+                .iter()
+                .any(|r| matches!(r, PlanReason::Unprofiled { .. })),
+            "{}",
+            note(plan)
+        );
     }
 
     let without = plans("resense", Vec::new());
@@ -176,8 +191,15 @@ fn resense_places_by_profile_on_simmachine() {
         .unwrap();
     assert_eq!(per_socket(&team_cpus(last_both, 0).unwrap()), [2, 2]);
     assert!(
-        last_both.note.contains("no profile for sc (0.0), mg (1.0)"),
+        last_both.reasons.contains(&PlanReason::Unprofiled {
+            apps: vec![AppId { app: 0, rep: 0 }, AppId { app: 1, rep: 0 }]
+        }),
         "{}",
-        last_both.note
+        note(last_both)
     );
+}
+
+/// A plan's reasons in words, for failure messages only.
+fn note(plan: &Plan) -> String {
+    render::plan_line(plan)
 }

@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use coloc_manager::{run, RunOptions};
+use coloc_model::reason::{render, CompetitionPhase, Reason};
 use coloc_model::workload::parse_workload;
 use coloc_model::{AppId, TraceEvent};
 use coloc_policy::atom::{Atom, Params};
@@ -324,7 +325,7 @@ fn atom_timeline() {
             ..Params::default()
         });
         let events = trace("westmere", &ms, &workload(l, Some(b), None), &mut atom);
-        let mut note = String::new();
+        let mut shown = None;
         let mut samples = String::new();
         for e in &events {
             match e {
@@ -333,15 +334,31 @@ fn atom_timeline() {
                         samples.push_str(&format!(" {:.1}:{:.2}", o.at.as_secs_f64(), m.value));
                     }
                 }
-                // The score changes every window: compare notes without it.
+                // The score changes every window: compare the competitions'
+                // phases and candidates without it.
                 TraceEvent::Plan { t, plan, .. } => {
-                    let key = plan.note.split(" (score").next().unwrap_or_default();
-                    if key != note {
+                    let key: Vec<_> = plan
+                        .apps
+                        .iter()
+                        .flat_map(|a| &a.reasons)
+                        .filter_map(|r| match r {
+                            Reason::Competition(c) => Some((
+                                std::mem::discriminant(&c.phase),
+                                c.cpus.clone(),
+                                match c.phase {
+                                    CompetitionPhase::Learning { slot, .. } => slot,
+                                    _ => 0,
+                                },
+                            )),
+                            _ => None,
+                        })
+                        .collect();
+                    if Some(&key) != shown.as_ref() {
                         if !samples.is_empty() {
                             println!("   samples{samples}");
                         }
-                        println!("{:7.2} s {}", t.as_secs_f64(), plan.note);
-                        note = key.to_string();
+                        println!("{:7.2} s {}", t.as_secs_f64(), render::plan_line(plan));
+                        shown = Some(key);
                         samples.clear();
                     }
                 }

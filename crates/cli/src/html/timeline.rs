@@ -514,7 +514,7 @@ mod tests {
                         ..AppPlan::native(id(i as u32))
                     })
                     .collect(),
-                note: "test".into(),
+                ..Plan::default()
             },
             decide: Duration::ZERO,
         }

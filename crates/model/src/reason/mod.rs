@@ -147,7 +147,11 @@ pub enum AdmissionRule {
     FreeCpu { apps: u32, cpus: u32 },
     /// Started: its threads fit beside the running apps' (`demand` threads
     /// already wanted, it runs `threads`, on `cpus` CPUs).
-    ThreadsFit { demand: u32, threads: u32, cpus: u32 },
+    ThreadsFit {
+        demand: u32,
+        threads: u32,
+        cpus: u32,
+    },
     /// Held: every CPU has an app of its own, and no solo times to weigh.
     EveryCpuTaken { apps: u32, cpus: u32 },
     /// By stored solo times: the mix's estimated makespan started now
@@ -385,7 +389,9 @@ pub enum SectionPhase {
     /// Its DoP cannot change (not malleable, or its lever does not act).
     Fixed,
     /// Measured in a profiling window (`step`).
-    Profiling { step: String },
+    Profiling {
+        step: String,
+    },
     /// Waiting for a profiling window.
     Waiting,
     Serial,
@@ -421,7 +427,10 @@ pub enum TranquilizerStep {
         sd: f64,
     },
     /// Nothing can judge a trial: the class's fallback is taken.
-    NoJudge { class: MemoryClass, fallback: String },
+    NoJudge {
+        class: MemoryClass,
+        fallback: String,
+    },
     /// The trial's outcome: both mean and spread improved (keep) or not
     /// (back to `now`).
     Judged {
@@ -441,8 +450,39 @@ pub struct Competition {
     pub phase: CompetitionPhase,
     /// The candidate in force: CPUs, or None for Linux placing every app.
     pub cpus: Option<CpuSet>,
-    /// The signal judging it.
-    pub signal: String,
+    /// The signal judging it (None while it waits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<AtomSignal>,
+}
+
+/// Why an AToM competition (re)started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompetitionCause {
+    /// The app started.
+    Start,
+    /// Its co-runners changed.
+    Corunners,
+    /// Its core budget changed.
+    Budget,
+    /// Its signal drifted from the winner's reference.
+    Drift,
+    /// It waited for an earlier latency app's competition.
+    Earlier,
+}
+
+/// What an AToM competition judges a latency app by (`atom/signal.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "signal")]
+pub enum AtomSignal {
+    /// Its own metric, read live.
+    Metric { higher: bool },
+    /// OpenMP progress.
+    Progress,
+    /// Instructions retired.
+    Instructions,
+    /// CPU time.
+    CpuTime,
 }
 
 /// An AToM phase.
@@ -453,9 +493,17 @@ pub enum CompetitionPhase {
     Waiting,
     WarmUp,
     /// Learning slot `slot` of `of`, begun for `cause`.
-    Learning { cause: String, slot: u32, of: u32 },
+    Learning {
+        cause: CompetitionCause,
+        slot: u32,
+        of: u32,
+    },
     /// Executing the winner `winner` of `of`, with its score.
-    Executing { winner: u32, of: u32, score: f64 },
+    Executing {
+        winner: u32,
+        of: u32,
+        score: f64,
+    },
 }
 
 /// A trial's verdict on one set of co-running apps: the policy's own
@@ -595,5 +643,115 @@ impl std::str::FromStr for Objective {
             .into_iter()
             .find(|o| o.name() == s)
             .ok_or_else(|| UnknownObjective(s.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Plan;
+
+    fn app(i: u32) -> AppId {
+        AppId { app: i, rep: 0 }
+    }
+
+    fn verdict(judge: Judge, apps: &[u32], state: TrialState, ratio: Option<f64>) -> Verdict {
+        Verdict {
+            judge,
+            apps: apps.iter().map(|&i| app(i)).collect(),
+            state,
+            estimate: ratio.map(|ratio| Estimate {
+                pairs: 2,
+                ratio,
+                low: ratio - 0.1,
+                high: ratio + 0.1,
+            }),
+        }
+    }
+
+    fn plan(verdicts: Vec<Verdict>) -> Plan {
+        Plan {
+            verdicts,
+            ..Plan::default()
+        }
+    }
+
+    /// The run's summary takes each set's last verdict, the guard's over
+    /// auto's in one plan, and skips plans without one and empty sets.
+    #[test]
+    fn the_run_summary_takes_each_sets_last_verdict() {
+        let open = TrialState::Open(Arrangement::Own);
+        let plans = [
+            plan(vec![verdict(Judge::Auto, &[0, 1], open, None)]),
+            plan(Vec::new()),
+            plan(vec![verdict(
+                Judge::Auto,
+                &[0, 1],
+                TrialState::OwnKept,
+                Some(1.4),
+            )]),
+            plan(vec![verdict(
+                Judge::Auto,
+                &[1],
+                TrialState::NothingToActOn,
+                None,
+            )]),
+            plan(vec![verdict(Judge::Auto, &[], open, None)]),
+            plan(vec![
+                verdict(Judge::Auto, &[0, 2], TrialState::OwnKept, Some(1.1)),
+                verdict(Judge::Guard, &[0, 2], TrialState::BackToLinux, Some(0.9)),
+            ]),
+        ];
+        let last = last_verdicts(&plans);
+        assert_eq!(
+            last,
+            vec![
+                verdict(Judge::Auto, &[0, 1], TrialState::OwnKept, Some(1.4)),
+                verdict(Judge::Auto, &[1], TrialState::NothingToActOn, None),
+                verdict(Judge::Guard, &[0, 2], TrialState::BackToLinux, Some(0.9)),
+            ]
+        );
+        assert!(last[2].settled_on_linux() && !last[0].settled_on_linux());
+    }
+
+    /// Verdicts in words, as `coloc run` prints them.
+    #[test]
+    fn verdicts_render_their_numbers() {
+        let cases = [
+            (
+                verdict(Judge::Auto, &[0, 1], TrialState::OwnKept, Some(1.4)),
+                "[0.0 1.0] own vs Linux: 1.40 ± 0.10 over 2 pair(s), own kept",
+            ),
+            (
+                verdict(Judge::Guard, &[0, 2], TrialState::BackToLinux, Some(0.9)),
+                "guard: [0.0 2.0] own vs Linux: 0.90 ± 0.10 over 2 pair(s), back to Linux",
+            ),
+            (
+                verdict(Judge::Auto, &[1], TrialState::NothingToActOn, None),
+                "[1.0] nothing for its own arrangement to act on: left to Linux",
+            ),
+            (
+                verdict(
+                    Judge::Auto,
+                    &[0, 1],
+                    TrialState::Open(Arrangement::Linux),
+                    None,
+                ),
+                "[0.0 1.0] own vs Linux: not measured yet, open: measuring Linux",
+            ),
+        ];
+        for (v, want) in cases {
+            assert_eq!(v.to_string(), want);
+        }
+    }
+
+    /// Every objective parses by its name, and a bad one names itself.
+    #[test]
+    fn objectives_parse_by_name() {
+        for o in Objective::ALL {
+            assert_eq!(o.name().parse::<Objective>(), Ok(o));
+        }
+        let e = "fast".parse::<Objective>().unwrap_err();
+        assert!(e.to_string().contains("`fast`"), "{e}");
     }
 }

@@ -4,10 +4,10 @@
 use std::fmt::{self, Display, Formatter};
 
 use super::{
-    AdmissionRule, Arrangement, ClassBy, Climb, CoRunFrom, Competition, CompetitionPhase, Dop,
-    DopWhy, Judge, Lever, LeverState, Memory, MemoryClass, NoGang, Objective, PlanReason,
-    RatesFrom, Reason, Sched, Section, SectionPhase, ToLinux, TranquilizerStep, TrialState,
-    Verdict,
+    AdmissionRule, Arrangement, AtomSignal, ClassBy, Climb, CoRunFrom, Competition,
+    CompetitionCause, CompetitionPhase, Dop, DopWhy, Judge, Lever, LeverState, Memory, MemoryClass,
+    NoGang, Objective, PlanReason, RatesFrom, Reason, Sched, Section, SectionPhase, ToLinux,
+    TranquilizerStep, TrialState, Verdict,
 };
 use crate::plan::{AppPlan, Plan};
 use crate::topology::human_bytes;
@@ -126,15 +126,24 @@ impl Display for AdmissionRule {
             AdmissionRule::TrialOnLinux => write!(f, "the running apps' trial settled on Linux"),
             AdmissionRule::IdleCpus { idle } => write!(f, "{idle} CPU(s) idle"),
             AdmissionRule::FreeCpu { apps, cpus } => {
-                write!(f, "a CPU without an app of its own ({apps} app(s), {cpus} CPUs)")
+                write!(
+                    f,
+                    "a CPU without an app of its own ({apps} app(s), {cpus} CPUs)"
+                )
             }
             AdmissionRule::ThreadsFit {
                 demand,
                 threads,
                 cpus,
-            } => write!(f, "its {threads} thread(s) fit beside {demand} on {cpus} CPUs"),
+            } => write!(
+                f,
+                "its {threads} thread(s) fit beside {demand} on {cpus} CPUs"
+            ),
             AdmissionRule::EveryCpuTaken { apps, cpus } => {
-                write!(f, "every CPU has an app of its own ({apps} app(s), {cpus} CPUs)")
+                write!(
+                    f,
+                    "every CPU has an app of its own ({apps} app(s), {cpus} CPUs)"
+                )
             }
             AdmissionRule::SoloTimes {
                 now_secs,
@@ -337,9 +346,11 @@ impl Display for Section {
         match &self.phase {
             SectionPhase::Start => write!(f, "start on 1 core")?,
             SectionPhase::Fixed => write!(f, "fixed on {} core(s)", self.cores + self.lent)?,
-            SectionPhase::Profiling { step } => {
-                write!(f, "profiling ({step}) on {} core(s)", self.cores + self.lent)?
-            }
+            SectionPhase::Profiling { step } => write!(
+                f,
+                "profiling ({step}) on {} core(s)",
+                self.cores + self.lent
+            )?,
             SectionPhase::Waiting => write!(f, "waiting to profile")?,
             SectionPhase::Serial => write!(f, "serial")?,
             SectionPhase::Sized => write!(f, "dop {}", self.cores)?,
@@ -428,6 +439,13 @@ impl Display for Competition {
             }
             CompetitionPhase::WarmUp => write!(f, "warming up (unmeasured)")?,
             CompetitionPhase::Learning { cause, slot, of } => {
+                let cause = match cause {
+                    CompetitionCause::Start => "start",
+                    CompetitionCause::Corunners => "co-runners changed",
+                    CompetitionCause::Budget => "budget changed",
+                    CompetitionCause::Drift => "drift",
+                    CompetitionCause::Earlier => "after an earlier app's competition",
+                };
                 write!(f, "learning ({cause}), slot {slot}/{of}")?
             }
             CompetitionPhase::Executing { winner, of, score } => {
@@ -438,10 +456,18 @@ impl Display for Competition {
             Some(c) => write!(f, ": CPUs {}", c.to_list())?,
             None => write!(f, ": Linux placing every app")?,
         }
-        if !matches!(self.phase, CompetitionPhase::Waiting) {
-            write!(f, "; signal {}", self.signal)?;
+        match self.signal {
+            Some(AtomSignal::Metric { higher: true }) => {
+                write!(f, "; signal metric (higher is better)")
+            }
+            Some(AtomSignal::Metric { higher: false }) => {
+                write!(f, "; signal metric (lower is better)")
+            }
+            Some(AtomSignal::Progress) => write!(f, "; signal openmp progress"),
+            Some(AtomSignal::Instructions) => write!(f, "; signal instructions retired"),
+            Some(AtomSignal::CpuTime) => write!(f, "; signal cpu time"),
+            None => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -450,7 +476,10 @@ impl Display for PlanReason {
         match self {
             PlanReason::Objective { objective } => write!(f, "objective {objective}"),
             PlanReason::ShortestFirst { left } => {
-                let v: Vec<String> = left.iter().map(|(id, t)| format!("{id} ~{t:.2} s")).collect();
+                let v: Vec<String> = left
+                    .iter()
+                    .map(|(id, t)| format!("{id} ~{t:.2} s"))
+                    .collect();
                 write!(
                     f,
                     "shortest time left first (solo times: {} left), not tried against Linux",
@@ -500,7 +529,10 @@ impl Display for Verdict {
         write!(f, "[{}] ", ids(&self.apps))?;
         match self.state {
             TrialState::NothingToActOn => {
-                return write!(f, "nothing for its own arrangement to act on: left to Linux")
+                return write!(
+                    f,
+                    "nothing for its own arrangement to act on: left to Linux"
+                )
             }
             TrialState::NotTried => return write!(f, "not tried against Linux"),
             _ => {}

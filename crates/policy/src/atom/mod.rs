@@ -52,8 +52,8 @@ mod tests;
 
 use std::time::Duration;
 
-use coloc_model::topology::symmetry::{Space, SymTree};
 use coloc_model::reason::{self, CompetitionPhase, PlanReason, Reason};
+use coloc_model::topology::symmetry::{Space, SymTree};
 use coloc_model::{AppId, AppPlan, AppView, Plan, View};
 
 pub use self::signal::Signal;
@@ -131,6 +131,20 @@ pub enum Cause {
     Drift,
     /// It waited for an earlier latency app's competition.
     Earlier,
+}
+
+impl Cause {
+    /// The cause as the plan's reasons say it.
+    fn kind(self) -> reason::CompetitionCause {
+        use reason::CompetitionCause as C;
+        match self {
+            Cause::Start => C::Start,
+            Cause::Corunners => C::Corunners,
+            Cause::Budget => C::Budget,
+            Cause::Drift => C::Drift,
+            Cause::Earlier => C::Earlier,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -513,7 +527,7 @@ impl Policy for Atom {
                     reason::Competition {
                         phase: CompetitionPhase::Waiting,
                         cpus: Some(levels.cpus(&cores)),
-                        signal: String::new(),
+                        signal: None,
                     },
                 ));
                 free.retain(|c| !cores.contains(c));
@@ -537,7 +551,7 @@ impl Policy for Atom {
                 Phase::Learning { index, .. } => (
                     *index,
                     CompetitionPhase::Learning {
-                        cause: format!("{:?}", c.cause),
+                        cause: c.cause.kind(),
                         slot: *index as u32 + 1,
                         of,
                     },
@@ -562,7 +576,7 @@ impl Policy for Atom {
                         Candidate::Cores(cores) => Some(levels.cpus(cores)),
                         Candidate::Linux => None,
                     },
-                    signal: c.signal.to_string(),
+                    signal: Some(c.signal.kind()),
                 },
             ));
             match &c.candidates[index] {

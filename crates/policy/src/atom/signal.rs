@@ -31,6 +31,17 @@ impl fmt::Display for Signal {
 }
 
 impl Signal {
+    /// The signal as the plan's reasons say it.
+    pub fn kind(self) -> coloc_model::reason::AtomSignal {
+        use coloc_model::reason::AtomSignal;
+        match self {
+            Signal::Metric { higher } => AtomSignal::Metric { higher },
+            Signal::Progress => AtomSignal::Progress,
+            Signal::Instructions => AtomSignal::Instructions,
+            Signal::CpuTime => AtomSignal::CpuTime,
+        }
+    }
+
     /// The best signal `app` offers, judged from its spec and the latest
     /// observation.
     pub fn for_app(app: &AppView, last: Option<&Observation>) -> Self {

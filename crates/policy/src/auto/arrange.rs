@@ -80,7 +80,6 @@ pub(super) fn with_lent(
     }
 }
 
-
 /// Cuts `cpus` (in topology order) into one contiguous slice per weight,
 /// sized in proportion to the weights, each at least one CPU: every slice gets
 /// one CPU, the rest go by largest remainder of `rest · weight / total` (ties

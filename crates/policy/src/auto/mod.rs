@@ -98,8 +98,8 @@ use std::time::Duration;
 
 use coloc_model::metrics::{CoRuns, SoloCurves};
 use coloc_model::profile::AppProfile;
-pub use coloc_model::reason::{Objective, UnknownObjective};
 use coloc_model::reason::{DopWhy, Judge, NoGang, PlanReason, Sched, TrialState, Verdict};
+pub use coloc_model::reason::{Objective, UnknownObjective};
 use coloc_model::{AppClass, AppId, AppView, CpuSet, Plan, SchedSettings, View};
 
 use self::admission::{Admission, Cpus};
@@ -326,8 +326,7 @@ impl Auto {
             .filter(|a| self.steer(a))
             .map(|a| a.id)
             .collect();
-        let teams: BTreeMap<AppId, Team> =
-            view.apps.iter().map(|a| (a.id, self.team(a))).collect();
+        let teams: BTreeMap<AppId, Team> = view.apps.iter().map(|a| (a.id, self.team(a))).collect();
         let demand = running.iter().map(|a| teams[&a.id].threads).sum();
         Stock {
             order,
@@ -523,7 +522,11 @@ impl Policy for Auto {
             cut: &cut,
             used: &used,
         };
-        let apps = view.apps.iter().map(|a| self.plan_app(view, a, &steps)).collect();
+        let apps = view
+            .apps
+            .iter()
+            .map(|a| self.plan_app(view, a, &steps))
+            .collect();
         let mut reasons = vec![PlanReason::Objective {
             objective: self.objective,
         }];

@@ -38,7 +38,8 @@ impl Auto {
     fn plan_pending(&self, view: &View<'_>, a: &AppView, s: &Steps<'_, '_>) -> AppPlan {
         let rule = s.admission.why.get(&a.id).cloned();
         let admission = |admitted| {
-            rule.clone().map(|rule| Reason::Admission(Admission { admitted, rule }))
+            rule.clone()
+                .map(|rule| Reason::Admission(Admission { admitted, rule }))
         };
         if s.admission.held.contains(&a.id) {
             let mut p = AppPlan::hold(a.id);

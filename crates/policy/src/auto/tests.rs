@@ -6,16 +6,20 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use coloc_model::reason::{
+    AdmissionRule, Arrangement, CoRunFrom, DopWhy, Judge, LevelCases, LeverState, Memory,
+    PlanReason, Reason, TrialState,
+};
 use coloc_model::testutils::{fixture_topologies, pending_app, running_app};
 use coloc_model::{
     AppClass, AppId, AppSample, AppState, AppView, Observation, OmpSample, Placement, Plan,
     ThreadSample, Topology, Trigger, View,
 };
 
-use super::trial::{MIN_PAIRS, SETTLE, WINDOW};
 use super::{partitions, Auto, Objective, ART_NICE_STEP, LATENCY_NICE};
 use crate::cores::lever::{MIN_REGIONS, PATIENCE};
-use crate::{invariants, Policy};
+use crate::trial::{MIN_PAIRS, SETTLE, WINDOW};
+use crate::{invariants, note, Policy};
 
 const TICK: Duration = Duration::from_millis(100);
 
@@ -237,6 +241,43 @@ fn unmanaged(plan: &Plan) -> bool {
 /// that straddles the set's start and one for the lever's evidence.
 const TRIAL_TICKS: u32 = MIN_PAIRS as u32 * 2 * (SETTLE + WINDOW) + 2;
 
+/// Whether one of the reasons auto gave app `id` is as `f` says.
+fn has(plan: &Plan, id: AppId, f: impl Fn(&Reason) -> bool) -> bool {
+    plan.for_app(id).is_some_and(|p| p.reasons.iter().any(f))
+}
+
+/// Whether some app has a reason as `f` says.
+fn any_has(plan: &Plan, f: impl Fn(&Reason) -> bool) -> bool {
+    plan.apps.iter().flat_map(|p| &p.reasons).any(f)
+}
+
+/// Whether auto admitted app `id`, and by which rule.
+fn admission(plan: &Plan, id: AppId) -> Option<(bool, AdmissionRule)> {
+    plan.for_app(id)?.reasons.iter().find_map(|r| match r {
+        Reason::Admission(a) => Some((a.admitted, a.rule.clone())),
+        _ => None,
+    })
+}
+
+/// Where auto's trial stands.
+fn state(plan: &Plan) -> TrialState {
+    plan.verdict(Judge::Auto).expect("auto's verdict").state
+}
+
+/// Whether auto's verdict is `state` with this ratio over `pairs` pairs.
+fn verdict_is(plan: &Plan, state: TrialState, ratio: f64, pairs: usize) -> bool {
+    plan.verdict(Judge::Auto).is_some_and(|v| {
+        v.state == state
+            && v.estimate
+                .is_some_and(|e| close(e.ratio, ratio) && e.pairs == pairs)
+    })
+}
+
+/// Equal to the two decimals a person reads.
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 0.005
+}
+
 /// The CPUs an app's plan gives it ("" when left to Linux).
 fn cpus(plan: &Plan, id: AppId) -> String {
     plan.for_app(id).unwrap().placement.cpus().to_list()
@@ -259,24 +300,27 @@ fn a_malleable_app_beside_one_that_cannot_be_made_malleable() {
         plans.push(s.tick(|id, asked| (id == mall).then(|| loops(1000, asked.unwrap_or(2)))));
     }
     for p in &plans {
-        assert_eq!(dop(p, fixed), None, "{}", p.note);
+        assert_eq!(dop(p, fixed), None, "{}", note(p));
     }
     // Its own arrangement first, then Linux alone with the whole team.
-    assert_eq!(dop(&plans[0], mall), Some(1), "{}", plans[0].note);
-    assert_eq!(cpus(&plans[0], fixed), "0", "{}", plans[0].note);
+    assert_eq!(dop(&plans[0], mall), Some(1), "{}", note(&plans[0]));
+    assert_eq!(cpus(&plans[0], fixed), "0", "{}", note(&plans[0]));
     let linux = plans.iter().find(|p| unmanaged(p)).expect("Linux measured");
-    assert_eq!(dop(linux, mall), Some(2), "{}", linux.note);
+    assert_eq!(dop(linux, mall), Some(2), "{}", note(linux));
     let last = plans.last().unwrap();
-    assert_eq!(dop(last, mall), Some(1), "{}", last.note);
+    assert_eq!(dop(last, mall), Some(1), "{}", note(last));
     assert_eq!(
         (cpus(last, fixed), cpus(last, mall)),
         ("0".into(), "1".into())
     );
-    assert!(last.note.contains("kept"), "{}", last.note);
+    assert_eq!(state(last), TrialState::OwnKept, "{}", note(last));
     assert!(
-        last.note.contains("0.0 4 thread(s) on CPUs 0") && last.note.contains("not malleable"),
+        has(last, fixed, |r| matches!(r, Reason::Partition(p)
+            if p.cpus.to_list() == "0" && p.threads == 4))
+            && has(last, fixed, |r| matches!(r, Reason::Lever(l)
+                if l.state == LeverState::NotMalleable)),
         "{}",
-        last.note
+        note(last)
     );
 }
 
@@ -297,19 +341,20 @@ fn one_region_that_outlives_its_co_runner_keeps_its_team() {
                 loops(1000, asked.unwrap_or(2))
             })
         });
-        assert!(dop(&p, long).is_none_or(|d| d == 2), "{}", p.note);
+        assert!(dop(&p, long).is_none_or(|d| d == 2), "{}", note(&p));
     }
     let p = s.exit(early);
-    assert!(dop(&p, long).is_none_or(|d| d == 2), "{}", p.note);
-    assert!(unmanaged(&p), "{}", p.note);
+    assert!(dop(&p, long).is_none_or(|d| d == 2), "{}", note(&p));
+    assert!(unmanaged(&p), "{}", note(&p));
     for _ in 0..3 {
         let p = s.tick(|_, _| Some(one_region(1000, 2)));
-        assert!(dop(&p, long).is_none_or(|d| d == 2), "{}", p.note);
+        assert!(dop(&p, long).is_none_or(|d| d == 2), "{}", note(&p));
         assert!(
-            p.note
-                .contains("0.0 left to Linux (DoP lever: no region ended yet"),
+            has(&p, long, |r| matches!(r, Reason::Linux(_)))
+                && has(&p, long, |r| matches!(r, Reason::Lever(l)
+                    if l.state == LeverState::Stuck && l.regions == 0)),
             "{}",
-            p.note
+            note(&p)
         );
     }
 }
@@ -325,7 +370,7 @@ fn a_mid_run_arrival_is_tried_afresh() {
     for _ in 0..4 {
         let p = s.tick(|_, asked| Some(loops(1000, asked.unwrap_or(2))));
         // Alone, it is not oversubscribed: whole team.
-        assert_eq!(dop(&p, first), Some(2), "{}", p.note);
+        assert_eq!(dop(&p, first), Some(2), "{}", note(&p));
     }
     let mut late = pending_app(1, 2);
     late.spec = Arc::new(coloc_model::AppSpec {
@@ -349,17 +394,18 @@ fn a_mid_run_arrival_is_tried_afresh() {
         a.threads = vec![200, 201];
     }
     let p = s.decide(Trigger::ThreadsChanged(second));
-    assert!(
-        p.note.contains("open: measuring own arrangement"),
+    assert_eq!(
+        state(&p),
+        TrialState::Open(Arrangement::Own),
         "{}",
-        p.note
+        note(&p)
     );
     let mut last = p;
     for _ in 0..TRIAL_TICKS + 1 {
         last = s.tick(|_, asked| Some(loops(1000, asked.unwrap_or(2))));
     }
-    assert_eq!(dop(&last, first), Some(1), "{}", last.note);
-    assert_eq!(dop(&last, second), Some(1), "{}", last.note);
+    assert_eq!(dop(&last, first), Some(1), "{}", note(&last));
+    assert_eq!(dop(&last, second), Some(1), "{}", note(&last));
 }
 
 /// When one of two space-shared apps exits early, the other is asked for its
@@ -373,9 +419,9 @@ fn an_early_exit_gives_the_other_app_its_whole_team() {
     for _ in 0..TRIAL_TICKS + 1 {
         p = s.tick(|_, asked| Some(loops(1000, asked.unwrap_or(2))));
     }
-    assert_eq!((dop(&p, a), dop(&p, b)), (Some(1), Some(1)), "{}", p.note);
+    assert_eq!((dop(&p, a), dop(&p, b)), (Some(1), Some(1)), "{}", note(&p));
     let p = s.exit(b);
-    assert_eq!(dop(&p, a), Some(2), "{}", p.note);
+    assert_eq!(dop(&p, a), Some(2), "{}", note(&p));
 }
 
 /// Decisions are checked against outcomes: two apps that progress 20% slower
@@ -397,9 +443,13 @@ fn space_sharing_is_kept_only_where_it_does_not_slow_the_apps() {
             });
         }
         let want = if kept { Some(1) } else { Some(2) };
-        assert_eq!((dop(&p, a), dop(&p, b)), (want, want), "{}", p.note);
-        let verdict = if kept { "kept" } else { "back to Linux" };
-        assert!(p.note.contains(verdict), "{}", p.note);
+        assert_eq!((dop(&p, a), dop(&p, b)), (want, want), "{}", note(&p));
+        let verdict = if kept {
+            TrialState::OwnKept
+        } else {
+            TrialState::BackToLinux
+        };
+        assert_eq!(state(&p), verdict, "{}", note(&p));
     }
 }
 
@@ -443,9 +493,9 @@ fn objectives_set_nice_values() {
         p = s.tick(|_, asked| Some(loops(1000, asked.unwrap_or(2))));
     }
     let nice = |p: &Plan, id| p.for_app(id).unwrap().sched.nice;
-    assert_eq!(nice(&p, batch), Some(LATENCY_NICE), "{}", p.note);
+    assert_eq!(nice(&p, batch), Some(LATENCY_NICE), "{}", note(&p));
     assert_eq!(nice(&p, lat), Some(0));
-    assert_eq!(dop(&p, lat), None, "{}", p.note);
+    assert_eq!(dop(&p, lat), None, "{}", note(&p));
     let p = s.exit(lat);
     assert_eq!(
         nice(&p, batch),
@@ -458,8 +508,8 @@ fn objectives_set_nice_values() {
     s.tick(|_, _| Some(loops(1000, 2)));
     let young = s.start(1, 1, false);
     let p = s.tick(|id, _| (id == old).then(|| loops(1000, 2)));
-    assert_eq!(nice(&p, young), Some(0), "{}", p.note);
-    assert_eq!(nice(&p, old), Some(ART_NICE_STEP), "{}", p.note);
+    assert_eq!(nice(&p, young), Some(0), "{}", note(&p));
+    assert_eq!(nice(&p, old), Some(ART_NICE_STEP), "{}", note(&p));
 }
 
 #[test]
@@ -489,7 +539,7 @@ fn pthreads_apps_that_oversubscribe_get_partitions_judged_by_cpu_time() {
             (cpus(&first, a), cpus(&first, b)),
             ("0".into(), "1".into()),
             "{}",
-            first.note
+            note(&first)
         );
         let mut p = first;
         for _ in 0..TRIAL_TICKS + 2 {
@@ -502,24 +552,18 @@ fn pthreads_apps_that_oversubscribe_get_partitions_judged_by_cpu_time() {
                 (cpus(&p, a), cpus(&p, b)),
                 ("0".into(), "1".into()),
                 "{}",
-                p.note
+                note(&p)
             );
-            assert!(
-                p.note
-                    .contains("own vs Linux: 1.00 ± 0.00 over 2 pair(s), own kept"),
-                "{}",
-                p.note
-            );
+            assert!(verdict_is(&p, TrialState::OwnKept, 1.0, 2), "{}", note(&p));
         } else {
-            assert!(unmanaged(&p), "{}", p.note);
+            assert!(unmanaged(&p), "{}", note(&p));
             assert!(
-                p.note
-                    .contains("own vs Linux: 0.80 ± 0.00 over 2 pair(s), back to Linux"),
+                verdict_is(&p, TrialState::BackToLinux, 0.8, 2),
                 "{}",
-                p.note
+                note(&p)
             );
         }
-        assert!(p.apps.iter().all(|x| x.dop.is_none()), "{}", p.note);
+        assert!(p.apps.iter().all(|x| x.dop.is_none()), "{}", note(&p));
     }
 }
 
@@ -535,10 +579,10 @@ fn an_early_exit_gives_its_cpus_back_at_once() {
     for _ in 0..TRIAL_TICKS + 1 {
         p = s.tick(|_, _| Some(pthreads(100)));
     }
-    assert_eq!(cpus(&p, a), "0", "{}", p.note);
+    assert_eq!(cpus(&p, a), "0", "{}", note(&p));
     let p = s.exit(b);
-    assert!(unmanaged(&p), "{}", p.note);
-    assert_eq!(dop(&p, a), None, "{}", p.note);
+    assert!(unmanaged(&p), "{}", note(&p));
+    assert_eq!(dop(&p, a), None, "{}", note(&p));
 }
 
 /// Admission under `makespan`: with every CPU already an app's own, a third
@@ -557,17 +601,21 @@ fn an_arrival_beyond_the_cpus_waits_for_a_partition() {
         s.tick(|_, _| Some(pthreads(100)));
     }
     let p = s.arrive(2, 2);
-    assert!(!p.for_app(third).unwrap().admit, "{}", p.note);
-    assert!(p.note.contains("2.0 waits"), "{}", p.note);
+    assert!(!p.for_app(third).unwrap().admit, "{}", note(&p));
+    assert!(
+        matches!(admission(&p, third), Some((false, _))),
+        "{}",
+        note(&p)
+    );
     let p = s.tick(|_, _| Some(pthreads(100)));
-    assert!(!p.for_app(third).unwrap().admit, "{}", p.note);
+    assert!(!p.for_app(third).unwrap().admit, "{}", note(&p));
     let p = s.exit(a);
-    assert!(p.for_app(third).unwrap().admit, "{}", p.note);
+    assert!(p.for_app(third).unwrap().admit, "{}", note(&p));
     assert_eq!(
         (cpus(&p, b), cpus(&p, third)),
         ("0".into(), "1".into()),
         "{}",
-        p.note
+        note(&p)
     );
 
     // Settled on Linux (20% less CPU on their own CPUs): admitted at once.
@@ -578,7 +626,7 @@ fn an_arrival_beyond_the_cpus_waits_for_a_partition() {
         s.tick_placed(|_, _, cpus| Some(pthreads(if cpus.is_empty() { 100 } else { 80 })));
     }
     let p = s.arrive(2, 2);
-    assert!(p.for_app(third).unwrap().admit, "{}", p.note);
+    assert!(p.for_app(third).unwrap().admit, "{}", note(&p));
 
     // `art` never holds an app back.
     let mut s = Script::new(Objective::Art);
@@ -586,7 +634,7 @@ fn an_arrival_beyond_the_cpus_waits_for_a_partition() {
     s.start(1, 2, false);
     s.tick(|_, _| Some(pthreads(100)));
     let p = s.arrive(2, 2);
-    assert!(p.for_app(third).unwrap().admit, "{}", p.note);
+    assert!(p.for_app(third).unwrap().admit, "{}", note(&p));
 }
 
 /// The partition rule: one CPU each, the rest in proportion to the threads
@@ -634,24 +682,32 @@ fn idle_partitions_are_lent_and_let_an_arrival_in() {
         (cpus(&p, a), cpus(&p, b)),
         ("0".into(), "1".into()),
         "{}",
-        p.note
+        note(&p)
     );
     let p = s.tick(|id, _| Some(if id == a { busy(100) } else { pthreads(0) }));
     assert_eq!(
         (cpus(&p, a), cpus(&p, b)),
         ("0-1".into(), "1".into()),
         "{}",
-        p.note
+        note(&p)
     );
-    assert!(p.note.contains("borrowing idle CPUs 1"), "{}", p.note);
+    assert!(
+        has(
+            &p,
+            a,
+            |r| matches!(r, Reason::Borrowed { cpus } if cpus.to_list() == "1")
+        ),
+        "{}",
+        note(&p)
+    );
     let p = s.tick(|id, _| Some(if id == a { busy(100) } else { pthreads(100) }));
-    assert_eq!(cpus(&p, a), "0", "{}", p.note);
+    assert_eq!(cpus(&p, a), "0", "{}", note(&p));
 
     // An idle CPU and no waiting thread: the newcomer starts at once.
     let third = AppId { app: 2, rep: 0 };
     s.tick(|id, _| Some(pthreads(if id == a { 100 } else { 0 })));
     let p = s.arrive(2, 2);
-    assert!(p.for_app(third).unwrap().admit, "{}", p.note);
+    assert!(p.for_app(third).unwrap().admit, "{}", note(&p));
 
     // A steered app borrows too, and keeps its partition's DoP: OpenBLAS at
     // a DoP of 1 whose thread waits on its CPU while its co-runner's idles.
@@ -673,7 +729,7 @@ fn idle_partitions_are_lent_and_let_an_arrival_in() {
         (dop(&p, blas), cpus(&p, blas)),
         (Some(1), "0".into()),
         "{}",
-        p.note
+        note(&p)
     );
     let p = s.tick(|id, asked| {
         Some(if id == blas {
@@ -686,9 +742,17 @@ fn idle_partitions_are_lent_and_let_an_arrival_in() {
         (dop(&p, blas), cpus(&p, blas), cpus(&p, fixed)),
         (Some(1), "0-1".into(), "1".into()),
         "{}",
-        p.note
+        note(&p)
     );
-    assert!(p.note.contains("borrowing idle CPUs 1"), "{}", p.note);
+    assert!(
+        has(
+            &p,
+            blas,
+            |r| matches!(r, Reason::Borrowed { cpus } if cpus.to_list() == "1")
+        ),
+        "{}",
+        note(&p)
+    );
 }
 
 /// Idle CPUs let a held app in only when an observation of the running apps
@@ -704,7 +768,7 @@ fn idle_cpus_admit_one_app_each_and_only_when_observed() {
     }
     let p = s.decide(Trigger::Arrival(ids[2]));
     let admitted: Vec<bool> = ids.iter().map(|id| p.for_app(*id).unwrap().admit).collect();
-    assert_eq!(admitted, [true, true, false], "{}", p.note);
+    assert_eq!(admitted, [true, true, false], "{}", note(&p));
 
     // One app running on one of 2 CPUs, idle CPU 1, two arrivals: the first
     // takes the free CPU, the second waits.
@@ -716,8 +780,8 @@ fn idle_cpus_admit_one_app_each_and_only_when_observed() {
     s.apps.push(pending_app(2, 2));
     let p = s.decide(Trigger::Arrival(ids[2]));
     assert!(p.for_app(a).is_some());
-    assert!(p.for_app(ids[1]).unwrap().admit, "{}", p.note);
-    assert!(!p.for_app(ids[2]).unwrap().admit, "{}", p.note);
+    assert!(p.for_app(ids[1]).unwrap().admit, "{}", note(&p));
+    assert!(!p.for_app(ids[2]).unwrap().admit, "{}", note(&p));
 }
 
 /// Admission from stored solo times (`auto/admission.rs`): two 2-thread apps
@@ -807,16 +871,22 @@ fn solo_times_start_an_arrival_that_does_not_slow_the_mix() {
             p.for_app(third).unwrap().admit,
             starts,
             "{a:?} {b:?} {c:?}: {}",
-            p.note
+            note(&p)
         );
-        let why = if c.is_empty() {
-            "2.0 waits (every CPU has an app of its own)"
-        } else if starts {
-            "starts: mix done in"
+        let rule = admission(&p, third).map(|(_, rule)| rule);
+        let by_solo_times = matches!(rule, Some(AdmissionRule::SoloTimes { .. }));
+        if c.is_empty() {
+            assert!(
+                matches!(
+                    rule,
+                    Some(AdmissionRule::EveryCpuTaken { apps: 2, cpus: 2 })
+                ),
+                "{}",
+                note(&p)
+            );
         } else {
-            "2.0 waits: mix done in"
-        };
-        assert!(p.note.contains(why), "{}", p.note);
+            assert!(by_solo_times, "{}", note(&p));
+        }
     }
 }
 
@@ -848,14 +918,15 @@ fn solo_times_cap_a_team_that_runs_slower_than_a_smaller_one() {
             p = s.tick(|_, asked| Some(loops(1000, asked.unwrap_or(2))));
         }
         // Alone: nothing oversubscribes, the plan leaves placement to Linux.
-        assert!(unmanaged(&p), "{}", p.note);
-        assert_eq!(dop(&p, a), Some(want), "{curve:?} alone: {}", p.note);
+        assert!(unmanaged(&p), "{}", note(&p));
+        assert_eq!(dop(&p, a), Some(want), "{curve:?} alone: {}", note(&p));
         if want == 1 {
             assert!(
-                p.note
-                    .contains("0.0 dop 1, left to Linux (fastest alone with 1 thread(s)"),
+                has(&p, a, |r| matches!(r, Reason::Dop(d)
+                    if d.dop == 1 && matches!(d.why, DopWhy::FastestAlone { threads: 1, .. })))
+                    && has(&p, a, |r| matches!(r, Reason::Linux(_))),
                 "{}",
-                p.note
+                note(&p)
             );
         }
         // Beside a second such app: two teams of 2 oversubscribe 2 CPUs, two
@@ -865,19 +936,15 @@ fn solo_times_cap_a_team_that_runs_slower_than_a_smaller_one() {
             p = s.tick(|_, asked| Some(loops(1000, asked.unwrap_or(2))));
         }
         if want == 1 {
-            assert!(unmanaged(&p), "{}", p.note);
-            assert_eq!((dop(&p, a), dop(&p, b)), (Some(1), Some(1)), "{}", p.note);
-            assert!(
-                p.note.contains("nothing for its own arrangement"),
-                "{}",
-                p.note
-            );
+            assert!(unmanaged(&p), "{}", note(&p));
+            assert_eq!((dop(&p, a), dop(&p, b)), (Some(1), Some(1)), "{}", note(&p));
+            assert_eq!(state(&p), TrialState::NothingToActOn, "{}", note(&p));
         } else {
             // Partitions of one CPU each, a DoP of 1 each, under auto's
             // arrangement or back to full teams under Linux: never above the
             // team.
             for id in [a, b] {
-                assert!(dop(&p, id).is_some_and(|d| d <= 2), "{}", p.note);
+                assert!(dop(&p, id).is_some_and(|d| d <= 2), "{}", note(&p));
             }
         }
     }
@@ -932,42 +999,58 @@ fn placement_and_memory_in_auto_s_arrangement_only() {
             cpus(p, stream),
             "0-2,6-8,12-14,18-20,24-26,30-32,36-38,42-44",
             "{}",
-            p.note
+            note(p)
         );
         assert_eq!(
             cpus(p, share),
             "3-5,9-11,15-17,21-23,27-29,33-35,39-41,45-47"
         );
-        assert_eq!(memory(p, share), MemPolicy::Default, "{}", p.note);
+        assert_eq!(memory(p, share), MemPolicy::Default, "{}", note(p));
         assert!(
-            p.note
-                .contains("placed by profiles; socket case 1; L3 case 1"),
+            p.reasons.contains(&PlanReason::PlacedByProfiles)
+                && p.reasons.contains(&PlanReason::SharingCases {
+                    levels: vec![
+                        LevelCases {
+                            level: "socket".into(),
+                            cases: vec![1]
+                        },
+                        LevelCases {
+                            level: "L3".into(),
+                            cases: vec![1]
+                        },
+                    ]
+                }),
             "{}",
-            p.note
+            note(p)
         );
     }
     // Classified once two samples of its rates are in (two intervals, three
     // observations), interleaved from then on.
-    let (early, classified): (Vec<&Plan>, Vec<&Plan>) = own
-        .iter()
-        .partition(|p| p.note.contains("not yet classified"));
+    let (early, classified): (Vec<&Plan>, Vec<&Plan>) = own.iter().partition(|p| {
+        has(p, stream, |r| {
+            matches!(r, Reason::Memory(Memory::Unclassified { .. }))
+        })
+    });
     assert_eq!(early.len(), 2);
     assert!(!classified.is_empty());
     for p in early {
-        assert_eq!(memory(p, stream), MemPolicy::Default, "{}", p.note);
+        assert_eq!(memory(p, stream), MemPolicy::Default, "{}", note(p));
     }
     for p in classified {
-        assert_eq!(memory(p, stream), MemPolicy::Interleave, "{}", p.note);
+        assert_eq!(memory(p, stream), MemPolicy::Interleave, "{}", note(p));
         assert!(
-            p.note.contains("memory interleaved over 8 nodes"),
+            has(p, stream, |r| matches!(
+                r,
+                Reason::Memory(Memory::Interleave { nodes: 8, .. })
+            )),
             "{}",
-            p.note
+            note(p)
         );
     }
     let linux: Vec<&Plan> = plans.iter().filter(|p| unmanaged(p)).collect();
     assert!(!linux.is_empty(), "Linux measured");
     for p in linux {
-        assert_eq!(memory(p, stream), MemPolicy::Default, "{}", p.note);
+        assert_eq!(memory(p, stream), MemPolicy::Default, "{}", note(p));
     }
 }
 
@@ -1020,40 +1103,45 @@ fn barrier_teams_that_cannot_shrink_take_turns_at_the_whole_machine() {
         let plans: Vec<Plan> = (0..TRIAL_TICKS + 8)
             .map(|_| s.tick(|_, asked| Some(tick(asked))))
             .collect();
-        let gang: Vec<&Plan> = plans.iter().filter(|p| p.note.contains("gang ")).collect();
+        let is_gang = |p: &Plan| any_has(p, |r| matches!(r, Reason::Gang(_)));
+        let gang: Vec<&Plan> = plans.iter().filter(|p| is_gang(p)).collect();
         if !want {
-            assert!(gang.is_empty(), "{case}: {}", gang[0].note);
+            assert!(gang.is_empty(), "{case}: {}", note(gang[0]));
             let last = plans.last().unwrap();
             assert!(ids.iter().all(|id| nice(last, *id) == 0), "{case}");
             if malleable {
-                assert_eq!(dop(last, a), Some(1), "{case}: {}", last.note);
+                assert_eq!(dop(last, a), Some(1), "{case}: {}", note(last));
             } else {
-                assert_eq!(cpus(last, a), "0", "{case}: {}", last.note);
-                assert!(last.note.contains("no gang: "), "{case}: {}", last.note);
+                assert_eq!(cpus(last, a), "0", "{case}: {}", note(last));
+                assert!(
+                    has(last, a, |r| matches!(r, Reason::NoGang(_))),
+                    "{case}: {}",
+                    note(last)
+                );
             }
             continue;
         }
         // Every plan in the own arrangement is a gang one: one app in the
         // foreground, the others behind it, the next app every tick.
-        assert!(gang.len() >= 2, "{case}: {}", plans[0].note);
+        assert!(gang.len() >= 2, "{case}: {}", note(&plans[0]));
         for p in &gang {
             let fore: Vec<AppId> = ids.iter().copied().filter(|id| nice(p, *id) == 0).collect();
-            assert_eq!(fore.len(), 1, "{case}: {}", p.note);
+            assert_eq!(fore.len(), 1, "{case}: {}", note(p));
             for &id in &ids {
                 if id != fore[0] {
-                    assert_eq!(nice(p, id), BACKGROUND_NICE, "{case}: {}", p.note);
+                    assert_eq!(nice(p, id), BACKGROUND_NICE, "{case}: {}", note(p));
                 }
                 let Placement::PerThread { threads, .. } = &p.for_app(id).unwrap().placement else {
-                    panic!("{case}: {}", p.note)
+                    panic!("{case}: {}", note(p))
                 };
                 let on: Vec<String> = threads.iter().map(|(_, c)| c.to_list()).collect();
-                assert_eq!(on, ["0", "1"], "{case}: {}", p.note);
+                assert_eq!(on, ["0", "1"], "{case}: {}", note(p));
             }
         }
         let foreground = |p: &Plan| ids.iter().position(|id| nice(p, *id) == 0);
         let turns: Vec<(usize, usize)> = plans
             .windows(2)
-            .filter(|w| w.iter().all(|p| p.note.contains("gang ")))
+            .filter(|w| w.iter().all(is_gang))
             .map(|w| (foreground(&w[0]).unwrap(), foreground(&w[1]).unwrap()))
             .collect();
         assert!(!turns.is_empty(), "{case}");
@@ -1065,12 +1153,17 @@ fn barrier_teams_that_cannot_shrink_take_turns_at_the_whole_machine() {
         // kept: the CPU time is the same either way.
         assert!(plans.iter().any(unmanaged), "{case}");
         let last = plans.last().unwrap();
-        assert!(last.note.contains("own kept"), "{case}: {}", last.note);
+        assert_eq!(state(last), TrialState::OwnKept, "{case}: {}", note(last));
         assert!(
-            last.note.contains("gang foreground (nice 0)")
-                && last.note.contains("gang background (nice 19)"),
+            any_has(
+                last,
+                |r| matches!(r, Reason::Gang(g) if g.foreground && g.nice == 0)
+            ) && any_has(
+                last,
+                |r| matches!(r, Reason::Gang(g) if !g.foreground && g.nice == 19)
+            ),
             "{case}: {}",
-            last.note
+            note(last)
         );
     }
 }
@@ -1105,19 +1198,21 @@ fn art_with_solo_times_runs_the_shortest_time_left_first() {
         s.start(1, 2, false);
         let p = s.tick(|_, _| Some(pthreads(100)));
         for (id, n) in want {
-            assert_eq!(nice(&p, id), n, "{ticks} {young_solo}: {}", p.note);
+            assert_eq!(nice(&p, id), n, "{ticks} {young_solo}: {}", note(&p));
         }
-        assert!(unmanaged(&p) || !young_solo, "{}", p.note);
+        assert!(unmanaged(&p) || !young_solo, "{}", note(&p));
         assert_eq!(
-            p.note.contains("shortest time left first"),
+            p.reasons
+                .iter()
+                .any(|r| matches!(r, PlanReason::ShortestFirst { .. })),
             young_solo,
             "{}",
-            p.note
+            note(&p)
         );
         assert!(
-            !p.note.contains("own vs Linux") || !young_solo,
+            state(&p) == TrialState::NotTried || !young_solo,
             "{}",
-            p.note
+            note(&p)
         );
     }
 }
@@ -1153,16 +1248,18 @@ fn art_with_solo_times_holds_an_arrival_longer_than_the_time_left() {
             p.for_app(arrival).unwrap().admit,
             starts,
             "{cpu_ms} {need:?}: {}",
-            p.note
+            note(&p)
         );
-        assert_eq!(
-            p.note.contains(
-                "2.0 waits: shortest first (it needs ~12.00 s alone, 0.0 has ~9.00 s left)"
-            ),
-            !starts,
-            "{}",
-            p.note
-        );
+        if !starts {
+            let first = AppId { app: 0, rep: 0 };
+            assert!(
+                matches!(admission(&p, arrival), Some((false, AdmissionRule::ShortestFirst {
+                    needs_secs, least, left_secs,
+                })) if close(needs_secs, 12.0) && least == first && close(left_secs, 9.0)),
+                "{}",
+                note(&p)
+            );
+        }
     }
 }
 
@@ -1178,42 +1275,17 @@ fn art_with_solo_times_holds_an_arrival_longer_than_the_time_left() {
 fn rates_of_a_pair_measured_before_hold_an_arrival_that_shares_worse() {
     use coloc_model::metrics::corun::{CoRun, CoRuns, PairRun, SharedRun};
     // (rates of app0 and app1, measured as a pair (else each beside
-    // others), solo times stored, starts, reason)
-    type Case = (Option<(f64, f64)>, bool, bool, bool, &'static str);
+    // others), solo times stored, starts, the mix's end started now and held
+    // when the rates decide)
+    type Case = (Option<(f64, f64)>, bool, bool, bool, Option<(f64, f64)>);
     let cases: [Case; 6] = [
-        (
-            Some((0.53, 0.45)),
-            true,
-            true,
-            false,
-            "1.0 waits: beside 0.0 it ran at 0.45 of its speed alone and 0.0 at 0.53 (1 earlier \
-             run(s)): mix done in ~8.79 s started now, ~8.66 s held",
-        ),
-        (
-            Some((0.9, 0.5)),
-            true,
-            true,
-            true,
-            "1.0 admitted on CPUs 1, starts: beside 0.0 it ran at 0.50 of its speed alone and 0.0 at 0.90",
-        ),
-        (
-            Some((0.53, 0.45)),
-            false,
-            true,
-            false,
-            "1.0 waits: never measured beside 0.0; beside other apps it ran at 0.45 of its speed \
-             alone (1 earlier run(s)) and 0.0 at 0.53 (1): mix done in ~8.79 s started now, \
-             ~8.66 s held",
-        ),
-        (
-            Some((0.9, 0.5)),
-            false,
-            true,
-            true,
-            "1.0 admitted on CPUs 1, starts: never measured beside 0.0",
-        ),
-        (None, true, true, true, ""),
-        (Some((0.53, 0.45)), true, false, true, ""),
+        // Held: 8.79 s shared against 8.66 s one after the other.
+        (Some((0.53, 0.45)), true, true, false, Some((8.79, 8.66))),
+        (Some((0.9, 0.5)), true, true, true, Some((7.15, 8.66))),
+        (Some((0.53, 0.45)), false, true, false, Some((8.79, 8.66))),
+        (Some((0.9, 0.5)), false, true, true, Some((7.15, 8.66))),
+        (None, true, true, true, None),
+        (Some((0.53, 0.45)), true, false, true, None),
     ];
     let second = AppId { app: 1, rep: 0 };
     for (rates, as_pair, with_solo, starts, why) in cases {
@@ -1246,18 +1318,35 @@ fn rates_of_a_pair_measured_before_hold_an_arrival_that_shares_worse() {
         let p = s.arrive(1, 2);
         let admitted = p.for_app(second).unwrap().admit;
         assert_eq!(
-            admitted, starts,
+            admitted,
+            starts,
             "{rates:?} {as_pair} {with_solo}: {}",
-            p.note
+            note(&p)
         );
-        if why.is_empty() {
-            assert!(!p.note.contains("beside"), "{}", p.note);
-        } else {
-            assert!(p.note.contains(why), "{}", p.note);
+        let rule = admission(&p, second).map(|(_, rule)| rule);
+        match (why, rates) {
+            (Some((now, held)), Some((r0, r1))) => assert!(
+                matches!(rule, Some(AdmissionRule::CoRun {
+                    with, rate, with_rate, from, now_secs, held_secs,
+                }) if with == first && close(rate, r1) && close(with_rate, r0)
+                    && from == if as_pair {
+                        CoRunFrom::Pairs { runs: 1 }
+                    } else {
+                        CoRunFrom::Shared { with_runs: 1, runs: 1 }
+                    }
+                    && close(now_secs, now) && close(held_secs, held)),
+                "{}",
+                note(&p)
+            ),
+            _ => assert!(
+                !matches!(rule, Some(AdmissionRule::CoRun { .. })),
+                "{}",
+                note(&p)
+            ),
         }
         if !starts {
             let p = s.exit(first);
-            assert!(p.for_app(second).unwrap().admit, "{}", p.note);
+            assert!(p.for_app(second).unwrap().admit, "{}", note(&p));
         }
     }
 }

@@ -188,7 +188,10 @@ fn network(
                 measured_at: c.measured_at.clone(),
             },
         ),
-        Some(_) => (MemoryCalibration::assumed(topology), RatesFrom::OtherMachine),
+        Some(_) => (
+            MemoryCalibration::assumed(topology),
+            RatesFrom::OtherMachine,
+        ),
         None => (MemoryCalibration::assumed(topology), RatesFrom::Assumed),
     };
     (NumaSystem::from_calibration(&cal, cores), from)

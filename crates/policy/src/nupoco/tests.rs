@@ -2,6 +2,10 @@
 //! and 2 on the fixture topologies, the profiling state machine with both
 //! methods, and the invariants over random views.
 
+use crate::note;
+use coloc_model::reason::{
+    Admission, AdmissionRule, PlanReason, RatesFrom, Reason, Section, SectionPhase,
+};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -549,21 +553,16 @@ fn profiling_window_gives_all_cores_then_ends() {
         assert_eq!(a1.dop, None);
         if t < 1150 {
             assert_eq!((cores_of(&map, a0), a0.dop), (47, Some(47)), "{t}");
-            assert!(
-                plan.note
-                    .contains("0.0 profiling (full share) on 47 core(s)"),
-                "{t}: {}",
-                plan.note
-            );
+            assert!(profiles(plan, 0, "full share", 47), "{t}: {}", note(plan));
         } else {
-            assert!(!plan.note.contains("profiling"), "{t}: {}", plan.note);
-            assert!(plan.note.contains("via hw-counters"), "{}", plan.note);
+            assert!(!profiling(plan), "{t}: {}", note(plan));
+            assert!(measured_by(plan, 0, Method::HwCounters), "{}", note(plan));
         }
     }
     let e = p.estimate(id(0)).unwrap();
     assert_eq!(e.method, Method::HwCounters);
     assert!((e.mrr - true_mrr).abs() < 1e-4 * true_mrr, "{e:?}");
-    assert!(plans[0].note.contains("no calibration, rates assumed"));
+    assert_eq!(plans[0].reasons[0], PlanReason::Rates(RatesFrom::Assumed));
 }
 
 /// The FALLBACK, without counters: the full-share window (47 cores) ends at
@@ -585,21 +584,18 @@ fn fallback_recovers_mrr_from_progress_rates() {
         let plans = drive(&mut p, topo, &mut actors, &times, false, follow_dop);
         let a0 = |k: usize| cores_of(&map, plans[k].for_app(id(0)).unwrap());
         assert_eq!(a0(2), 47);
-        assert_eq!(a0(3), 24, "{}", plans[3].note);
+        assert_eq!(a0(3), 24, "{}", note(&plans[3]));
+        for k in [3, 5] {
+            assert!(
+                profiles(&plans[k], 0, "half share", 24),
+                "{}",
+                note(&plans[k])
+            );
+        }
         assert!(
-            plans[3].note.contains("profiling (half share)"),
+            measured_by(&plans[6], 0, Method::ProgressFit),
             "{}",
-            plans[3].note
-        );
-        assert!(
-            plans[5].note.contains("profiling (half share)"),
-            "{}",
-            plans[5].note
-        );
-        assert!(
-            plans[6].note.contains("via progress-fit"),
-            "{}",
-            plans[6].note
+            note(&plans[6])
         );
         let e = p.estimate(id(0)).unwrap();
         assert_eq!(e.method, Method::ProgressFit);
@@ -628,7 +624,7 @@ fn fallback_times_out_unmeasured() {
         p.estimate(id(0)).map(|e| (e.mrr, e.method)),
         Some((0.0, Method::Unmeasured))
     );
-    assert!(plans.last().unwrap().note.contains("via unmeasured"));
+    assert!(measured_by(plans.last().unwrap(), 0, Method::Unmeasured));
 }
 
 /// A program whose work is one long region (amd-8node, no counters): its
@@ -705,45 +701,31 @@ fn profiling_windows_open_one_at_a_time() {
     ];
     let mut p = Nupoco::new(NupocoConfig::default(), Variant::Full, None);
     // (time in ms, app 0's note and cores, app 1's note and cores)
-    let table: [(u64, &str, usize, &str, usize); 8] = [
-        (
-            1000,
-            "profiling (full share) on 47",
-            47,
-            "waiting to profile",
-            1,
-        ),
-        (
-            1050,
-            "profiling (full share) on 47",
-            47,
-            "waiting to profile",
-            1,
-        ),
-        (
-            1100,
-            "profiling (full share) on 47",
-            47,
-            "waiting to profile",
-            1,
-        ),
-        (1150, "dop 1", 1, "profiling (full share) on 47", 47),
-        (1200, "dop 1", 1, "profiling (full share) on 47", 47),
-        (1250, "dop 1", 1, "profiling (full share) on 47", 47),
-        (1300, "dop 6", 6, "dop 42", 42),
-        (1350, "dop 6", 6, "dop 42", 42),
+    let full = || SectionPhase::Profiling {
+        step: "full share".into(),
+    };
+    let table: [(u64, SectionPhase, usize, SectionPhase, usize); 8] = [
+        (1000, full(), 47, SectionPhase::Waiting, 1),
+        (1050, full(), 47, SectionPhase::Waiting, 1),
+        (1100, full(), 47, SectionPhase::Waiting, 1),
+        (1150, SectionPhase::Sized, 1, full(), 47),
+        (1200, SectionPhase::Sized, 1, full(), 47),
+        (1250, SectionPhase::Sized, 1, full(), 47),
+        (1300, SectionPhase::Sized, 6, SectionPhase::Sized, 42),
+        (1350, SectionPhase::Sized, 6, SectionPhase::Sized, 42),
     ];
     let times: Vec<u64> = table.iter().map(|r| r.0).collect();
     let plans = drive(&mut p, topo, &mut actors, &times, true, follow_dop);
-    for (plan, (t, note0, cores0, note1, cores1)) in plans.iter().zip(table) {
-        for (app, note, cores) in [(0, note0, cores0), (1, note1, cores1)] {
-            assert!(
-                plan.note.contains(&format!("{app}.0 {note}")),
+    for (plan, (t, phase0, cores0, phase1, cores1)) in plans.iter().zip(table) {
+        for (app, phase, cores) in [(0, phase0, cores0), (1, phase1, cores1)] {
+            assert_eq!(
+                section(plan, app).map(|s| &s.phase),
+                Some(&phase),
                 "{t}: app {app}: {}",
-                plan.note
+                note(plan)
             );
             let given = cores_of(&map, plan.for_app(id(app)).unwrap());
-            assert_eq!(given, cores, "{t}: app {app}: {}", plan.note);
+            assert_eq!(given, cores, "{t}: app {app}: {}", note(plan));
         }
     }
     for (app, true_mrr) in mrr.into_iter().enumerate() {
@@ -779,13 +761,19 @@ fn serial_and_fixed_apps() {
             panic!("{:?}", a0.placement)
         };
         assert_eq!(threads.len(), 4);
-        assert!(plan.note.contains("0.0 serial"), "{}", plan.note);
+        assert_eq!(
+            section(plan, 0).map(|s| &s.phase),
+            Some(&SectionPhase::Serial),
+            "{}",
+            note(plan)
+        );
         if let Some(a1) = plan.for_app(id(1)) {
             assert_eq!((cores_of(&map, a1), a1.dop), (3, None), "{}", topo.name);
             assert!(
-                plan.note.contains("1.0 fixed on 3 core(s)"),
+                section(plan, 1)
+                    .is_some_and(|s| s.phase == SectionPhase::Fixed && s.cores + s.lent == 3),
                 "{}",
-                plan.note
+                note(plan)
             );
         }
     }
@@ -811,9 +799,12 @@ fn serial_team_keeps_idle_cores_until_needed() {
         (cores_of(&map, a0), a0.dop),
         (48, None),
         "{}",
-        plans[0].note
+        note(&plans[0])
     );
-    assert!(plans[0].note.contains("0.0 serial"));
+    assert_eq!(
+        section(&plans[0], 0).map(|s| &s.phase),
+        Some(&SectionPhase::Serial)
+    );
     actors.push(parallel_actor(1, 48, model_rates(topo, 1e6)));
     let plans = drive(&mut p, topo, &mut actors, &[1450], true, follow_dop);
     assert_eq!(cores_of(&map, plans[0].for_app(id(0)).unwrap()), 1);
@@ -842,18 +833,16 @@ fn a_launched_main_thread_is_not_a_team() {
         cores_of(&map, plan.for_app(id(0)).unwrap()),
         1,
         "{}",
-        plan.note
+        note(&plan)
     );
-    assert!(!plan.note.contains("profiling"), "{}", plan.note);
+    assert!(!profiling(&plan), "{}", note(&plan));
     let mut actors = vec![parallel_actor(0, 48, model_rates(topo, 1e6))];
     let plans = drive(&mut p, topo, &mut actors, &[2000], true, follow_dop);
     assert_eq!(cores_of(&map, plans[0].for_app(id(0)).unwrap()), 48);
     assert!(
-        plans[0]
-            .note
-            .contains("0.0 profiling (full share) on 48 core(s)"),
+        profiles(&plans[0], 0, "full share", 48),
         "{}",
-        plans[0].note
+        note(&plans[0])
     );
 }
 
@@ -868,7 +857,13 @@ fn pending_apps_wait_for_a_free_core() {
     let plan = p.decide(&v);
     assert_invariants(&v, &plan);
     assert!(!plan.for_app(id(2)).unwrap().admit);
-    assert!(plan.note.contains("2.0 held"));
+    assert_eq!(
+        plan.for_app(id(2)).unwrap().reasons,
+        [Reason::Admission(Admission {
+            admitted: false,
+            rule: AdmissionRule::NoFreeCore
+        })]
+    );
     let v = view(topo, &apps[1..], None, None, ms(10));
     let plan = p.decide(&v);
     assert_invariants(&v, &plan);
@@ -888,13 +883,15 @@ fn calibration_is_checked_against_the_machine() {
     let cases = [
         (
             Some(MemoryCalibration::assumed(topo)),
-            "rates calibrated 1970-01-01T00:00:00Z",
+            RatesFrom::Calibrated {
+                measured_at: "1970-01-01T00:00:00Z".into(),
+            },
         ),
         (
             Some(MemoryCalibration::assumed(other)),
-            "calibration is for another machine",
+            RatesFrom::OtherMachine,
         ),
-        (None, "no calibration, rates assumed"),
+        (None, RatesFrom::Assumed),
     ];
     for (cal, want) in cases {
         let ctx = crate::PolicyContext {
@@ -902,7 +899,7 @@ fn calibration_is_checked_against_the_machine() {
             ..Default::default()
         };
         let plan = Nupoco::from_context(&ctx, Variant::Full).decide(&v);
-        assert!(plan.note.contains(want), "{}", plan.note);
+        assert_eq!(plan.reasons[0], PlanReason::Rates(want), "{}", note(&plan));
     }
 }
 
@@ -919,7 +916,7 @@ fn greedy_lays_cores_out_in_topology_order() {
     let times: Vec<u64> = (0..8).map(|k| 1000 + 50 * k).collect();
     let plans = drive(&mut p, topo, &mut actors, &times, true, follow_dop);
     let last = plans.last().unwrap();
-    assert!(!last.note.contains("profiling"), "{}", last.note);
+    assert!(!profiling(last), "{}", note(last));
     assert_eq!(
         last.for_app(id(0)).unwrap().placement.cpus().to_list(),
         "0-23"
@@ -1057,7 +1054,7 @@ fn scalability_spreads_a_team_formed_on_a_serial_core() {
         cores.len() >= 16 && nodes >= 2,
         "team on {} core(s), {nodes} node(s): {}",
         cores.len(),
-        plan.note
+        note(&plan)
     );
 }
 
@@ -1132,4 +1129,36 @@ proptest! {
             }
         }
     }
+}
+
+/// App `app`'s section as the plan says it.
+fn section(plan: &Plan, app: u32) -> Option<&Section> {
+    plan.for_app(id(app))?.reasons.iter().find_map(|r| match r {
+        Reason::Section(s) => Some(s),
+        _ => None,
+    })
+}
+
+/// Whether app `app` is profiled in a window of this `step`, on `cores`
+/// cores in all.
+fn profiles(plan: &Plan, app: u32, step: &str, cores: u32) -> bool {
+    section(plan, app).is_some_and(|s| {
+        s.phase
+            == SectionPhase::Profiling {
+                step: step.to_string(),
+            }
+            && s.cores + s.lent == cores
+    })
+}
+
+/// Whether some app's section is being profiled.
+fn profiling(plan: &Plan) -> bool {
+    (0..plan.apps.len() as u32).any(|app| {
+        section(plan, app).is_some_and(|s| matches!(s.phase, SectionPhase::Profiling { .. }))
+    })
+}
+
+/// Whether app `app`'s MRR was measured by `method`.
+fn measured_by(plan: &Plan, app: u32, method: Method) -> bool {
+    section(plan, app).is_some_and(|s| s.method.as_deref() == Some(&method.to_string()))
 }

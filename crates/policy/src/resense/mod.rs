@@ -35,8 +35,8 @@ mod step;
 pub(crate) mod tests;
 
 use coloc_model::profile::AppProfile;
-use coloc_model::topology::SharedResource;
 use coloc_model::reason::{LevelCases, PlanReason};
+use coloc_model::topology::SharedResource;
 use coloc_model::{AppPlan, CpuSet, Placement, Plan, Topology, View};
 
 use self::assign::{assign, Assignment, Request};
@@ -135,7 +135,8 @@ impl Policy for ReSense {
         let mut plan = Plan::of(apps);
         let cases = cases_used(&levels, &placed);
         if !cases.is_empty() {
-            plan.reasons.push(PlanReason::SharingCases { levels: cases });
+            plan.reasons
+                .push(PlanReason::SharingCases { levels: cases });
         }
         if !missing.is_empty() {
             plan.reasons.push(PlanReason::Unprofiled { apps: missing });

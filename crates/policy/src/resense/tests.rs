@@ -1,6 +1,9 @@
 //! ReSensor on the paper's worked examples (§2.3, Fig. 4; the Harpertown FSB-then-L2
 //! example; Table IV scores), its variants, and the invariants of every plan.
 
+use crate::note;
+use coloc_model::reason::{LevelCases, PlanReason};
+use coloc_model::AppId;
 use std::time::Duration;
 
 use coloc_model::profile::{
@@ -201,8 +204,15 @@ fn paper_examples() {
             .collect();
         let a = apps(&threads);
         let plan = decide(&mut ReSense::new(profiles), &topo, &a);
-        assert_eq!(pinned(&plan), want, "{name}: {}", plan.note);
-        assert!(!plan.note.contains("no profile"), "{name}: {}", plan.note);
+        assert_eq!(pinned(&plan), want, "{name}: {}", note(&plan));
+        assert!(
+            !plan
+                .reasons
+                .iter()
+                .any(|r| matches!(r, PlanReason::Unprofiled { .. })),
+            "{name}: {}",
+            note(&plan)
+        );
     }
 }
 
@@ -213,31 +223,40 @@ fn paper_examples() {
 fn variants_and_defaults() {
     let topo = Topology::synthetic("yorkfield", YORKFIELD).unwrap();
     let a = apps(&[2, 2]);
-    let cases: Vec<(ReSense, &str, Vec<Vec<Cpu>>, &str)> = vec![
+    let l2_case_1 = PlanReason::SharingCases {
+        levels: vec![LevelCases {
+            level: "L2".into(),
+            cases: vec![1],
+        }],
+    };
+    let both = vec![AppId { app: 0, rep: 0 }, AppId { app: 1, rep: 0 }];
+    // (policy, its name, each app's CPUs, the plan's reasons)
+    type Case = (ReSense, &'static str, Vec<Vec<Cpu>>, Vec<PlanReason>);
+    let cases: Vec<Case> = vec![
         (
             ReSense::fixed_positive(),
             "resense-positive",
             vec![vec![0, 1], vec![2, 3]],
-            "resense-positive: 2 apps; L2 case 1",
+            vec![l2_case_1.clone()],
         ),
         (
             ReSense::fixed_negative(),
             "resense-negative",
             vec![vec![0, 2], vec![1, 3]],
-            "resense-negative: 2 apps; L2 case 1",
+            vec![l2_case_1.clone()],
         ),
         (
             ReSense::new(Vec::new()),
             "resense",
             vec![vec![0, 2], vec![1, 3]],
-            "resense: 2 apps; L2 case 1; no profile for app0 (0.0), app1 (1.0): score 0 (any core, least loaded first)",
+            vec![l2_case_1, PlanReason::Unprofiled { apps: both }],
         ),
     ];
-    for (mut policy, name, want, note) in cases {
+    for (mut policy, name, want, reasons) in cases {
         assert_eq!(policy.name(), name);
         let plan = decide(&mut policy, &topo, &a);
         assert_eq!(pinned(&plan), want, "{name}");
-        assert_eq!(plan.note, note);
+        assert_eq!(plan.reasons, reasons);
     }
 }
 
@@ -252,9 +271,11 @@ fn registry_passes_profiles() {
     let plan = p.decide(&view(&topo, &a));
     assert_eq!(pinned(&plan), vec![vec![0, 1], vec![2, 3]]);
     assert!(
-        plan.note.contains("no profile for app1 (1.0)"),
+        plan.reasons.contains(&PlanReason::Unprofiled {
+            apps: vec![AppId { app: 1, rep: 0 }]
+        }),
         "{}",
-        plan.note
+        note(&plan)
     );
     for name in ["resense-positive", "resense-negative"] {
         assert_eq!(by_name_with(name, &ctx).unwrap().name(), name);

@@ -25,8 +25,8 @@ pub mod levels;
 pub(crate) mod tests;
 
 use coloc_model::profile::{self, AppProfile};
-use coloc_model::workload::AppClass;
 use coloc_model::reason::{PlanReason, Reason, TangChoice};
+use coloc_model::workload::AppClass;
 use coloc_model::{AppId, AppPlan, AppView, Placement, Plan, View};
 
 use self::algorithm::{Line, Thresholds, Traits};
@@ -100,11 +100,7 @@ pub(crate) fn core_budget(
 /// The plan giving each latency app its cores (pinned as a set, like the
 /// paper's `taskset`) and every other app the cores left, shared; with no core
 /// left the others are left to Linux.
-pub(crate) fn plan_with(
-    view: &View<'_>,
-    levels: &Levels,
-    latency: &[(AppId, Vec<usize>)],
-) -> Plan {
+pub(crate) fn plan_with(view: &View<'_>, levels: &Levels, latency: &[(AppId, Vec<usize>)]) -> Plan {
     let taken: Vec<usize> = latency
         .iter()
         .flat_map(|(_, c)| c.iter().copied())

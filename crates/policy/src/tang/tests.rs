@@ -1,6 +1,7 @@
 //! Algorithm 1 branch by branch, the layouts of each choice on the paper's
 //! Clovertown and on other trees, and the plans around them.
 
+use crate::note;
 use std::sync::Arc;
 
 use coloc_model::profile::{
@@ -269,7 +270,7 @@ fn the_batch_app_gets_what_remains() {
             "{batch}"
         );
         assert_eq!(cpus_of(&plan, apps[1].id).to_list(), batch_cpus, "{batch}");
-        assert!(plan.note.contains(&format!("line {line}")), "{}", plan.note);
+        assert_eq!(tang_line(&plan, apps[0].id), Some(line), "{}", note(&plan));
         assert!(plan.apps.iter().all(|p| p.admit));
     }
 }
@@ -320,10 +321,11 @@ fn substitute_data_sharing_has_its_own_threshold() {
     for (svc, line, cpus) in cases {
         let mut tang = Tang::new(vec![profile("svc", svc.clone(), &t), batch.clone()]);
         let plan = tang.decide(&view(&t, &apps));
-        assert!(
-            plan.note.contains(&format!("line {line} ")),
+        assert_eq!(
+            tang_line(&plan, apps[0].id),
+            Some(line),
             "{svc:?}: {}",
-            plan.note
+            note(&plan)
         );
         assert_eq!(cpus_of(&plan, apps[0].id).to_list(), cpus, "{svc:?}");
     }
@@ -381,4 +383,12 @@ fn without_latency_apps_everything_shares_the_machine() {
     let apps = [pending];
     let plan = Tang::default().decide(&view(&t, &apps));
     assert_eq!(cpus_of(&plan, apps[0].id).to_list(), "0,4");
+}
+
+/// The line of Algorithm 1 that placed latency app `id`.
+fn tang_line(plan: &Plan, id: AppId) -> Option<u8> {
+    plan.for_app(id)?.reasons.iter().find_map(|r| match r {
+        coloc_model::reason::Reason::Tang(t) => Some(t.line),
+        _ => None,
+    })
 }

@@ -1,6 +1,8 @@
 //! Figure 7's state machine, table-driven, with the arithmetic in comments;
 //! then the policy over scripted observations and the combining rule.
 
+use crate::note;
+use coloc_model::reason::{ClassBy, Climb, PlanReason, Reason, TranquilizerStep};
 use std::time::Duration;
 
 use coloc_model::observation::{Counters, Signals};
@@ -229,7 +231,27 @@ fn classification_by_miss_rate_or_its_substitutes() {
     for (what, samples, known, class, judge, says) in cases {
         let c = classify(&samples, &known, &cfg());
         assert_eq!((c.class, c.judge), (class, judge), "{what}: {}", c.why);
-        assert!(c.why.contains(says), "{what}: {}", c.why);
+        assert_eq!(c.why.memory, class == Class::Memory, "{what}");
+        // The figures compared are the ones known, and the rendering says
+        // them.
+        match &c.why.by {
+            ClassBy::LlcMisses { delta, .. } => assert_eq!(*delta, cfg().delta_mpki),
+            ClassBy::Substitutes {
+                llc_bytes,
+                llc_measured,
+                stored_gbs,
+                ..
+            } => assert_eq!(
+                (*llc_bytes, *llc_measured, *stored_gbs),
+                (
+                    known.llc_bytes,
+                    known.llc_measured,
+                    known.stored_gbs.map(|(g, _)| g)
+                ),
+                "{what}"
+            ),
+        }
+        assert!(c.why.to_string().contains(says), "{what}: {}", c.why);
     }
 }
 
@@ -538,13 +560,20 @@ fn the_policy_samples_every_100_ms_and_applies_figure_7() {
     // ten baseline samples. Per tick: 10^8 instructions (1 ms = 10^6), misses
     // 15·10^5 → 15 misses/kinstr > Δ 3, ICX 2 threads × 4 / 0.1 s = 80/s.
     let mut plan = s.tick(15, 4);
-    assert!(plan.note.contains("pass 1"), "{}", plan.note);
+    assert!(
+        step(&plan, |t| matches!(
+            t,
+            TranquilizerStep::Profiling { pass: 1, .. }
+        )),
+        "{}",
+        note(&plan)
+    );
     for k in 0..10 {
         // Alternating 13 and 17 misses/kinstr: mean 15, sd 2.1.
         plan = s.tick(if k % 2 == 0 { 13 } else { 17 }, 4);
     }
     let app = plan.apps[0].clone();
-    assert_eq!(app.memory, MemPolicy::Interleave, "{}", plan.note);
+    assert_eq!(app.memory, MemPolicy::Interleave, "{}", note(&plan));
     assert_eq!(
         app.sched,
         SchedSettings {
@@ -553,9 +582,14 @@ fn the_policy_samples_every_100_ms_and_applies_figure_7() {
         }
     );
     assert!(
-        plan.note.contains("LLC misses 15.00/kinstr > Δ 3.00"),
+        step(
+            &plan,
+            |t| matches!(t, TranquilizerStep::Trying { class, .. }
+            if class.memory && matches!(class.by, ClassBy::LlcMisses { mpki, delta }
+                if (mpki - 15.0).abs() < 1e-9 && delta == 3.0))
+        ),
         "{}",
-        plan.note
+        note(&plan)
     );
     assert_eq!(app.placement, Placement::Unmanaged);
     // The pending app is admitted and untouched.
@@ -564,7 +598,14 @@ fn the_policy_samples_every_100_ms_and_applies_figure_7() {
     for k in 0..10 {
         plan = s.tick(if k % 2 == 0 { 9 } else { 11 }, 4);
     }
-    assert!(plan.note.contains("keep"), "{}", plan.note);
+    assert!(
+        step(&plan, |t| matches!(
+            t,
+            TranquilizerStep::Judged { keep: true, .. }
+        )),
+        "{}",
+        note(&plan)
+    );
     assert_eq!(plan.apps[0].memory, MemPolicy::Interleave);
 }
 
@@ -619,7 +660,7 @@ fn without_counters_stored_figures_classify_and_the_note_says_so() {
         let mut plan = s.tick(0, 4);
         for _ in 0..10 {
             plan = s.tick(0, 4);
-            notes += &plan.note;
+            notes += &note(&plan);
         }
         assert_eq!(
             (plan.apps[0].memory, plan.apps[0].sched.slice_us),
@@ -644,8 +685,16 @@ fn combine_takes_placement_from_the_base_and_memory_sched_from_the_layer() {
                 slice_us: None,
             },
             ..AppPlan::native(app)
+        }
+        .because(Climb {
+            dop: 2,
+            last: None,
+            keeps: 0,
+        })],
+        reasons: vec![PlanReason::Unit {
+            level: "core".into(),
         }],
-        note: "nupoco: 2 threads".into(),
+        ..Plan::default()
     };
     // (layer's memory, layer's sched, memory, sched)
     let cases = [
@@ -679,14 +728,32 @@ fn combine_takes_placement_from_the_base_and_memory_sched_from_the_layer() {
                 memory: lm,
                 sched: ls,
                 ..AppPlan::native(app)
-            }],
-            note: "tranquilizer: x".into(),
+            }
+            .because(TranquilizerStep::Profiling {
+                pass: 1,
+                setting: "default".into(),
+            })],
+            reasons: vec![PlanReason::ThreadsFit],
+            ..Plan::default()
         };
         let out = combine(base.clone(), &layer);
         let p = &out.apps[0];
         assert_eq!((&p.placement, p.dop, p.admit), (&pinned, Some(2), true));
         assert_eq!((p.memory, p.sched), (m, sched));
-        assert_eq!(out.note, "nupoco: 2 threads | tranquilizer: x");
+        // Reasons are the base's, then the layer's.
+        assert!(matches!(
+            &out.apps[0].reasons[..],
+            [Reason::Climb(_), Reason::Tranquilizer(_)]
+        ));
+        assert_eq!(
+            out.reasons,
+            [
+                PlanReason::Unit {
+                    level: "core".into()
+                },
+                PlanReason::ThreadsFit
+            ]
+        );
     }
 }
 
@@ -709,4 +776,12 @@ fn base_plus_layer_names_build_and_bad_ones_are_refused() {
         let e: LayerError = build(name, &ctx).unwrap_err();
         assert!(e.to_string().contains(says), "{name}: {e}");
     }
+}
+
+/// Whether the plan's first app took a step of its pass as `f` says.
+fn step(plan: &Plan, f: impl Fn(&TranquilizerStep) -> bool) -> bool {
+    plan.apps[0].reasons.iter().any(|r| match r {
+        Reason::Tranquilizer(t) => f(t),
+        _ => false,
+    })
 }

@@ -89,8 +89,8 @@ pub struct NupocoCost {
     pub algorithm1: Vec<(usize, Timing)>,
     /// A whole steady decision with 8 apps.
     pub decide: Timing,
-    /// The note of the last steady plan (what the decision did).
-    pub steady_plan: String,
+    /// The last steady plan (what the decision did).
+    pub steady_plan: Plan,
 }
 
 impl fmt::Display for NupocoCost {
@@ -108,7 +108,11 @@ impl fmt::Display for NupocoCost {
             "nupoco decide, {APPS} apps (steady: Algorithm 1 + an Algorithm 2 round): {}",
             self.decide
         )?;
-        writeln!(f, "steady plan: {}", self.steady_plan)
+        writeln!(
+            f,
+            "steady plan: {}",
+            render::note("nupoco", &self.steady_plan)
+        )
     }
 }
 
@@ -146,18 +150,6 @@ pub fn nupoco_cost(runs: u32) -> Result<NupocoCost> {
     // Profile every app (a 150 ms window each at 50 ms epochs, one app after
     // another, docs/policies/nupoco.md), then time steady decisions.
     let mut plan = bench.step(Duration::ZERO);
-    // Whether some app's section is being profiled or waits for a window.
-    let profiling = |plan: &Plan| {
-        plan.apps.iter().flat_map(|p| &p.reasons).any(|r| {
-            matches!(
-                r,
-                Reason::Section(Section {
-                    phase: SectionPhase::Profiling { .. } | SectionPhase::Waiting,
-                    ..
-                })
-            )
-        })
-    };
     for k in 0..5 * APPS {
         plan = bench.step(Duration::from_millis(50));
         if k >= 4 && !profiling(&plan) {
@@ -179,7 +171,20 @@ pub fn nupoco_cost(runs: u32) -> Result<NupocoCost> {
         runs,
         algorithm1,
         decide,
-        steady_plan: render::note("nupoco", &plan),
+        steady_plan: plan,
+    })
+}
+
+/// Whether some app's section is being profiled or waits for a window.
+fn profiling(plan: &Plan) -> bool {
+    plan.apps.iter().flat_map(|p| &p.reasons).any(|r| {
+        matches!(
+            r,
+            Reason::Section(Section {
+                phase: SectionPhase::Profiling { .. } | SectionPhase::Waiting,
+                ..
+            })
+        )
     })
 }
 
@@ -300,9 +305,9 @@ mod tests {
         let counts: Vec<usize> = cost.algorithm1.iter().map(|(n, _)| *n).collect();
         assert_eq!(counts, ALGORITHM1_APPS);
         assert!(
-            !cost.steady_plan.contains("profiling"),
+            !profiling(&cost.steady_plan),
             "{}",
-            cost.steady_plan
+            render::note("nupoco", &cost.steady_plan)
         );
         let text = cost.to_string();
         assert!(text.contains("Algorithm 1 (compute_dop), 8 apps"), "{text}");
