@@ -21,7 +21,7 @@ pub mod resense;
 pub mod scalability;
 pub mod tang;
 pub mod tranquilizer;
-pub mod trial;
+pub(crate) mod trial;
 
 pub use layer::{build, LayerError};
 pub use registry::{

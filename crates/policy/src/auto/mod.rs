@@ -72,11 +72,11 @@
 //! the trial's verdict.
 //!
 //! A decision is a pipeline of steps, each with numbers in and numbers out:
-//! take stock (evidence, teams: [`Auto::take_stock`]), arrange (gang or
+//! take stock (evidence, teams: `Auto::take_stock`), arrange (gang or
 //! partitions, the objective's order and nice values, the trial:
-//! [`Auto::arrange`]), admit (`auto/admission.rs`), shape (which apps the own
-//! arrangement covers: [`shape`]), cut the partitions and place them
-//! ([`Auto::cut`]), and each app's plan with its memory policy
+//! `Auto::arrange`), admit (`auto/admission.rs`), shape (which apps the own
+//! arrangement covers: `shape`), cut the partitions and place them
+//! (`Auto::cut`), and each app's plan with its memory policy
 //! (`auto/plans.rs`).
 //!
 //! Not done yet: partitions are sized by the threads each app runs, not by
