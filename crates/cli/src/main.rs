@@ -47,6 +47,8 @@ enum Command {
     Sim(cmd::sim::SimArgs),
     /// Recompute every metric of a finished run from its trace.
     Report(cmd::report::ReportArgs),
+    /// Why an app got what it got over a run: decisions, reasons, outcomes.
+    Why(cmd::why::WhyArgs),
     /// Run a workload under several policies, interleaved and repeated, and compare.
     Compare(cmd::compare::CompareArgs),
     /// Measure each app of a workload running alone (for Hmean speedup).
@@ -158,6 +160,7 @@ fn dispatch(command: Command) -> anyhow::Result<()> {
         Command::Run(a) => cmd::run::main(a),
         Command::Sim(a) => cmd::sim::main(a),
         Command::Report(a) => cmd::report::main(a),
+        Command::Why(a) => cmd::why::main(a),
         Command::Compare(a) => cmd::compare::main(a),
         Command::Solo(a) => cmd::solo::main(a),
         Command::Profile(a) => cmd::profile::main(a),

@@ -505,3 +505,31 @@ fn both_run_pages_render_in_chromium() {
         );
     }
 }
+
+/// The page of an `auto` run says why each app got what it got, from the
+/// trace's reasons: one block per app instance, with its partition and the
+/// trial's verdict (the same lines as `coloc why`).
+#[test]
+fn a_run_page_shows_each_apps_reasons() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("tiny.toml");
+    std::fs::write(&w, TINY).unwrap();
+    let run = dir.path().join("run");
+    let page = dir.path().join("run.html");
+    ok(&["sim", s(&w), "--platform", "kvm-2cpu", "--out", s(&run)]);
+    ok(&["report", s(&run), "--html", s(&page)]);
+    let doc = parse(&std::fs::read_to_string(&page).unwrap());
+    let blocks = doc.find(|n| n.has_class("app-why"));
+    assert_eq!(blocks.len(), 2, "one per app instance");
+    let (why, _) = ok(&["why", "bs", s(&run)]);
+    let first = blocks[0].all_text();
+    assert!(first.starts_with("bs 0.0"), "{first}");
+    assert!(first.contains("why: partition CPUs"), "{first}");
+    assert!(first.contains("trial: [0.0 1.0]"), "{first}");
+    // The same history `coloc why` prints.
+    let line = why.lines().nth(1).unwrap();
+    assert!(
+        first.contains(line.trim_start_matches("bs ")),
+        "{line}\n{first}"
+    );
+}

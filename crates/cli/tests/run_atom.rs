@@ -25,7 +25,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use coloc_model::reason::{render, AtomSignal, CompetitionPhase, Reason};
+use coloc_model::explain;
+use coloc_model::reason::{AtomSignal, CompetitionPhase, Reason};
 use coloc_model::{AppId, CpuSet, Plan};
 use common::{apps_by_pid, decisions, in_force, planned, repo, stat_field, tids_of, Decision};
 
@@ -216,7 +217,7 @@ threads = 2
         .status();
     let app_of: BTreeMap<u32, AppId> = apps_by_pid(&run);
     let plans = decisions(&run);
-    let notes: Vec<String> = plans.iter().map(|d| render::plan_line(d.plan)).collect();
+    let notes: Vec<String> = plans.iter().map(|d| explain::plan_line(d.plan)).collect();
     assert!(
         plans
             .iter()
@@ -305,7 +306,11 @@ threads = 2
         if let (Some(service), Some(batch)) =
             (planned(d.plan, SERVICE, 0), planned(d.plan, BATCH, 0))
         {
-            assert!(service.is_disjoint(&batch), "{}", render::plan_line(d.plan));
+            assert!(
+                service.is_disjoint(&batch),
+                "{}",
+                explain::plan_line(d.plan)
+            );
         }
     }
     let first = windows

@@ -105,7 +105,7 @@ fn resense_pins_at_arrival_and_remaps_on_every_event() {
         assert!(
             d.plan.for_app(A).is_some(),
             "the plan on {want:?} does not map a: {}",
-            coloc_model::reason::render::plan_line(d.plan)
+            coloc_model::explain::plan_line(d.plan)
         );
     }
     // The first ThreadsChanged(A) follows a's start (its main thread alone); a

@@ -355,8 +355,11 @@ fn compare_passes_the_objective_to_auto() {
             s(&out),
         ]);
         let trace = std::fs::read_to_string(out.join("auto-1/trace.jsonl")).unwrap();
+        // Every plan says its objective (a plan-wide reason).
+        let said = format!(r#"{{"kind":"objective","objective":"{objective}"}}"#);
+        let plans = trace.lines().filter(|l| l.contains(r#""event":"plan""#));
         assert!(
-            trace.contains(&format!("auto ({objective})")),
+            plans.clone().count() > 0 && plans.clone().all(|l| l.contains(&said)),
             "{objective}: {trace}"
         );
     }
@@ -699,4 +702,63 @@ fn compare_records_the_rates_of_a_pair_beside_the_solo_times() {
     assert!(said.contains("co-run rates:"), "{said}");
     let after = pairs().unwrap().as_array().unwrap().len();
     assert!(after > runs.len(), "{said}");
+}
+
+/// Two fixed barrier teams on kvm-2cpu, short: auto partitions them and
+/// measures its arrangement against Linux.
+const WHY_WORKLOAD: &str = r#"
+name = "why"
+epoch = "50ms"
+[[app]]
+name = "a"
+model = "kernel-barrier"
+threads = 2
+[[app]]
+name = "b"
+model = "kernel-barrier"
+threads = 2
+"#;
+
+/// `coloc why` reads a run's trace: the app's decisions over time with their
+/// reasons and the trial's verdict, and the same as JSON; a name the workload
+/// lacks is refused naming its apps.
+#[test]
+fn why_tells_an_apps_decisions_from_the_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("why.toml");
+    std::fs::write(&file, WHY_WORKLOAD).unwrap();
+    let run = dir.path().join("run");
+    ok_in(
+        dir.path(),
+        &["sim", s(&file), "--platform", "kvm-2cpu", "--out", s(&run)],
+    );
+    let (out, _) = ok(&["why", "a", s(&run)]);
+    assert!(out.starts_with("why under auto on sim:kvm-2cpu"), "{out}");
+    assert!(out.contains("a 0.0: arrived at 0.00 s"), "{out}");
+    assert!(out.contains("on CPUs 0"), "{out}");
+    assert!(
+        out.contains("why: partition CPUs 0 for 2 thread(s)"),
+        "{out}"
+    );
+    assert!(out.contains("trial: [0.0 1.0] own vs Linux"), "{out}");
+    assert!(out.contains("ended at"), "{out}");
+
+    let (json, _) = ok(&["why", "1.0", s(&run), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let h = &v[0];
+    assert_eq!(h["app"], serde_json::json!({"app": 1, "rep": 0}));
+    let stretches = h["stretches"].as_array().unwrap();
+    assert!(!stretches.is_empty());
+    assert!(
+        stretches.iter().any(|s| s["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["kind"] == "partition" && r["cpus"] == "1")),
+        "{json}"
+    );
+    assert!(h["ended"]["status"].is_object(), "{json}");
+
+    let err = fails(&["why", "c", s(&run)]);
+    assert!(err.contains("no app `c`") && err.contains("a, b"), "{err}");
 }

@@ -12,7 +12,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use coloc_model::reason::{render, Reason, TranquilizerStep};
+use coloc_model::explain;
+use coloc_model::reason::{Reason, TranquilizerStep};
 use coloc_model::trace::TraceEvent;
 use coloc_model::{AppId, MemPolicy};
 use common::{children, finished, read_trace, run_command, tids_of, unix_now};
@@ -152,7 +153,7 @@ threads = 2
     for e in &trace.events {
         match e {
             TraceEvent::Plan { t, plan, .. } => {
-                notes.push_str(&render::plan_line(plan));
+                notes.push_str(&explain::plan_line(plan));
                 notes.push('\n');
                 for p in &plan.apps {
                     for r in &p.reasons {

@@ -132,7 +132,7 @@ struct Record {
 impl Recorder for Record {
     fn record(&mut self, event: &TraceEvent) -> io::Result<()> {
         if let TraceEvent::Plan { plan, .. } = event {
-            self.shared.lock().last_reason = coloc_model::reason::render::plan_line(plan);
+            self.shared.lock().last_reason = coloc_model::explain::plan_line(plan);
         }
         match &mut self.trace {
             Some(t) => {

@@ -6,6 +6,7 @@
 
 pub mod calibration;
 pub mod cpuset;
+pub mod explain;
 pub mod ids;
 pub mod metrics;
 pub(crate) mod nanos;

@@ -4,7 +4,7 @@
 
 use std::io::BufReader;
 
-use coloc_model::reason::render;
+use coloc_model::explain;
 use coloc_model::reason::{Judge, PlanReason, Reason, TrialState, Verdict};
 use coloc_model::trace::{Trace, TraceError, TraceEvent, TRACE_VERSION};
 use coloc_model::{AppId, AppPlan, Plan};
@@ -35,7 +35,7 @@ fn a_version_1_trace_still_reads() {
         assert!(p.apps.iter().all(|a| a.reasons.is_empty()));
         let note = p.legacy_note.as_deref().unwrap();
         assert!(note.starts_with("auto (makespan): ["), "{note}");
-        assert_eq!(render::note("auto", p), note);
+        assert_eq!(explain::note("auto", p), note);
     }
 }
 

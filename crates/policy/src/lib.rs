@@ -66,5 +66,5 @@ pub trait Policy: fmt::Debug + Send {
 /// A plan's reasons in words, for tests' failure messages only.
 #[cfg(test)]
 pub(crate) fn note(plan: &Plan) -> String {
-    coloc_model::reason::render::plan_line(plan)
+    coloc_model::explain::plan_line(plan)
 }

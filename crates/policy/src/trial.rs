@@ -79,28 +79,28 @@ fn estimate_of(logs: &[f64]) -> Option<Estimate> {
             return None;
         }
         let mean = logs.iter().sum::<f64>() / n as f64;
-        let half = if n < 2 {
-            f64::INFINITY
-        } else {
+        let half = (n >= 2).then(|| {
             let var = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
             t95(n - 1) * (var / n as f64).sqrt()
-        };
+        });
         Some(Estimate {
             pairs: n,
             ratio: mean.exp(),
-            low: (mean - half).exp(),
-            high: (mean + half).exp(),
+            low: half.map(|h| (mean - h).exp()),
+            high: half.map(|h| (mean + h).exp()),
         })
     }
 }
 
 /// What an estimate decides: own (true), Linux (false), or open (module docs).
 fn settles(e: &Estimate) -> Option<bool> {
+    // Over one pair the bounds are unbounded: no spread yet.
+    let (low, high) = e.low.zip(e.high).unwrap_or((0.0, f64::INFINITY));
     if e.pairs < MIN_PAIRS {
         None
-    } else if e.low >= 1.0 - BOUND {
+    } else if low >= 1.0 - BOUND {
         Some(true)
-    } else if e.high < 1.0 - BOUND || e.pairs >= MAX_PAIRS {
+    } else if high < 1.0 - BOUND || e.pairs >= MAX_PAIRS {
         Some(false)
     } else {
         None

@@ -24,7 +24,8 @@
 use std::time::Duration;
 
 use coloc_manager::{run, RunOptions};
-use coloc_model::reason::{last_verdicts, Judge, Reason, TrialState};
+use coloc_model::explain::last_verdicts;
+use coloc_model::reason::{Judge, Reason, TrialState};
 use coloc_model::workload::parse_workload;
 use coloc_model::{AppId, Plan, TraceEvent};
 use coloc_policy::auto::Objective;

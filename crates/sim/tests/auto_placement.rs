@@ -17,8 +17,9 @@
 use std::time::Duration;
 
 use coloc_manager::{run, RunOptions};
+use coloc_model::explain;
 use coloc_model::profile::AppProfile;
-use coloc_model::reason::{render, Memory, PlanReason, Reason};
+use coloc_model::reason::{Memory, PlanReason, Reason};
 use coloc_model::workload::parse_workload;
 use coloc_model::{AppId, CpuSet, MemPolicy, Plan, TraceEvent, View};
 use coloc_policy::{build, Policy, PolicyContext};
@@ -203,7 +204,7 @@ fn interleaving_a_memory_bound_partition_over_nodes_helps() {
                     Reason::Memory(Memory::Interleave { nodes: 3, class }) if class.memory
                 ))),
             "{}",
-            render::plan_line(p)
+            explain::plan_line(p)
         );
     }
     assert!(

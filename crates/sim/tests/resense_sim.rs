@@ -6,8 +6,9 @@
 use std::time::Duration;
 
 use coloc_manager::{run, RunOptions};
+use coloc_model::explain;
 use coloc_model::profile::{AppProfile, LevelResult, NotCharacterizable};
-use coloc_model::reason::{render, PlanReason};
+use coloc_model::reason::PlanReason;
 use coloc_model::topology::ResourceKind;
 use coloc_model::workload::parse_workload;
 use coloc_model::{AppId, CpuSet, Placement, Plan, TraceEvent};
@@ -201,5 +202,5 @@ fn resense_places_by_profile_on_simmachine() {
 
 /// A plan's reasons in words, for failure messages only.
 fn note(plan: &Plan) -> String {
-    render::plan_line(plan)
+    explain::plan_line(plan)
 }

@@ -8,7 +8,8 @@
 use std::time::Duration;
 
 use coloc_manager::{run, RunOptions};
-use coloc_model::reason::{render, CompetitionPhase, Reason};
+use coloc_model::explain;
+use coloc_model::reason::{CompetitionPhase, Reason};
 use coloc_model::workload::parse_workload;
 use coloc_model::{AppId, TraceEvent};
 use coloc_policy::atom::{Atom, Params};
@@ -357,7 +358,7 @@ fn atom_timeline() {
                         if !samples.is_empty() {
                             println!("   samples{samples}");
                         }
-                        println!("{:7.2} s {}", t.as_secs_f64(), render::plan_line(plan));
+                        println!("{:7.2} s {}", t.as_secs_f64(), explain::plan_line(plan));
                         shown = Some(key);
                         samples.clear();
                     }

@@ -23,12 +23,12 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Args;
 use coloc_manager::{waste_of, Waste, DEFAULT_EPOCH};
+use coloc_model::explain::last_verdicts;
 use coloc_model::metrics::mixes::{across_mixes, best_other, MixOutcome};
 use coloc_model::metrics::reference::{
     against_reference, render_against_reference, AgainstReference, MixApp, Points,
 };
 use coloc_model::metrics::{Comparison, SoloCurves, SoloTimes};
-use coloc_model::reason::last_verdicts;
 use coloc_model::workload::suite::SeedRange;
 use coloc_model::{AppSpec, TraceEvent, Workload};
 

@@ -18,3 +18,4 @@ pub mod service;
 pub mod sim;
 pub mod solo;
 pub mod topo;
+pub mod why;

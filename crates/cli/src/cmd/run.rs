@@ -8,8 +8,8 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::Args;
 use coloc_manager::{Waste, WasteSeen, DEFAULT_EPOCH};
+use coloc_model::explain::last_verdicts;
 use coloc_model::metrics::RunMetrics;
-use coloc_model::reason::last_verdicts;
 use coloc_model::{Trace, TraceEvent};
 
 use crate::choice::{choose, OracleArgs};

@@ -136,6 +136,41 @@ pub fn comparison_page(
     Ok(page(&format!("coloc: {title}"), &body))
 }
 
+/// Why each app got what it got: its decisions over the run with their
+/// reasons and the trials' verdicts, from the trace's data (as `coloc why`
+/// prints them, `coloc_model::reason::history`).
+fn why_section(trace: &Trace, id: &str) -> String {
+    let mut ids: Vec<coloc_model::AppId> = trace
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            coloc_model::TraceEvent::Arrive { app, .. } => Some(*app),
+            _ => None,
+        })
+        .collect();
+    ids.sort();
+    ids.dedup();
+    let mut s =
+        format!("<section class=\"why\" id=\"{id}-why\"><h2>Why each app got what it got</h2>\n");
+    for app in ids {
+        let h = coloc_model::explain::history::history(&trace.events, app);
+        let name = trace
+            .header
+            .workload
+            .apps
+            .get(app.app as usize)
+            .map_or("?", |a| a.name.as_str());
+        let _ = writeln!(
+            s,
+            "<details class=\"app-why\"><summary>{} {app}</summary><pre>{}</pre></details>",
+            esc(name),
+            esc(&h.render())
+        );
+    }
+    s += "</section>\n";
+    s
+}
+
 /// A run's sections; `id` prefixes the element ids (several runs share a page).
 fn run_body(trace: &Trace, metrics: &RunMetrics, id: &str) -> Result<String> {
     let h = &trace.header;
@@ -170,6 +205,7 @@ fn run_body(trace: &Trace, metrics: &RunMetrics, id: &str) -> Result<String> {
     );
     s += &series::charts(&tl)?;
     s += "</section>\n";
+    s += &why_section(trace, id);
     let _ = writeln!(
         s,
         "<section class=\"metrics\" id=\"{id}-metrics\"><h2>Metrics</h2><pre>{}</pre></section>",

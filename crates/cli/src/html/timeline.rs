@@ -268,7 +268,7 @@ impl Timeline {
                         self.quiet_plans += 1;
                         continue;
                     }
-                    let line = coloc_model::reason::render::plan_line(plan);
+                    let line = coloc_model::explain::plan_line(plan);
                     let note = if line.is_empty() {
                         String::new()
                     } else {

@@ -7,7 +7,8 @@
 //! [`Plan`](crate::Plan) the plan-wide [`PlanReason`]s and the [`Verdict`]s
 //! of the trials that measured it against Linux. The trace stores them; the
 //! edges (the CLI, the HTML report, `coloc why`, the daemon's status) render
-//! them with [`render`]. No code reads the words back.
+//! them with [`render`] (plans whole: the model's `explain` module). No code
+//! reads the words back.
 //!
 //! To add a kind of decision, add a variant (or a field with a serde default)
 //! and its rendering in `render.rs`: readers of older traces see the variant
@@ -555,13 +556,15 @@ pub enum Arrangement {
 }
 
 /// What a trial's pairs say: the geometric mean of own / Linux and the
-/// one-sided 95% bounds around it.
+/// one-sided 95% bounds around it (None over one pair: no spread yet).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {
     pub pairs: usize,
     pub ratio: f64,
-    pub low: f64,
-    pub high: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high: Option<f64>,
 }
 
 impl Verdict {
@@ -604,32 +607,6 @@ reason_from!(
     Competition(Competition),
 );
 
-/// The last verdict on each set of co-running apps over a run's plans, in
-/// order of first appearance: for `coloc run` and `bench mixes` to say at the
-/// end whether the policy was measured worse than leaving the apps to Linux.
-/// Per plan the `+guard` layer's verdict counts where there is one (it judges
-/// the plan that reached the machine), else `auto`'s; sets of no app are
-/// skipped.
-pub fn last_verdicts<'a>(plans: impl IntoIterator<Item = &'a crate::Plan>) -> Vec<Verdict> {
-    let mut last: Vec<Verdict> = Vec::new();
-    for plan in plans {
-        let Some(v) = plan
-            .verdict(Judge::Guard)
-            .or_else(|| plan.verdict(Judge::Auto))
-        else {
-            continue;
-        };
-        if v.apps.is_empty() {
-            continue;
-        }
-        match last.iter_mut().find(|l| l.apps == v.apps) {
-            Some(l) => *l = v.clone(),
-            None => last.push(v.clone()),
-        }
-    }
-    last
-}
-
 /// An `--objective` value that names no objective.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown objective `{0}` (expected one of: makespan, art, latency)")]
@@ -649,7 +626,6 @@ impl std::str::FromStr for Objective {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Plan;
 
     fn app(i: u32) -> AppId {
         AppId { app: i, rep: 0 }
@@ -663,55 +639,10 @@ mod tests {
             estimate: ratio.map(|ratio| Estimate {
                 pairs: 2,
                 ratio,
-                low: ratio - 0.1,
-                high: ratio + 0.1,
+                low: Some(ratio - 0.1),
+                high: Some(ratio + 0.1),
             }),
         }
-    }
-
-    fn plan(verdicts: Vec<Verdict>) -> Plan {
-        Plan {
-            verdicts,
-            ..Plan::default()
-        }
-    }
-
-    /// The run's summary takes each set's last verdict, the guard's over
-    /// auto's in one plan, and skips plans without one and empty sets.
-    #[test]
-    fn the_run_summary_takes_each_sets_last_verdict() {
-        let open = TrialState::Open(Arrangement::Own);
-        let plans = [
-            plan(vec![verdict(Judge::Auto, &[0, 1], open, None)]),
-            plan(Vec::new()),
-            plan(vec![verdict(
-                Judge::Auto,
-                &[0, 1],
-                TrialState::OwnKept,
-                Some(1.4),
-            )]),
-            plan(vec![verdict(
-                Judge::Auto,
-                &[1],
-                TrialState::NothingToActOn,
-                None,
-            )]),
-            plan(vec![verdict(Judge::Auto, &[], open, None)]),
-            plan(vec![
-                verdict(Judge::Auto, &[0, 2], TrialState::OwnKept, Some(1.1)),
-                verdict(Judge::Guard, &[0, 2], TrialState::BackToLinux, Some(0.9)),
-            ]),
-        ];
-        let last = last_verdicts(&plans);
-        assert_eq!(
-            last,
-            vec![
-                verdict(Judge::Auto, &[0, 1], TrialState::OwnKept, Some(1.4)),
-                verdict(Judge::Auto, &[1], TrialState::NothingToActOn, None),
-                verdict(Judge::Guard, &[0, 2], TrialState::BackToLinux, Some(0.9)),
-            ]
-        );
-        assert!(last[2].settled_on_linux() && !last[0].settled_on_linux());
     }
 
     /// Verdicts in words, as `coloc run` prints them.

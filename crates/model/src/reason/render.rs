@@ -9,7 +9,6 @@ use super::{
     NoGang, Objective, PlanReason, RatesFrom, Reason, Sched, Section, SectionPhase, ToLinux,
     TranquilizerStep, TrialState, Verdict,
 };
-use crate::plan::{AppPlan, Plan};
 use crate::topology::human_bytes;
 
 impl Objective {
@@ -538,18 +537,20 @@ impl Display for Verdict {
             _ => {}
         }
         match self.estimate {
-            Some(e) if e.pairs < 2 => write!(
-                f,
-                "own vs Linux: {:.2} over 1 pair (no spread yet)",
-                e.ratio
-            )?,
-            Some(e) => write!(
-                f,
-                "own vs Linux: {:.2} ± {:.2} over {} pair(s)",
-                e.ratio,
-                (e.high - e.low) / 2.0,
-                e.pairs
-            )?,
+            Some(e) => match e.low.zip(e.high) {
+                Some((low, high)) => write!(
+                    f,
+                    "own vs Linux: {:.2} ± {:.2} over {} pair(s)",
+                    e.ratio,
+                    (high - low) / 2.0,
+                    e.pairs
+                )?,
+                None => write!(
+                    f,
+                    "own vs Linux: {:.2} over 1 pair (no spread yet)",
+                    e.ratio
+                )?,
+            },
             None => write!(f, "own vs Linux: not measured yet")?,
         }
         let name = |a: Arrangement| match a {
@@ -564,47 +565,4 @@ impl Display for Verdict {
             TrialState::NothingToActOn | TrialState::NotTried => Ok(()),
         }
     }
-}
-
-/// One app's reasons in a line: `0.0 admitted, partition CPUs 0-1 …`.
-pub fn app_line(p: &AppPlan) -> String {
-    let mut s = p.app.to_string();
-    for (i, r) in p.reasons.iter().enumerate() {
-        s.push_str(if i == 0 { " " } else { ", " });
-        s.push_str(&r.to_string());
-    }
-    s
-}
-
-/// A whole plan in one line, as the trace's old `note` read: the policy's
-/// name, then [`plan_line`]. A version-1 trace's plan renders as the note it
-/// carried.
-pub fn note(policy: &str, plan: &Plan) -> String {
-    match &plan.legacy_note {
-        Some(n) => n.clone(),
-        None => format!("{policy}: {}", plan_line(plan)),
-    }
-}
-
-/// A plan's reasons in one line: the plan-wide reasons, each app with
-/// reasons, and the verdicts after ` | `.
-pub fn plan_line(plan: &Plan) -> String {
-    if let Some(n) = &plan.legacy_note {
-        return n.clone();
-    }
-    let mut parts: Vec<String> = plan.reasons.iter().map(ToString::to_string).collect();
-    parts.extend(
-        plan.apps
-            .iter()
-            .filter(|p| !p.reasons.is_empty())
-            .map(app_line),
-    );
-    let mut s = parts.join("; ");
-    for v in &plan.verdicts {
-        if !s.is_empty() {
-            s.push_str(" | ");
-        }
-        s.push_str(&v.to_string());
-    }
-    s
 }

@@ -19,8 +19,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use coloc_model::explain;
 use coloc_model::observation::{Counters, Signals};
-use coloc_model::reason::{render, Reason, Section, SectionPhase};
+use coloc_model::reason::{Reason, Section, SectionPhase};
 use coloc_model::{
     AppId, AppSample, AppSpec, AppState, AppView, Observation, OmpSample, Plan, ThreadSample,
     Topology, Trigger, View,
@@ -111,7 +112,7 @@ impl fmt::Display for NupocoCost {
         writeln!(
             f,
             "steady plan: {}",
-            render::note("nupoco", &self.steady_plan)
+            explain::note("nupoco", &self.steady_plan)
         )
     }
 }
@@ -159,7 +160,7 @@ pub fn nupoco_cost(runs: u32) -> Result<NupocoCost> {
     if profiling(&plan) {
         bail!(
             "bench: nupoco still profiles after every app's window, the steady decision cannot be timed: {}",
-            render::note("nupoco", &plan)
+            explain::note("nupoco", &plan)
         );
     }
     let decide = Timing::of(runs, || {
@@ -307,7 +308,7 @@ mod tests {
         assert!(
             !profiling(&cost.steady_plan),
             "{}",
-            render::note("nupoco", &cost.steady_plan)
+            explain::note("nupoco", &cost.steady_plan)
         );
         let text = cost.to_string();
         assert!(text.contains("Algorithm 1 (compute_dop), 8 apps"), "{text}");
