@@ -251,7 +251,7 @@ fn release_and_finish_give_each_thread_its_own_binding_back() {
         m.adopt(adopt(pid, 0)).unwrap();
         let plan = Plan {
             apps: vec![shared(id(0), &all.to_string())],
-            note: String::new(),
+            ..Plan::default()
         };
         m.apply(&plan);
         // A turn of the loop: its threads rescanned, the plan applied again.

@@ -35,7 +35,7 @@ impl Policy for DopOne {
                     ..AppPlan::native(a.id)
                 })
                 .collect(),
-            note: String::new(),
+            ..Plan::default()
         }
     }
 }

@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use coloc_manager::{run, RunOptions};
+use coloc_model::reason::{Reason, Section, SectionPhase};
 use coloc_model::workload::parse_workload;
 use coloc_model::{AppId, Placement, TraceEvent};
 use coloc_policy::by_name;
@@ -129,25 +130,37 @@ fn nupoco_profiles_a_one_region_program_without_counters() {
     let opts = RunOptions::simulated(w.epoch.unwrap(), 1);
     let mut trace = Vec::new();
     run(&mut m, &mut p, &w, &opts, &mut trace).unwrap();
-    let notes: Vec<&str> = trace
+    // App 0.0's sections as the plans say them.
+    let sections: Vec<&Section> = trace
         .iter()
         .filter_map(|e| match e {
-            TraceEvent::Plan { plan, .. } => Some(plan.note.as_str()),
+            TraceEvent::Plan { plan, .. } => plan.for_app(AppId { app: 0, rep: 0 }),
+            _ => None,
+        })
+        .flat_map(|p| &p.reasons)
+        .filter_map(|r| match r {
+            Reason::Section(s) => Some(s),
             _ => None,
         })
         .collect();
     assert!(
-        notes
+        sections.iter().any(|s| s.phase
+            == SectionPhase::Profiling {
+                step: "half share".into()
+            }
+            && s.cores + s.lent == 1),
+        "{sections:#?}"
+    );
+    assert!(
+        sections
             .iter()
-            .any(|n| n.contains("0.0 profiling (half share) on 1 core(s)")),
-        "{notes:#?}"
+            .all(|s| s.method.as_deref() != Some("unmeasured")),
+        "{sections:#?}"
     );
     assert!(
-        notes.iter().all(|n| !n.contains("unmeasured")),
-        "{notes:#?}"
-    );
-    assert!(
-        notes.iter().any(|n| n.contains("via progress-fit")),
-        "{notes:#?}"
+        sections
+            .iter()
+            .any(|s| s.method.as_deref() == Some("progress-fit")),
+        "{sections:#?}"
     );
 }

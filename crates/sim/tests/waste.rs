@@ -77,7 +77,7 @@ impl Policy for CutWhileShared {
                     ..AppPlan::native(a.id)
                 })
                 .collect(),
-            note: String::new(),
+            ..Plan::default()
         }
     }
 }

@@ -118,7 +118,7 @@ fn mixes(args: &MixesArgs, target: &Target, out: &Path) -> Result<Vec<Mix>> {
                 Ok(Mix {
                     path,
                     workload,
-                    note: String::new(),
+                    ..Plan::default()
                 })
             })
             .collect();

@@ -282,6 +282,7 @@ mod tests {
             TraceEvent::Arrive {
                 t: Duration::ZERO,
                 app,
+                name: None,
             },
             plan_at(0, held, None),
             plan_at(100, on("1"), None),

@@ -653,31 +653,30 @@ fn one_long_region_is_profiled_from_its_progress_inside_the_region() {
         let times = [1000, 1050, 1100, 1150, 1200, 1250, 1300, 1350, 1400];
         let plans = drive(&mut p, topo, &mut actors, &times, false, keep_team);
         let a0 = |k: usize| cores_of(&map, plans[k].for_app(id(0)).unwrap());
-        assert_eq!(a0(2), 47, "{}", plans[2].note);
-        assert_eq!(a0(3), 24, "{}", plans[3].note);
+        assert_eq!(a0(2), 47, "{}", note(&plans[2]));
+        assert_eq!(a0(3), 24, "{}", note(&plans[3]));
         assert!(
-            plans[5]
-                .note
-                .contains("profiling (half share) on 24 core(s)"),
+            profiles(&plans[5], 0, "half share", 24),
             "{}",
-            plans[5].note
+            note(&plans[5])
         );
         let e = p.estimate(id(0)).unwrap();
-        assert_eq!(e.method, Method::ProgressFit, "{}", plans[6].note);
+        assert_eq!(e.method, Method::ProgressFit, "{}", note(&plans[6]));
         assert!(
             (e.mrr - true_mrr).abs() < 1e-3 * true_mrr,
             "{true_mrr}: {e:?}"
         );
         assert!(
-            plans[6].note.contains("via progress-fit"),
+            measured_by(&plans[6], 0, Method::ProgressFit),
             "{}",
-            plans[6].note
+            note(&plans[6])
         );
         // Measured, it is sized as a stuck team again: cores for its 48.
         assert!(
-            plans[8].note.contains("0.0 fixed on 47 core(s)"),
+            section(&plans[8], 0)
+                .is_some_and(|s| s.phase == SectionPhase::Fixed && s.cores + s.lent == 47),
             "{}",
-            plans[8].note
+            note(&plans[8])
         );
     }
 }
