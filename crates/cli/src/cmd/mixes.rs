@@ -118,7 +118,7 @@ fn mixes(args: &MixesArgs, target: &Target, out: &Path) -> Result<Vec<Mix>> {
                 Ok(Mix {
                     path,
                     workload,
-                    ..Plan::default()
+                    note: String::new(),
                 })
             })
             .collect();

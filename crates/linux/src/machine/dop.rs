@@ -493,6 +493,7 @@ mod tests {
             shim_dir: None,
             owner: None,
             own_cpus: None,
+            runtime: None,
         };
         let plain = Default::default();
         let managed = prepare(&launch(&plain));
