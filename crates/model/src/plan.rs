@@ -158,7 +158,7 @@ pub struct Plan {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub verdicts: Vec<Verdict>,
     /// A version-1 trace's `note`: the English its policy wrote, kept only to
-    /// be shown ([`crate::explain::note`]); never written.
+    /// be shown (`explain::note`); never written.
     #[serde(default, rename = "note", skip_serializing)]
     pub legacy_note: Option<String>,
 }
