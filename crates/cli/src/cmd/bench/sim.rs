@@ -28,72 +28,10 @@ use coloc_sim::SimMachine;
 
 /// The engine benchmark's workload: NuPoCo- and ReSense-like apps, 8
 /// threads each, arriving over 30 s.
-const DYNAMIC: &str = r#"
-name = "bench-dynamic-8"
-[[app]]
-name = "sc"
-model = "streamcluster"
-threads = 8
-[[app]]
-name = "ft"
-model = "ft"
-threads = 8
-arrive_at = "2s"
-[[app]]
-name = "ep"
-model = "ep"
-threads = 8
-arrive_at = "5s"
-repeat = 2
-[[app]]
-name = "mg"
-model = "mg"
-threads = 8
-arrive_at = "9s"
-[[app]]
-name = "is"
-model = "is"
-threads = 8
-arrive_at = "14s"
-[[app]]
-name = "bt"
-model = "bt"
-threads = 8
-arrive_at = "18s"
-malleable = true
-[[app]]
-name = "canneal"
-model = "canneal"
-threads = 8
-arrive_at = "24s"
-[[app]]
-name = "kmeans"
-model = "kmeans"
-threads = 8
-arrive_at = "30s"
-repeat = 2
-"#;
+const DYNAMIC: &str = include_str!("sim-dynamic-8.toml");
 
 /// The oracle benchmark's workload: 4 apps × 8 threads, all at 0 s.
-const STATIC: &str = r#"
-name = "bench-oracle-4x8"
-[[app]]
-name = "sc"
-model = "streamcluster"
-threads = 8
-[[app]]
-name = "mg"
-model = "mg"
-threads = 8
-[[app]]
-name = "ep"
-model = "ep"
-threads = 8
-[[app]]
-name = "canneal"
-model = "canneal"
-threads = 8
-"#;
+const STATIC: &str = include_str!("sim-oracle-4x8.toml");
 
 /// Configurations the oracle benchmark evaluates.
 const ORACLE_CONFIGS: usize = 64;
