@@ -45,12 +45,12 @@ use super::layout::{CpuIdx, Layout};
 
 /// A thread the balancer may move.
 #[derive(Clone, Debug)]
-pub(crate) struct Movable {
+pub(crate) struct Movable<'a> {
     /// Index in the caller's thread list.
     pub id: usize,
     pub cpu: CpuIdx,
     /// Allowed CPUs (indices), at least two.
-    pub allowed: Vec<CpuIdx>,
+    pub allowed: &'a [CpuIdx],
     /// Memory node of its first-touched pages, when it has run and its
     /// pages are not interleaved.
     pub home: Option<usize>,
@@ -77,7 +77,7 @@ pub(crate) fn allowed_indices(layout: &Layout, set: Option<&CpuSet>) -> Vec<CpuI
 
 /// One balancer period: returns the moves (thread id, new CPU) in order.
 pub(crate) fn tick(
-    movable: &[Movable],
+    movable: &[Movable<'_>],
     mem_node: &[usize],
     load: &mut [usize],
     jitter_p: f64,
@@ -195,7 +195,7 @@ mod tests {
                 .map(|id| Movable {
                     id,
                     cpu: 0,
-                    allowed: vec![0, 1, 2, 3],
+                    allowed: &[0, 1, 2, 3],
                     home: None,
                 })
                 .collect();
@@ -215,7 +215,7 @@ mod tests {
             .map(|id| Movable {
                 id,
                 cpu: id,
-                allowed: vec![0, 1, 2, 3],
+                allowed: &[0, 1, 2, 3],
                 home: None,
             })
             .collect();
@@ -238,7 +238,7 @@ mod tests {
         let thread = |id, cpu, home| Movable {
             id,
             cpu,
-            allowed: vec![0, 1, 2, 3],
+            allowed: &[0, 1, 2, 3],
             home,
         };
         let movable = vec![
@@ -272,7 +272,7 @@ mod tests {
         let away = vec![Movable {
             id: 0,
             cpu: 2,
-            allowed: vec![0, 1, 2, 3],
+            allowed: &[0, 1, 2, 3],
             home: Some(0),
         }];
         for seed in 0..5 {

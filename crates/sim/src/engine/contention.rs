@@ -36,7 +36,7 @@
 
 use super::layout::{CpuIdx, Layout};
 use super::lock::Lock;
-use super::memory::{Queues, Traffic};
+use super::memory::{Demand, Queues};
 use crate::model::AppModel;
 use crate::platform::Params;
 
@@ -123,7 +123,6 @@ pub(crate) fn solve(
     runners: &[Runner<'_>],
     teams: &[Team],
 ) -> Solution {
-    let n = runners.len();
     let (fit, team_in_llc) = llc_fit(layout, runners, teams);
     let statics: Vec<Static> = runners
         .iter()
@@ -139,83 +138,208 @@ pub(crate) fn solve(
         .map(|(r, s)| locks[r.team].map_or(1.0, |l| l.demand(s.think)))
         .collect();
     let (share, count_on) = cpu_shares(layout, runners, &demand);
-    let crowded: Vec<f64> = teams
+    let barrier: Vec<Option<f64>> = teams
         .iter()
         .map(|t| {
-            t.members
+            let crowded = t
+                .members
                 .iter()
                 .map(|&j| crowding(runners, &count_on, j))
-                .fold(0.0, f64::max)
+                .fold(0.0, f64::max);
+            barrier_pi(layout, params, runners, t, crowded)
         })
         .collect();
-
-    let mut activity = vec![1.0; n];
-    let mut queues = Queues::new(layout);
-    let mut sol = Solution::default();
+    let mut point = FixedPoint::new(layout, runners, &statics, &share);
+    let mut activity = vec![1.0; runners.len()];
+    let mut rates = Rates::default();
     for _ in 0..MAX_ITERATIONS {
-        let traffic = cpu_traffic(layout, runners, &statics, &share, &activity);
-        let queue_delta = queues.step(layout, &traffic);
-        // Seconds per instruction of each runner on a CPU of its own: its
-        // requests' time at the servers overlaps by its memory-level
-        // parallelism, as their latency does.
-        let tau: Vec<f64> = runners
-            .iter()
-            .enumerate()
-            .map(|(j, r)| {
-                let i = layout.cpu_node[r.cpu];
-                let queue: f64 = statics[j]
-                    .mem_pi
-                    .iter()
-                    .enumerate()
-                    .map(|(m, pi)| pi * queues.response(i, m))
-                    .sum();
-                statics[j].think + queue / r.model.mlp
-            })
-            .collect();
-        let own: Vec<f64> = share.iter().zip(&tau).map(|(s, t)| s / t).collect();
-        let mut next = vec![1.0; n];
-        let mut team_rate = Vec::with_capacity(teams.len());
-        let mut useful = vec![0.0; n];
+        let queue_delta = point.queues_step(layout, runners, &statics, &share, &activity);
+        point.paces(layout, runners, &statics, &share);
+        rates.team_rate.clear();
         for (t, team) in teams.iter().enumerate() {
             let paces = Paces {
-                own: &own,
-                tau: &tau,
+                own: &point.own,
+                tau: &point.tau,
                 share: &share,
                 lock: locks[t].as_ref(),
             };
-            let per_thread = team_pace(layout, params, runners, team, crowded[t], &paces);
+            let per_thread = team_pace(team, barrier[t], &paces);
             for &j in &team.members {
-                useful[j] = per_thread;
-                next[j] = (per_thread / own[j]).min(1.0);
+                point.useful[j] = per_thread;
+                point.next[j] = (per_thread / point.own[j]).min(1.0);
             }
-            team_rate.push(per_thread * team.members.len() as f64);
+            rates.team_rate.push(per_thread * team.members.len() as f64);
         }
-        let delta = next
+        let delta = point
+            .next
             .iter()
             .zip(&activity)
             .map(|(a, b)| (a - b).abs())
             .fold(queue_delta, f64::max);
         // Damped update: the map can oscillate between two states otherwise.
-        for (a, b) in activity.iter_mut().zip(&next) {
+        for (a, b) in activity.iter_mut().zip(&point.next) {
             *a = 0.5 * (*a + b);
         }
-        sol = Solution {
-            share: share.clone(),
-            demand: demand.clone(),
-            useful,
-            refs_pi: statics.iter().map(|s| s.refs_pi).collect(),
-            miss_pi: statics
-                .iter()
-                .map(|s| s.mem_pi.iter().sum::<f64>() + s.coh_pi)
-                .collect(),
-            team_rate,
-            llc_fit: fit.clone(),
-        };
         if delta < TOLERANCE {
             break;
         }
     }
-    sol
+    Solution {
+        useful: std::mem::take(&mut point.useful),
+        refs_pi: statics.iter().map(|s| s.refs_pi).collect(),
+        miss_pi: statics
+            .iter()
+            .map(|s| s.mem_pi.iter().sum::<f64>() + s.coh_pi)
+            .collect(),
+        team_rate: rates.team_rate,
+        llc_fit: fit,
+        share,
+        demand,
+    }
+}
+
+/// What the last round of the fixed point gave per team.
+#[derive(Default)]
+struct Rates {
+    team_rate: Vec<f64>,
+}
+
+/// The state of the fixed point between rounds, in flat arrays allocated
+/// once per solve: a round allocates nothing. Runners are grouped by CPU
+/// (`slot`: the CPU's rank among the CPUs with runners, in CPU order) and
+/// each keeps the memory nodes it sends to (`sends`), so a round costs what
+/// is running, not the machine's size.
+struct FixedPoint {
+    queues: Queues,
+    demand: Demand,
+    mems: usize,
+    /// CPUs with runners, ascending.
+    cpus: Vec<CpuIdx>,
+    /// Per runner: its CPU's rank in `cpus`.
+    slot: Vec<usize>,
+    /// Per runner: where its nodes start in `sends` (one more entry).
+    sends_start: Vec<usize>,
+    /// (memory node, requests per instruction) with a positive rate.
+    sends: Vec<(usize, f64)>,
+    /// Scratch per CPU of `cpus`: requests to each node (`[slot * mems + m]`)
+    /// and their MLP-weighted sum.
+    cpu_rates: Vec<f64>,
+    cpu_mlp: Vec<f64>,
+    /// Per runner, this round: seconds per instruction on a CPU of its own,
+    /// pace with its share, useful instructions per second, next activity.
+    tau: Vec<f64>,
+    own: Vec<f64>,
+    useful: Vec<f64>,
+    next: Vec<f64>,
+}
+
+impl FixedPoint {
+    fn new(layout: &Layout, runners: &[Runner<'_>], statics: &[Static], share: &[f64]) -> Self {
+        let n = runners.len();
+        let mems = layout.mem_nodes;
+        let mut cpus: Vec<CpuIdx> = runners.iter().map(|r| r.cpu).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        let slot = runners
+            .iter()
+            .map(|r| {
+                cpus.binary_search(&r.cpu)
+                    .expect("every runner's CPU is listed")
+            })
+            .collect();
+        let mut sends_start = Vec::with_capacity(n + 1);
+        let mut sends = Vec::new();
+        sends_start.push(0);
+        for s in statics {
+            sends.extend(
+                s.mem_pi
+                    .iter()
+                    .copied()
+                    .enumerate()
+                    .filter(|&(_, pi)| pi > 0.0),
+            );
+            sends_start.push(sends.len());
+        }
+        debug_assert_eq!(share.len(), n);
+        Self {
+            queues: Queues::new(layout),
+            demand: Demand::default(),
+            mems,
+            cpu_rates: vec![0.0; cpus.len() * mems],
+            cpu_mlp: vec![0.0; cpus.len()],
+            cpus,
+            slot,
+            sends_start,
+            sends,
+            tau: vec![0.0; n],
+            own: vec![0.0; n],
+            useful: vec![0.0; n],
+            next: vec![1.0; n],
+        }
+    }
+
+    fn sends(&self, j: usize) -> &[(usize, f64)] {
+        &self.sends[self.sends_start[j]..self.sends_start[j + 1]]
+    }
+
+    /// The memory queues' customers (per CPU, its runners' share- and
+    /// activity-weighted request rate to each memory node per second of
+    /// compute, and their memory-level parallelism weighted by those rates),
+    /// then one step of the queues; returns the step's change.
+    fn queues_step(
+        &mut self,
+        layout: &Layout,
+        runners: &[Runner<'_>],
+        statics: &[Static],
+        share: &[f64],
+        activity: &[f64],
+    ) -> f64 {
+        self.cpu_rates.fill(0.0);
+        self.cpu_mlp.fill(0.0);
+        for (j, r) in runners.iter().enumerate() {
+            let u = self.slot[j];
+            let (from, to) = (self.sends_start[j], self.sends_start[j + 1]);
+            for &(m, pi) in &self.sends[from..to] {
+                let rate = share[j] * activity[j] * pi / statics[j].think;
+                self.cpu_rates[u * self.mems + m] += rate;
+                self.cpu_mlp[u] += rate * r.model.mlp;
+            }
+        }
+        self.demand.clear();
+        for (u, &c) in self.cpus.iter().enumerate() {
+            let rates = &self.cpu_rates[u * self.mems..(u + 1) * self.mems];
+            let total: f64 = rates.iter().sum();
+            let mlp = if total > 0.0 {
+                self.cpu_mlp[u] / total
+            } else {
+                1.0
+            };
+            self.demand.push(c, mlp, rates);
+        }
+        self.queues.step(layout, &self.demand)
+    }
+
+    /// Seconds per instruction of each runner on a CPU of its own (its
+    /// requests' time at the servers overlaps by its memory-level
+    /// parallelism, as their latency does), and its pace with its share.
+    fn paces(
+        &mut self,
+        layout: &Layout,
+        runners: &[Runner<'_>],
+        statics: &[Static],
+        share: &[f64],
+    ) {
+        for (j, r) in runners.iter().enumerate() {
+            let i = layout.cpu_node[r.cpu];
+            let queue: f64 = self
+                .sends(j)
+                .iter()
+                .map(|&(m, pi)| pi * self.queues.response(i, m))
+                .sum();
+            self.tau[j] = statics[j].think + queue / r.model.mlp;
+            self.own[j] = share[j] / self.tau[j];
+        }
+    }
 }
 
 /// Per runner, its fraction of its CPU; per CPU, how many runners it has.
@@ -361,38 +485,6 @@ fn coherence(
     (pi, cost * 1e-9)
 }
 
-/// The memory queues' customers: per CPU, its runners' share- and
-/// activity-weighted request rate to each memory node per second of compute,
-/// and their memory-level parallelism weighted by those rates.
-fn cpu_traffic(
-    layout: &Layout,
-    runners: &[Runner<'_>],
-    statics: &[Static],
-    share: &[f64],
-    activity: &[f64],
-) -> Vec<Traffic> {
-    let mut per_cpu = vec![
-        Traffic {
-            rates: vec![0.0; layout.mem_nodes],
-            mlp: 0.0,
-        };
-        layout.cpus.len()
-    ];
-    for (j, r) in runners.iter().enumerate() {
-        let t = &mut per_cpu[r.cpu];
-        for (m, pi) in statics[j].mem_pi.iter().enumerate() {
-            let rate = share[j] * activity[j] * pi / statics[j].think;
-            t.rates[m] += rate;
-            t.mlp += rate * r.model.mlp;
-        }
-    }
-    for t in &mut per_cpu {
-        let total: f64 = t.rates.iter().sum();
-        t.mlp = if total > 0.0 { t.mlp / total } else { 1.0 };
-    }
-    per_cpu
-}
-
 /// What [`team_pace`] needs of each runner: its pace with its CPU share
 /// (`own`), its time per instruction on a CPU of its own (`tau`), its share,
 /// and the team's lock.
@@ -440,27 +532,21 @@ fn crowding(runners: &[Runner<'_>], count_on: &[usize], j: usize) -> f64 {
     (others / (1.0 - 1.0 / c as f64)).min(1.0)
 }
 
-/// Instructions per second of each member of `team`: a bulk-synchronous team
-/// progresses at its slowest member's pace, its lock's serialization
-/// included, slowed by its barriers (longer across packages, and by half a
-/// slice when time-shared threads spin for a teammate that is not running,
-/// scaled by how crowded its most crowded member's CPU is, [`crowding`]).
-fn team_pace(
+/// Seconds of barriers per instruction of a member of `team` (None unless
+/// it is a parallel team of two or more): ⌈log2 n⌉ levels, doubled across
+/// packages, plus half a slice when time-shared threads spin for a teammate
+/// that is not running, scaled by how crowded its most crowded member's CPU
+/// is ([`crowding`]), unless the team waits passively.
+fn barrier_pi(
     layout: &Layout,
     params: &Params,
     runners: &[Runner<'_>],
     team: &Team,
     crowded: f64,
-    paces: &Paces<'_>,
-) -> f64 {
+) -> Option<f64> {
     let k = team.members.len();
-    let slowest = team
-        .members
-        .iter()
-        .map(|&j| paces.of(j))
-        .fold(f64::INFINITY, f64::min);
     if !(team.parallel && k > 1) {
-        return slowest;
+        return None;
     }
     let m = runners[team.members[0]].model;
     let levels = (k as f64).log2().ceil();
@@ -470,7 +556,22 @@ fn team_pace(
     if !team.passive {
         barrier += crowded * team.slice_s / 2.0;
     }
-    1.0 / (1.0 / slowest + m.barriers_per_ginstr * 1e-9 * barrier)
+    Some(m.barriers_per_ginstr * 1e-9 * barrier)
+}
+
+/// Instructions per second of each member of `team`: a bulk-synchronous team
+/// progresses at its slowest member's pace, its lock's serialization
+/// included, slowed by its barriers ([`barrier_pi`]).
+fn team_pace(team: &Team, barrier_pi: Option<f64>, paces: &Paces<'_>) -> f64 {
+    let slowest = team
+        .members
+        .iter()
+        .map(|&j| paces.of(j))
+        .fold(f64::INFINITY, f64::min);
+    match barrier_pi {
+        Some(b) => 1.0 / (1.0 / slowest + b),
+        None => slowest,
+    }
 }
 
 const MIB: f64 = 1024.0 * 1024.0;

@@ -46,20 +46,47 @@
 
 use coloc_model::queueing::FiniteSource;
 
-use super::layout::Layout;
+use super::layout::{CpuIdx, Layout};
 
-/// One CPU's memory traffic.
+/// The memory queues' customers in one round: the CPUs that send requests,
+/// in CPU order, each with the requests it keeps in flight and its rate to
+/// each memory node it sends to. Only positive rates are kept, so a round
+/// costs what the CPUs with traffic send, not CPUs × memory nodes.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct Traffic {
-    /// Requests to each memory node per second of compute.
-    pub rates: Vec<f64>,
-    /// Requests it keeps in flight (its runners' memory-level parallelism).
-    pub mlp: f64,
+pub(crate) struct Demand {
+    /// Per CPU with traffic: its index and its memory-level parallelism.
+    cpus: Vec<(CpuIdx, f64)>,
+    /// Where each CPU's rates start in `rates` (one more entry than `cpus`).
+    start: Vec<usize>,
+    /// (memory node, requests per second of compute), nodes ascending.
+    rates: Vec<(usize, f64)>,
 }
 
-impl Traffic {
-    fn busy(&self) -> bool {
-        self.rates.iter().any(|&r| r > 0.0)
+impl Demand {
+    pub fn clear(&mut self) {
+        self.cpus.clear();
+        self.start.clear();
+        self.rates.clear();
+    }
+
+    /// Adds a CPU (after those of lower index) with its requests per second
+    /// of compute to each memory node (`rates[m]`), and the requests it keeps
+    /// in flight; a CPU with no positive rate is left out.
+    pub fn push(&mut self, cpu: CpuIdx, mlp: f64, rates: &[f64]) {
+        if !rates.iter().any(|&r| r > 0.0) {
+            return;
+        }
+        if self.start.is_empty() {
+            self.start.push(0);
+        }
+        self.cpus.push((cpu, mlp));
+        let positive = rates.iter().enumerate().filter(|&(_, &r)| r > 0.0);
+        self.rates.extend(positive.map(|(m, &r)| (m, r)));
+        self.start.push(self.rates.len());
+    }
+
+    fn of(&self, k: usize) -> &[(usize, f64)] {
+        &self.rates[self.start[k]..self.start[k + 1]]
     }
 }
 
@@ -69,60 +96,75 @@ impl Traffic {
 /// converge together.
 #[derive(Clone, Debug)]
 pub(crate) struct Queues {
+    mems: usize,
     /// Per memory node: its controller's mean response time, seconds.
     ctrl: Vec<f64>,
-    /// `[i][m]`: mean response time of the link from CPU node i to memory
-    /// node m, seconds (0 where none is crossed).
-    link: Vec<Vec<f64>>,
+    /// `[i * mems + m]`: mean response time of the link from CPU node i to
+    /// memory node m, seconds (0 where none is crossed).
+    link: Vec<f64>,
+    /// `[i * mems + m]`: that link's service rate, infinite where none is
+    /// crossed.
+    link_mu: Vec<f64>,
+    /// Per server, this round's customers and their rate-weighted sum
+    /// (scratch, so that a round allocates nothing).
+    ctrl_load: Vec<(f64, f64)>,
+    link_load: Vec<(f64, f64)>,
 }
 
 impl Queues {
     /// Every server idle: a request takes its service time.
     pub fn new(layout: &Layout) -> Self {
+        let link_mu: Vec<f64> = layout.numa.link.iter().flatten().copied().collect();
         Self {
+            mems: layout.mem_nodes,
             ctrl: layout.numa.mu.iter().map(|m| 1.0 / m).collect(),
-            link: layout
-                .numa
-                .link
-                .iter()
-                .map(|row| row.iter().map(|&l| 1.0 / l).collect())
-                .collect(),
+            link: link_mu.iter().map(|&l| 1.0 / l).collect(),
+            ctrl_load: vec![(0.0, 0.0); layout.mem_nodes],
+            link_load: vec![(0.0, 0.0); link_mu.len()],
+            link_mu,
         }
     }
 
     /// Mean response time, seconds, of one request from CPU node i to memory
     /// node m: link plus controller.
     pub fn response(&self, i: usize, m: usize) -> f64 {
-        self.link[i][m] + self.ctrl[m]
+        self.link[i * self.mems + m] + self.ctrl[m]
     }
 
-    /// One damped step of the response times toward what `traffic` (per
-    /// CPU, no rates for an idle one) makes them; returns the largest
-    /// relative change the undamped step asked for.
-    pub fn step(&mut self, layout: &Layout, traffic: &[Traffic]) -> f64 {
-        let mems = layout.mem_nodes;
-        let busy: Vec<(usize, &Traffic)> = traffic
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| t.busy())
-            .collect();
-        // Per busy CPU: seconds one of its streams spends at the servers per
-        // second of compute.
-        let queued: Vec<f64> = busy
-            .iter()
-            .map(|&(c, t)| {
-                let i = layout.cpu_node[c];
-                (0..mems)
-                    .map(|m| t.rates[m] / t.mlp * self.response(i, m))
-                    .sum()
-            })
-            .collect();
-        // A stream's rate at a server, per second outside that server, with
-        // the CPU's streams as its weight.
-        let stream = |k: usize, t: &Traffic, m: usize, at: f64| {
-            let r = t.rates[m] / t.mlp;
-            (r / (1.0 + queued[k] - r * at), t.mlp)
-        };
+    /// One damped step of the response times toward what `demand` makes
+    /// them; returns the largest relative change the undamped step asked for.
+    pub fn step(&mut self, layout: &Layout, demand: &Demand) -> f64 {
+        self.ctrl_load.fill((0.0, 0.0));
+        self.link_load.fill((0.0, 0.0));
+        for (k, &(c, mlp)) in demand.cpus.iter().enumerate() {
+            let i = layout.cpu_node[c];
+            let rates = demand.of(k);
+            // Seconds one of its streams spends at the servers per second of
+            // compute.
+            let queued: f64 = rates
+                .iter()
+                .map(|&(m, r)| r / mlp * self.response(i, m))
+                .sum();
+            // A stream's rate at a server, per second outside that server,
+            // with the CPU's streams as its weight: every server's customers
+            // are summed in CPU order.
+            for &(m, rate) in rates {
+                let r = rate / mlp;
+                add_stream(
+                    &mut self.ctrl_load[m],
+                    r / (1.0 + queued - r * self.ctrl[m]),
+                    mlp,
+                );
+                let l = i * self.mems + m;
+                if self.link_mu[l].is_finite() {
+                    add_stream(
+                        &mut self.link_load[l],
+                        r / (1.0 + queued - r * self.link[l]),
+                        mlp,
+                    );
+                }
+            }
+        }
         let mut delta: f64 = 0.0;
         // Damped: undamped, a saturated round and an idle one can alternate.
         let mut update = |slot: &mut f64, next: f64| {
@@ -131,36 +173,31 @@ impl Queues {
             }
             *slot = 0.5 * (*slot + next);
         };
-        for m in 0..mems {
-            let at = self.ctrl[m];
-            let s = busy
-                .iter()
-                .enumerate()
-                .map(|(k, &(_, t))| stream(k, t, m, at));
-            update(&mut self.ctrl[m], queue(s, layout.numa.mu[m]));
+        for (m, slot) in self.ctrl.iter_mut().enumerate() {
+            update(slot, queue(self.ctrl_load[m], layout.numa.mu[m]));
         }
-        for (i, row) in layout.numa.link.iter().enumerate() {
-            for (m, &mu) in row.iter().enumerate().filter(|(_, l)| l.is_finite()) {
-                let at = self.link[i][m];
-                let s = busy
-                    .iter()
-                    .enumerate()
-                    .filter(|&(_, &(c, _))| layout.cpu_node[c] == i)
-                    .map(|(k, &(_, t))| stream(k, t, m, at));
-                update(&mut self.link[i][m], queue(s, mu));
+        for (l, slot) in self.link.iter_mut().enumerate() {
+            let mu = self.link_mu[l];
+            if mu.is_finite() {
+                update(slot, queue(self.link_load[l], mu));
             }
         }
         delta
     }
 }
 
-/// Response time of an M/M/1/N/N server of rate `mu` whose customers are the
-/// given streams (rate, how many) with a positive rate: their number rounded
-/// to a whole customer, at their mean rate.
-fn queue(streams: impl Iterator<Item = (f64, f64)>, mu: f64) -> f64 {
-    let (n, sum) = streams
-        .filter(|&(r, _)| r > 0.0)
-        .fold((0.0, 0.0), |(n, s), (r, k)| (n + k, s + r * k));
+/// Adds a stream of rate `r` (kept only when positive) that counts as `k`
+/// customers to a server's (customers, Σ rate × customers).
+fn add_stream(load: &mut (f64, f64), r: f64, k: f64) {
+    if r > 0.0 {
+        *load = (load.0 + k, load.1 + r * k);
+    }
+}
+
+/// Response time of an M/M/1/N/N server of rate `mu` whose customers are
+/// the streams summed in `load` (customers, Σ rate × customers): their
+/// number rounded to a whole customer, at their mean rate.
+fn queue((n, sum): (f64, f64), mu: f64) -> f64 {
     if n == 0.0 {
         return 1.0 / mu;
     }
@@ -173,11 +210,22 @@ mod tests {
     use super::*;
     use crate::platform::platform;
 
+    /// One CPU's traffic: requests to each memory node per second of
+    /// compute, and the requests it keeps in flight.
+    struct Traffic {
+        rates: Vec<f64>,
+        mlp: f64,
+    }
+
     /// The converged response times `[i][m]` for fixed traffic.
     fn response_times(layout: &Layout, traffic: &[Traffic]) -> Vec<Vec<f64>> {
+        let mut demand = Demand::default();
+        for (c, t) in traffic.iter().enumerate() {
+            demand.push(c, t.mlp, &t.rates);
+        }
         let mut q = Queues::new(layout);
         for _ in 0..200 {
-            if q.step(layout, traffic) < 1e-12 {
+            if q.step(layout, &demand) < 1e-12 {
                 break;
             }
         }

@@ -12,6 +12,7 @@ mod balancer;
 mod contention;
 mod layout;
 mod lock;
+mod memo;
 mod memory;
 mod state;
 #[cfg(test)]
@@ -24,10 +25,11 @@ use rand::rngs::Xoshiro256PlusPlus;
 use rand::SeedableRng;
 
 use self::contention::{Home, Runner, Solution, Team};
-use self::layout::Layout;
+use self::layout::{CpuIdx, Layout};
+use self::memo::Memo;
 pub use self::state::{SimApp, SimThread, ThreadStats};
 use crate::model::{AppModel, PhaseKind};
-use crate::platform::{Platform, LINE_BYTES};
+use crate::platform::{Params, Platform, LINE_BYTES};
 
 /// What the engine reports while time passes.
 #[derive(Clone, Debug, PartialEq)]
@@ -74,9 +76,17 @@ pub struct Engine {
     /// Per LLC, the fraction of each footprint it held in the last interval
     /// solved: what a thread leaving it has to refill elsewhere.
     llc_fit: Vec<f64>,
-    /// Intervals solved so far (each a contention fixed point): the unit of
-    /// the simulator's speed (`coloc bench sim`).
+    /// Intervals between events simulated so far: the unit of the
+    /// simulator's speed (`coloc bench sim`).
     steps: u64,
+    /// Contention fixed points computed; the other intervals reused a
+    /// remembered solution (`memo.rs`).
+    solves: u64,
+    memo: Memo,
+    /// Scratch: the contention model's inputs of this interval, and the apps
+    /// whose phase ended at its end.
+    key: Vec<u64>,
+    done: Vec<usize>,
 }
 
 /// First simulated pid.
@@ -95,6 +105,10 @@ impl Engine {
             next_id: FIRST_PID,
             next_balance_ns: None,
             steps: 0,
+            solves: 0,
+            memo: Memo::default(),
+            key: Vec::new(),
+            done: Vec::new(),
         }
     }
 
@@ -106,9 +120,15 @@ impl Engine {
         self.now_ns
     }
 
-    /// Intervals between events solved so far.
+    /// Intervals between events simulated so far.
     pub fn steps(&self) -> u64 {
         self.steps
+    }
+
+    /// Contention fixed points computed so far (at most [`Self::steps`]: an
+    /// interval whose inputs were seen recently reuses their solution).
+    pub fn solves(&self) -> u64 {
+        self.solves
     }
 
     pub fn apps(&self) -> &[SimApp] {
@@ -138,10 +158,11 @@ impl Engine {
         let passive = l.model.openmp && mask < l.threads as usize;
         let mut app = SimApp::new(l, pid, self.now_ns);
         app.passive = passive;
-        let cpu = self.place(&app.placement, tid, None);
+        let allowed = self.allowed(&app.placement, tid);
+        let cpu = self.place(&allowed, None);
         let node = self.layout.mem_node[cpu];
         app.home_node = node;
-        app.threads.push(SimThread::new(tid, cpu, node));
+        app.threads.push(SimThread::new(tid, cpu, node, allowed));
         self.apps.push(app);
         self.begin_phase(self.apps.len() - 1);
         (pid, tid)
@@ -164,12 +185,20 @@ impl Engine {
         load
     }
 
-    /// The CPU for `tid` under `placement`: its current one if still allowed,
-    /// else the least-loaded allowed CPU (random among ties).
-    fn place(&mut self, placement: &Placement, tid: Tid, current: Option<usize>) -> usize {
-        let allowed = balancer::allowed_indices(&self.layout, placement.cpus_of(tid));
+    /// The CPUs `placement` allows thread `tid` (indices; none when it
+    /// names no CPU of the platform).
+    fn allowed(&self, placement: &Placement, tid: Tid) -> Vec<CpuIdx> {
+        balancer::allowed_indices(&self.layout, placement.cpus_of(tid))
+    }
+
+    /// The CPU for a thread allowed `allowed` (every CPU when empty): its
+    /// current one if still allowed, else the least-loaded allowed CPU
+    /// (random among ties).
+    fn place(&mut self, allowed: &[CpuIdx], current: Option<usize>) -> usize {
+        let every;
         let allowed = if allowed.is_empty() {
-            balancer::allowed_indices(&self.layout, None)
+            every = balancer::allowed_indices(&self.layout, None);
+            &every
         } else {
             allowed
         };
@@ -177,7 +206,7 @@ impl Engine {
             Some(c) if allowed.contains(&c) => c,
             _ => {
                 let load = self.load();
-                balancer::pick(&allowed, &load, &mut self.rng)
+                balancer::pick(allowed, &load, &mut self.rng)
             }
         }
     }
@@ -187,16 +216,18 @@ impl Engine {
         let Some(i) = self.apps.iter().position(|a| a.id == id) else {
             return 0;
         };
-        self.apps[i].placement = placement.clone();
         let mut moved = 0;
         for k in 0..self.apps[i].threads.len() {
             let (tid, cpu) = (self.apps[i].threads[k].tid, self.apps[i].threads[k].cpu);
-            let new = self.place(&placement, tid, Some(cpu));
+            let allowed = self.allowed(&placement, tid);
+            let new = self.place(&allowed, Some(cpu));
+            self.apps[i].threads[k].allowed = allowed;
             if new != cpu {
                 self.migrate(i, k, new);
                 moved += 1;
             }
         }
+        self.apps[i].placement = placement;
         moved
     }
 
@@ -279,33 +310,29 @@ impl Engine {
         }
         while self.apps[i].threads.len() < dop {
             let tid = self.alloc_tid();
-            let placement = self.apps[i].placement.clone();
-            let cpu = self.place(&placement, tid, None);
+            let allowed = self.allowed(&self.apps[i].placement, tid);
+            let cpu = self.place(&allowed, None);
             let node = self.layout.mem_node[cpu];
-            self.apps[i].threads.push(SimThread::new(tid, cpu, node));
+            self.apps[i]
+                .threads
+                .push(SimThread::new(tid, cpu, node, allowed));
         }
         Some(self.apps[i].threads.iter().map(|t| t.tid).collect())
     }
 
-    /// The runners and teams of the current state.
-    fn solve(&self) -> (Vec<(usize, usize)>, Solution) {
-        let mut index = Vec::new();
+    /// The contention model's runners (each app's runnable threads, in
+    /// order) and teams (one per app) of the current state.
+    /// [`Self::contention_key`] writes the same inputs as words: the two
+    /// change together.
+    fn runners_and_teams(&self) -> (Vec<Runner<'_>>, Vec<Team>) {
         let mut runners = Vec::new();
         let mut teams = Vec::new();
-        for (i, a) in self.apps.iter().enumerate() {
+        for a in &self.apps {
             let mut members = Vec::new();
-            let nice = a.sched.nice.unwrap_or(0);
-            // CFS weights: 1024 at nice 0, a factor 1.25 per nice level.
-            let weight = 1024.0 / 1.25f64.powi(i32::from(nice));
-            for (k, t) in a.threads.iter().enumerate().take(a.team) {
-                let (private_home, shared_home) = match a.memory {
-                    MemPolicy::Interleave => (Home::Interleave, Home::Interleave),
-                    MemPolicy::Default | MemPolicy::Local => {
-                        (Home::Node(t.first_node), Home::Node(a.home_node))
-                    }
-                };
+            let weight = cfs_weight(a);
+            for t in a.runnable() {
+                let (private_home, shared_home) = homes(a, t);
                 members.push(runners.len());
-                index.push((i, k));
                 runners.push(Runner {
                     team: teams.len(),
                     cpu: t.cpu,
@@ -322,8 +349,49 @@ impl Engine {
                 passive: a.passive,
             });
         }
+        (runners, teams)
+    }
+
+    /// Writes into `self.key` everything [`Self::runners_and_teams`] gives
+    /// the contention model (the platform aside, which never changes): per
+    /// app its model (the address of the shared model), team size, CFS
+    /// weight, slice and passive waiting, and per runnable thread its CPU
+    /// and where its data lives.
+    fn contention_key(&mut self) {
+        let home = |h: Home| match h {
+            Home::Node(n) => n as u64,
+            Home::Interleave => u64::MAX,
+        };
+        self.key.clear();
+        for a in &self.apps {
+            self.key.extend([
+                Arc::as_ptr(&a.model) as usize as u64,
+                a.team as u64,
+                cfs_weight(a).to_bits(),
+                a.slice_s(&self.platform.params).to_bits(),
+                u64::from(a.passive),
+            ]);
+            for t in a.runnable() {
+                let (private_home, shared_home) = homes(a, t);
+                self.key
+                    .extend([t.cpu as u64, home(private_home), home(shared_home)]);
+            }
+        }
+    }
+
+    /// The memo entry holding this interval's solution: a remembered one
+    /// when the contention model's inputs were seen recently, else solved
+    /// now.
+    fn solution(&mut self) -> usize {
+        self.contention_key();
+        if let Some(entry) = self.memo.find(&self.key) {
+            return entry;
+        }
+        self.solves += 1;
+        let (runners, teams) = self.runners_and_teams();
         let sol = contention::solve(&self.layout, &self.platform.params, &runners, &teams);
-        (index, sol)
+        let models = self.apps.iter().map(|a| Arc::clone(&a.model)).collect();
+        self.memo.insert(&self.key, models, sol)
     }
 
     /// Lets simulated time pass until `deadline_ns`, returning early (at the
@@ -332,8 +400,9 @@ impl Engine {
         let mut events = Vec::new();
         while self.now_ns < deadline_ns {
             self.arm_balancer();
-            let (index, sol) = self.solve();
+            let entry = self.solution();
             self.steps += 1;
+            let sol = self.memo.get(entry);
             self.llc_fit.clone_from(&sol.llc_fit);
             let mut next = deadline_ns;
             if let Some(b) = self.next_balance_ns {
@@ -349,14 +418,23 @@ impl Engine {
                     next = next.min(end);
                 }
             }
-            self.integrate(next - self.now_ns, &index, &sol);
+            integrate(
+                &mut self.apps,
+                &self.platform.params,
+                next - self.now_ns,
+                sol,
+            );
             self.now_ns = next;
-            for i in (0..self.apps.len()).rev() {
-                let done =
-                    self.apps[i].debt_s == 0.0 && self.apps[i].remaining <= sol.team_rate[i] * 1e-9;
-                if done {
-                    events.extend(self.end_phase(i));
+            self.done.clear();
+            for (i, a) in self.apps.iter().enumerate() {
+                if a.debt_s == 0.0 && a.remaining <= sol.team_rate[i] * 1e-9 {
+                    self.done.push(i);
                 }
+            }
+            // Last first, so that an exit (which removes its app) leaves the
+            // indices of the others as they are.
+            while let Some(i) = self.done.pop() {
+                events.extend(self.end_phase(i));
             }
             if self.next_balance_ns == Some(self.now_ns) {
                 self.balance();
@@ -366,51 +444,6 @@ impl Engine {
             }
         }
         events
-    }
-
-    /// Accumulates progress and per-thread counters over `dt_ns`.
-    fn integrate(&mut self, dt_ns: u64, index: &[(usize, usize)], sol: &Solution) {
-        let dt = dt_ns as f64 * 1e-9;
-        let f_hz = self.platform.params.freq_ghz * 1e9;
-        for (i, a) in self.apps.iter_mut().enumerate() {
-            if a.model.phases[a.phase].kind == PhaseKind::Parallel {
-                a.parallel_ns += dt_ns;
-            }
-            let stall = a.debt_s.min(dt);
-            a.debt_s -= stall;
-            a.remaining = (a.remaining - sol.team_rate[i] * (dt - stall)).max(0.0);
-        }
-        for (j, &(i, k)) in index.iter().enumerate() {
-            let a = &mut self.apps[i];
-            let slice = a.slice_s(&self.platform.params);
-            // Requests to data the team shares: the shared working set's share
-            // of accesses, once a second thread can hold those lines too.
-            let shared = if a.team > 1 {
-                a.model.shared_fraction
-            } else {
-                0.0
-            };
-            let s = &mut a.threads[k].stats;
-            let run = sol.share[j] * dt;
-            s.run_s += run;
-            s.wait_s += (sol.demand[j] - sol.share[j]).max(0.0) * dt;
-            if sol.share[j] < sol.demand[j] {
-                s.involuntary += run / slice;
-            }
-            let instr = sol.useful[j] * dt;
-            // A member waits at each barrier; it sleeps there (a voluntary
-            // switch) when its runtime waits passively, or when it shares its
-            // CPU: the teammate it waits for is then descheduled for longer
-            // than a spin lasts. Alone on its CPU it spins through.
-            if a.team > 1 && (a.passive || sol.share[j] < sol.demand[j]) {
-                s.voluntary += instr * a.model.barriers_per_ginstr * 1e-9;
-            }
-            s.instructions += instr;
-            s.cycles += run * f_hz;
-            s.llc_refs += instr * sol.refs_pi[j];
-            s.llc_misses += instr * sol.miss_pi[j];
-            s.llc_shared_refs += instr * sol.refs_pi[j] * shared;
-        }
     }
 
     /// Moves the app to its next phase, or ends it.
@@ -455,11 +488,10 @@ impl Engine {
 
     /// Schedules the next balancer period while some runnable thread may move.
     fn arm_balancer(&mut self) {
-        let any = self.apps.iter().any(|a| {
-            a.runnable().any(|t| {
-                balancer::allowed_indices(&self.layout, a.placement.cpus_of(t.tid)).len() > 1
-            })
-        });
+        let any = self
+            .apps
+            .iter()
+            .any(|a| a.runnable().any(|t| t.allowed.len() > 1));
         let period = (self.platform.params.balance_ms * 1e6).max(1.0) as u64;
         self.next_balance_ns = match (any, self.next_balance_ns) {
             (false, _) => None,
@@ -475,14 +507,13 @@ impl Engine {
         let mut ids = Vec::new();
         let mut movable = Vec::new();
         for (i, a) in self.apps.iter().enumerate() {
-            for (k, t) in a.threads.iter().enumerate().take(a.team) {
-                let allowed = balancer::allowed_indices(&self.layout, a.placement.cpus_of(t.tid));
-                if allowed.len() > 1 {
+            for (k, t) in a.runnable().enumerate() {
+                if t.allowed.len() > 1 {
                     let touched = t.stats.instructions > 0.0;
                     movable.push(balancer::Movable {
                         id: ids.len(),
                         cpu: t.cpu,
-                        allowed,
+                        allowed: &t.allowed,
                         home: (touched && a.memory != MemPolicy::Interleave)
                             .then_some(t.first_node),
                     });
@@ -503,5 +534,73 @@ impl Engine {
             self.migrate(i, k, cpu);
         }
         self.next_balance_ns = None;
+    }
+}
+
+/// CFS weight of an app's threads: 1024 at nice 0, a factor 1.25 per nice
+/// level.
+fn cfs_weight(a: &SimApp) -> f64 {
+    1024.0 / 1.25f64.powi(i32::from(a.sched.nice.unwrap_or(0)))
+}
+
+/// Where a thread's private data and its app's shared data live: first
+/// touch (its first node, the main thread's) unless interleaved.
+fn homes(a: &SimApp, t: &SimThread) -> (Home, Home) {
+    match a.memory {
+        MemPolicy::Interleave => (Home::Interleave, Home::Interleave),
+        MemPolicy::Default | MemPolicy::Local => {
+            (Home::Node(t.first_node), Home::Node(a.home_node))
+        }
+    }
+}
+
+/// Accumulates progress and per-thread counters over `dt_ns`: the runners
+/// of `sol` are the apps' runnable threads in order.
+fn integrate(apps: &mut [SimApp], params: &Params, dt_ns: u64, sol: &Solution) {
+    let dt = dt_ns as f64 * 1e-9;
+    let f_hz = params.freq_ghz * 1e9;
+    for (i, a) in apps.iter_mut().enumerate() {
+        if a.model.phases[a.phase].kind == PhaseKind::Parallel {
+            a.parallel_ns += dt_ns;
+        }
+        let stall = a.debt_s.min(dt);
+        a.debt_s -= stall;
+        a.remaining = (a.remaining - sol.team_rate[i] * (dt - stall)).max(0.0);
+    }
+    let mut j = 0;
+    for a in apps.iter_mut() {
+        let slice = a.slice_s(params);
+        // Requests to data the team shares: the shared working set's share
+        // of accesses, once a second thread can hold those lines too.
+        let shared = if a.team > 1 {
+            a.model.shared_fraction
+        } else {
+            0.0
+        };
+        let (team, passive) = (a.team, a.passive);
+        let barriers = a.model.barriers_per_ginstr;
+        for t in a.threads.iter_mut().take(team) {
+            let s = &mut t.stats;
+            let run = sol.share[j] * dt;
+            s.run_s += run;
+            s.wait_s += (sol.demand[j] - sol.share[j]).max(0.0) * dt;
+            if sol.share[j] < sol.demand[j] {
+                s.involuntary += run / slice;
+            }
+            let instr = sol.useful[j] * dt;
+            // A member waits at each barrier; it sleeps there (a voluntary
+            // switch) when its runtime waits passively, or when it shares its
+            // CPU: the teammate it waits for is then descheduled for longer
+            // than a spin lasts. Alone on its CPU it spins through.
+            if team > 1 && (passive || sol.share[j] < sol.demand[j]) {
+                s.voluntary += instr * barriers * 1e-9;
+            }
+            s.instructions += instr;
+            s.cycles += run * f_hz;
+            s.llc_refs += instr * sol.refs_pi[j];
+            s.llc_misses += instr * sol.miss_pi[j];
+            s.llc_shared_refs += instr * sol.refs_pi[j] * shared;
+            j += 1;
+        }
     }
 }

@@ -36,15 +36,20 @@ pub struct SimThread {
     pub(crate) cpu: CpuIdx,
     /// Memory node of its first CPU, where its private data was first touched.
     pub(crate) first_node: usize,
+    /// The CPUs its app's placement allows it (indices; empty when the
+    /// placement names none of the platform's), kept with the placement so
+    /// that the balancer does not look them up at every event.
+    pub(crate) allowed: Vec<CpuIdx>,
     pub stats: ThreadStats,
 }
 
 impl SimThread {
-    pub(crate) fn new(tid: Tid, cpu: CpuIdx, first_node: usize) -> Self {
+    pub(crate) fn new(tid: Tid, cpu: CpuIdx, first_node: usize, allowed: Vec<CpuIdx>) -> Self {
         Self {
             tid,
             cpu,
             first_node,
+            allowed,
             stats: ThreadStats::default(),
         }
     }
