@@ -92,6 +92,8 @@ pub(crate) struct Solution {
     pub team_rate: Vec<f64>,
     /// Per LLC: the fraction of each footprint under it that the cache holds.
     pub llc_fit: Vec<f64>,
+    /// Rounds the fixed point took (at most [`MAX_ITERATIONS`]).
+    pub rounds: usize,
 }
 
 /// Per-runner quantities that do not depend on the fixed point.
@@ -152,7 +154,9 @@ pub(crate) fn solve(
     let mut point = FixedPoint::new(layout, runners, &statics, &share);
     let mut activity = vec![1.0; runners.len()];
     let mut rates = Rates::default();
-    for _ in 0..MAX_ITERATIONS {
+    let mut rounds = 0;
+    while rounds < MAX_ITERATIONS {
+        rounds += 1;
         let queue_delta = point.queues_step(layout, runners, &statics, &share, &activity);
         point.paces(layout, runners, &statics, &share);
         rates.team_rate.clear();
@@ -195,6 +199,7 @@ pub(crate) fn solve(
         llc_fit: fit,
         share,
         demand,
+        rounds,
     }
 }
 

@@ -82,6 +82,8 @@ pub struct Engine {
     /// Contention fixed points computed; the other intervals reused a
     /// remembered solution (`memo.rs`).
     solves: u64,
+    /// Rounds of those fixed points.
+    rounds: u64,
     memo: Memo,
     /// Scratch: the contention model's inputs of this interval, and the apps
     /// whose phase ended at its end.
@@ -106,6 +108,7 @@ impl Engine {
             next_balance_ns: None,
             steps: 0,
             solves: 0,
+            rounds: 0,
             memo: Memo::default(),
             key: Vec::new(),
             done: Vec::new(),
@@ -129,6 +132,11 @@ impl Engine {
     /// interval whose inputs were seen recently reuses their solution).
     pub fn solves(&self) -> u64 {
         self.solves
+    }
+
+    /// Rounds of the contention fixed points computed so far.
+    pub fn rounds(&self) -> u64 {
+        self.rounds
     }
 
     pub fn apps(&self) -> &[SimApp] {
@@ -390,6 +398,7 @@ impl Engine {
         self.solves += 1;
         let (runners, teams) = self.runners_and_teams();
         let sol = contention::solve(&self.layout, &self.platform.params, &runners, &teams);
+        self.rounds += sol.rounds as u64;
         let models = self.apps.iter().map(|a| Arc::clone(&a.model)).collect();
         self.memo.insert(&self.key, models, sol)
     }

@@ -40,8 +40,12 @@ const ORACLE_CONFIGS: usize = 64;
 #[derive(Clone, Debug, PartialEq)]
 pub struct EngineSpeed {
     pub policy: &'static str,
-    /// Intervals solved (events).
+    /// Intervals simulated (events).
     pub steps: u64,
+    /// Contention fixed points computed (the other intervals reused a
+    /// remembered solution), and their rounds.
+    pub solves: u64,
+    pub rounds: u64,
     pub simulated: Duration,
     pub wall: Duration,
 }
@@ -133,6 +137,8 @@ fn engine_run(w: &Workload, info: &PolicyInfo) -> Result<EngineSpeed> {
     Ok(EngineSpeed {
         policy,
         steps: machine.engine().steps(),
+        solves: machine.engine().solves(),
+        rounds: machine.engine().rounds(),
         simulated,
         wall,
     })
@@ -146,15 +152,17 @@ impl fmt::Display for SimSpeed {
         )?;
         writeln!(
             f,
-            "{:<16} {:>10} {:>12} {:>10} {:>14} {:>12}",
-            "policy", "events", "simulated", "wall", "events/s", "sim/wall"
+            "{:<16} {:>10} {:>8} {:>8} {:>12} {:>10} {:>14} {:>12}",
+            "policy", "events", "solves", "rounds", "simulated", "wall", "events/s", "sim/wall"
         )?;
         for e in &self.engine {
             writeln!(
                 f,
-                "{:<16} {:>10} {:>11.1}s {:>9.3}s {:>14.0} {:>11.1}x",
+                "{:<16} {:>10} {:>8} {:>8} {:>11.1}s {:>9.3}s {:>14.0} {:>11.1}x",
                 e.policy,
                 e.steps,
+                e.solves,
+                e.rounds,
                 e.simulated.as_secs_f64(),
                 e.wall.as_secs_f64(),
                 e.steps_per_s(),
