@@ -24,8 +24,9 @@
 //!   each app scattered), seeded random sampling, then local improvement
 //!   (thread swaps, moves, DoP steps) around each metric's best. A bounded
 //!   result is a bound on the optimum, and the report says so.
-//! - Evaluation runs in parallel (`std::thread::scope`), in fixed batches, so
-//!   the result does not depend on the number of threads.
+//! - Evaluation runs in parallel (rayon, one worker per CPU by default), in
+//!   fixed batches whose results are taken in order, so the result does not
+//!   depend on the number of threads.
 
 mod eval;
 mod policy;
@@ -141,17 +142,27 @@ pub struct OracleOptions<'a> {
 }
 
 impl Default for OracleOptions<'_> {
-    /// 2000 configurations, seed 1, one evaluation per available CPU, no solo
-    /// times, no progress reports.
+    /// 2000 configurations, seed 1, one evaluation per available CPU (or
+    /// `RAYON_NUM_THREADS`), no solo times, no progress reports.
     fn default() -> Self {
         Self {
             max_configs: 2000,
             seed: 1,
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            threads: default_threads(),
             solo_s: None,
             progress: None,
         }
     }
+}
+
+/// Worker threads by default: `RAYON_NUM_THREADS` when set to a positive
+/// number (rayon's own setting), else one per available CPU.
+fn default_threads() -> usize {
+    std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 impl fmt::Debug for OracleOptions<'_> {

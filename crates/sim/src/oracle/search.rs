@@ -2,13 +2,13 @@
 //! it exhaustively or bounded (see the module doc of [`super`]).
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use coloc_model::Workload;
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
+use rayon::prelude::*;
+use rayon::ThreadPool;
 
 use super::eval::{evaluate, Scores};
 use super::space::{Counts, Space, SymTree};
@@ -60,7 +60,12 @@ pub fn search(
         raw = raw.zip(space.raw_placements()).map(|(a, b)| a + b);
     }
     let bounded = configurations.is_none_or(|c| c > opts.max_configs as f64);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.threads.max(1))
+        .build()
+        .map_err(|e| OracleError::Run(format!("no worker threads: {e}")))?;
     let mut s = Searcher {
+        pool,
         platform,
         workload,
         opts,
@@ -193,6 +198,8 @@ fn dop_splits(apps: &[App]) -> Vec<Counts> {
 }
 
 struct Searcher<'a> {
+    /// `opts.threads` workers.
+    pool: ThreadPool,
     platform: &'a Platform,
     workload: &'a Workload,
     opts: &'a OracleOptions<'a>,
@@ -235,27 +242,20 @@ impl Searcher<'_> {
         }
     }
 
-    /// Evaluates a batch in parallel and keeps each metric's best.
+    /// Evaluates a batch in parallel and keeps each metric's best, in the
+    /// batch's order whatever the number of workers.
     fn evaluate(&mut self, batch: &[Candidate]) -> Result<(), OracleError> {
         let configs: Vec<Config> = batch.iter().map(|c| self.config(&c.placement)).collect();
-        let results: Mutex<Vec<Option<Result<Scores, OracleError>>>> =
-            Mutex::new(vec![None; configs.len()]);
-        let next = AtomicUsize::new(0);
         let solo = self.opts.solo_s.as_deref();
-        let workers = self.opts.threads.clamp(1, configs.len().max(1));
-        std::thread::scope(|scope| {
-            for _ in 0..workers {
-                scope.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(config) = configs.get(i) else { break };
-                    let r = evaluate(self.platform, self.workload, config, self.opts.seed, solo);
-                    results.lock().expect("no worker panics holding the lock")[i] = Some(r);
-                });
-            }
+        let (platform, workload, seed) = (self.platform, self.workload, self.opts.seed);
+        let results: Vec<Result<Scores, OracleError>> = self.pool.install(|| {
+            configs
+                .par_iter()
+                .map(|config| evaluate(platform, workload, config, seed, solo))
+                .collect()
         });
-        let results = results.into_inner().expect("no worker panicked");
         for ((config, candidate), r) in configs.into_iter().zip(batch).zip(results) {
-            let scores = r.expect("every index was evaluated")?;
+            let scores = r?;
             self.evaluated += 1;
             self.raw_covered += candidate.orbit;
             for metric in Metric::ALL {
