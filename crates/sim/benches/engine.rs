@@ -1,19 +1,29 @@
-//! Criterion benchmark of the simulator's engine (docs/simulator.md): a
-//! two-app mix of NPB models on NuPoCo's 64-core machine, run to the end
-//! through the Manager under `native` (the Linux balancer model: the most
-//! events) and `equal` (pinned: the fewest). `coloc bench sim` prints events
-//! per second and the oracle's speed; `cargo bench -p coloc-sim` tracks the
-//! engine over time.
+//! Criterion benchmarks of the simulator's engine (docs/simulator.md,
+//! Speed). `coloc bench sim` prints events per second of whole runs; these
+//! time the engine's hot paths one at a time, so a regression shows where
+//! it is:
+//!
+//! - `solve_64_threads`: one interval of 8 apps × 8 pinned threads on
+//!   NuPoCo's 64-core machine, from a state never solved (the contention
+//!   fixed point from scratch, then the interval's accounting);
+//! - `event_remembered`: an interval of the same state again (the solution
+//!   remembered: the per-event cost every other event pays);
+//! - `native` and `equal`: a two-app mix of NPB models run to the end
+//!   through the Manager under the Linux balancer model (the most events)
+//!   and pinned (the fewest).
 
 use std::hint::black_box;
+use std::sync::Arc;
 
 use coloc_manager::{run, RunOptions, DEFAULT_EPOCH};
 use coloc_model::workload::parse_workload;
-use coloc_model::TraceEvent;
+use coloc_model::{AppId, CpuSet, MemPolicy, Placement, SchedSettings, TraceEvent};
 use coloc_policy::PolicyContext;
+use coloc_sim::engine::{AppLaunch, Engine};
+use coloc_sim::model::model;
 use coloc_sim::platform::platform;
 use coloc_sim::SimMachine;
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 
 const MIX: &str = r#"
 name = "bench-engine"
@@ -28,10 +38,78 @@ threads = 32
 arrive_at = "1s"
 "#;
 
+/// Eight apps of eight threads on nupoco-amd64, each pinned to one NUMA
+/// node's eight CPUs (one thread per CPU), advanced into their first
+/// parallel phase so that every team exists; nothing solved since their
+/// placement.
+fn eight_teams() -> Engine {
+    let p = platform("nupoco-amd64").expect("a built-in platform");
+    let mut e = Engine::new(p, 1);
+    let models = ["mg", "ft", "sp", "bt", "ep", "is", "mg", "ft"];
+    for (i, name) in models.iter().enumerate() {
+        let cpus: Vec<u32> = (8 * i as u32..8 * i as u32 + 8).collect();
+        let m = model(name).expect("a library model");
+        e.launch(AppLaunch {
+            id: AppId {
+                app: i as u32,
+                rep: 0,
+            },
+            model: Arc::new(m.scaled(1e-2)),
+            threads: 8,
+            placement: Placement::Shared(cpus.iter().copied().collect::<CpuSet>()),
+            memory: MemPolicy::Default,
+            sched: SchedSettings::default(),
+            malleable: false,
+        });
+    }
+    // Past every app's serial start: the teams are created.
+    while e.apps().iter().any(|a| a.threads.len() < 8) {
+        let now = e.now_ns();
+        e.advance_until(now + 1_000_000);
+    }
+    for (i, a) in e.apps().to_vec().iter().enumerate() {
+        let threads = a
+            .threads
+            .iter()
+            .enumerate()
+            .map(|(k, t)| (t.tid, CpuSet::single((8 * i + k) as u32)))
+            .collect();
+        e.set_placement(
+            a.id,
+            Placement::PerThread {
+                threads,
+                rest: CpuSet::new(),
+            },
+        );
+    }
+    e
+}
+
 fn engine(c: &mut Criterion) {
+    let mut group = c.benchmark_group("sim_engine");
+    let fresh = eight_teams();
+    group.bench_function("solve_64_threads", |b| {
+        b.iter_batched(
+            || fresh.clone(),
+            |mut e| {
+                let now = e.now_ns();
+                e.advance_until(black_box(now + 1));
+                e.solves()
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    let mut warm = eight_teams();
+    let now = warm.now_ns();
+    warm.advance_until(now + 1);
+    group.bench_function("event_remembered", |b| {
+        b.iter(|| {
+            let now = warm.now_ns();
+            warm.advance_until(black_box(now + 1));
+        })
+    });
     let w = parse_workload("bench-engine.toml", MIX).expect("the built-in mix parses");
     let p = platform("nupoco-amd64").expect("a built-in platform");
-    let mut group = c.benchmark_group("sim_engine");
     group.sample_size(10);
     for policy in ["native", "equal"] {
         group.bench_function(policy, |b| {

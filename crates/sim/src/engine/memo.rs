@@ -24,7 +24,7 @@ use crate::model::AppModel;
 /// kilobytes each.
 const CAPACITY: usize = 64;
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Entry {
     hash: u64,
     key: Vec<u64>,
@@ -35,7 +35,7 @@ struct Entry {
 }
 
 /// Remembered solutions, found by their inputs.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Memo {
     entries: Vec<Entry>,
     clock: u64,

@@ -61,8 +61,9 @@ pub struct AppLaunch {
     pub malleable: bool,
 }
 
-/// The simulated machine state.
-#[derive(Debug)]
+/// The simulated machine state. A clone goes on from the same state,
+/// remembered solutions included.
+#[derive(Clone, Debug)]
 pub struct Engine {
     platform: Platform,
     layout: Layout,
