@@ -10,7 +10,8 @@
 #
 # Per run OUT_DIR holds the trace without its wall-clock fields (`decide`,
 # the policy's own time, and `started_unix`) and what the command printed
-# (less the mean decision time), or its error; the output of a build at one commit is the reference for
+# (less log timestamps, the mean decision time and wall seconds), or its
+# error; the output of a build at one commit is the reference for
 # another: `diff -r OUT_A OUT_B` is empty when simulated outcomes did not
 # change. Runs go JOBS at a time (default 2); the profile store is a fresh
 # one under OUT_DIR/.data, so the user's is not touched.
@@ -44,6 +45,14 @@ pairs() {
 
 policies=$("$coloc" policies | awk '{print $1}' | grep -vx oracle)
 
+# What a command printed, less what is not simulated: our directory, log
+# lines' wall-clock timestamps, the mean decision time and wall seconds.
+normalize() {
+  sed -i -E -e "s|$out|OUT|g" -e 's/^[0-9T:.-]+Z +//' -e '/mean decision ms/d' \
+    -e 's/, [0-9.]+ s wall//' "$1"
+}
+export -f normalize
+
 # One run: workload, platform, policy, seed, extra arguments.
 run() {
   local w=$1 p=$2 pol=$3 seed=$4
@@ -55,8 +64,7 @@ run() {
       > "$out/$name.out" 2>&1; then
     jq -c 'del(.decide, .started_unix)' "$dir/trace.jsonl" > "$out/$name.trace.jsonl"
   fi
-  # The run's directory is ours, not the run's; the decision time is wall time.
-  sed -i -e "s|$out|OUT|g" -e '/mean decision ms/d' "$out/$name.out"
+  normalize "$out/$name.out"
 }
 export -f run
 export coloc out
@@ -66,7 +74,7 @@ pairs | while read -r w p; do
   name=$(basename "$w" .toml)-$p
   "$coloc" profile --sim "$p" "$w" --repeat 1 --out "$out/.work/profile-$name" \
     > "$out/profile-$name.txt" 2>&1 || true
-  sed -i "s|$out|OUT|g" "$out/profile-$name.txt"
+  normalize "$out/profile-$name.txt"
 done
 
 {
@@ -82,6 +90,6 @@ done
 } | xargs -P "$jobs" -L 1 bash -c 'run "$@"' _
 
 "$coloc" bench paper nupoco --repeat 1 --out "$out/.work/paper" > "$out/bench-paper-nupoco.txt" 2>&1
-sed -i "s|$out|OUT|g" "$out/bench-paper-nupoco.txt"
+normalize "$out/bench-paper-nupoco.txt"
 rm -rf "$out/.work" "$out/.data"
 echo "$(ls "$out" | wc -l) files in $out"
