@@ -112,35 +112,34 @@ static struct spank_option options[] = {
      malleable_option},
     SPANK_OPTIONS_TABLE_END};
 
-/* plugstack.conf arguments: socket=PATH, batch=manage|skip. */
-static int parse_arguments(int ac, char **av)
+/* plugstack.conf arguments: socket=PATH, batch=manage|skip. A bad one is
+ * said (in every command and daemon that loads the plugin) and left out:
+ * even a `required` plugin fails no job over it. */
+static void parse_arguments(int ac, char **av)
 {
     for (int i = 0; i < ac; i++) {
         if (strncmp(av[i], "socket=", 7) == 0) {
             const char *path = av[i] + 7;
             if (path[0] != '/' || strlen(path) >= sizeof socket_path) {
                 slurm_error("coloc: plugstack.conf argument socket=%s: expected an absolute path "
-                            "shorter than %zu bytes",
-                            path, sizeof socket_path);
-                return -1;
+                            "shorter than %zu bytes; using %s",
+                            path, sizeof socket_path, socket_path);
+                continue;
             }
             snprintf(socket_path, sizeof socket_path, "%s", path);
         } else if (strcmp(av[i], "batch=skip") == 0 || strcmp(av[i], "batch=manage") == 0) {
             skip_batch = strcmp(av[i], "batch=skip") == 0;
         } else {
             slurm_error("coloc: unknown plugstack.conf argument \"%s\" (expected socket=PATH, "
-                        "batch=manage or batch=skip)",
+                        "batch=manage or batch=skip); ignored",
                         av[i]);
-            return -1;
         }
     }
-    return 0;
 }
 
 int slurm_spank_init(spank_t sp, int ac, char **av)
 {
-    if (parse_arguments(ac, av) != 0)
-        return -1;
+    parse_arguments(ac, av);
     for (struct spank_option *o = options; o->name != NULL; o++)
         if (spank_option_register(sp, o) != ESPANK_SUCCESS)
             slurm_error("coloc: could not register --%s", o->name);
@@ -358,6 +357,8 @@ static void set_memory(json_object *memory, const char *name)
         return;
     const char *policy = json_object_get_string(json_object_array_get_idx(memory, 0));
     json_object *nodes = json_object_array_get_idx(memory, 1);
+    if (policy == NULL || !json_object_is_type(nodes, json_type_array))
+        return;
     unsigned long mask[16] = {0};
     int mode;
     if (strcmp(policy, "local") == 0) {
@@ -383,8 +384,11 @@ static void apply_admission(spank_t sp, json_object *reply, const char *name)
     json_object *v;
     if (json_object_object_get_ex(reply, "remove_env", &v) &&
         json_object_is_type(v, json_type_array))
-        for (size_t i = 0; i < json_object_array_length(v); i++)
-            spank_unsetenv(sp, json_object_get_string(json_object_array_get_idx(v, i)));
+        for (size_t i = 0; i < json_object_array_length(v); i++) {
+            const char *key = json_object_get_string(json_object_array_get_idx(v, i));
+            if (key != NULL)
+                spank_unsetenv(sp, key);
+        }
     if (json_object_object_get_ex(reply, "set_env", &v) && json_object_is_type(v, json_type_array))
         for (size_t i = 0; i < json_object_array_length(v); i++) {
             json_object *kv = json_object_array_get_idx(v, i);
@@ -392,6 +396,8 @@ static void apply_admission(spank_t sp, json_object *reply, const char *name)
                 continue;
             const char *key = json_object_get_string(json_object_array_get_idx(kv, 0));
             const char *value = json_object_get_string(json_object_array_get_idx(kv, 1));
+            if (key == NULL || value == NULL)
+                continue;
             if (strcmp(key, "LD_PRELOAD") == 0)
                 set_preload(sp, value);
             else
