@@ -257,6 +257,22 @@ fn cpuset_cgroup(pid: u32) -> Option<String> {
         })
 }
 
+/// Whether process `pid` is exiting or gone: the kernel has set its
+/// `PF_EXITING` flag (`/proc/PID/stat`'s ninth field), which it never clears.
+/// On a cgroup v1 hierarchy an exiting process's `/proc/PID/cgroup` reads `/`
+/// whatever cgroup it is in (`proc_cgroup_show`, kernel/cgroup/cgroup.c): a
+/// `/` read before this says `false` was the process's real cgroup.
+fn exiting(pid: u32) -> bool {
+    const PF_EXITING: u64 = 0x4;
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return true;
+    };
+    // After the command's ')': state, ppid, pgrp, session, tty, tpgid, flags.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(6)?.parse::<u64>().ok())
+        .is_some_and(|flags| flags & PF_EXITING != 0)
+}
+
 fn cgroup_cpus(cgroup: &str) -> Option<CpuSet> {
     std::fs::read_to_string(format!(
         "/sys/fs/cgroup/cpuset{cgroup}/cpuset.effective_cpus"
@@ -306,8 +322,12 @@ fn look(job: u32, app: &AppStatus, seen: &mut Seen) {
         let Some(cgroup) = cpuset_cgroup(pid) else {
             continue; // ended meanwhile
         };
+        let in_job = cgroup.ends_with(&format!("/job_{job}/step_batch"));
+        if !in_job && exiting(pid) {
+            continue; // its cgroup read as the root's, as an exiting one's does
+        }
         assert!(
-            cgroup.ends_with(&format!("/job_{job}/step_batch")),
+            in_job,
             "job {job}'s process {pid} left Slurm's cgroup: {cgroup}"
         );
         let Some(cg_cpus) = cgroup_cpus(&cgroup) else {
