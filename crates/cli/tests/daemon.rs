@@ -283,6 +283,38 @@ fn short_execs_in_a_row_and_at_once_all_finish() {
     assert!(!svc.log().contains("ERROR"), "{}", svc.log());
 }
 
+/// `coloc exec --cap-threads` hands the command the runtimes' thread-count
+/// variables at the team of its launch (`native` plans no DoP: `--threads`),
+/// the JVM's cap after the options its own environment had; without the
+/// flag none is set.
+#[test]
+fn exec_cap_threads_sets_the_runtimes_variables() {
+    if !is_root() {
+        return;
+    }
+    let svc = Service::new();
+    let mut started = Started::default();
+    svc.start("native", &mut started);
+    let show = "echo \"$GOMAXPROCS|$OPENBLAS_NUM_THREADS|$JAVA_TOOL_OPTIONS\"";
+    let run = |flags: &[&str]| {
+        let mut args = vec!["exec", "--threads", "1"];
+        args.extend(flags);
+        args.extend(["--", "sh", "-c", show]);
+        let out = svc
+            .coloc(&args)
+            .env("JAVA_TOOL_OPTIONS", "-Xmx64m")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out).1);
+        text(&out).0.trim().to_string()
+    };
+    assert_eq!(
+        run(&["--cap-threads"]),
+        "1|1|-Xmx64m -XX:ActiveProcessorCount=1"
+    );
+    assert_eq!(run(&[]), "||-Xmx64m");
+}
+
 /// With no daemon, `coloc exec` says so; `--or-run` runs the command
 /// unmanaged and exits with its status.
 #[test]

@@ -234,7 +234,19 @@ impl Machine for DaemonMachine {
             name: req.spec.name.clone(),
             source: why.into(),
         };
-        let (pid, start, malleable, held, in_place, program, cancelled, asked_by, runtime, kind) = {
+        let (
+            pid,
+            start,
+            malleable,
+            caps,
+            held,
+            in_place,
+            program,
+            cancelled,
+            asked_by,
+            runtime,
+            kind,
+        ) = {
             let mut state = self.shared.lock();
             let e = state
                 .apps
@@ -244,6 +256,7 @@ impl Machine for DaemonMachine {
                 e.pid,
                 e.start,
                 e.malleable && e.kind.held(),
+                e.cap_threads && e.kind.held(),
                 e.kind.held(),
                 // A Slurm task stays in Slurm's cgroup (docs/slurm.md).
                 e.kind == Kind::Task,
@@ -268,6 +281,7 @@ impl Machine for DaemonMachine {
             cpus: req.plan.placement.cpus().iter().collect(),
             memory: req.plan.memory,
             held,
+            cap_threads: caps,
             in_place,
             asked_by,
             runtime,

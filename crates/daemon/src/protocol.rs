@@ -50,6 +50,10 @@ pub enum Request {
         name: String,
         class: AppClass,
         malleable: bool,
+        /// Threaded runtimes get the team at launch through their variables
+        /// (`cap_threads`, docs/workload-format.md).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        cap_threads: bool,
         /// Threads it starts with (`OMP_NUM_THREADS`); 0 for one per CPU.
         threads: u32,
         pid: u32,
@@ -367,6 +371,7 @@ mod tests {
                 name: "cg".into(),
                 class: AppClass::Batch,
                 malleable: true,
+                cap_threads: false,
                 threads: 4096,
                 pid: 42,
                 argv: vec!["/bin/cg".into(), "".into()],
@@ -376,6 +381,7 @@ mod tests {
                 name: "job12.batch".into(),
                 class: AppClass::Batch,
                 malleable: true,
+                cap_threads: false,
                 threads: 0,
                 pid: 43,
                 argv: vec!["/spool/job00012/slurm_script".into()],
@@ -515,6 +521,7 @@ mod tests {
                 name: "x".into(),
                 class: AppClass::Batch,
                 malleable: false,
+                cap_threads: false,
                 threads: 0,
                 pid: 1,
                 argv: sent,

@@ -346,6 +346,7 @@ pub fn handle(request: Request, peer: Peer, ctx: &Context) -> Result<Next, Refus
             name,
             class,
             malleable,
+            cap_threads,
             threads,
             pid,
             argv,
@@ -359,6 +360,7 @@ pub fn handle(request: Request, peer: Peer, ctx: &Context) -> Result<Next, Refus
             let mut e = Entry::new(name, kind, pid, peer.uid, program);
             e.class = class;
             e.malleable = malleable;
+            e.cap_threads = cap_threads;
             e.threads = threads;
             e.job = job;
             e.start = Some(f.start);

@@ -185,6 +185,8 @@ pub struct Entry {
     pub start: Option<u64>,
     pub uid: u32,
     pub malleable: bool,
+    /// Its threaded runtimes get the team at launch (`cap_threads`).
+    pub cap_threads: bool,
     /// The program (for the shim's runtime check and the record).
     pub program: String,
     pub threads: u32,
@@ -227,6 +229,7 @@ impl Entry {
             start: None,
             uid,
             malleable: false,
+            cap_threads: false,
             program,
             threads: 0,
             job: None,
@@ -252,6 +255,7 @@ impl Entry {
         AppSpec {
             class: self.class,
             malleable: self.malleable,
+            cap_threads: self.cap_threads,
             ..AppSpec::program(self.name.clone(), vec![self.program.clone()], self.threads)
         }
     }

@@ -39,6 +39,7 @@ fn adopt(pid: u32, app: u32) -> Adopt<'static> {
         cpus: Vec::new(),
         memory: MemPolicy::Default,
         held: false,
+        cap_threads: false,
         in_place: false,
         asked_by: None,
         runtime: None,
@@ -164,6 +165,59 @@ fn a_held_process_is_handed_its_memory_policy() {
         })
         .unwrap();
     assert_eq!(adopted.memory, None);
+    m.finish().unwrap();
+}
+
+/// A held process with `cap_threads` is handed the runtimes' thread-count
+/// variables at its DoP (the JVM's option alone: `coloc exec` puts its own
+/// options before it); one that runs already, or one without
+/// `cap_threads`, gets none.
+#[test]
+fn a_held_process_is_handed_the_launch_caps() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = machine(dir.path());
+    let kept = [sleeper(), sleeper(), sleeper()];
+    let env =
+        |k: usize, held: bool, cap_threads: bool, m: &mut coloc_linux::machine::LinuxMachine| {
+            let adopted = m
+                .adopt(Adopt {
+                    dop: 3,
+                    held,
+                    cap_threads,
+                    ..adopt(kept[k].0.id(), k as u32)
+                })
+                .unwrap();
+            adopted
+                .set_env
+                .into_iter()
+                .map(|(k, v)| (k.into_string().unwrap(), v.into_string().unwrap()))
+                .collect::<std::collections::BTreeMap<_, _>>()
+        };
+    let capped = env(0, true, true, &mut m);
+    for v in [
+        "OPENBLAS_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "GOMAXPROCS",
+        "RAYON_NUM_THREADS",
+    ] {
+        assert_eq!(
+            capped.get(v).map(String::as_str),
+            Some("3"),
+            "{v}: {capped:?}"
+        );
+    }
+    assert_eq!(
+        capped.get("JAVA_TOOL_OPTIONS").map(String::as_str),
+        Some("-XX:ActiveProcessorCount=3")
+    );
+    assert!(
+        !env(1, false, true, &mut m).contains_key("GOMAXPROCS"),
+        "running already"
+    );
+    assert!(
+        !env(2, true, false, &mut m).contains_key("GOMAXPROCS"),
+        "not asked"
+    );
     m.finish().unwrap();
 }
 

@@ -40,6 +40,7 @@ const CASES: &[(&str, usize, Option<&str>, &str)] = &[
     ("slice-zero", 4, Some("app \"a\".sched.slice_us"), "expected a time slice from 100 to 100000 microseconds"),
     ("env-not-string", 4, Some("app \"a\".env.OMP_WAIT_POLICY"), "expected a string (environment values are text: write \"4\", not 4), found 4"),
     ("env-omp-num-threads", 4, Some("app \"a\".env.OMP_NUM_THREADS"), "set the thread count with the app's `threads` field"),
+    ("env-capped", 5, Some("app \"a\".env.GOMAXPROCS"), "`cap_threads = true` sets GOMAXPROCS to the team the policy chooses at launch"),
     ("syntax-error", 4, None, "invalid TOML: invalid basic string"),
     ("duplicate-key", 5, None, "invalid TOML: duplicate key (at `threads`)"),
     ("no-apps", 1, Some("app"), "a workload needs at least one application: add an [[app]] table"),

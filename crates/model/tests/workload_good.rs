@@ -151,6 +151,7 @@ fn defaults_fill_what_the_file_leaves_out() {
                 metric: None,
                 env: BTreeMap::new(),
                 malleable: false,
+                cap_threads: false,
                 cpus: None,
                 memory: None,
                 sched: None,
@@ -184,6 +185,7 @@ arrive_at = "1m 30s"
 repeat = 7
 class = "latency"
 malleable = true
+cap_threads = true
 cpus = "0-2,5"
 env = { OMP_PROC_BIND = "false", "WEIRD KEY" = "" }
 memory = "local"
@@ -232,6 +234,7 @@ sched = {}
                 ("WEIRD KEY".into(), "".into()),
             ]),
             malleable: true,
+            cap_threads: true,
             cpus: Some(StaticMapping::Shared(CpuSet::parse_list("0-2,5").unwrap())),
             memory: Some(MemPolicy::Local),
             sched: Some(SchedSettings {

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use coloc_model::workload::caps::CAPPED_VARS;
 use coloc_model::workload::{parse_workload, to_toml, MetricSpec};
 use coloc_model::{AppClass, AppSpec, CpuSet, MemPolicy, SchedSettings, StaticMapping, Workload};
 use proptest::collection::{btree_map, btree_set, vec};
@@ -57,6 +58,7 @@ fn app(index: usize) -> impl Strategy<Value = AppSpec> {
         (
             prop_oneof![Just(AppClass::Batch), Just(AppClass::Latency)],
             any::<bool>(),
+            any::<bool>(),
         ),
         option::of(prop_oneof![
             cpuset().prop_map(StaticMapping::Shared),
@@ -75,7 +77,7 @@ fn app(index: usize) -> impl Strategy<Value = AppSpec> {
             move |(
                 (name, (command, model)),
                 (threads, arrive_at, repeat),
-                (class, malleable),
+                (class, malleable, cap_threads),
                 cpus,
                 env,
                 memory,
@@ -85,6 +87,7 @@ fn app(index: usize) -> impl Strategy<Value = AppSpec> {
                 let env: BTreeMap<String, String> = env
                     .into_iter()
                     .filter(|(k, _)| k != "OMP_NUM_THREADS")
+                    .filter(|(k, _)| !(cap_threads && CAPPED_VARS.contains(&k.as_str())))
                     .collect();
                 AppSpec {
                     // The index keeps names unique.
@@ -98,6 +101,7 @@ fn app(index: usize) -> impl Strategy<Value = AppSpec> {
                     metric,
                     env,
                     malleable,
+                    cap_threads,
                     cpus,
                     memory,
                     sched: sched.map(|(nice, slice_us)| SchedSettings { nice, slice_us }),

@@ -55,6 +55,7 @@ mod embed;
 mod error;
 mod record;
 mod runtime;
+mod threaded;
 
 pub use channel::{monotonic_ns, DopChannel, OmpState};
 pub use embed::{extract_shim, ld_preload_with, shim_path, SHIM_BYTES};
@@ -63,3 +64,4 @@ pub use record::{
     AFFINITY_ENV, MAGIC, MAX_CPUS, RECORD_ENV, RECORD_SIZE, STALE_NS, THREAD_SLOTS, VERSION,
 };
 pub use runtime::{openmp_runtime_of, runtime_of_needed, OmpRuntime, ReadFile};
+pub use threaded::{threaded_runtimes_of, Threaded};

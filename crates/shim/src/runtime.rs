@@ -82,7 +82,7 @@ pub type ReadFile<'a> = dyn Fn(&Path) -> std::io::Result<Vec<u8>> + 'a;
 
 /// Enough for any real program's dependency graph; bounds the work on a
 /// cyclic or pathological one.
-const MAX_OBJECTS: usize = 256;
+pub(crate) const MAX_OBJECTS: usize = 256;
 
 /// Breadth-first over the dependencies of `exe`; the first runtime found wins.
 fn transitive_runtime(exe_path: &Path, exe: &Elf, read: &ReadFile<'_>) -> OmpRuntime {
@@ -122,7 +122,7 @@ fn transitive_runtime(exe_path: &Path, exe: &Elf, read: &ReadFile<'_>) -> OmpRun
 
 /// An object's own DT_RUNPATH, or DT_RPATH when it has no RUNPATH, with
 /// `$ORIGIN` replaced by its directory.
-fn search_dirs(path: &Path, elf: &Elf) -> Vec<PathBuf> {
+pub(crate) fn search_dirs(path: &Path, elf: &Elf) -> Vec<PathBuf> {
     let origin = path.parent().unwrap_or(Path::new("."));
     let origin = origin.to_string_lossy();
     let paths = if elf.runpaths.is_empty() {
@@ -140,7 +140,7 @@ fn search_dirs(path: &Path, elf: &Elf) -> Vec<PathBuf> {
 
 /// The directories of /etc/ld.so.conf (following `include` lines of the form
 /// `dir/*.suffix`), then the built-in defaults.
-fn system_dirs() -> Vec<PathBuf> {
+pub(crate) fn system_dirs() -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     read_ld_so_conf(Path::new("/etc/ld.so.conf"), &mut dirs, 0);
     for d in ["/lib64", "/usr/lib64", "/lib", "/usr/lib"] {
@@ -191,7 +191,7 @@ fn expand_glob(pattern: &str) -> Vec<PathBuf> {
 /// The first file named `soname` in `dirs` that is an ELF of the same class
 /// and machine as `exe` (a 32-bit library in a shared directory is skipped, as
 /// the dynamic linker skips it).
-fn find_library<'d>(
+pub(crate) fn find_library<'d>(
     soname: &str,
     dirs: impl Iterator<Item = &'d PathBuf>,
     exe: &Elf,

@@ -58,6 +58,10 @@ pub struct Adopt<'a> {
     pub memory: MemPolicy,
     /// It has not exec'd its program yet (`coloc exec`'s held child).
     pub held: bool,
+    /// A held process's threaded runtimes get `dop` through their variables
+    /// (`cap_threads`; `JAVA_TOOL_OPTIONS` holds only the cap, which the
+    /// process adds to its own options).
+    pub cap_threads: bool,
     /// Never move it out of its cgroup: a batch system's task, which the
     /// batch system tracks and confines there (Slurm, docs/slurm.md). With
     /// `cgroup_slice` it is placed by affinity only.
@@ -249,7 +253,17 @@ impl LinuxMachine {
         Ok(Adopted {
             launched,
             start: stat.starttime,
-            set_env: dop.set_env,
+            set_env: {
+                let mut env = dop.set_env;
+                if a.cap_threads && a.held {
+                    env.extend(
+                        coloc_model::workload::caps::launch_caps(a.dop, None)
+                            .into_iter()
+                            .map(|(k, v)| (k.into(), v.into())),
+                    );
+                }
+                env
+            },
             remove_env: dop.remove_env.iter().map(|s| s.to_string()).collect(),
             dop_unmanaged,
             memory: (a.held && a.memory != MemPolicy::Default).then_some((a.memory, nodes)),

@@ -65,6 +65,7 @@ use coloc_machine::{LaunchRequest, Launched, Machine, MachineError, MachineEvent
 use coloc_model::observation::Signals;
 use coloc_model::topology::ObjKind;
 use coloc_model::trace::{ApplyOutcome, SelfUsage};
+use coloc_model::workload::caps::{launch_caps, JAVA_TOOL_OPTIONS};
 use coloc_model::{CpuSet, Observation, Plan, Topology};
 use nix::sys::resource::{getrusage, UsageWho};
 
@@ -416,6 +417,21 @@ impl LinuxMachine {
         let mut env: Vec<_> = spec.env.iter().map(|(k, v)| (k.into(), v.into())).collect();
         env.push(("OMP_NUM_THREADS".into(), req.threads.to_string().into()));
         env.extend(dop.set_env);
+        if spec.cap_threads {
+            // The team the policy chose at launch: its DoP, else the
+            // threads the app starts with (docs/workload-format.md).
+            let team = req.plan.dop.unwrap_or(req.threads);
+            let java = spec
+                .env
+                .get(JAVA_TOOL_OPTIONS)
+                .cloned()
+                .or_else(|| std::env::var(JAVA_TOOL_OPTIONS).ok());
+            env.extend(
+                launch_caps(team, java.as_deref())
+                    .into_iter()
+                    .map(|(k, v)| (k.into(), v.into())),
+            );
+        }
         let started = launch::spawn(
             Spawn {
                 argv: &argv,

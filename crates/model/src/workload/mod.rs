@@ -4,6 +4,7 @@
 //! configuration: this is the "low" stage). Resolving commands against the machine
 //! — finding executables, built-in kernels — happens in the CLI.
 
+pub mod caps;
 mod error;
 mod fields;
 mod parse;
@@ -100,6 +101,11 @@ pub struct AppSpec {
     /// OpenMP app whose thread count coloc may change at parallel regions (opt-in).
     #[serde(default)]
     pub malleable: bool,
+    /// Threaded runtimes that size their pools once at start (OpenBLAS, MKL,
+    /// Go, the JVM, rayon) get the team the policy chose at launch through
+    /// their variables ([`caps`]; opt-in).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cap_threads: bool,
     /// Mapping for the `static` policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<StaticMapping>,
@@ -142,6 +148,7 @@ impl AppSpec {
             metric: None,
             env: BTreeMap::new(),
             malleable: false,
+            cap_threads: false,
             cpus: None,
             memory: None,
             sched: None,

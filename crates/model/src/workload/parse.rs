@@ -16,6 +16,7 @@
 //! repeat = 1              # >= 1 (default 1)
 //! class = "batch"         # "batch" | "latency" (default "batch")
 //! malleable = false       # coloc may change the OpenMP DoP (default false)
+//! cap_threads = false     # runtimes' thread variables = the team at launch
 //! cpus = "0-1"            # `static` policy mapping (see below)
 //! env = { OMP_PROC_BIND = "false" }
 //! memory = "interleave"   # "default" | "local" | "interleave"
@@ -120,6 +121,7 @@ const APP_KEYS: &[&str] = &[
     "repeat",
     "class",
     "malleable",
+    "cap_threads",
     "cpus",
     "env",
     "memory",
@@ -297,8 +299,9 @@ fn parse_app(
         &[("batch", AppClass::Batch), ("latency", AppClass::Latency)],
     )?;
     let malleable = f.bool("malleable")?.unwrap_or(false);
+    let cap_threads = f.bool("cap_threads")?.unwrap_or(false);
     let cpus = cpus(&f)?;
-    let env = env(&f)?;
+    let env = env(&f, cap_threads)?;
     let memory = f.choice(
         "memory",
         &[
@@ -323,6 +326,7 @@ fn parse_app(
             metric,
             env,
             malleable,
+            cap_threads,
             cpus,
             memory,
             sched,
@@ -499,7 +503,7 @@ fn cpus(f: &Fields<'_, '_>) -> Result<Option<StaticMapping>, WorkloadError> {
 }
 
 /// `env`: extra environment variables, string to string.
-fn env(f: &Fields<'_, '_>) -> Result<BTreeMap<String, String>, WorkloadError> {
+fn env(f: &Fields<'_, '_>, cap_threads: bool) -> Result<BTreeMap<String, String>, WorkloadError> {
     let Some(v) = f.get("env") else {
         return Ok(BTreeMap::new());
     };
@@ -529,6 +533,13 @@ fn env(f: &Fields<'_, '_>) -> Result<BTreeMap<String, String>, WorkloadError> {
                 &key.span(),
                 &path,
                 "set the thread count with the app's `threads` field: coloc sets OMP_NUM_THREADS from it".into(),
+            ));
+        }
+        if cap_threads && super::caps::CAPPED_VARS.contains(&name) {
+            return Err(f.error(
+                &key.span(),
+                &path,
+                format!("`cap_threads = true` sets {name} to the team the policy chooses at launch: remove it from env, or cap_threads"),
             ));
         }
         let DeValue::String(s) = value.get_ref() else {

@@ -36,6 +36,8 @@ struct FileApp<'a> {
     class: AppClass,
     #[serde(skip_serializing_if = "is_false")]
     malleable: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    cap_threads: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     cpus: Option<&'a StaticMapping>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -69,6 +71,7 @@ pub fn to_toml(w: &Workload) -> String {
                 repeat: a.repeat,
                 class: a.class,
                 malleable: a.malleable,
+                cap_threads: a.cap_threads,
                 cpus: a.cpus.as_ref(),
                 memory: a.memory,
                 env: &a.env,

@@ -58,6 +58,12 @@ pub struct ExecArgs {
     /// Threads it starts with (`OMP_NUM_THREADS`) [default: one per CPU].
     #[arg(long, default_value_t = 0)]
     pub threads: u32,
+    /// Set the thread-count variables of runtimes that read them once at
+    /// start (OPENBLAS_NUM_THREADS, MKL_NUM_THREADS, GOMAXPROCS,
+    /// RAYON_NUM_THREADS, the JVM's -XX:ActiveProcessorCount) to the team
+    /// the policy chooses at launch.
+    #[arg(long)]
+    pub cap_threads: bool,
     /// With no daemon running, run the command unmanaged instead of failing.
     #[arg(long)]
     pub or_run: bool,
@@ -155,6 +161,7 @@ pub fn main(mut a: ExecArgs) -> Result<()> {
         name,
         class: a.class.into(),
         malleable: a.malleable,
+        cap_threads: a.cap_threads,
         threads: a.threads,
         pid: child.as_raw() as u32,
         argv: fit_argv(
@@ -244,7 +251,7 @@ fn held_child(go: OwnedFd, command: &[OsString]) -> ! {
                 for k in remove_env {
                     cmd.env_remove(k);
                 }
-                cmd.envs(set_env);
+                cmd.envs(with_own_java_options(set_env));
                 if threads > 0 {
                     cmd.env("OMP_NUM_THREADS", threads.to_string());
                 }
@@ -255,6 +262,20 @@ fn held_child(go: OwnedFd, command: &[OsString]) -> ! {
     let err = cmd.exec();
     eprintln!("coloc: running {}: {err}", command[0].to_string_lossy());
     std::process::exit(127)
+}
+
+/// The daemon's environment for the command, with the JVM's cap (the only
+/// option it puts in `JAVA_TOOL_OPTIONS`) after the options the command's
+/// environment had (docs/service.md, coloc exec).
+fn with_own_java_options(mut set_env: Vec<(String, String)>) -> Vec<(String, String)> {
+    use coloc_model::workload::caps::{java_options, JAVA_TOOL_OPTIONS};
+    let own = std::env::var(JAVA_TOOL_OPTIONS).ok();
+    for (k, v) in &mut set_env {
+        if k == JAVA_TOOL_OPTIONS {
+            *v = java_options(own.as_deref(), v);
+        }
+    }
+    set_env
 }
 
 /// Forwards the signals other processes send coloc exec to the command. A
