@@ -1,7 +1,8 @@
 //! What a policy may know before a run ([`PolicyContext`]): the machine's
 //! memory calibration (NuPoCo §4.3), the apps' stored profiles (ReSense
-//! §2.2) and their stored solo times (`coloc solo --threads`), looked up only for the policies whose registry entry reads them
-//! ([`coloc_policy::Reads`]).
+//! §2.2) and what earlier runs learned of their programs (solo times, rates
+//! beside others; docs/knowledge.md), looked up only for the policies whose
+//! registry entry reads them ([`coloc_policy::Reads`]).
 
 use anyhow::Result;
 use coloc_model::calibration::MemoryCalibration;
@@ -11,6 +12,7 @@ use coloc_policy::{PolicyContext, Reads};
 use coloc_store::Store;
 
 use crate::db::DbArgs;
+use crate::knowledge::Knowledge;
 use crate::target::Target;
 
 /// What `policies` may know before running `workload` on `target`, from the
@@ -32,11 +34,11 @@ use crate::target::Target;
 ///   by resident set);
 ///   `auto` reads the same profiles without a warning: it places partitions by
 ///   them where stored and contiguously where not;
-/// - solo times per thread count, for `auto`'s admission: those `coloc solo
-///   --threads` (or `coloc bench mixes`) saved for this workload on this
-///   target, none otherwise (no warning: auto then admits by thread counts);
-///   with them, the rates its apps ran at beside others in earlier runs of
-///   it there (`coloc_model::metrics::corun`).
+/// - solo times per thread count, for `auto`'s admission, and the rates its
+///   apps ran at beside others: derived from the records the knowledge store
+///   keeps of the programs the workload's apps run
+///   ([`crate::knowledge::Knowledge`], docs/knowledge.md), none otherwise (no
+///   warning: auto then admits by thread counts).
 ///
 /// Only what the policies read is looked up, so a `native` run neither opens
 /// the store nor warns, and a damaged store stops only runs that need it (with
@@ -47,6 +49,22 @@ pub fn policy_context<P: AsRef<str>>(
     workload: &Workload,
     policies: &[P],
 ) -> Result<PolicyContext> {
+    let knowledge = if coloc_policy::reads_of(policies).solo {
+        Knowledge::open_or_warn(target, workload)
+    } else {
+        None
+    };
+    policy_context_with(target, workload, policies, knowledge.as_ref())
+}
+
+/// [`policy_context`] with the knowledge store already open (None: the
+/// policies go without it), for commands that add to it after each run.
+pub fn policy_context_with<P: AsRef<str>>(
+    target: &Target,
+    workload: &Workload,
+    policies: &[P],
+    knowledge: Option<&Knowledge>,
+) -> Result<PolicyContext> {
     let reads = coloc_policy::reads_of(policies);
     let needs_store = reads.profiles || (reads.calibration && matches!(target, Target::Host(_)));
     let store = if needs_store {
@@ -54,11 +72,26 @@ pub fn policy_context<P: AsRef<str>>(
     } else {
         None
     };
-    let (ctx, warnings) = context_from(target, store.as_ref(), workload, reads)?;
+    let (mut ctx, warnings) = context_from(target, store.as_ref(), workload, reads)?;
     for w in warnings {
         eprintln!("coloc: warning: {w}");
     }
+    refresh(&mut ctx, knowledge, workload, policies)?;
     Ok(ctx)
+}
+
+/// Derives again what the policies read from the knowledge store (after a
+/// run added to it).
+pub fn refresh<P: AsRef<str>>(
+    ctx: &mut PolicyContext,
+    knowledge: Option<&Knowledge>,
+    workload: &Workload,
+    policies: &[P],
+) -> Result<()> {
+    if let Some(k) = knowledge.filter(|_| coloc_policy::reads_of(policies).solo) {
+        (ctx.solo, ctx.coruns) = k.solo_and_coruns(workload)?;
+    }
+    Ok(())
 }
 
 /// [`policy_context`]'s choices given the store (None: no store file), with the
@@ -95,10 +128,6 @@ fn context_from(
                 }
             }
         });
-    }
-    if reads.solo {
-        ctx.solo = crate::solo_store::load_saved_curves(workload, target)?.unwrap_or_default();
-        ctx.coruns = crate::solo_store::load_saved_coruns(workload, target)?.unwrap_or_default();
     }
     if reads.profiles {
         let mut profiles = match store {

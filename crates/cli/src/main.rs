@@ -10,11 +10,11 @@ mod context;
 mod db;
 mod host;
 mod html;
+mod knowledge;
 mod load;
 mod output;
 mod progress;
 mod runs;
-mod solo_store;
 mod suite;
 mod target;
 
@@ -51,12 +51,16 @@ enum Command {
     Why(cmd::why::WhyArgs),
     /// Run a workload under several policies, interleaved and repeated, and compare.
     Compare(cmd::compare::CompareArgs),
-    /// Measure each app of a workload running alone (for Hmean speedup).
+    /// Measure each app of a workload running alone (for Hmean speedup), stored as
+    /// its program's solo runs.
     Solo(cmd::solo::SoloArgs),
     /// Characterize apps alone, per shared resource (ReSense §2.2), and store their profiles.
     Profile(cmd::profile::ProfileArgs),
     /// List, show, export and import stored profiles (`profiles list|show|export|import`).
     Profiles(cmd::profiles::ProfilesArgs),
+    /// What coloc learned of each program from the runs it managed
+    /// (`knowledge list|show|forget|export|import`).
+    Knowledge(cmd::knowledge::KnowledgeArgs),
     /// Measure this machine's memory service rates (NuPoCo §4.3) and store them.
     Calibrate(cmd::calibrate::CalibrateArgs),
     /// Run the built-in demo: two barrier-heavy OpenMP kernels, native vs equal vs auto.
@@ -165,6 +169,7 @@ fn dispatch(command: Command) -> anyhow::Result<()> {
         Command::Solo(a) => cmd::solo::main(a),
         Command::Profile(a) => cmd::profile::main(a),
         Command::Profiles(a) => cmd::profiles::main(a),
+        Command::Knowledge(a) => cmd::knowledge::main(a),
         Command::Calibrate(a) => cmd::calibrate::main(a),
         Command::Demo(a) => cmd::demo::main(a),
         Command::Policies => cmd::list::policies(),

@@ -2,13 +2,12 @@
 //! output, simulated runs, and `report` recomputing a run's metrics from its trace.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+mod common;
 
 fn coloc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_coloc"))
-        .args(args)
-        .output()
-        .unwrap()
+    common::coloc().args(args).output().unwrap()
 }
 
 fn text(o: &Output) -> (String, String) {

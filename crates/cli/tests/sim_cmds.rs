@@ -4,13 +4,12 @@
 //! CV and p-value in `compare`, and `calibrate-sim`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+mod common;
 
 fn coloc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_coloc"))
-        .args(args)
-        .output()
-        .unwrap()
+    common::coloc().args(args).output().unwrap()
 }
 
 /// Runs and expects success; returns stdout, stderr.
@@ -21,7 +20,7 @@ fn ok(args: &[&str]) -> (String, String) {
 /// Runs with a data directory of its own (`XDG_DATA_HOME`: solo times, the
 /// profile store) and expects success; returns stdout, stderr.
 fn ok_in(data: &Path, args: &[&str]) -> (String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_coloc"))
+    let o = common::coloc()
         .args(args)
         .env("XDG_DATA_HOME", data)
         .output()
@@ -614,7 +613,8 @@ fn solo_times_are_recomputed_from_their_traces() {
     ] {
         let out = dir.path().join(format!("runs{}", extra.len()));
         let measured = solo(extra, &out);
-        let table = &measured[..measured.find("saved: ").expect("a saved line")];
+        let stored = measured.find("stored as each program's solo runs in ");
+        let table = &measured[..stored.expect("a stored line")];
         assert!(rows.iter().all(|r| table.contains(r)), "{table}");
         let (again, _) = ok(&["solo", "--from", s(&out)]);
         assert!(
@@ -626,82 +626,55 @@ fn solo_times_are_recomputed_from_their_traces() {
     assert!(err.contains("solo.json"), "{err}");
 }
 
-/// With solo times stored (`coloc solo --threads`), `coloc compare` records
-/// the rates of the apps that ran as a clean pair, and of each instance that
-/// shared the machine, beside the solo times (`coloc_model::metrics::corun`),
-/// for auto's admission; runs of `native` alone record nothing, since no
-/// policy reads them. `coloc run` under auto adds its run's, and says so.
+/// Every run learns (docs/knowledge.md): after `coloc solo --threads`,
+/// a comparison of `native` alone records each app's rate beside the other
+/// program (they ran as a clean pair), measured with Linux placing them, and
+/// `coloc run` under auto adds its run's and says so.
 #[test]
-fn compare_records_the_rates_of_a_pair_beside_the_solo_times() {
+fn every_run_learns_rates_beside_the_partner_program() {
     let dir = tempfile::tempdir().unwrap();
     let workload = compute_stream_pair(dir.path(), 2);
     let run = |args: &[&str]| ok_in(dir.path(), args);
     let sim = ["--sim", "kvm-2cpu", s(&workload)];
     let out = |name: &str| dir.path().join(name);
+    let show = |program: &str| run(&["knowledge", "show", program, "--sim", "kvm-2cpu"]).0;
     run(&[
         &["solo"][..],
         &sim,
         &["--threads", "1,2", "--out", s(&out("solo"))],
     ]
     .concat());
-    let stored = dir.path().join("coloc/solo");
-    let pairs = || -> Option<serde_json::Value> {
-        let f = std::fs::read_dir(&stored)
-            .unwrap()
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .find(|p| s(p).ends_with("-coruns.json"))?;
-        Some(serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap())
-    };
-    let compare = |policies: &str, dir: &str| {
-        run(&[
-            &["compare"][..],
-            &sim,
-            &[
-                "--policies",
-                policies,
-                "--repeat",
-                "1",
-                "--out",
-                s(&out(dir)),
-            ],
-        ]
-        .concat());
-    };
-    compare("native", "c1");
-    assert_eq!(pairs(), None);
-    compare("native,auto", "c2");
-    let p = pairs().expect("a pairs file");
-    let runs = p.as_array().unwrap();
-    assert!(!runs.is_empty(), "{p}");
-    let in_range = |rate: &serde_json::Value| {
-        let x = rate.as_f64().unwrap();
-        assert!(x > 0.0 && x <= 2.0, "{p}");
-    };
-    let (mut clean, mut shared) = (0, 0);
-    for r in runs {
-        if let Some(rates) = r.get("rates") {
-            clean += 1;
-            assert_eq!(r["apps"], serde_json::json!(["a", "b"]), "{p}");
-            rates.as_array().unwrap().iter().for_each(in_range);
-        } else {
-            shared += 1;
-            assert!(r["app"] == "a" || r["app"] == "b", "{p}");
-            in_range(&r["rate"]);
-        }
-    }
-    // Every clean pair's two instances also shared the machine.
-    assert!(clean > 0 && shared >= 2 * clean, "{p}");
-    let single = |policy: &str| {
-        let out = out(&format!("run-{policy}"));
-        run(&[&["run"][..], &sim, &["--policy", policy, "--out", s(&out)]].concat()).0
-    };
-    let said = single("native");
-    assert!(!said.contains("co-run rates"), "{said}");
-    assert_eq!(pairs().unwrap(), p);
-    let said = single("auto");
-    assert!(said.contains("co-run rates:"), "{said}");
-    let after = pairs().unwrap().as_array().unwrap().len();
-    assert!(after > runs.len(), "{said}");
+    let before = show("a");
+    assert!(!before.contains("rates beside others"), "{before}");
+    run(&[
+        &["compare"][..],
+        &sim,
+        &[
+            "--policies",
+            "native",
+            "--repeat",
+            "1",
+            "--out",
+            s(&out("c1")),
+        ],
+    ]
+    .concat());
+    let after = show("a");
+    let row = after
+        .lines()
+        .find(|l| l.starts_with("| b "))
+        .unwrap_or_else(|| panic!("no rate beside b:\n{after}"));
+    assert!(row.contains("linux"), "{after}");
+    let rate: f64 = row.split('|').nth(3).unwrap().trim().parse().unwrap();
+    assert!(rate > 0.0 && rate <= 2.0, "{after}");
+    let said = run(&[
+        &["run"][..],
+        &sim,
+        &["--policy", "auto", "--out", s(&out("r"))],
+    ]
+    .concat())
+    .0;
+    assert!(said.contains("learned: 2 record(s) added to"), "{said}");
 }
 
 /// Two fixed barrier teams on kvm-2cpu, short: auto partitions them and

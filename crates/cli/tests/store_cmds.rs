@@ -7,7 +7,7 @@
 //! read the default store).
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use coloc_model::profile::{
     AppIdentity, AppProfile, LevelProfile, LevelResult, PlatformFingerprint, Sensitivity, Signal,
@@ -15,8 +15,10 @@ use coloc_model::profile::{
 use coloc_model::topology::ResourceKind;
 use coloc_store::Store;
 
+mod common;
+
 fn coloc(args: &[&str], data_home: Option<&Path>) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_coloc"));
+    let mut cmd = common::coloc();
     cmd.args(args);
     if let Some(d) = data_home {
         cmd.env("XDG_DATA_HOME", d);

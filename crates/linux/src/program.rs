@@ -15,6 +15,7 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use coloc_model::knowledge::ProgramKey;
 use coloc_model::profile::AppIdentity;
 use sha2::{Digest, Sha256};
 
@@ -36,13 +37,26 @@ pub enum ProgramError {
 /// The identity of the app `name` running `command` (argv, with `argv[0]` as it
 /// will be executed, e.g. a `kernel:NAME` already resolved to the kernel's file).
 pub fn program_identity(name: &str, command: &[String]) -> Result<AppIdentity, ProgramError> {
-    let program = command.first().ok_or(ProgramError::Empty)?;
-    let path = executable_path(program, std::env::var_os("PATH").as_deref())?;
     Ok(AppIdentity::program(
         name,
         command.to_vec(),
-        &file_hash(&path)?,
+        &executable_hash(command)?,
     ))
+}
+
+/// The key what coloc learns of the program `command` runs is filed under
+/// (docs/knowledge.md): its executable's hash and its arguments.
+pub fn program_key(command: &[String]) -> Result<ProgramKey, ProgramError> {
+    Ok(ProgramKey::program(&executable_hash(command)?, command))
+}
+
+/// The hash of the file `command[0]` names.
+fn executable_hash(command: &[String]) -> Result<String, ProgramError> {
+    let program = command.first().ok_or(ProgramError::Empty)?;
+    file_hash(&executable_path(
+        program,
+        std::env::var_os("PATH").as_deref(),
+    )?)
 }
 
 /// `sha256:<64 hex digits>` of the file at `path`.

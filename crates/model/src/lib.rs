@@ -8,6 +8,7 @@ pub mod calibration;
 pub mod cpuset;
 pub mod explain;
 pub mod ids;
+pub mod knowledge;
 pub mod metrics;
 pub(crate) mod nanos;
 pub mod observation;

@@ -43,6 +43,13 @@ pub enum StoreError {
         platform: String,
         found: u64,
     },
+    #[error("profile store {path}: it is damaged and could not be moved away: {source}")]
+    SetAside {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("knowledge import: the export was made on {found}, and this machine is {here}: what one platform learned does not hold on another")]
+    ForeignPlatform { found: String, here: String },
     #[error("writing JSON: {0}")]
     Json(#[source] serde_json::Error),
     #[error("profile import: not a coloc profile export: {0}")]

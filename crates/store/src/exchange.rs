@@ -1,12 +1,16 @@
-//! Moving profiles between machines: a JSON export and an import that accepts only
-//! profiles of the importing machine's platform (a sensitivity score is a property
-//! of one platform, ReSense §2.2).
+//! Moving profiles and knowledge between machines: JSON exports, and imports
+//! that accept only what was measured on the importing machine's platform (a
+//! sensitivity score is a property of one platform, ReSense §2.2, and so is a
+//! solo time).
 
 use std::io::{Read, Write};
 
+use coloc_model::knowledge::Record;
 use coloc_model::profile::{AppIdentity, AppProfile, PlatformFingerprint};
+use rusqlite::{Transaction, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 
+use crate::knowledge::put_record;
 use crate::{put_on, Store, StoreError};
 
 /// The `format` field of an export.
@@ -103,5 +107,100 @@ impl Store {
         }
         tx.commit().map_err(|e| self.sql(e))?;
         Ok(report)
+    }
+}
+
+/// The `format` field of a knowledge export (`coloc knowledge export`).
+pub const KNOWLEDGE_FORMAT: &str = "coloc-knowledge";
+/// The `version` field of a knowledge export this code writes and the newest
+/// it reads.
+pub const KNOWLEDGE_VERSION: u32 = 1;
+
+/// What one platform's store knows: its records and its profiles.
+#[derive(Serialize, Deserialize)]
+struct KnowledgeExport {
+    format: String,
+    version: u32,
+    platform: PlatformFingerprint,
+    records: Vec<Record>,
+    #[serde(default)]
+    profiles: Vec<AppProfile>,
+}
+
+/// What a knowledge import added.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KnowledgeImport {
+    pub records: usize,
+    pub profiles: usize,
+}
+
+impl Store {
+    /// Writes what is known on `platform` (every record and profile) as one
+    /// JSON document; returns how many records.
+    pub fn export_knowledge(
+        &self,
+        platform: &PlatformFingerprint,
+        writer: impl Write,
+    ) -> Result<usize, StoreError> {
+        let records = self.all_records(platform)?;
+        let n = records.len();
+        serde_json::to_writer_pretty(
+            writer,
+            &KnowledgeExport {
+                format: KNOWLEDGE_FORMAT.into(),
+                version: KNOWLEDGE_VERSION,
+                platform: platform.clone(),
+                records,
+                profiles: self.for_platform(platform)?,
+            },
+        )
+        .map_err(StoreError::Json)?;
+        Ok(n)
+    }
+
+    /// Reads a knowledge export made on `this_platform` and adds it, in one
+    /// transaction (records already here are replaced by themselves, so an
+    /// import twice adds nothing). An export of another platform is refused
+    /// whole, naming both.
+    pub fn import_knowledge(
+        &self,
+        reader: impl Read,
+        this_platform: &PlatformFingerprint,
+    ) -> Result<KnowledgeImport, StoreError> {
+        let export: KnowledgeExport =
+            serde_json::from_reader(reader).map_err(|e| StoreError::Import(e.to_string()))?;
+        if export.format != KNOWLEDGE_FORMAT {
+            return Err(StoreError::Import(format!(
+                "`format` is \"{}\", expected \"{KNOWLEDGE_FORMAT}\"",
+                export.format
+            )));
+        }
+        if export.version > KNOWLEDGE_VERSION {
+            return Err(StoreError::Import(format!(
+                "knowledge export version {} is newer than this coloc reads ({KNOWLEDGE_VERSION})",
+                export.version
+            )));
+        }
+        let foreign = export.platform != *this_platform
+            || export.profiles.iter().any(|p| p.platform != *this_platform);
+        if foreign {
+            return Err(StoreError::ForeignPlatform {
+                found: export.platform.to_string(),
+                here: this_platform.to_string(),
+            });
+        }
+        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
+            .map_err(|e| self.sql(e))?;
+        for r in &export.records {
+            put_record(&tx, &this_platform.key(), r).map_err(|e| self.sql(e))?;
+        }
+        for p in &export.profiles {
+            put_on(&tx, p).map_err(|e| self.sql(e))?;
+        }
+        tx.commit().map_err(|e| self.sql(e))?;
+        Ok(KnowledgeImport {
+            records: export.records.len(),
+            profiles: export.profiles.len(),
+        })
     }
 }

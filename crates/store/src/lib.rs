@@ -1,6 +1,7 @@
 //! The profile store (docs/architecture.md, Components): one SQLite file holding apps'
-//! profiles (ReSense §2.2: characterize once per platform, reuse in every run) and
-//! machines' memory calibrations (NuPoCo §4.3), both keyed by platform.
+//! profiles (ReSense §2.2: characterize once per platform, reuse in every run),
+//! machines' memory calibrations (NuPoCo §4.3) and what coloc learned of each
+//! program from the runs it managed (docs/knowledge.md), all keyed by platform.
 //!
 //! Profiles are filed under the app's identity key and the platform's fingerprint
 //! key ([`AppIdentity::key`], [`PlatformFingerprint::key`]) and stored as JSON, so
@@ -12,6 +13,8 @@
 mod calibration;
 mod error;
 mod exchange;
+mod knowledge;
+mod recover;
 mod schema;
 
 use std::path::{Path, PathBuf};
@@ -22,7 +25,12 @@ use coloc_model::profile::{
 use rusqlite::{params, Connection, OptionalExtension};
 
 pub use self::error::StoreError;
-pub use self::exchange::{ImportReport, Refused, EXPORT_FORMAT, EXPORT_VERSION};
+pub use self::exchange::{
+    ImportReport, KnowledgeImport, Refused, EXPORT_FORMAT, EXPORT_VERSION, KNOWLEDGE_FORMAT,
+    KNOWLEDGE_VERSION,
+};
+pub use self::knowledge::ProgramSummary;
+pub use self::recover::SetAside;
 pub use self::schema::SCHEMA_VERSION;
 
 /// An open profile store.

@@ -14,15 +14,23 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::StoreError;
 
-/// The schema this code writes and reads. Version 2 added machine calibrations;
-/// version-1 stores are upgraded when opened.
-pub const SCHEMA_VERSION: i64 = 2;
+/// The schema this code writes and reads. Version 2 added machine
+/// calibrations, version 3 what coloc learns of each program
+/// (docs/knowledge.md); older stores are upgraded when opened.
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// How long a connection waits for another one's write lock before giving up;
 /// characterization runs write one profile at a time, so waits are short.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-const CREATE: &str = "
+/// Each version's step from the one before, in order: a new file takes
+/// them all, an older store those past its version, in one transaction
+/// (statements are `IF NOT EXISTS`, so a step another process ran first is a
+/// no-op).
+const STEPS: [(i64, &str); 3] = [
+    (
+        1,
+        "
 CREATE TABLE IF NOT EXISTS coloc_schema (version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS profiles (
     identity TEXT NOT NULL,
@@ -33,15 +41,69 @@ CREATE TABLE IF NOT EXISTS profiles (
     PRIMARY KEY (identity, platform)
 );
 CREATE INDEX IF NOT EXISTS profiles_by_platform ON profiles (platform);
+",
+    ),
+    (
+        2,
+        "
 CREATE TABLE IF NOT EXISTS calibrations (
     platform TEXT PRIMARY KEY,
     updated INTEGER NOT NULL,
     body TEXT NOT NULL
 );
-";
+",
+    ),
+    (
+        3,
+        "
+CREATE TABLE IF NOT EXISTS programs (
+    platform TEXT NOT NULL,
+    program TEXT NOT NULL,
+    exe TEXT NOT NULL,
+    body TEXT NOT NULL,
+    name TEXT NOT NULL,
+    first_seen INTEGER NOT NULL,
+    last_seen INTEGER NOT NULL,
+    PRIMARY KEY (platform, program)
+);
+CREATE TABLE IF NOT EXISTS records (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    platform TEXT NOT NULL,
+    program TEXT NOT NULL,
+    exe TEXT NOT NULL,
+    instance TEXT NOT NULL,
+    ended INTEGER NOT NULL,
+    threads INTEGER NOT NULL,
+    arrangement TEXT NOT NULL,
+    partner TEXT NOT NULL,
+    source TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    UNIQUE (platform, program, instance, ended)
+);
+CREATE INDEX IF NOT EXISTS records_kept
+    ON records (platform, program, threads, arrangement, partner, ended, at);
+CREATE INDEX IF NOT EXISTS records_by_exe ON records (platform, exe);
+CREATE TABLE IF NOT EXISTS migrated (
+    file TEXT PRIMARY KEY,
+    at INTEGER NOT NULL,
+    records INTEGER NOT NULL
+);
+",
+    ),
+];
+
+const _: () = assert!(STEPS[STEPS.len() - 1].0 == SCHEMA_VERSION);
 
 /// Tables every store has after upgrade, and the version that added each.
-const TABLES: [(&str, i64); 3] = [("coloc_schema", 1), ("profiles", 1), ("calibrations", 2)];
+const TABLES: [(&str, i64); 6] = [
+    ("coloc_schema", 1),
+    ("profiles", 1),
+    ("calibrations", 2),
+    ("programs", 3),
+    ("records", 3),
+    ("migrated", 3),
+];
 
 /// Opens `path`, creating the schema in a new file and checking an existing one.
 pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
@@ -58,7 +120,7 @@ pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql)?;
-        tx.execute_batch(CREATE).map_err(sql)?;
+        migrate(&tx, 0).map_err(sql)?;
         let versions: i64 = tx
             .query_row("SELECT count(*) FROM coloc_schema", [], |r| r.get(0))
             .map_err(sql)?;
@@ -70,12 +132,26 @@ pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
             .map_err(sql)?;
         }
         tx.commit().map_err(sql)?;
-    } else if check(path, &conn, &tables)? < SCHEMA_VERSION {
-        upgrade(&mut conn).map_err(sql)?;
+    } else {
+        let found = check(path, &conn, &tables)?;
+        if found < SCHEMA_VERSION {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(sql)?;
+            migrate(&tx, found).map_err(sql)?;
+            tx.execute("UPDATE coloc_schema SET version = ?1", [SCHEMA_VERSION])
+                .map_err(sql)?;
+            tx.commit().map_err(sql)?;
+        }
     }
     // Readers never block the writer nor each other (the store is shared by
     // concurrent `coloc` processes).
     conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
+        .map_err(sql)?;
+    // In WAL mode, NORMAL syncs at checkpoints only: a commit survives the
+    // process being killed (`kill -9` of the node service), not a power
+    // loss, which costs the last few records learned and never the file.
+    conn.pragma_update(None, "synchronous", "NORMAL")
         .map_err(sql)?;
     Ok(conn)
 }
@@ -89,13 +165,12 @@ fn user_tables(conn: &Connection) -> rusqlite::Result<Vec<String>> {
     names.collect()
 }
 
-/// Brings an older store to this version: every step so far only adds tables,
-/// which `CREATE` does with `IF NOT EXISTS`.
-fn upgrade(conn: &mut Connection) -> rusqlite::Result<()> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    tx.execute_batch(CREATE)?;
-    tx.execute("UPDATE coloc_schema SET version = ?1", [SCHEMA_VERSION])?;
-    tx.commit()
+/// Runs the steps past version `from`.
+fn migrate(tx: &rusqlite::Transaction<'_>, from: i64) -> rusqlite::Result<()> {
+    for (_, step) in STEPS.iter().filter(|(v, _)| *v > from) {
+        tx.execute_batch(step)?;
+    }
+    Ok(())
 }
 
 /// Checks an existing file and returns its schema version.

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use clap::Args;
 use coloc_manager::DEFAULT_EPOCH;
+use coloc_model::knowledge::Source;
 use coloc_model::metrics::{Comparison, RunMetrics, SoloTimes};
 use coloc_model::{Trace, Workload};
 use coloc_policy::auto::Objective;
@@ -18,12 +19,12 @@ use crate::choice::{check_name, choose, Choice, OracleArgs};
 use crate::cmd::fresh::{run_fresh, write_workload, FreshRun};
 use crate::cmd::mixes::Reference;
 use crate::cmd::report::write_html;
-use crate::context::policy_context;
+use crate::context::{policy_context_with, refresh};
 use crate::host::stop_flag;
+use crate::knowledge::Knowledge;
 use crate::output::{default_out_dir, text_out};
 use crate::progress::Progress;
 use crate::runs::{open, Manifest, Saved};
-use crate::solo_store;
 use crate::target::{MachineArgs, Target};
 
 #[derive(Debug, Args)]
@@ -92,7 +93,11 @@ pub fn main(args: CompareArgs) -> Result<()> {
     let out = args
         .out
         .unwrap_or_else(|| default_out_dir(&workload.name, "compare"));
-    let solo = solo_store::load_saved(&workload, &target)?;
+    let knowledge = Knowledge::open_or_warn(&target, &workload);
+    let solo = match &knowledge {
+        Some(k) => k.solo_times(&workload)?,
+        None => None,
+    };
     let choices = args
         .policies
         .iter()
@@ -127,7 +132,11 @@ pub fn main(args: CompareArgs) -> Result<()> {
         print!("{}", cmp.render());
         // Against the workload's reference points, where `coloc solo --threads`
         // measured them on this machine.
-        if let Some(curves) = solo_store::load_saved_curves(&workload, &target)? {
+        let curves = match &knowledge {
+            Some(k) => k.solo_curves(&workload)?,
+            None => Default::default(),
+        };
+        if !curves.is_empty() {
             let cpus = target.topology().cpus().len() as u32;
             print!("{}", Reference::of(&workload, &curves, cpus).table(&cmp).1);
         }
@@ -200,16 +209,22 @@ pub fn run_choices(target: &Target, plan: &Plan<'_>, choices: &[Choice]) -> Resu
         solo: plan.solo.cloned(),
     }
     .write(plan.out)?;
-    // Fresh runs read the workload from a file and build their own context.
+    // Fresh runs read the workload from a file and build their own context
+    // (and learn in their own data directories); the others share the store.
     let fresh_file = if plan.fresh {
         Some(write_workload(plan.workload, plan.out)?)
     } else {
         None
     };
+    let knowledge = if plan.fresh {
+        None
+    } else {
+        Knowledge::open_or_warn(target, plan.workload)
+    };
     let mut ctx = if plan.fresh {
         PolicyContext::default()
     } else {
-        policy_context(target, plan.workload, plan.policies)?
+        policy_context_with(target, plan.workload, plan.policies, knowledge.as_ref())?
     };
     ctx.objective = plan.objective;
     let total_runs = choices.len() as u32 * plan.repeat;
@@ -252,15 +267,15 @@ pub fn run_choices(target: &Target, plan: &Plan<'_>, choices: &[Choice]) -> Resu
                         bail!("interrupted; settings were restored");
                     }
                     let trace = Trace::from_events(events)?;
-                    // How apps ran beside others, for auto's later runs: kept
-                    // in the context and saved beside the solo times.
-                    solo_store::record_coruns(
-                        plan.workload,
-                        target,
-                        &mut ctx.coruns,
-                        &trace,
-                        &ctx.solo,
-                    )?;
+                    // What the run says of each program, for the later runs
+                    // (the policies that read it read it again) and the node
+                    // service.
+                    if let Some(k) = &knowledge {
+                        if let Err(e) = k.learn(plan.workload, &trace, Source::Run) {
+                            eprintln!("coloc: warning: {e:#}; run {label} was not learned");
+                        }
+                    }
+                    refresh(&mut ctx, knowledge.as_ref(), plan.workload, plan.policies)?;
                     (trace, Some(progress))
                 }
             };

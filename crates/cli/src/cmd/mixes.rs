@@ -9,8 +9,9 @@
 //! hindsight (`coloc_model::metrics::mixes`).
 //!
 //! Solo times at every thread count from 1 to the machine's CPUs are measured
-//! first (or reused with `--reuse-solo`, as `coloc solo --threads` saved
-//! them), once per program for the suite. With `--fresh` nothing is stored
+//! first (or reused with `--reuse-solo`: the solo times the knowledge store
+//! holds of the mix's programs, docs/knowledge.md), once per program for the
+//! suite. With `--fresh` nothing is stored
 //! beforehand: no solo runs first, each run a `coloc run` in an empty data
 //! directory (`crate::cmd::fresh`), and the solo runs after all mixes.
 //! Times on a machine shared with other work are noisy: the table is a
@@ -37,7 +38,7 @@ use crate::cmd::solo;
 use crate::host::Host;
 use crate::output::default_out_dir;
 use crate::runs::{open, read_trace, Saved};
-use crate::solo_store;
+use crate::knowledge::Knowledge;
 use crate::suite::Suite;
 use crate::target::Target;
 
@@ -76,7 +77,8 @@ pub struct MixesArgs {
     /// Solo runs per app and thread count.
     #[arg(long, default_value_t = 1)]
     pub solo_repeat: u32,
-    /// Reuse solo times saved by an earlier run where there are some.
+    /// Reuse the solo times the knowledge store holds of the mix's programs
+    /// where there are some.
     #[arg(long)]
     pub reuse_solo: bool,
     /// Directory for every run's trace [default: coloc-runs/mixes/bench-TIME].
@@ -352,7 +354,7 @@ pub fn main(args: MixesArgs) -> Result<()> {
                 args.solo_repeat,
                 &out.join(&mix.workload.name).join("solo"),
             )?),
-            None => solo_store::load_saved_curves(&mix.workload, &target)?,
+            None => stored_curves(&target, &mix.workload)?,
         };
         outcomes.push(MixOutcome {
             mix: mix.workload.name.clone(),
@@ -367,9 +369,9 @@ pub fn main(args: MixesArgs) -> Result<()> {
     Ok(())
 }
 
-/// A mix's solo curves before its runs: the suite's programs' (saved as the
-/// mix's, for the policies that read them), those saved earlier with
-/// `--reuse-solo`, or measured now and saved.
+/// A mix's solo curves before its runs: the suite's programs', those the
+/// store holds of its programs with `--reuse-solo`, or measured now (and
+/// stored as its programs' solo runs, where its policies find them).
 fn curves_before(
     args: &MixesArgs,
     target: &Target,
@@ -379,22 +381,29 @@ fn curves_before(
     dir: &Path,
 ) -> Result<SoloCurves> {
     if let Some(c) = shared {
-        solo_store::save_curves(&mix.workload, target, c)?;
         return Ok(c.clone());
     }
     if args.reuse_solo {
-        if let Some(c) = solo_store::load_saved_curves(&mix.workload, target)? {
+        if let Some(c) = stored_curves(target, &mix.workload)? {
             return Ok(c);
         }
     }
     let threads: Vec<u32> = (1..=cpus).collect();
-    let c = solo::measure_curves(
+    solo::measure_curves(
         target,
         &mix.workload,
         &threads,
         args.solo_repeat,
         &dir.join("solo"),
-    )?;
-    solo_store::save_curves(&mix.workload, target, &c)?;
-    Ok(c)
+    )
+}
+
+/// The solo times per team size the knowledge store holds of `workload`'s
+/// programs; None when it holds none (or cannot be opened, said).
+fn stored_curves(target: &Target, workload: &Workload) -> Result<Option<SoloCurves>> {
+    let Some(k) = Knowledge::open_or_warn(target, workload) else {
+        return Ok(None);
+    };
+    let c = k.solo_curves(workload)?;
+    Ok((!c.is_empty()).then_some(c))
 }

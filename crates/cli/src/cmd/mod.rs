@@ -7,6 +7,7 @@ pub mod compare;
 pub mod demo;
 pub mod fresh;
 pub mod gen;
+pub mod knowledge;
 pub mod list;
 pub mod mixes;
 pub mod procedure;

@@ -82,7 +82,7 @@ pub fn main(args: ProfilesArgs) -> Result<()> {
 }
 
 /// The platform profiles are imported for: this machine's, or a simulated one's.
-fn platform(sim: Option<&str>) -> Result<PlatformFingerprint> {
+pub(crate) fn platform(sim: Option<&str>) -> Result<PlatformFingerprint> {
     match sim {
         Some(p) => Ok(PlatformFingerprint::of(&resolve_platform(p)?.topology)),
         None => this_machine(),
@@ -159,7 +159,7 @@ fn list_table(summaries: &[ProfileSummary], here: Option<&PlatformFingerprint>) 
     finish(&table)
 }
 
-fn rfc3339(unix_secs: i64) -> String {
+pub(crate) fn rfc3339(unix_secs: i64) -> String {
     let t = SystemTime::UNIX_EPOCH + Duration::from_secs(unix_secs.max(0) as u64);
     humantime::format_rfc3339_seconds(t).to_string()
 }
@@ -240,15 +240,21 @@ fn export(file: &Path, db: &DbArgs) -> Result<()> {
     Ok(())
 }
 
-fn import(file: &Path, sim: Option<&str>, db: &DbArgs) -> Result<()> {
-    let mut text = Vec::new();
+/// The bytes of `file`, or of standard input for `-`.
+pub(crate) fn read_input(file: &Path) -> Result<Vec<u8>> {
     if file == Path::new("-") {
+        let mut text = Vec::new();
         std::io::stdin()
             .read_to_end(&mut text)
             .context("reading the export from standard input")?;
+        Ok(text)
     } else {
-        text = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+        std::fs::read(file).with_context(|| format!("reading {}", file.display()))
     }
+}
+
+fn import(file: &Path, sim: Option<&str>, db: &DbArgs) -> Result<()> {
+    let text = read_input(file)?;
     let platform = platform(sim)?;
     let store = db.open()?;
     let report = store

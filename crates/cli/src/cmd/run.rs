@@ -9,12 +9,14 @@ use anyhow::Result;
 use clap::Args;
 use coloc_manager::{Waste, WasteSeen, DEFAULT_EPOCH};
 use coloc_model::explain::last_verdicts;
+use coloc_model::knowledge::Source;
 use coloc_model::metrics::RunMetrics;
 use coloc_model::{Trace, TraceEvent};
 
 use crate::choice::{choose, OracleArgs};
-use crate::context::policy_context;
+use crate::context::policy_context_with;
 use crate::host::stop_flag;
+use crate::knowledge::Knowledge;
 use crate::output::{default_out_dir, text_out};
 use crate::progress::Progress;
 use crate::target::{MachineArgs, Target};
@@ -63,7 +65,8 @@ pub fn main(args: RunArgs) -> Result<()> {
 /// Runs one workload file under one policy on `target` and prints its metrics.
 pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
     let workload = target.load(path)?;
-    let mut ctx = policy_context(target, &workload, &[&opts.policy])?;
+    let knowledge = Knowledge::open_or_warn(target, &workload);
+    let mut ctx = policy_context_with(target, &workload, &[&opts.policy], knowledge.as_ref())?;
     ctx.objective = opts.objective;
     let policy = choose(
         target,
@@ -113,10 +116,10 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
     }));
     let trace = Trace::from_events(events)?;
     let metrics = RunMetrics::from_trace(&trace, None);
-    // How apps ran beside others, for auto's later runs (nothing without
-    // solo times, which only policies that read them load).
-    let recorded =
-        crate::solo_store::record_coruns(&workload, target, &mut ctx.coruns, &trace, &ctx.solo)?;
+    // What the run says of each program, for later runs and the node service.
+    let learned = knowledge
+        .as_ref()
+        .map(|k| (k.path(), k.learn(&workload, &trace, Source::Run)));
     if opts.json {
         println!("{}", serde_json::to_string_pretty(&metrics)?);
     } else {
@@ -127,11 +130,13 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
                 println!("  {verdict}");
             }
         }
-        if let Some((path, added)) = recorded {
-            println!(
-                "co-run rates: {added} record(s) added to {} (auto's admission reads them)",
+        match learned {
+            Some((path, Ok(n))) => println!(
+                "learned: {n} record(s) added to {} (`coloc knowledge list`)",
                 path.display()
-            );
+            ),
+            Some((_, Err(e))) => eprintln!("coloc: warning: {e:#}; this run was not learned"),
+            None => {}
         }
         println!("trace: {}", out.join("trace.jsonl").display());
     }

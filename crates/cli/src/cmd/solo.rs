@@ -1,6 +1,8 @@
 //! `coloc solo`: each app of a workload alone on the machine, under `native`, to
 //! give Hmean speedup its denominator (Tang et al. and NuPoCo report speedups over
-//! solo runs). Times are stored per workload and machine in coloc's data directory.
+//! solo runs). Every run is stored as a record of its program in the knowledge
+//! store (docs/knowledge.md), where `compare`, `bench` and `auto` find it: a
+//! way to seed what coloc otherwise learns from every run.
 //! With `--threads 1,2,…` each app runs alone at each thread count instead, for
 //! the reference points of a mix (`coloc_model::metrics::reference`).
 //!
@@ -16,6 +18,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use clap::Args;
 use coloc_manager::DEFAULT_EPOCH;
+use coloc_model::knowledge::Source;
 use coloc_model::metrics::{
     solo_curves, solo_runs, solo_times, RunMetrics, SoloCurves, SoloManifest, SoloRun, SoloTimes,
     SOLO_MANIFEST,
@@ -25,9 +28,9 @@ use coloc_model::{Trace, Workload};
 use crate::cmd::procedure::{read_json, read_traces, write_json};
 use crate::context::policy_context;
 use crate::host::stop_flag;
+use crate::knowledge::Knowledge;
 use crate::output::default_out_dir;
 use crate::progress::Progress;
-use crate::solo_store;
 use crate::target::{MachineArgs, Target};
 
 #[derive(Debug, Args)]
@@ -61,16 +64,18 @@ pub struct SoloArgs {
 fn alone(
     target: &Target,
     workload: &Workload,
+    knowledge: Option<&Knowledge>,
     run: &SoloRun,
     repeat: u32,
     out: &Path,
     stop: &Arc<AtomicBool>,
 ) -> Result<()> {
-    let app = workload
+    let index = workload
         .apps
         .iter()
-        .find(|a| a.name == run.app)
+        .position(|a| a.name == run.app)
         .with_context(|| format!("run {}: no app \"{}\"", run.dir, run.app))?;
+    let app = &workload.apps[index];
     let mut alone = app.clone();
     alone.arrive_at = std::time::Duration::ZERO;
     alone.repeat = repeat;
@@ -95,7 +100,13 @@ fn alone(
         &mut progress,
     )?;
     anyhow::ensure!(!summary.interrupted, "interrupted; settings were restored");
-    let walls = RunMetrics::from_trace(&Trace::from_events(events)?, None).wall_times_secs();
+    let trace = Trace::from_events(events)?;
+    if let Some(k) = knowledge {
+        if let Err(e) = k.learn_app(index, &trace, Source::Solo) {
+            eprintln!("coloc: warning: {e:#}; this solo run was not stored");
+        }
+    }
+    let walls = RunMetrics::from_trace(&trace, None).wall_times_secs();
     progress.finish(match walls.len() {
         0 => "no successful run".into(),
         n => format!("{:.2} s", walls.iter().sum::<f64>() / n as f64),
@@ -118,8 +129,17 @@ fn procedure(
     let manifest = SoloManifest {
         runs: solo_runs(&apps, threads),
     };
+    let knowledge = Knowledge::open_or_warn(target, workload);
     for run in &manifest.runs {
-        alone(target, workload, run, repeat, out, &stop)?;
+        alone(
+            target,
+            workload,
+            knowledge.as_ref(),
+            run,
+            repeat,
+            out,
+            &stop,
+        )?;
     }
     write_json(out, SOLO_MANIFEST, &manifest)?;
     let traces = traces(out, &manifest.runs)?;
@@ -180,14 +200,14 @@ pub fn main(args: SoloArgs) -> Result<()> {
         .unwrap_or_else(|| default_out_dir(&workload.name, "solo"));
     if !args.threads.is_empty() {
         let curves = measure_curves(&target, &workload, &args.threads, args.repeat, &out)?;
-        let path = solo_store::save_curves(&workload, &target, &curves)?;
         print!("{}", curves.render());
-        println!("saved: {}", path.display());
-        return Ok(());
+    } else {
+        let solo = measure(&target, &workload, args.repeat, &out)?;
+        print!("{}", solo.render());
     }
-    let solo = measure(&target, &workload, args.repeat, &out)?;
-    let path = solo_store::save_times(&workload, &target, &solo)?;
-    print!("{}", solo.render());
-    println!("saved: {}", path.display());
+    println!(
+        "stored as each program's solo runs in {} (`coloc knowledge list`)",
+        crate::db::DbArgs { db: None }.path().display()
+    );
     Ok(())
 }

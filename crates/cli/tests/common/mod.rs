@@ -16,8 +16,24 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use coloc_model::trace::{Trace, TraceEvent};
 use coloc_model::{AppId, CpuSet, Placement, Plan, Trigger};
 
+/// `coloc`, learning into a data directory of its own: coloc learns from
+/// every run it manages (docs/knowledge.md), so without this one test's runs
+/// would change another's decisions. A test that wants two commands to share
+/// what they learn sets `XDG_DATA_HOME` (or passes `--db`) itself.
 pub fn coloc() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_coloc"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_coloc"));
+    c.env("XDG_DATA_HOME", fresh_data_dir());
+    c
+}
+
+/// A new, empty directory under the tests' temporary directory, kept (the
+/// command that uses it outlives this call).
+pub fn fresh_data_dir() -> PathBuf {
+    tempfile::Builder::new()
+        .prefix("data-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
+        .keep()
 }
 
 /// Runs `coloc ARGS` to its end.

@@ -88,6 +88,29 @@ impl SoloCurves {
         push(&mut self.cpu, app, threads, secs);
     }
 
+    /// Whether no solo time is known.
+    pub fn is_empty(&self) -> bool {
+        self.wall.is_empty()
+    }
+
+    /// Every run: app, thread count, wall time and, where every run of that
+    /// app and count recorded one, its CPU time.
+    pub fn runs(&self) -> impl Iterator<Item = (&str, u32, f64, Option<f64>)> + '_ {
+        self.wall.iter().flat_map(move |(app, by_k)| {
+            by_k.iter().flat_map(move |(k, walls)| {
+                let cpus = self
+                    .cpu
+                    .get(app)
+                    .and_then(|c| c.get(k))
+                    .filter(|c| c.len() == walls.len());
+                walls
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, w)| (app.as_str(), *k, *w, cpus.map(|c| c[i])))
+            })
+        })
+    }
+
     /// Mean solo time of `app` at each thread count measured.
     pub fn curve(&self, app: &str) -> Option<BTreeMap<u32, f64>> {
         means(&self.wall, app)

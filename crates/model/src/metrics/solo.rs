@@ -103,6 +103,11 @@ impl SoloTimes {
         self.runs.entry(app.to_string()).or_default().push(secs);
     }
 
+    /// Every app's runs, by name.
+    pub fn runs(&self) -> impl Iterator<Item = (&str, &[f64])> + '_ {
+        self.runs.iter().map(|(a, v)| (a.as_str(), v.as_slice()))
+    }
+
     /// Mean solo wall time of `app`, if it was measured.
     pub fn mean(&self, app: &str) -> Option<f64> {
         Some(self.summary(app)?.mean)

@@ -1,0 +1,235 @@
+//! What policies read, computed from the records of the apps of a run
+//! (docs/knowledge.md, What a policy reads): solo times per team size, solo
+//! times at each app's own thread count, and rates beside others.
+//!
+//! The rates are those of `coloc_model::metrics::corun`: a record that
+//! shared `shared` of its `wall` seconds with others did, in its `weighted`
+//! shared seconds, the solo work its app's fastest solo time `T` leaves once
+//! the seconds it ran alone are taken off, so its rate beside others is
+//! `(T - (wall - shared)) / weighted`, a share of its speed alone on the
+//! whole machine. A record whose life overlapped exactly one other
+//! instance's is also its rate beside that program.
+
+use std::collections::BTreeMap;
+
+use super::{Arrangement, OmpTotals, Partner, ProgramKey, Record};
+use crate::metrics::corun::{BesideRun, CoRun, SharedRun};
+use crate::metrics::{CoRuns, SoloCurves, SoloTimes};
+
+/// Overlaps shorter than this (weighted seconds) say too little to record a
+/// rate: half a second, five epochs at the default epoch.
+pub const MIN_SHARED_SECS: f64 = 0.5;
+
+/// One app of a run and what is known of its program.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KnownApp {
+    /// Its name in the run: what the policy looks it up by.
+    pub name: String,
+    pub program: ProgramKey,
+    /// The threads it starts with on this machine (its solo time at its own
+    /// thread count, for speedups).
+    pub threads: u32,
+    /// The program's records, oldest first.
+    pub records: Vec<Record>,
+}
+
+/// Solo times per team size, from the records of instances that ran alone on
+/// the whole machine (with their CPU time where recorded).
+pub fn solo_curves(apps: &[KnownApp]) -> SoloCurves {
+    let mut curves = SoloCurves::default();
+    for a in apps {
+        for r in a.records.iter().filter(|r| r.is_solo_time()) {
+            let k = r.threads.expect("a solo time has a team size");
+            curves.add(&a.name, k, r.wall_secs);
+            if let Some(cpu) = r.cpu_secs {
+                curves.add_cpu(&a.name, k, cpu);
+            }
+        }
+    }
+    curves
+}
+
+/// Solo times at each app's own thread count (the denominators of speedup).
+pub fn solo_times(apps: &[KnownApp]) -> SoloTimes {
+    let mut times = SoloTimes::default();
+    for a in apps {
+        for r in a.records.iter().filter(|r| r.is_solo_time()) {
+            if r.threads == Some(a.threads) {
+                times.add(&a.name, r.wall_secs);
+            }
+        }
+    }
+    times
+}
+
+/// `r`'s rate beside others with its app's fastest solo time `fastest`: None
+/// below [`MIN_SHARED_SECS`] shared, or outside (0, 2].
+pub fn rate(r: &Record, fastest: f64) -> Option<f64> {
+    if !r.ended || r.weighted_secs < MIN_SHARED_SECS {
+        return None;
+    }
+    let alone = r.wall_secs - r.shared_secs;
+    let rate = (fastest - alone) / r.weighted_secs;
+    (rate > 0.0 && rate <= 2.0).then_some(rate)
+}
+
+/// Every app's rates beside others, and beside each other app of `apps`
+/// whose program was its only co-runner, with each app's fastest solo time
+/// on `cpus` CPUs or fewer threads from `solo`; oldest first.
+pub fn coruns(apps: &[KnownApp], solo: &SoloCurves, cpus: u32) -> CoRuns {
+    let mut runs: Vec<(i64, CoRun)> = Vec::new();
+    for a in apps {
+        let Some(fastest) = solo.fastest(&a.name, cpus) else {
+            continue;
+        };
+        for r in &a.records {
+            let Some(rate) = rate(r, fastest) else {
+                continue;
+            };
+            runs.push((
+                r.at_unix,
+                CoRun::Shared(SharedRun {
+                    app: a.name.clone(),
+                    rate,
+                }),
+            ));
+            if let Partner::Program { program, .. } = &r.partner {
+                for b in apps.iter().filter(|b| b.program == *program) {
+                    runs.push((
+                        r.at_unix,
+                        CoRun::Beside(BesideRun {
+                            app: a.name.clone(),
+                            partner: b.name.clone(),
+                            rate,
+                        }),
+                    ));
+                }
+            }
+        }
+    }
+    runs.sort_by_key(|(at, _)| *at);
+    CoRuns::of(runs.into_iter().map(|(_, r)| r).collect())
+}
+
+/// What one program's records say, grouped for people (`coloc knowledge
+/// show`): means over the records of each kind, with how many.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Overview {
+    /// Records, ended ones and snapshots of instances still running.
+    pub records: usize,
+    pub snapshots: usize,
+    /// Solo times per team size: mean seconds and runs.
+    pub solo: Vec<(u32, f64, usize)>,
+    /// Region structure and progress, per arrangement.
+    pub openmp: Vec<OpenMpRow>,
+    /// Rates beside others, per partner and arrangement, with the program's
+    /// fastest solo time.
+    pub beside: Vec<BesideRow>,
+}
+
+/// The region structure and progress of a program's records under one
+/// arrangement, means over `records`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenMpRow {
+    pub arrangement: Arrangement,
+    pub records: usize,
+    pub regions: f64,
+    pub mean_region_secs: Option<f64>,
+    pub serial_fraction: Option<f64>,
+    /// Progress per second and its unit, where every record had the unit.
+    pub progress: Option<(f64, &'static str)>,
+}
+
+/// A program's mean rate beside one partner (or others) under one
+/// arrangement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BesideRow {
+    /// The partner's name, or None for several or unknown others.
+    pub partner: Option<String>,
+    pub arrangement: Arrangement,
+    pub rate: f64,
+    pub records: usize,
+}
+
+fn mean(values: &[f64]) -> Option<f64> {
+    crate::stats::Summary::of(values).map(|s| s.mean)
+}
+
+/// The [`Overview`] of `records` (one program's), rates with its fastest
+/// solo time on `cpus` CPUs.
+pub fn overview(records: &[Record], cpus: u32) -> Overview {
+    let mut solo: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+    for r in records.iter().filter(|r| r.is_solo_time()) {
+        solo.entry(r.threads.expect("solo times have a team size"))
+            .or_default()
+            .push(r.wall_secs);
+    }
+    let fastest = solo
+        .iter()
+        .filter(|(k, _)| **k <= cpus.max(1))
+        .filter_map(|(_, v)| mean(v))
+        .reduce(f64::min);
+    let mut openmp: BTreeMap<Arrangement, Vec<OmpTotals>> = BTreeMap::new();
+    for r in records {
+        if let Some(o) = r.omp {
+            openmp.entry(r.arrangement).or_default().push(o);
+        }
+    }
+    let mut beside: BTreeMap<(Option<String>, Arrangement), Vec<f64>> = BTreeMap::new();
+    for r in records {
+        let Some(rate) = fastest.and_then(|t| rate(r, t)) else {
+            continue;
+        };
+        let partner = match &r.partner {
+            Partner::Program { name, .. } => Some(name.clone()),
+            _ => None,
+        };
+        beside
+            .entry((partner, r.arrangement))
+            .or_default()
+            .push(rate);
+    }
+    Overview {
+        records: records.len(),
+        snapshots: records.iter().filter(|r| !r.ended).count(),
+        solo: solo
+            .iter()
+            .filter_map(|(k, v)| Some((*k, mean(v)?, v.len())))
+            .collect(),
+        openmp: openmp
+            .into_iter()
+            .map(|(arrangement, o)| openmp_row(arrangement, &o))
+            .collect(),
+        beside: beside
+            .into_iter()
+            .filter_map(|((partner, arrangement), rates)| {
+                Some(BesideRow {
+                    partner,
+                    arrangement,
+                    rate: mean(&rates)?,
+                    records: rates.len(),
+                })
+            })
+            .collect(),
+    }
+}
+
+fn openmp_row(arrangement: Arrangement, o: &[OmpTotals]) -> OpenMpRow {
+    let of = |f: fn(&OmpTotals) -> Option<f64>| mean(&o.iter().filter_map(f).collect::<Vec<_>>());
+    let progress: Vec<(f64, &str)> = o.iter().filter_map(|x| x.progress_per_sec()).collect();
+    let unit = progress.first().map(|p| p.1);
+    let same_unit = progress.len() == o.len() && progress.iter().all(|p| Some(p.1) == unit);
+    OpenMpRow {
+        arrangement,
+        records: o.len(),
+        regions: of(|x| Some(x.regions as f64)).unwrap_or(0.0),
+        mean_region_secs: of(OmpTotals::mean_region_secs),
+        serial_fraction: of(OmpTotals::serial_fraction),
+        progress: same_unit
+            .then(|| {
+                let rates: Vec<f64> = progress.iter().map(|p| p.0).collect();
+                Some((mean(&rates)?, unit?))
+            })
+            .flatten(),
+    }
+}
