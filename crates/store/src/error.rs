@@ -48,7 +48,7 @@ pub enum StoreError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("knowledge import: the export was made on {found}, and this machine is {here}: what one platform learned does not hold on another")]
+    #[error("knowledge import: the export was made on {found}, not on {here}: what one platform learned does not hold on another")]
     ForeignPlatform { found: String, here: String },
     #[error("writing JSON: {0}")]
     Json(#[source] serde_json::Error),

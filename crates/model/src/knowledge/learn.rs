@@ -55,6 +55,8 @@ struct Live {
 pub struct Learner {
     source: Source,
     started_unix: f64,
+    /// The trace's times are simulated, not wall time.
+    simulated: bool,
     /// The CPUs of the machine, from the trace header.
     cpus: CpuSet,
     /// Each app's program and name, by app index; apps without one are
@@ -74,6 +76,7 @@ impl Learner {
         Self {
             source,
             started_unix: 0.0,
+            simulated: false,
             cpus: CpuSet::new(),
             programs: BTreeMap::new(),
             running: BTreeMap::new(),
@@ -111,6 +114,7 @@ impl Learner {
         match event {
             TraceEvent::Header(h) => {
                 self.started_unix = h.started_unix;
+                self.simulated = h.machine.starts_with("sim:");
                 self.cpus = h.topology.cpus().clone();
                 Vec::new()
             }
@@ -302,7 +306,11 @@ impl Learner {
             arrangement,
             partner,
             source: self.source,
-            at_unix: (self.started_unix + self.now.as_secs_f64()) as i64,
+            at_unix: if self.simulated {
+                self.started_unix as i64
+            } else {
+                (self.started_unix + self.now.as_secs_f64()) as i64
+            },
             ended,
             wall_secs: wall,
             cpu_secs: cpu,

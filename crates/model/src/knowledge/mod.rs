@@ -266,7 +266,8 @@ pub struct Record {
     pub partner: Partner,
     pub source: Source,
     /// When it was measured (its exit, or the snapshot), seconds since the
-    /// Unix epoch.
+    /// Unix epoch; a simulated run's records are dated at the run's start
+    /// (its times are simulated, not wall time).
     pub at_unix: i64,
     /// False for a snapshot of an instance still running.
     pub ended: bool,

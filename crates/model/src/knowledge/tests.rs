@@ -41,7 +41,7 @@ fn events(script: &[(f64, Ev)]) -> Vec<TraceEvent> {
         version: TRACE_VERSION,
         coloc_version: "test".into(),
         policy: "test".into(),
-        machine: "sim:test".into(),
+        machine: "linux".into(),
         workload: Workload {
             name: "w".into(),
             epoch: None,
