@@ -11,6 +11,7 @@
 //! saves the apps it manages ([`state`]) so that a successor re-adopts them
 //! after a crash, and switches policy at run time ([`Switch`]).
 
+pub mod learn;
 pub mod machine;
 pub mod protocol;
 pub mod requests;
@@ -29,10 +30,12 @@ use std::time::{Duration, Instant};
 
 use coloc_linux::machine::LinuxMachine;
 use coloc_manager::{serve, Inbox, ManagerError, Recorder, RunOptions, RunSummary};
+use coloc_model::profile::PlatformFingerprint;
 use coloc_model::workload::to_app_name;
 use coloc_model::{AppSpec, Plan, TraceEvent, View};
 use coloc_policy::Policy;
 
+use crate::learn::Learning;
 use crate::machine::DaemonMachine;
 use crate::requests::{Context, PolicyFactory};
 use crate::server::Limits;
@@ -51,6 +54,9 @@ pub struct DaemonOptions {
     pub trace: Option<PathBuf>,
     /// Bounds on the control socket's connections.
     pub limits: Limits,
+    /// The store what is learned of every app goes to (docs/knowledge.md;
+    /// none: nothing is learned).
+    pub knowledge: Option<PathBuf>,
 }
 
 /// Why the daemon could not run.
@@ -123,16 +129,21 @@ impl Inbox for Registrations {
     }
 }
 
-/// Keeps the last decision's reason for `coloc status`, and the trace.
+/// Keeps the last decision's reason for `coloc status`, and the trace, and
+/// learns from every event.
 struct Record {
     shared: Shared,
     trace: Option<coloc_model::trace::TraceWriter<io::BufWriter<fs::File>>>,
+    learning: Option<Learning>,
 }
 
 impl Recorder for Record {
     fn record(&mut self, event: &TraceEvent) -> io::Result<()> {
         if let TraceEvent::Plan { plan, .. } = event {
             self.shared.lock().last_reason = coloc_model::explain::plan_line(plan);
+        }
+        if let Some(l) = &mut self.learning {
+            l.feed(event);
         }
         match &mut self.trace {
             Some(t) => {
@@ -253,6 +264,15 @@ pub fn run(
         tracing::info!("{s}");
         say(&s);
     }
+    let learning = opts.knowledge.as_ref().map(|path| {
+        let platform = PlatformFingerprint::of(coloc_machine::Machine::topology(&linux));
+        let (learning, said) = Learning::open(path, platform, shared.clone(), &proc_root);
+        for s in said {
+            tracing::info!("{s}");
+            say(&s);
+        }
+        learning
+    });
     let trace = match &opts.trace {
         Some(path) => Some(coloc_model::trace::TraceWriter::new(io::BufWriter::new(
             fs::File::create(path).map_err(|source| DaemonError::Trace {
@@ -294,6 +314,7 @@ pub fn run(
     let mut rec = Record {
         shared: shared.clone(),
         trace,
+        learning,
     };
     let run_opts = RunOptions {
         epoch: opts.epoch,

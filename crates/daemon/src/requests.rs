@@ -358,6 +358,7 @@ pub fn handle(request: Request, peer: Peer, ctx: &Context) -> Result<Next, Refus
             manageable(ctx, &f)?;
             let program = argv.first().cloned().unwrap_or_default();
             let mut e = Entry::new(name, kind, pid, peer.uid, program);
+            e.argv = argv;
             e.class = class;
             e.malleable = malleable;
             e.cap_threads = cap_threads;

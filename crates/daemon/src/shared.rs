@@ -189,6 +189,10 @@ pub struct Entry {
     pub cap_threads: bool,
     /// The program (for the shim's runtime check and the record).
     pub program: String,
+    /// The command line `exec` asked for (what is learned of it is filed
+    /// under its program and arguments, docs/knowledge.md); empty for a
+    /// process attached or re-adopted, whose own is read from /proc.
+    pub argv: Vec<String>,
     pub threads: u32,
     pub job: Option<JobStep>,
     /// Its program's check (a malleable `exec`), None when not needed.
@@ -231,6 +235,7 @@ impl Entry {
             malleable: false,
             cap_threads: false,
             program,
+            argv: Vec::new(),
             threads: 0,
             job: None,
             check: None,

@@ -18,7 +18,8 @@ use coloc_model::Workload;
 
 use super::client::{root_dir, SocketArgs};
 use crate::choice::Choice;
-use crate::context::policy_context;
+use crate::context::policy_context_with;
+use crate::db::DbArgs;
 use crate::host::{journal_dir, stop_flag, Host};
 use crate::target::Target;
 
@@ -46,6 +47,13 @@ pub struct DaemonArgs {
     /// Also write everything the loop records to this trace file.
     #[arg(long, value_name = "PATH")]
     pub trace: Option<PathBuf>,
+    /// Learn nothing from the apps it manages (docs/knowledge.md).
+    #[arg(long)]
+    pub no_learning: bool,
+    /// The store what is learned of each program goes to (and profiles are
+    /// read from).
+    #[command(flatten)]
+    pub db: DbArgs,
     #[command(flatten)]
     pub socket: SocketArgs,
 }
@@ -65,7 +73,9 @@ fn make_policy(
         epoch: None,
         apps: Vec::new(),
     };
-    let ctx = policy_context(&target, &workload, &[name])?;
+    // The service's workload has no app yet: there is nothing of them to
+    // look up in what was learned.
+    let ctx = policy_context_with(&target, &workload, &[name], None)?;
     choice.make(&ctx)
 }
 
@@ -88,6 +98,7 @@ pub fn main(a: DaemonArgs) -> Result<()> {
         stop: stop_flag()?,
         trace: a.trace.clone(),
         limits: Default::default(),
+        knowledge: (!a.no_learning).then(|| a.db.path()),
     };
     let mut options = host.options(&journal_dir()?.join("daemon-out"))?;
     if nix::unistd::geteuid().is_root() {
@@ -134,6 +145,12 @@ fn detach(a: &DaemonArgs) -> Result<()> {
     }
     if let Some(t) = &a.trace {
         cmd.arg("--trace").arg(t);
+    }
+    if a.no_learning {
+        cmd.arg("--no-learning");
+    }
+    if let Some(db) = &a.db.db {
+        cmd.arg("--db").arg(db);
     }
     if let Some(s) = &a.socket.socket {
         cmd.arg("--socket").arg(s);
