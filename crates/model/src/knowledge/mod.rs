@@ -11,7 +11,7 @@
 //! under its [`ProgramKey`] — the executable's content hash and its
 //! arguments — not under its name. A record keeps raw quantities (seconds
 //! alone and shared, CPU time, OpenMP counts), never rates: the rates a
-//! policy reads are computed when it reads them ([`derive`]), with the solo
+//! policy reads are computed when it reads them ([`derive`](mod@derive)), with the solo
 //! times known then, as metrics are recomputed from traces
 //! (docs/architecture.md, Conventions). Each record says under which
 //! [`Arrangement`] and beside which [`Partner`] it was measured, so a reader
@@ -280,7 +280,7 @@ pub struct Record {
     pub shared_secs: f64,
     /// Those seconds with a span shared by `n` instances counted as `2 / n`
     /// of one shared by two: the CPUs were split `n` ways, not two
-    /// ([`derive`]'s rates).
+    /// ([`derive`](mod@derive)'s rates).
     pub weighted_secs: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub omp: Option<OmpTotals>,
