@@ -25,16 +25,9 @@
 //! was never measured with alone ([`CoRuns::rates`]); it cannot see what one
 //! partner costs more than another.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
 use crate::stats::Summary;
-
-/// Records kept per pair of apps, and per app of its shared instances
-/// ([`CoRuns::extend`]), as the knowledge store keeps them
-/// ([`crate::knowledge::KEPT`]).
-pub const KEPT: usize = crate::knowledge::KEPT;
 
 /// One clean pair of a run: the two apps' names and each one's rate beside
 /// the other, as a share of its speed alone on the whole machine (the co-run
@@ -108,34 +101,6 @@ impl CoRuns {
     /// The records, oldest first.
     pub fn runs(&self) -> &[CoRun] {
         &self.runs
-    }
-
-    /// Adds the records of another run, keeping the latest [`KEPT`] of each
-    /// pair of apps and of each app's shared instances: the rates follow a
-    /// program whose input or version changed.
-    pub fn extend(&mut self, other: CoRuns) {
-        self.runs.extend(other.runs);
-        let mut seen: BTreeMap<(Option<&str>, &str), usize> = BTreeMap::new();
-        let keep: Vec<bool> = self
-            .runs
-            .iter()
-            .rev()
-            .map(|r| {
-                let key = match r {
-                    CoRun::Pair(p) => {
-                        let [x, y] = &p.apps;
-                        (Some(x.min(y).as_str()), x.max(y).as_str())
-                    }
-                    CoRun::Beside(b) => (Some(b.partner.as_str()), b.app.as_str()),
-                    CoRun::Shared(s) => (None, s.app.as_str()),
-                };
-                let n = seen.entry(key).or_default();
-                *n += 1;
-                *n <= KEPT
-            })
-            .collect();
-        let mut keep = keep.into_iter().rev();
-        self.runs.retain(|_| keep.next().unwrap_or(true));
     }
 
     /// How many records there are.
@@ -215,41 +180,6 @@ mod tests {
             partner: partner.into(),
             rate: r,
         })
-    }
-
-    /// The instances that shared the machine, as (app, rate).
-    fn shared(c: &CoRuns) -> Vec<(&str, f64)> {
-        c.runs
-            .iter()
-            .filter_map(|r| match r {
-                CoRun::Shared(s) => Some((s.app.as_str(), s.rate)),
-                _ => None,
-            })
-            .collect()
-    }
-
-    /// The latest [`KEPT`] records of each pair and of each app's shared
-    /// instances are kept, in the order they came; others are untouched.
-    #[test]
-    fn only_the_latest_records_of_each_pair_and_app_are_kept() {
-        let mut c = CoRuns::of(vec![pair("a", "b", 0.0, 0.0), one("a", 0.0), one("c", 0.5)]);
-        for i in 1..=40 {
-            // The pair comes in both orders: one pair of apps.
-            let (x, y) = if i % 2 == 0 { ("a", "b") } else { ("b", "a") };
-            let r = f64::from(i);
-            c.extend(CoRuns::of(vec![pair(x, y, r, r), one("a", r)]));
-        }
-        assert_eq!(c.len(), 2 * KEPT + 1);
-        // The latest 32 of 41 are 9..=40, in order.
-        let a: Vec<f64> = shared(&c)
-            .into_iter()
-            .filter(|(app, _)| *app == "a")
-            .map(|(_, r)| r)
-            .collect();
-        assert_eq!(a, (9..=40).map(f64::from).collect::<Vec<_>>());
-        assert_eq!(shared(&c).iter().filter(|(app, _)| *app == "c").count(), 1);
-        let r = c.rates("a", "b").unwrap();
-        assert_eq!((r.a, r.from), (24.5, RatesFrom::Pairs(KEPT)));
     }
 
     /// Runs beside each other come first, from clean pairs (of earlier
