@@ -12,7 +12,7 @@
 //! predicted 1.09.
 //!
 //! Approach: the rates are computed from the records the knowledge store
-//! keeps of every managed instance (`crate::knowledge::derive`, where the
+//! keeps of every managed instance (`coloc_model::knowledge::derive`, where the
 //! arithmetic is): an instance's rate beside others is the solo work it did
 //! while sharing over the time it shared, a share of its speed alone on the
 //! whole machine, with each span shared by `n` apps counted as `2 / n` of a
