@@ -36,9 +36,9 @@ use coloc_model::{AppSpec, TraceEvent, Workload};
 use crate::cmd::compare::{check_policies, run_comparison, Plan};
 use crate::cmd::solo;
 use crate::host::Host;
+use crate::knowledge::Knowledge;
 use crate::output::default_out_dir;
 use crate::runs::{open, read_trace, Saved};
-use crate::knowledge::Knowledge;
 use crate::suite::Suite;
 use crate::target::Target;
 
