@@ -144,13 +144,15 @@ fn mixes(args: &MixesArgs, target: &Target, out: &Path) -> Result<Vec<Mix>> {
 }
 
 /// Every app of the suite's mixes alone at 1 to `cpus` threads (each program
-/// once, however many mixes it is in; names are unique in a suite).
+/// once, however many mixes it is in; names are unique in a suite); stored
+/// with `learn`.
 fn program_curves(
     target: &Target,
     mixes: &[Mix],
     cpus: u32,
     repeat: u32,
     out: &Path,
+    learn: bool,
 ) -> Result<SoloCurves> {
     let mut apps: Vec<AppSpec> = Vec::new();
     for a in mixes.iter().flat_map(|m| &m.workload.apps) {
@@ -167,7 +169,7 @@ fn program_curves(
         apps,
     };
     let threads: Vec<u32> = (1..=cpus).collect();
-    solo::measure_curves(target, &programs, &threads, repeat, out)
+    solo::measure_curves(target, &programs, &threads, repeat, out, learn)
 }
 
 /// A mix's reference points on `cpus` CPUs from its apps' solo curves.
@@ -275,6 +277,7 @@ pub fn main(args: MixesArgs) -> Result<()> {
             cpus,
             args.solo_repeat,
             &out.join("solo"),
+            true,
         )?),
         _ => None,
     };
@@ -334,6 +337,7 @@ pub fn main(args: MixesArgs) -> Result<()> {
         println!();
         runs.push((mix, cmp));
     }
+    // Nothing stored after either, with --fresh.
     if args.fresh && args.suite.is_some() {
         shared = Some(program_curves(
             &target,
@@ -341,6 +345,7 @@ pub fn main(args: MixesArgs) -> Result<()> {
             cpus,
             args.solo_repeat,
             &out.join("solo"),
+            false,
         )?);
     }
     let mut outcomes = Vec::new();
@@ -353,6 +358,7 @@ pub fn main(args: MixesArgs) -> Result<()> {
                 &(1..=cpus).collect::<Vec<_>>(),
                 args.solo_repeat,
                 &out.join(&mix.workload.name).join("solo"),
+                false,
             )?),
             None => stored_curves(&target, &mix.workload)?,
         };
@@ -395,6 +401,7 @@ fn curves_before(
         &threads,
         args.solo_repeat,
         &dir.join("solo"),
+        true,
     )
 }
 

@@ -116,20 +116,26 @@ fn alone(
 
 /// Makes the solo runs of every app of `workload` (at each of `threads`, or
 /// at its own count when empty), `repeat` times each, writes `out/solo.json`,
-/// and returns the runs and their traces read back from `out`.
+/// and returns the runs and their traces read back from `out`. With `learn`
+/// each run is stored as its program's record (docs/knowledge.md).
 fn procedure(
     target: &Target,
     workload: &Workload,
     threads: &[u32],
     repeat: u32,
     out: &Path,
+    learn: bool,
 ) -> Result<(Vec<SoloRun>, Vec<Trace>)> {
     let stop = stop_flag()?;
     let apps: Vec<&str> = workload.apps.iter().map(|a| a.name.as_str()).collect();
     let manifest = SoloManifest {
         runs: solo_runs(&apps, threads),
     };
-    let knowledge = Knowledge::open_or_warn(target, workload);
+    let knowledge = if learn {
+        Knowledge::open_or_warn(target, workload)
+    } else {
+        None
+    };
     for run in &manifest.runs {
         alone(
             target,
@@ -152,21 +158,29 @@ fn traces(dir: &Path, runs: &[SoloRun]) -> Result<Vec<Trace>> {
 }
 
 /// Every app of `workload` alone at its own thread count, `repeat` times:
-/// the wall times Hmean speedup divides by.
-pub fn measure(target: &Target, workload: &Workload, repeat: u32, out: &Path) -> Result<SoloTimes> {
-    let (runs, traces) = procedure(target, workload, &[], repeat, out)?;
+/// the wall times Hmean speedup divides by; stored with `learn`.
+pub fn measure(
+    target: &Target,
+    workload: &Workload,
+    repeat: u32,
+    out: &Path,
+    learn: bool,
+) -> Result<SoloTimes> {
+    let (runs, traces) = procedure(target, workload, &[], repeat, out, learn)?;
     Ok(solo_times(&runs, &traces))
 }
 
-/// Every app of `workload` alone at each of `threads`, `repeat` times.
+/// Every app of `workload` alone at each of `threads`, `repeat` times;
+/// stored with `learn`.
 pub fn measure_curves(
     target: &Target,
     workload: &Workload,
     threads: &[u32],
     repeat: u32,
     out: &Path,
+    learn: bool,
 ) -> Result<SoloCurves> {
-    let (runs, traces) = procedure(target, workload, threads, repeat, out)?;
+    let (runs, traces) = procedure(target, workload, threads, repeat, out, learn)?;
     Ok(solo_curves(&runs, &traces))
 }
 
@@ -199,10 +213,10 @@ pub fn main(args: SoloArgs) -> Result<()> {
         .out
         .unwrap_or_else(|| default_out_dir(&workload.name, "solo"));
     if !args.threads.is_empty() {
-        let curves = measure_curves(&target, &workload, &args.threads, args.repeat, &out)?;
+        let curves = measure_curves(&target, &workload, &args.threads, args.repeat, &out, true)?;
         print!("{}", curves.render());
     } else {
-        let solo = measure(&target, &workload, args.repeat, &out)?;
+        let solo = measure(&target, &workload, args.repeat, &out, true)?;
         print!("{}", solo.render());
     }
     println!(

@@ -169,7 +169,7 @@ pub fn nupoco_table(
         }
     }
     progress(&format!("{}: solo runs", paper.platform));
-    let solo: SoloTimes = solo::measure(&target, &all, 1, &out.join("solo"))?;
+    let solo: SoloTimes = solo::measure(&target, &all, 1, &out.join("solo"), true)?;
     let policies: Vec<String> = MODES.iter().map(|m| m.to_string()).collect();
     let mut scenarios = Vec::new();
     for w in &workloads {
