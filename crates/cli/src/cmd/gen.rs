@@ -63,8 +63,9 @@ pub struct GenArgs {
     #[arg(long)]
     pub threads: Option<u32>,
     /// Models to draw from, comma-separated: model names (`coloc sim
-    /// --list-models`) or suites (PARSEC, NPB, Tang, kernel) [default: PARSEC
-    /// for small, PARSEC and NPB otherwise, as in ReSense §3].
+    /// --list-models`) or suites (PARSEC, NPB, SPEC, Tang, kernel) [default:
+    /// ReSense's programs: its twelve PARSEC ones (Table IV) for small and
+    /// static workloads (§3.2, §3.6), with its NPB ones (Table V) otherwise].
     #[arg(long, value_delimiter = ',')]
     pub pool: Vec<String>,
     /// Dynamic: arrivals fall in [0, HORIZON], e.g. `60s` [default: 400s,
@@ -136,8 +137,8 @@ fn pool(items: &[String]) -> Result<Vec<String>> {
         let suite = gen::suite(&[item]);
         if suite.is_empty() {
             bail!(
-                "--pool: `{item}` is neither a model nor a suite (suites: PARSEC, NPB, Tang, \
-                 kernel; models: {})",
+                "--pool: `{item}` is neither a model nor a suite (suites: PARSEC, NPB, SPEC, \
+                 Tang, kernel; models: {})",
                 coloc_sim::model::model_names()
             );
         }
@@ -196,7 +197,7 @@ fn statics(
         bail!("--static N --apps K: both must be at least 1");
     }
     let pool = if pool.is_empty() {
-        gen::suite(&["PARSEC", "NPB"])
+        gen::resense_pool(&[&gen::RESENSE_PARSEC])
     } else {
         pool
     };

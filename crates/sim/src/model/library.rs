@@ -7,6 +7,9 @@
 
 use super::{AppModel, Phase};
 
+mod parsec;
+mod spec_omp;
+
 /// The fields every model starts from: a light, cache-friendly OpenMP app.
 fn base(name: &str, about: &str) -> AppModel {
     AppModel {
@@ -71,6 +74,14 @@ fn sp_like(name: &str, about: &str) -> AppModel {
 
 /// Every built-in model.
 pub fn models() -> Vec<AppModel> {
+    let mut all = core();
+    all.extend(parsec::models());
+    all.extend(spec_omp::models());
+    all
+}
+
+/// The models of the papers' first experiments and coloc's kernels.
+fn core() -> Vec<AppModel> {
     vec![
         // PARSEC streamcluster: the largest positive ReSense sensitivity for shared
         // L2/L3 (Table IV: +9.9 Yorkfield L2, +14.5 Xeon L3) — threads read the same
