@@ -204,6 +204,7 @@ pub fn choose(
             .unwrap_or(OracleOptions::default().threads),
         solo_s: None,
         progress: Some(&progress),
+        models: &[],
     };
     let found = oracle::search(platform, workload, &opts).map_err(|e| match e {
         OracleError::NotStatic { .. } => anyhow!(

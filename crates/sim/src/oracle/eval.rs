@@ -8,6 +8,7 @@ use coloc_manager::{run, Recorder, RunOptions};
 use coloc_model::{TraceEvent, Workload};
 
 use super::{Config, Metric, OracleError, OraclePolicy};
+use crate::model::AppModel;
 use crate::platform::Platform;
 use crate::SimMachine;
 
@@ -82,8 +83,9 @@ pub(crate) fn evaluate(
     config: &Config,
     seed: u64,
     solo_s: Option<&[f64]>,
+    models: &[AppModel],
 ) -> Result<Scores, OracleError> {
-    let mut machine = SimMachine::new(platform.clone(), seed);
+    let mut machine = SimMachine::new(platform.clone(), seed).with_models(models.to_vec());
     let mut policy = OraclePolicy::new(config.clone());
     let opts = RunOptions::simulated(EVAL_EPOCH, seed);
     let mut exits = Exits {

@@ -36,6 +36,8 @@ pub(crate) use coloc_model::topology::symmetry as space;
 use std::fmt;
 
 use coloc_model::{Cpu, CpuSet};
+
+use crate::model::AppModel;
 pub use eval::Scores;
 pub use policy::OraclePolicy;
 pub use search::search;
@@ -139,6 +141,10 @@ pub struct OracleOptions<'a> {
     pub solo_s: Option<Vec<f64>>,
     /// Called after each batch of evaluations.
     pub progress: Option<&'a (dyn Fn(&Progress) + Sync)>,
+    /// Models beside the library's (replacing any of the same name), as
+    /// [`SimMachine::with_models`](crate::SimMachine::with_models) takes them:
+    /// shorter runs of library models for tests and reduced-scale benches.
+    pub models: &'a [AppModel],
 }
 
 impl Default for OracleOptions<'_> {
@@ -151,6 +157,7 @@ impl Default for OracleOptions<'_> {
             threads: default_threads(),
             solo_s: None,
             progress: None,
+            models: &[],
         }
     }
 }
@@ -173,6 +180,7 @@ impl fmt::Debug for OracleOptions<'_> {
             .field("threads", &self.threads)
             .field("solo_s", &self.solo_s)
             .field("progress", &self.progress.is_some())
+            .field("models", &self.models.len())
             .finish()
     }
 }

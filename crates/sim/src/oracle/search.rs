@@ -151,13 +151,19 @@ fn validate(
                 app: a.name.clone(),
                 reason: "no `model` (the oracle simulates)".into(),
             })?;
-            let m = model(name).ok_or_else(|| OracleError::Model {
-                app: a.name.clone(),
-                reason: format!(
-                    "unknown model `{name}` (known models: {})",
-                    crate::model::model_names()
-                ),
-            })?;
+            let m = opts
+                .models
+                .iter()
+                .find(|m| m.name == name)
+                .cloned()
+                .or_else(|| model(name))
+                .ok_or_else(|| OracleError::Model {
+                    app: a.name.clone(),
+                    reason: format!(
+                        "unknown model `{name}` (known models: {})",
+                        crate::model::model_names()
+                    ),
+                })?;
             let threads = a.threads_on(cpus);
             let requested = u16::try_from(threads)
                 .ok()
@@ -248,10 +254,11 @@ impl Searcher<'_> {
         let configs: Vec<Config> = batch.iter().map(|c| self.config(&c.placement)).collect();
         let solo = self.opts.solo_s.as_deref();
         let (platform, workload, seed) = (self.platform, self.workload, self.opts.seed);
+        let models = self.opts.models;
         let results: Vec<Result<Scores, OracleError>> = self.pool.install(|| {
             configs
                 .par_iter()
-                .map(|config| evaluate(platform, workload, config, seed, solo))
+                .map(|config| evaluate(platform, workload, config, seed, solo, models))
                 .collect()
         });
         for ((config, candidate), r) in configs.into_iter().zip(batch).zip(results) {
