@@ -15,3 +15,4 @@ pub mod calibrate;
 pub mod characterize;
 pub mod gen;
 pub mod oracle;
+pub mod papers;
