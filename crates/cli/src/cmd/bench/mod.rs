@@ -13,9 +13,10 @@
 //!   reference points of each mix.
 //! - `nupoco`: the cost of NuPoCo's Algorithm 1 and of a steady decision at 64
 //!   cores / 8 nodes (NuPoCo §7.5 reports 1.8 ms).
-//! - `paper nupoco`: NuPoCo's Table 2 scenarios under its six execution modes
-//!   on its two machines in the simulator, NTT and Hmean speedup beside the
-//!   paper's figures (§7.4).
+//! - `paper NAME`: a paper's headline experiment in the simulator beside the
+//!   paper's figures: NuPoCo's Table 2 (§7.4), ReSense §3.6, Thread
+//!   Tranquilizer's Tables I and V and Figure 9, Tang et al.'s Table 4 and
+//!   Figures 23–24.
 
 mod nupoco;
 mod paper;
@@ -26,7 +27,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 use coloc_manager::{RunSummary, DEFAULT_EPOCH};
 use coloc_model::metrics::RunMetrics;
@@ -112,31 +113,11 @@ enum Bench {
     /// over the SJF reference, NTT and p-values against native, auto's worst
     /// case.
     Mixes(crate::cmd::mixes::MixesArgs),
-    /// A paper's evaluation reproduced in the simulator, our figure beside the
-    /// paper's: `nupoco` (§7.4: Table 2's ten scenarios under batch, native,
-    /// equal, scalability, nupoco-greedy and nupoco on nupoco-amd64 and
-    /// nupoco-intel72; NTT and Hmean speedup).
-    Paper {
-        /// The paper: `nupoco`.
-        #[arg(value_parser = ["nupoco"])]
-        paper: String,
-        /// Platforms, comma-separated [default: both of the paper's].
-        #[arg(
-            long,
-            value_delimiter = ',',
-            default_value = "nupoco-amd64,nupoco-intel72"
-        )]
-        platforms: Vec<String>,
-        /// Only the scenarios whose names contain one of these (e.g. `s02,s10`).
-        #[arg(long, value_delimiter = ',')]
-        scenarios: Vec<String>,
-        /// Seeds per mode and scenario (the paper averages three runs).
-        #[arg(long, default_value_t = 1)]
-        repeat: u32,
-        /// Directory for the traces [default: coloc-runs/nupoco-table2/bench-paper-TIME].
-        #[arg(long)]
-        out: Option<PathBuf>,
-    },
+    /// A paper's headline experiment reproduced in the simulator, our figure
+    /// beside the paper's and the command that made it: `nupoco` (§7.4, Table
+    /// 2), `resense` (§3.6, against the oracle), `tranquilizer` (Tables I and
+    /// V, Figure 9) or `tang` (Table 4, Figures 23–24).
+    Paper(paper::PaperArgs),
     /// Cost of NuPoCo's Algorithm 1 (DoP computation) with 2, 4 and 8 apps and of a
     /// steady nupoco decision, at 64 cores / 8 nodes.
     Nupoco {
@@ -191,47 +172,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
             Ok(())
         }
         Bench::Mixes(args) => crate::cmd::mixes::main(args),
-        Bench::Paper {
-            paper: _,
-            platforms,
-            scenarios,
-            repeat,
-            out,
-        } => {
-            anyhow::ensure!(repeat >= 1, "--repeat must be at least 1");
-            let workloads = paper::scenarios(&scenarios)?;
-            anyhow::ensure!(
-                !workloads.is_empty(),
-                "--scenarios {}: no scenario of Table 2 matches (s01 … s10)",
-                scenarios.join(",")
-            );
-            let out = out.unwrap_or_else(|| default_out_dir("nupoco-table2", "bench-paper"));
-            // Every platform is checked before anything runs.
-            let figures = platforms
-                .iter()
-                .map(|name| {
-                    paper::PAPER
-                        .iter()
-                        .find(|p| p.platform == name)
-                        .with_context(|| {
-                            format!("--platforms: `{name}` is not one of the paper's (nupoco-amd64, nupoco-intel72)")
-                        })
-                })
-                .collect::<Result<Vec<_>>>()?;
-            for figures in figures {
-                let progress = |what: &str| eprintln!("bench paper: {what}");
-                let table = paper::nupoco_table(
-                    *figures,
-                    &workloads,
-                    repeat,
-                    &out.join(figures.platform),
-                    &progress,
-                )?;
-                println!("{table}");
-            }
-            println!("traces: {}", out.display());
-            Ok(())
-        }
+        Bench::Paper(args) => paper::main(args),
         Bench::Nupoco { runs } => {
             debug_build_note();
             print!("{}", nupoco::nupoco_cost(runs)?);

@@ -32,43 +32,43 @@ use crate::target::{MachineArgs, Target};
 pub const SCENARIOS: [(&str, &str); 10] = [
     (
         "s01-bt-ft",
-        include_str!("../../../../../examples/sim/nupoco-table2/s01-bt-ft.toml"),
+        include_str!("../../../../../../examples/sim/nupoco-table2/s01-bt-ft.toml"),
     ),
     (
         "s02-bt-sp",
-        include_str!("../../../../../examples/sim/nupoco-table2/s02-bt-sp.toml"),
+        include_str!("../../../../../../examples/sim/nupoco-table2/s02-bt-sp.toml"),
     ),
     (
         "s03-ft-sp",
-        include_str!("../../../../../examples/sim/nupoco-table2/s03-ft-sp.toml"),
+        include_str!("../../../../../../examples/sim/nupoco-table2/s03-ft-sp.toml"),
     ),
     (
         "s04-bt-ft-sp",
-        include_str!("../../../../../examples/sim/nupoco-table2/s04-bt-ft-sp.toml"),
+        include_str!("../../../../../../examples/sim/nupoco-table2/s04-bt-ft-sp.toml"),
     ),
     (
         "s05-bt-ft-ep",
-        include_str!("../../../../../examples/sim/nupoco-table2/s05-bt-ft-ep.toml"),
+        include_str!("../../../../../../examples/sim/nupoco-table2/s05-bt-ft-ep.toml"),
     ),
     (
         "s06-bt-sp-ep",
-        include_str!("../../../../../examples/sim/nupoco-table2/s06-bt-sp-ep.toml"),
+        include_str!("../../../../../../examples/sim/nupoco-table2/s06-bt-sp-ep.toml"),
     ),
     (
         "s07-ft-sp-ep",
-        include_str!("../../../../../examples/sim/nupoco-table2/s07-ft-sp-ep.toml"),
+        include_str!("../../../../../../examples/sim/nupoco-table2/s07-ft-sp-ep.toml"),
     ),
     (
         "s08-bt-kmeans",
-        include_str!("../../../../../examples/sim/nupoco-table2/s08-bt-kmeans.toml"),
+        include_str!("../../../../../../examples/sim/nupoco-table2/s08-bt-kmeans.toml"),
     ),
     (
         "s09-ft-kmeans",
-        include_str!("../../../../../examples/sim/nupoco-table2/s09-ft-kmeans.toml"),
+        include_str!("../../../../../../examples/sim/nupoco-table2/s09-ft-kmeans.toml"),
     ),
     (
         "s10-sp-kmeans",
-        include_str!("../../../../../examples/sim/nupoco-table2/s10-sp-kmeans.toml"),
+        include_str!("../../../../../../examples/sim/nupoco-table2/s10-sp-kmeans.toml"),
     ),
 ];
 
