@@ -219,3 +219,47 @@ fn the_demo_compares_native_equal_and_auto() {
     let traces = std::fs::read_dir(out.path()).unwrap().count();
     assert!(traces >= 3, "{traces} entries in {}", out.path().display());
 }
+
+/// `coloc run` says, per app, what its program holds and which levers act
+/// (docs/signals.md, Runtimes and levers): a malleable libgomp kernel has
+/// the DoP channel; `sleep` holds no threaded runtime and is not malleable;
+/// with `cap_threads` the team its runtimes' variables got is named.
+#[test]
+fn run_says_what_each_program_holds_and_which_levers_act() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("w.toml");
+    std::fs::write(
+        &w,
+        "name = \"levers\"\n\
+         [[app]]\nname = \"omp\"\ncommand = [\"kernel:barrier\", \"--regions\", \"200\"]\nthreads = 1\nmalleable = true\n\
+         [[app]]\nname = \"plain\"\ncommand = [\"sleep\", \"0.2\"]\nthreads = 1\ncap_threads = true\n",
+    )
+    .unwrap();
+    let o = coloc(&[
+        "run",
+        w.to_str().unwrap(),
+        "--policy",
+        "native",
+        "--out",
+        dir.path().join("o").to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let line = |app: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("{app}: ")))
+            .unwrap_or_else(|| panic!("no line for {app}: {out}"))
+            .to_string()
+    };
+    assert!(
+        line("omp").ends_with("GNU libgomp; levers: placement, DoP channel (each region's team)"),
+        "{out}"
+    );
+    assert!(
+        line("plain").ends_with(
+            "no threaded runtime coloc knows; levers: placement, no DoP channel (not malleable), \
+             thread caps at launch (1)"
+        ),
+        "{out}"
+    );
+}

@@ -306,13 +306,21 @@ fn exec_cap_threads_sets_the_runtimes_variables() {
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", text(&out).1);
-        text(&out).0.trim().to_string()
+        let (stdout, stderr) = text(&out);
+        (stdout.trim().to_string(), stderr)
     };
-    assert_eq!(
-        run(&["--cap-threads"]),
-        "1|1|-Xmx64m -XX:ActiveProcessorCount=1"
+    let (vars, said) = run(&["--cap-threads"]);
+    assert_eq!(vars, "1|1|-Xmx64m -XX:ActiveProcessorCount=1");
+    // It says what it found in the program and the levers that act.
+    assert!(
+        said.contains(
+            "levers: placement, no DoP channel (not malleable), thread caps at launch (1)"
+        ),
+        "{said}"
     );
-    assert_eq!(run(&[]), "||-Xmx64m");
+    let (vars, said) = run(&[]);
+    assert_eq!(vars, "||-Xmx64m");
+    assert!(!said.contains("levers"), "{said}");
 }
 
 /// With no daemon, `coloc exec` says so; `--or-run` runs the command

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use coloc_model::reason::levers::{Channel, Runtime};
 use coloc_model::trace::Trace;
 use coloc_model::AppId;
 use common::{apps_by_pid, run_sampled, Sample, CLOCK_SLACK};
@@ -144,6 +145,14 @@ fn an_llvm_openmp_programs_team_follows_the_record_under_auto_and_nupoco() {
             .into_iter()
             .find_map(|(pid, app)| (app == HEAT).then_some(pid))
             .expect("heat started");
+        // The run found LLVM's runtime in heat and says its DoP channel acts.
+        let levers = run.trace.events.iter().find_map(|e| match e {
+            coloc_model::TraceEvent::Start { app, levers, .. } if *app == HEAT => levers.clone(),
+            _ => None,
+        });
+        let levers = levers.expect("heat's program was checked");
+        assert_eq!(levers.runtimes, [Runtime::LlvmOmp], "{policy}");
+        assert_eq!(levers.channel, Channel::Acts, "{policy}");
         let recs = records(&run.trace);
         assert!(
             recs.len() > 10,

@@ -335,6 +335,7 @@ impl Machine for DaemonMachine {
                 threads: req.threads,
                 memory: adopted.memory.clone(),
                 notes,
+                levers: adopted.launched.levers.clone(),
             },
             Kind::Attach | Kind::Readopted => Reply::Attached {
                 app: req.id.app,

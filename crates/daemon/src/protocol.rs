@@ -115,6 +115,11 @@ pub enum Reply {
         memory: Option<(MemPolicy, Vec<u32>)>,
         /// Things the user should know (DoP not managed, and why).
         notes: Vec<String>,
+        /// What its program holds and which levers act on it, when the
+        /// daemon checked it (`--malleable`, `--cap-threads`; docs/signals.md,
+        /// Runtimes and levers).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        levers: Option<coloc_model::reason::levers::Levers>,
     },
     /// `attach`: managed as app `app`.
     Attached {

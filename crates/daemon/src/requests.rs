@@ -308,12 +308,7 @@ fn manageable(ctx: &Context, f: &Facts) -> Result<(), Refused> {
 /// slot its user may take is busy (it waits for one).
 fn start_check(ctx: &Context, e: &Entry) -> Option<Check> {
     let running = ctx.checks.start(e.uid)?;
-    let failed = |why: String| {
-        Some(Check::Done(ProgramCheck {
-            exe: None,
-            found: Err(why),
-        }))
-    };
+    let failed = |why: String| Some(Check::Done(ProgramCheck::failed(why)));
     let pid = e.pid;
     let creds = match Creds::of(&ctx.proc_root, pid) {
         Ok(c) => c,
@@ -365,7 +360,8 @@ pub fn handle(request: Request, peer: Peer, ctx: &Context) -> Result<Next, Refus
             e.threads = threads;
             e.job = job;
             e.start = Some(f.start);
-            if malleable {
+            // The program check tells the runtimes a DoP or a cap acts on.
+            if malleable || cap_threads {
                 e.check = Some(Check::Queued {
                     since: Instant::now(),
                 });

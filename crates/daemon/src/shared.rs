@@ -97,31 +97,22 @@ impl Check {
             Check::Done(_) => return true,
             Check::Queued { since } if since.elapsed() < CHECK_TIMEOUT => return false,
             Check::Queued { .. } => {
-                *self = Check::Done(ProgramCheck {
-                    exe: None,
-                    found: Err(format!(
-                        "no program check could start within {} s",
-                        CHECK_TIMEOUT.as_secs()
-                    )),
-                });
+                *self = Check::Done(ProgramCheck::failed(format!(
+                    "no program check could start within {} s",
+                    CHECK_TIMEOUT.as_secs()
+                )));
                 return true;
             }
             Check::Running { result, since } => (result, since),
         };
         let found = match result.try_recv() {
             Ok(Ok(check)) => check,
-            Ok(Err(e)) => ProgramCheck {
-                exe: None,
-                found: Err(format!("checking the program as its user: {e}")),
-            },
+            Ok(Err(e)) => ProgramCheck::failed(format!("checking the program as its user: {e}")),
             Err(mpsc::TryRecvError::Empty) if since.elapsed() < CHECK_TIMEOUT => return false,
-            Err(_) => ProgramCheck {
-                exe: None,
-                found: Err(format!(
-                    "the program check took longer than {} s",
-                    CHECK_TIMEOUT.as_secs()
-                )),
-            },
+            Err(_) => ProgramCheck::failed(format!(
+                "the program check took longer than {} s",
+                CHECK_TIMEOUT.as_secs()
+            )),
         };
         *self = Check::Done(found);
         true
@@ -136,6 +127,7 @@ impl Check {
             Check::Queued { .. } | Check::Running { .. } => ProgramCheck {
                 exe: None,
                 found: Ok(OmpRuntime::Unknown),
+                threaded: Vec::new(),
             },
         }
     }

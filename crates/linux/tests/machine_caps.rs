@@ -14,6 +14,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use coloc_manager::Machine;
+use coloc_model::reason::levers::Runtime;
 use coloc_model::{AppPlan, AppSpec};
 use coloc_shim::{threaded_runtimes_of, Threaded};
 use support::*;
@@ -124,6 +125,14 @@ fn openblas_pthreads_runs_the_team_it_was_given_at_launch() {
             ..AppPlan::native(id(k as u32))
         };
         let l = launch(&mut m, id(k as u32), &spec, &plan);
+        // The launch says what it found and the team it capped.
+        let levers = l
+            .levers
+            .as_ref()
+            .expect("every launched program is checked");
+        assert_eq!(levers.runtimes, [Runtime::OpenBlasPthreads]);
+        assert_eq!(levers.caps, cap.then_some(want as u32));
+        assert_eq!(levers.uncapped().is_empty(), cap);
         let n = settle(l.pid, Duration::from_secs(3), |c| c.len(), want);
         assert_eq!(
             n,

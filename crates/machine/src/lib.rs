@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use coloc_model::reason::levers::Levers;
 use coloc_model::trace::{ApplyOutcome, ExitStatus, SelfUsage};
 use coloc_model::{AppId, AppPlan, AppSpec, InstanceUsage, Observation, Plan, Tid, Topology};
 
@@ -33,6 +34,10 @@ pub struct Launched {
     pub argv: Vec<String>,
     /// Its threads right after start (at least the main thread).
     pub tids: Vec<Tid>,
+    /// What its program holds and which levers act on it (docs/signals.md,
+    /// Runtimes and levers); None where the program was not checked (the
+    /// simulator's models, an app the daemon did not check).
+    pub levers: Option<Levers>,
 }
 
 /// Something that happened while the Manager waited.

@@ -546,6 +546,7 @@ impl<'a> Loop<'a> {
                         pid: launched.pid,
                         threads_requested: self.apps[idx].threads_requested,
                         argv: launched.argv,
+                        levers: launched.levers,
                     })?;
                     let a = &mut self.apps[idx];
                     a.state = AppState::Running;

@@ -65,6 +65,7 @@ impl Machine for Scripted {
             pid: self.next_pid,
             argv: vec!["scripted".into()],
             tids: vec![self.next_pid],
+            levers: None,
         })
     }
     fn wait_until(&mut self, deadline: Duration) -> Result<Vec<MachineEvent>, MachineError> {

@@ -187,6 +187,11 @@ pub enum TraceEvent {
         pid: u32,
         threads_requested: u32,
         argv: Vec<String>,
+        /// What its program holds and which levers act on it
+        /// (docs/signals.md, Runtimes and levers); absent where the program
+        /// was not checked (simulated apps).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        levers: Option<crate::reason::levers::Levers>,
     },
     Threads {
         #[serde(with = "nanos")]

@@ -82,10 +82,31 @@ pub type ReadFile<'a> = dyn Fn(&Path) -> std::io::Result<Vec<u8>> + 'a;
 
 /// Enough for any real program's dependency graph; bounds the work on a
 /// cyclic or pathological one.
-pub(crate) const MAX_OBJECTS: usize = 256;
+const MAX_OBJECTS: usize = 256;
 
 /// Breadth-first over the dependencies of `exe`; the first runtime found wins.
 fn transitive_runtime(exe_path: &Path, exe: &Elf, read: &ReadFile<'_>) -> OmpRuntime {
+    let mut found = OmpRuntime::None;
+    walk_needed(exe_path, exe, read, |_, _, lib| {
+        if let Some(lib) = lib {
+            found = runtime_of_needed(lib.libraries.iter().copied());
+        }
+        found == OmpRuntime::None
+    });
+    found
+}
+
+/// Breadth-first over the libraries `exe` needs and theirs, each soname
+/// once and at most [`MAX_OBJECTS`], found as the dynamic linker finds them
+/// (the object's run paths and the executable's, then the system's): `visit`
+/// gets each soname, and its path and parsed ELF where it was found, and
+/// returns whether to go on.
+pub(crate) fn walk_needed(
+    exe_path: &Path,
+    exe: &Elf,
+    read: &ReadFile<'_>,
+    mut visit: impl FnMut(&str, Option<&Path>, Option<&Elf>) -> bool,
+) {
     let system = system_dirs();
     let exe_dirs = search_dirs(exe_path, exe);
     let mut seen = HashSet::new();
@@ -98,31 +119,27 @@ fn transitive_runtime(exe_path: &Path, exe: &Elf, read: &ReadFile<'_>) -> OmpRun
         if !seen.insert(soname.clone()) || seen.len() > MAX_OBJECTS {
             continue;
         }
-        let Some((path, bytes)) = find_library(&soname, dirs.iter().chain(&system), exe, read)
-        else {
-            continue;
-        };
-        let Ok(lib) = Elf::parse(&bytes) else {
-            continue;
-        };
-        let found = runtime_of_needed(lib.libraries.iter().copied());
-        if found != OmpRuntime::None {
-            return found;
+        let found = find_library(&soname, dirs.iter().chain(&system), exe, read);
+        let lib = found.as_ref().and_then(|(_, bytes)| Elf::parse(bytes).ok());
+        let path = found.as_ref().map(|(p, _)| p.as_path());
+        if !visit(&soname, path, lib.as_ref()) {
+            return;
         }
-        let mut lib_dirs = search_dirs(&path, &lib);
-        lib_dirs.extend(exe_dirs.iter().cloned());
-        queue.extend(
-            lib.libraries
-                .iter()
-                .map(|l| (l.to_string(), lib_dirs.clone())),
-        );
+        if let (Some(path), Some(lib)) = (path, &lib) {
+            let mut lib_dirs = search_dirs(path, lib);
+            lib_dirs.extend(exe_dirs.iter().cloned());
+            queue.extend(
+                lib.libraries
+                    .iter()
+                    .map(|l| (l.to_string(), lib_dirs.clone())),
+            );
+        }
     }
-    OmpRuntime::None
 }
 
 /// An object's own DT_RUNPATH, or DT_RPATH when it has no RUNPATH, with
 /// `$ORIGIN` replaced by its directory.
-pub(crate) fn search_dirs(path: &Path, elf: &Elf) -> Vec<PathBuf> {
+fn search_dirs(path: &Path, elf: &Elf) -> Vec<PathBuf> {
     let origin = path.parent().unwrap_or(Path::new("."));
     let origin = origin.to_string_lossy();
     let paths = if elf.runpaths.is_empty() {
@@ -140,7 +157,7 @@ pub(crate) fn search_dirs(path: &Path, elf: &Elf) -> Vec<PathBuf> {
 
 /// The directories of /etc/ld.so.conf (following `include` lines of the form
 /// `dir/*.suffix`), then the built-in defaults.
-pub(crate) fn system_dirs() -> Vec<PathBuf> {
+fn system_dirs() -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     read_ld_so_conf(Path::new("/etc/ld.so.conf"), &mut dirs, 0);
     for d in ["/lib64", "/usr/lib64", "/lib", "/usr/lib"] {
@@ -191,7 +208,7 @@ fn expand_glob(pattern: &str) -> Vec<PathBuf> {
 /// The first file named `soname` in `dirs` that is an ELF of the same class
 /// and machine as `exe` (a 32-bit library in a shared directory is skipped, as
 /// the dynamic linker skips it).
-pub(crate) fn find_library<'d>(
+fn find_library<'d>(
     soname: &str,
     dirs: impl Iterator<Item = &'d PathBuf>,
     exe: &Elf,

@@ -5,14 +5,14 @@
 //! says which of its levers will act on them; with `cap_threads` it sets
 //! their variables to the team the policy chose.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use goblin::elf::Elf;
 
 use crate::error::{Result, ShimError};
-use crate::runtime::{find_library, search_dirs, system_dirs, ReadFile, MAX_OBJECTS};
+use crate::runtime::{walk_needed, ReadFile};
 
 /// A threaded runtime found in a program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -61,37 +61,10 @@ pub fn threaded_runtimes_of(executable: &Path, read: &ReadFile<'_>) -> Result<Ve
     if is_go(&exe) {
         found.insert(Threaded::Go);
     }
-    let system = system_dirs();
-    let exe_dirs = search_dirs(executable, &exe);
-    let mut seen = HashSet::new();
-    let mut queue: VecDeque<(String, Vec<PathBuf>)> = exe
-        .libraries
-        .iter()
-        .map(|l| (l.to_string(), exe_dirs.clone()))
-        .collect();
-    while let Some((soname, dirs)) = queue.pop_front() {
-        if !seen.insert(soname.clone()) || seen.len() > MAX_OBJECTS {
-            continue;
-        }
-        let lib = find_library(&soname, dirs.iter().chain(&system), &exe, read);
-        let parsed = lib.as_ref().and_then(|(_, b)| Elf::parse(b).ok());
-        if let Some(t) = classify(
-            &soname,
-            lib.as_ref().map(|l| l.0.as_path()),
-            parsed.as_ref(),
-        ) {
-            found.insert(t);
-        }
-        if let (Some((path, _)), Some(elf)) = (&lib, &parsed) {
-            let mut lib_dirs = search_dirs(path, elf);
-            lib_dirs.extend(exe_dirs.iter().cloned());
-            queue.extend(
-                elf.libraries
-                    .iter()
-                    .map(|l| (l.to_string(), lib_dirs.clone())),
-            );
-        }
-    }
+    walk_needed(executable, &exe, read, |soname, path, lib| {
+        found.extend(classify(soname, path, lib));
+        true
+    });
     let mut out: Vec<Threaded> = found.into_iter().collect();
     out.sort();
     Ok(out)

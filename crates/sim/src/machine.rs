@@ -192,6 +192,7 @@ impl Machine for SimMachine {
             pid,
             argv: vec![format!("model:{name}")],
             tids,
+            levers: None,
         })
     }
 

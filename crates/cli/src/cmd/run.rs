@@ -110,6 +110,7 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
     // What auto (or a guarded policy) measured against Linux per app set:
     // whether it was worse than doing nothing (docs/policies/auto.md, "Checked
     // against outcomes").
+    let levers = levers_lines(&workload, &events);
     let against_linux = last_verdicts(events.iter().filter_map(|e| match e {
         TraceEvent::Plan { plan, .. } => Some(plan),
         _ => None,
@@ -137,6 +138,9 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
             ),
             Some((_, Err(e))) => eprintln!("coloc: warning: {e:#}; this run was not learned"),
             None => {}
+        }
+        for line in &levers {
+            println!("{line}");
         }
         println!("trace: {}", out.join("trace.jsonl").display());
     }
@@ -166,6 +170,29 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
 
 /// The waste the Manager saw, one line per kind seen (docs/trace-format.md:
 /// `idle_while_waiting`, `underused`, `no_progress`).
+/// What each app's program holds and which levers act on it, from its
+/// first instance's `start` (docs/signals.md, Runtimes and levers).
+fn levers_lines(workload: &coloc_model::Workload, events: &[TraceEvent]) -> Vec<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    events
+        .iter()
+        .filter_map(|e| match e {
+            TraceEvent::Start {
+                app,
+                levers: Some(l),
+                ..
+            } if seen.insert(app.app) => {
+                let name = workload
+                    .apps
+                    .get(app.app as usize)
+                    .map_or("?", |a| a.name.as_str());
+                Some(format!("{name}: {l}"))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 fn waste_lines(seen: &WasteSeen) -> Vec<String> {
     [
         (Waste::IdleWhileWaiting, "idle_while_waiting"),

@@ -244,26 +244,28 @@ impl LinuxMachine {
                 InSlice::Out
             },
         };
-        let launched = Launched {
+        let mut launched = Launched {
             pid,
             argv: vec![a.program.to_string()],
             tids: inst.tracker.tids(),
+            levers: dop.levers,
         };
+        let mut set_env = dop.set_env;
+        if a.cap_threads && a.held {
+            set_env.extend(
+                coloc_model::workload::caps::launch_caps(a.dop, None)
+                    .into_iter()
+                    .map(|(k, v)| (k.into(), v.into())),
+            );
+            if let Some(l) = &mut launched.levers {
+                l.caps = Some(a.dop.max(1));
+            }
+        }
         self.instances.push(inst);
         Ok(Adopted {
             launched,
             start: stat.starttime,
-            set_env: {
-                let mut env = dop.set_env;
-                if a.cap_threads && a.held {
-                    env.extend(
-                        coloc_model::workload::caps::launch_caps(a.dop, None)
-                            .into_iter()
-                            .map(|(k, v)| (k.into(), v.into())),
-                    );
-                }
-                env
-            },
+            set_env,
             remove_env: dop.remove_env.iter().map(|s| s.to_string()).collect(),
             dop_unmanaged,
             memory: (a.held && a.memory != MemPolicy::Default).then_some((a.memory, nodes)),

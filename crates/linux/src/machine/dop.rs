@@ -19,12 +19,15 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use coloc_model::reason::levers::{Channel, Levers, NoChannel};
 use coloc_model::user_file::read_user_file;
 use coloc_model::{AppId, AppSample, CpuSet, OmpSample};
 use coloc_shim::{
-    extract_shim, ld_preload_with, monotonic_ns, openmp_runtime_of, shim_path, DopChannel,
-    OmpRuntime, AFFINITY_ENV, RECORD_ENV,
+    extract_shim, ld_preload_with, monotonic_ns, openmp_runtime_of, shim_path,
+    threaded_runtimes_of, DopChannel, OmpRuntime, Threaded, AFFINITY_ENV, RECORD_ENV,
 };
+
+use super::levers::levers;
 
 /// The runtimes' own binding variables (libgomp's and LLVM's): they would
 /// re-bind threads behind the shim's pinning (see the coloc_shim docs), so
@@ -42,31 +45,44 @@ const BINDING_ENV: [&str; 4] = [
 /// objects are not examined.
 pub const MAX_PROGRAM: u64 = 64 << 20;
 
-/// What the OpenMP-runtime check found about a malleable app's program.
+/// What the program check found about an app's program.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProgramCheck {
     /// The program as found on `PATH` (None: not found).
     pub exe: Option<PathBuf>,
-    /// Its runtime, or why it could not be told.
+    /// Its OpenMP runtime, or why it could not be told.
     pub found: Result<OmpRuntime, String>,
+    /// The other threaded runtimes in it (docs/signals.md, Runtimes and
+    /// levers); none when it could not be read.
+    pub threaded: Vec<Threaded>,
+}
+
+impl ProgramCheck {
+    /// A check that could not tell anything, and why.
+    pub fn failed(why: String) -> Self {
+        Self {
+            exe: None,
+            found: Err(why),
+            threaded: Vec::new(),
+        }
+    }
 }
 
 /// Finds `argv0` (on `path` when it has no slash) and tells its OpenMP
-/// runtime, reading every object as a file a user named: a FIFO or a device
+/// runtime and its other threaded runtimes, reading every object as a file a user named: a FIFO or a device
 /// is refused unread, an object over [`MAX_PROGRAM`] is not examined. Root's
 /// daemon runs this as the user who asked, off its loop (docs/service.md).
 pub fn check_program(argv0: &str, path: Option<&OsStr>) -> ProgramCheck {
     let Some(exe) = find_executable(argv0, path) else {
-        return ProgramCheck {
-            exe: None,
-            found: Err(format!("{argv0} not found on PATH")),
-        };
+        return ProgramCheck::failed(format!("{argv0} not found on PATH"));
     };
     let read = |p: &Path| read_user_file(p, MAX_PROGRAM).map_err(|e| e.into_io());
     let found = openmp_runtime_of(&exe, &read).map_err(|e| e.to_string());
+    let threaded = threaded_runtimes_of(&exe, &read).unwrap_or_default();
     ProgramCheck {
         exe: Some(exe),
         found,
+        threaded,
     }
 }
 
@@ -119,12 +135,14 @@ impl OmpReport {
     }
 }
 
-/// What a launch needs: the control and the environment changes.
+/// What a launch needs: the control and the environment changes, and what
+/// the program check found (None: not checked).
 #[derive(Debug)]
 pub(crate) struct DopSetup {
     pub control: DopControl,
     pub set_env: Vec<(OsString, OsString)>,
     pub remove_env: &'static [&'static str],
+    pub levers: Option<Levers>,
 }
 
 /// Everything [`prepare`] needs to know about the instance.
@@ -149,7 +167,8 @@ pub(crate) struct DopLaunch<'a> {
     /// shim pinned get back when coloc stops pinning them (`AFFINITY_ENV`).
     pub own_cpus: Option<CpuSet>,
     /// The program check made already (by root's daemon, as the app's
-    /// user); None: [`check_program`] here.
+    /// user; by `coloc run` for every app); None: [`check_program`] here
+    /// for a malleable app.
     pub runtime: Option<ProgramCheck>,
 }
 
@@ -157,19 +176,12 @@ pub(crate) struct DopLaunch<'a> {
 /// unmanaged, with the reason (a failure of the shim is not a failure to
 /// launch: the app runs as it would without coloc's DoP).
 pub(crate) fn prepare(l: &DopLaunch<'_>) -> DopSetup {
-    let unmanaged = |reason: String| DopSetup {
-        control: DopControl::NotManaged {
-            reason,
-            reported: false,
-        },
-        set_env: Vec::new(),
-        remove_env: &[],
-    };
     if !l.malleable {
         return DopSetup {
             control: DopControl::Off,
             set_env: Vec::new(),
             remove_env: &[],
+            levers: l.runtime.as_ref().map(|c| levers(c, Channel::NotMalleable)),
         };
     }
     let var = |k: &str| {
@@ -182,29 +194,48 @@ pub(crate) fn prepare(l: &DopLaunch<'_>) -> DopSetup {
         .runtime
         .clone()
         .unwrap_or_else(|| check_program(l.argv0, var("PATH").as_deref()));
-    let exe = check.exe.unwrap_or_default();
-    match check.found {
+    let unmanaged = |reason: String, why: NoChannel| DopSetup {
+        control: DopControl::NotManaged {
+            reason,
+            reported: false,
+        },
+        set_env: Vec::new(),
+        remove_env: &[],
+        levers: Some(levers(&check, Channel::None { why })),
+    };
+    let failed = |error: String| unmanaged(error.clone(), NoChannel::Failed { error });
+    let exe = check.exe.clone().unwrap_or_default();
+    let mut reach = Channel::Acts;
+    match &check.found {
         Ok(OmpRuntime::Gomp) => {}
         Ok(r @ (OmpRuntime::LlvmOmp | OmpRuntime::Intel)) => {
             if var("OMP_TOOL").is_some_and(|v| v.eq_ignore_ascii_case("disabled")) {
-                return unmanaged(format!(
-                    "{}: {r}, and OMP_TOOL=disabled in its environment turns off the OMPT tool \
-                     that steers it",
-                    exe.display()
-                ));
+                return unmanaged(
+                    format!(
+                        "{}: {r}, and OMP_TOOL=disabled in its environment turns off the OMPT \
+                         tool that steers it",
+                        exe.display()
+                    ),
+                    NoChannel::ToolDisabled,
+                );
             }
         }
-        Ok(r @ (OmpRuntime::None | OmpRuntime::Unknown)) => tracing::info!(
-            app = %l.id,
-            "{}: {r}: the DoP channel waits for an OpenMP program it starts (module docs)",
-            exe.display()
-        ),
-        Ok(other) => return unmanaged(format!("{}: {other}", exe.display())),
-        Err(e) => return unmanaged(e),
+        Ok(r @ (OmpRuntime::None | OmpRuntime::Unknown)) => {
+            tracing::info!(
+                app = %l.id,
+                "{}: {r}: the DoP channel waits for an OpenMP program it starts (module docs)",
+                exe.display()
+            );
+            reach = Channel::Launcher;
+        }
+        Ok(r @ OmpRuntime::Static) => {
+            return unmanaged(format!("{}: {r}", exe.display()), NoChannel::Static)
+        }
+        Err(e) => return failed(e.clone()),
     }
     let shim = match l.shim_dir.map_or_else(shim_path, extract_shim) {
         Ok(s) => s,
-        Err(e) => return unmanaged(format!("extracting libcoloc_omp.so: {e}")),
+        Err(e) => return failed(format!("extracting libcoloc_omp.so: {e}")),
     };
     // Unique per coloc process and instance; the sequence number keeps two
     // machines of one process (tests, `compare`) apart.
@@ -218,12 +249,12 @@ pub(crate) fn prepare(l: &DopLaunch<'_>) -> DopSetup {
     ));
     let channel = match DopChannel::create(&record, &l.cpus, l.dop.max(1)) {
         Ok(c) => c,
-        Err(e) => return unmanaged(format!("creating the DoP record: {e}")),
+        Err(e) => return failed(format!("creating the DoP record: {e}")),
     };
     if let Some(uid) = l.owner {
         if let Err(e) = std::os::unix::fs::chown(channel.path(), Some(uid), None) {
             let _ = channel.remove();
-            return unmanaged(format!(
+            return failed(format!(
                 "giving the DoP record {} to uid {uid}: {e}",
                 record.display()
             ));
@@ -252,6 +283,7 @@ pub(crate) fn prepare(l: &DopLaunch<'_>) -> DopSetup {
         }),
         set_env,
         remove_env: &BINDING_ENV,
+        levers: Some(levers(&check, reach)),
     }
 }
 

@@ -45,6 +45,7 @@ mod exit_wait;
 mod instance;
 mod journal;
 mod launch;
+mod levers;
 mod live_metric;
 mod pages;
 mod proc_events;
@@ -409,7 +410,16 @@ impl LinuxMachine {
             owner: None,
             // The app inherits coloc's affinity before its placement.
             own_cpus: sys::affinity(0).ok(),
-            runtime: None,
+            // Every app's program is checked: the run says what it holds
+            // and which levers act (docs/signals.md, Runtimes and levers).
+            runtime: Some(check_program(
+                &argv[0],
+                spec.env
+                    .get("PATH")
+                    .map(std::ffi::OsString::from)
+                    .or_else(|| std::env::var_os("PATH"))
+                    .as_deref(),
+            )),
         });
         if let DopControl::NotManaged { reason, .. } = &dop.control {
             tracing::warn!(app = %req.id, name = %spec.name, "DoP is not managed: {reason}");
@@ -417,6 +427,7 @@ impl LinuxMachine {
         let mut env: Vec<_> = spec.env.iter().map(|(k, v)| (k.into(), v.into())).collect();
         env.push(("OMP_NUM_THREADS".into(), req.threads.to_string().into()));
         env.extend(dop.set_env);
+        let mut levers = dop.levers;
         if spec.cap_threads {
             // The team the policy chose at launch: its DoP, else the
             // threads the app starts with (docs/workload-format.md).
@@ -431,6 +442,9 @@ impl LinuxMachine {
                     .into_iter()
                     .map(|(k, v)| (k.into(), v.into())),
             );
+            if let Some(l) = &mut levers {
+                l.caps = Some(team.max(1));
+            }
         }
         let started = launch::spawn(
             Spawn {
@@ -496,6 +510,7 @@ impl LinuxMachine {
             pid: main.pid,
             argv,
             tids: inst.tracker.tids(),
+            levers,
         };
         self.instances.push(inst);
         Ok(launched)

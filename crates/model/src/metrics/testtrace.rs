@@ -80,6 +80,7 @@ pub(crate) fn trace(policy: &str, apps: &[&str], events: &[(f64, Ev)]) -> Trace 
                 pid: 100 + a,
                 threads_requested: 2,
                 argv: vec!["true".into()],
+                levers: None,
             },
             Ev::Threads(a, r) => TraceEvent::Threads {
                 t,

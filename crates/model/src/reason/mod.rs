@@ -14,6 +14,7 @@
 //! and its rendering in `render.rs`: readers of older traces see the variant
 //! only where it was written.
 
+pub mod levers;
 pub mod render;
 
 use serde::{Deserialize, Serialize};

@@ -566,3 +566,84 @@ impl Display for Verdict {
         }
     }
 }
+
+impl Display for super::levers::Runtime {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        use super::levers::Runtime as R;
+        f.write_str(match self {
+            R::Libgomp => "GNU libgomp",
+            R::LlvmOmp => "LLVM libomp",
+            R::IntelOmp => "Intel libiomp5",
+            R::OpenBlasPthreads => "OpenBLAS (pthreads)",
+            R::OpenBlasOpenMp => "OpenBLAS (OpenMP)",
+            R::OpenBlas => "OpenBLAS",
+            R::Mkl => "Intel MKL",
+            R::Tbb => "oneTBB",
+            R::Go => "Go",
+            R::Jvm => "the JVM",
+        })
+    }
+}
+
+impl Display for super::levers::NoChannel {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        use super::levers::NoChannel as N;
+        match self {
+            N::Static => write!(f, "a static executable, nothing can be preloaded into it"),
+            N::ToolDisabled => write!(
+                f,
+                "OMP_TOOL=disabled in its environment turns off the OMPT tool that steers it"
+            ),
+            N::Failed { error } => write!(f, "{error}"),
+        }
+    }
+}
+
+impl Display for super::levers::Channel {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        use super::levers::Channel as C;
+        match self {
+            C::NotMalleable => write!(f, "no DoP channel (not malleable)"),
+            C::Acts => write!(f, "DoP channel (each region's team)"),
+            C::Launcher => write!(
+                f,
+                "DoP channel for the first OpenMP program it starts (it holds no OpenMP runtime itself)"
+            ),
+            C::None { why } => write!(f, "no DoP channel ({why})"),
+        }
+    }
+}
+
+/// `program: runtimes; levers: …`, then what no lever sizes.
+impl Display for super::levers::Levers {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        if let Some(p) = &self.program {
+            write!(f, "{p}: ")?;
+        }
+        let list = |rs: &[super::levers::Runtime]| {
+            rs.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if self.runtimes.is_empty() {
+            write!(f, "no threaded runtime coloc knows")?;
+        } else {
+            write!(f, "{}", list(&self.runtimes))?;
+        }
+        write!(f, "; levers: placement, {}", self.channel)?;
+        if let Some(team) = self.caps {
+            write!(f, ", thread caps at launch ({team})")?;
+        }
+        let uncapped = self.uncapped();
+        if !uncapped.is_empty() {
+            write!(
+                f,
+                "; {} size(s) its threads once at start, and no lever does: `cap_threads` \
+                 (coloc exec --cap-threads) sets them to the team at launch",
+                list(&uncapped)
+            )?;
+        }
+        Ok(())
+    }
+}

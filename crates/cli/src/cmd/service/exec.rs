@@ -178,9 +178,12 @@ pub fn main(mut a: ExecArgs) -> Result<()> {
     let mut go = std::fs::File::from(go_write);
     let admitted = match conn.receive() {
         Ok(reply @ Reply::Admitted { .. }) => {
-            if let Reply::Admitted { notes, .. } = &reply {
+            if let Reply::Admitted { notes, levers, .. } = &reply {
                 for n in notes {
                     eprintln!("coloc: {}", printable(n, TEXT_WIDTH));
+                }
+                if let Some(l) = levers {
+                    eprintln!("coloc: {}", printable(&l.to_string(), TEXT_WIDTH));
                 }
             }
             let line = serde_json::to_string(&reply)? + "\n";
