@@ -74,6 +74,7 @@ fn events(script: &[(f64, Ev)]) -> Vec<TraceEvent> {
                     _ => 2,
                 },
                 argv: vec!["true".into()],
+                levers: None,
             },
             Ev::Exit(a) => exit(a, ExitStatus::Code(0), None),
             Ev::ExitCpu(a, ms) => exit(a, ExitStatus::Code(0), Some(ms)),
