@@ -6,13 +6,15 @@
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
+use coloc_model::user_file::{read_user_text, MAX_WORKLOAD};
 use coloc_model::workload::{parse_workload, StaticMapping, WorkloadError};
 use coloc_model::{CpuSet, Topology, Workload};
 
 /// Reads and validates a workload file (no machine needed).
 pub fn read_workload(path: &Path) -> Result<Workload> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| WorkloadError::unreadable(&name, &e))?;
+    let text = read_user_text(path, MAX_WORKLOAD)
+        .map_err(|e| WorkloadError::unreadable(&name, &e.into_io()))?;
     Ok(parse_workload(&name, &text)?)
 }
 

@@ -119,40 +119,70 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
-    quiet_on_closed_pipe();
+    quiet_on_output_failure();
     let command = cli.command;
+    // stderr may be gone too (a hung-up terminal): what cannot be said is
+    // not said, and never a panic.
+    let say = |text: String| {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "{text}");
+    };
     match std::panic::catch_unwind(move || dispatch(command)) {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(e)) => {
-            eprintln!("coloc: {e:#}");
+            say(format!("coloc: {e:#}"));
             ExitCode::FAILURE
         }
-        // The reader went away (`coloc topo | head -1`): nothing more can be
-        // said, and that is no failure of coloc's (ripgrep does the same).
-        Err(payload) if is_closed_pipe(payload.as_ref()) => ExitCode::SUCCESS,
-        Err(payload) => std::panic::resume_unwind(payload),
+        Err(payload) => match output_failure(payload.as_ref()) {
+            // The reader went away (`coloc topo | head -1`): nothing more
+            // can be said, and that is no failure of coloc's (ripgrep does
+            // the same).
+            Some(OutputFailure::ClosedPipe) => ExitCode::SUCCESS,
+            // A full disk (`> /dev/full`), a hung-up terminal: the output
+            // is lost, and that is an error, not a crash.
+            Some(OutputFailure::Other(msg)) => {
+                say(format!("coloc: {msg}"));
+                ExitCode::FAILURE
+            }
+            None => std::panic::resume_unwind(payload),
+        },
     }
 }
 
-/// Whether a panic is `print!`'s on a closed stdout or stderr (Rust ignores
-/// SIGPIPE, so a write to a pipe whose reader exited fails with EPIPE, and the
-/// print macros panic on it).
-fn is_closed_pipe(payload: &(dyn std::any::Any + Send)) -> bool {
+/// How writing coloc's output failed.
+enum OutputFailure {
+    ClosedPipe,
+    Other(String),
+}
+
+/// Whether a panic is `print!`'s on a stdout or stderr that cannot be
+/// written (Rust ignores SIGPIPE, so a write to a pipe whose reader exited
+/// fails with EPIPE; `/dev/full` with ENOSPC; a hung-up terminal with EIO;
+/// and the print macros panic on each).
+fn output_failure(payload: &(dyn std::any::Any + Send)) -> Option<OutputFailure> {
     let msg = payload
         .downcast_ref::<String>()
         .map(String::as_str)
         .or_else(|| payload.downcast_ref::<&str>().copied())
         .unwrap_or("");
-    msg.starts_with("failed printing to std") && msg.contains("Broken pipe")
+    if !msg.starts_with("failed printing to std") {
+        return None;
+    }
+    Some(if msg.contains("Broken pipe") {
+        OutputFailure::ClosedPipe
+    } else {
+        OutputFailure::Other(msg.to_string())
+    })
 }
 
-/// Keeps the panic message of a closed pipe off stderr (which may be closed
-/// too); every other panic is reported as usual. The panic unwinds, so a run
-/// in progress still restores what it changed (the machine's `Drop`).
-fn quiet_on_closed_pipe() {
+/// Keeps the panic message of a failed print off stderr (which may be
+/// closed too; `main` says it when it can); every other panic is reported
+/// as usual. The panic unwinds, so a run in progress still restores what it
+/// changed (the machine's `Drop`).
+fn quiet_on_output_failure() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        if !is_closed_pipe(info.payload()) {
+        if output_failure(info.payload()).is_none() {
             default(info);
         }
     }));

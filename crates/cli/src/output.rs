@@ -35,11 +35,11 @@ pub fn default_out_dir(workload: &str, what: &str) -> PathBuf {
 /// same one, and an existing entry (a symlink included) is never reused.
 pub fn unique_dir(base: &Path) -> io::Result<PathBuf> {
     if let Some(parent) = base.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)?;
+        out_dir_builder().recursive(true).create(parent)?;
     }
     let mut name = base.as_os_str().to_owned();
     for n in 2..10_000 {
-        match std::fs::create_dir(&name) {
+        match out_dir_builder().create(&name) {
             Ok(()) => return Ok(PathBuf::from(name)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 name = base.as_os_str().to_owned();
@@ -54,12 +54,23 @@ pub fn unique_dir(base: &Path) -> io::Result<PathBuf> {
     ))
 }
 
-/// Creates the trace file `path`: a new file only. An existing trace is not
-/// truncated and a symlink in its place is not followed; both are errors.
+/// How run directories are made: readable by all, writable by their owner
+/// alone whatever the umask (under `umask 000` they were world-writable).
+pub fn out_dir_builder() -> std::fs::DirBuilder {
+    use std::os::unix::fs::DirBuilderExt;
+    let mut b = std::fs::DirBuilder::new();
+    b.mode(0o755);
+    b
+}
+
+/// Creates the trace file `path`: a new file only, 0644 whatever the umask.
+/// An existing trace is not truncated and a symlink in its place is not
+/// followed; both are errors.
 pub fn create_trace(path: &Path) -> Result<File> {
     OpenOptions::new()
         .write(true)
         .create_new(true)
+        .mode(0o644)
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .with_context(|| {

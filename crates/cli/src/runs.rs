@@ -33,10 +33,24 @@ pub struct Manifest {
 
 impl Manifest {
     pub fn write(&self, dir: &Path) -> Result<()> {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        crate::output::out_dir_builder()
+            .recursive(true)
+            .create(dir)
+            .with_context(|| format!("creating {}", dir.display()))?;
         let path = dir.join(MANIFEST);
-        std::fs::write(&path, serde_json::to_string_pretty(self)?)
-            .with_context(|| format!("writing {}", path.display()))
+        let write = || -> std::io::Result<()> {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o644)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&path)?;
+            f.write_all(serde_json::to_string_pretty(self)?.as_bytes())
+        };
+        write().with_context(|| format!("writing {}", path.display()))
     }
 }
 
@@ -59,7 +73,7 @@ pub struct SavedComparison {
 
 /// Reads a trace file and checks its app indices ([`Trace::check_app_indices`]).
 pub fn read_trace(path: &Path) -> Result<Trace> {
-    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let (file, _) = coloc_model::user_file::open_regular(path)?;
     let trace =
         Trace::read(BufReader::new(file)).with_context(|| format!("reading {}", path.display()))?;
     trace

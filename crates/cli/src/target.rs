@@ -13,6 +13,7 @@ use clap::Args;
 use coloc_manager::{run, Machine, Recorder, RunOptions, RunSummary};
 use coloc_model::topology::hwloc::parse_hwloc_xml;
 use coloc_model::trace::TraceWriter;
+use coloc_model::user_file::{read_user_text, MAX_HWLOC, MAX_WORKLOAD};
 use coloc_model::{AppSample, Observation, Topology, TraceEvent, Workload};
 use coloc_policy::{Policy, PolicyContext};
 use coloc_sim::{Platform, PlatformFile, SimMachine};
@@ -148,7 +149,10 @@ impl Target {
         stop: Option<Arc<AtomicBool>>,
         watch: &mut dyn Recorder,
     ) -> Result<(RunSummary, Vec<TraceEvent>)> {
-        std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+        crate::output::out_dir_builder()
+            .recursive(true)
+            .create(out)
+            .with_context(|| format!("creating {}", out.display()))?;
         let job = Job {
             workload,
             policy,
@@ -271,8 +275,12 @@ pub fn resolve_platform(arg: &str) -> Result<Platform> {
             coloc_sim::platform::platform_names()
         );
     }
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let max = if ext == "xml" {
+        MAX_HWLOC
+    } else {
+        MAX_WORKLOAD
+    };
+    let text = read_user_text(&path, max)?;
     match ext {
         "xml" => {
             let topo = parse_hwloc_xml(&path.display().to_string(), &text)?;

@@ -168,12 +168,14 @@ fn logs_written_to_a_file_have_no_colour_codes() {
 fn a_db_in_a_missing_directory_is_an_error_and_creates_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("no/such/dir/p.sqlite");
+    let empty = dir.path().join("empty.json");
+    std::fs::write(&empty, "").unwrap();
     let o = coloc_output(&[
         "profiles",
         "import",
         "--db",
         db.to_str().unwrap(),
-        "/dev/null",
+        empty.to_str().unwrap(),
     ]);
     let (_, err) = text(&o);
     assert!(!o.status.success());
@@ -313,4 +315,168 @@ fn workload_sched_and_memory_settings_are_applied_under_native() {
     } else {
         assert!(numa.contains("interleave"), "{numa}");
     }
+}
+
+/// `coloc ARGS`, which must fail within 20 s (a FIFO used to block for
+/// ever, `/dev/zero` to take 2 GB first); its stderr.
+fn fails_at_once(args: &[&str]) -> String {
+    use wait_timeout::ChildExt;
+    let mut child = coloc()
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = child.wait_timeout(Duration::from_secs(20)).unwrap();
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("coloc {args:?} did not end within 20 s");
+    }
+    let out = child.wait_with_output().unwrap();
+    let (_, err) = text(&out);
+    assert!(!out.status.success(), "coloc {args:?} succeeded: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+/// `coloc report /dev/zero` and `/dev/zero` as a workload, an hwloc XML, a
+/// platform or a profile export took 2 GB before failing, and a FIFO blocked
+/// the reader for ever. Every file a user names is read by one helper that
+/// refuses what is not a regular file, at once and naming what it is.
+#[test]
+fn a_device_or_fifo_named_as_any_input_is_refused_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let fifo = fifo.to_str().unwrap();
+    let w = common::repo("examples/sim/tang-pairs.toml");
+    let w = w.to_str().unwrap();
+    let db = dir.path().join("store.db");
+    let db = db.to_str().unwrap();
+    for (path, kind) in [("/dev/zero", "a character device"), (fifo, "a FIFO")] {
+        for args in [
+            vec!["run", path],
+            vec!["report", path],
+            vec!["topo", "--xml", path],
+            vec!["sim", w, "--platform", path],
+            vec!["profiles", "import", path, "--db", db],
+        ] {
+            let err = fails_at_once(&args);
+            assert!(err.contains(kind), "coloc {args:?}: {err}");
+        }
+    }
+}
+
+/// `coloc topo|policies|restore > /dev/full` panicked (rc 101): output that
+/// cannot be written is an error, said when stderr can be written.
+#[test]
+fn output_to_a_full_device_is_an_error_not_a_panic() {
+    for args in [&["topo"][..], &["policies"], &["restore"]] {
+        let out = coloc()
+            .args(args)
+            .stdout(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open("/dev/full")
+                    .unwrap(),
+            )
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let (_, err) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "coloc {args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(err.contains("No space left on device"), "{err}");
+    }
+}
+
+/// `coloc top` without a terminal panicked: it says it needs one.
+#[test]
+fn top_without_a_terminal_says_it_needs_one() {
+    let out = coloc()
+        .args(["top", "--socket", "/nonexistent/coloc.sock"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (_, err) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("draws on a terminal"), "{err}");
+}
+
+/// Modes of `path` and of everything below it.
+fn modes(path: &Path, out: &mut Vec<(PathBuf, u32)>) {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path).unwrap();
+    out.push((path.to_path_buf(), meta.mode() & 0o777));
+    if meta.is_dir() {
+        for e in std::fs::read_dir(path).unwrap().flatten() {
+            modes(&e.path(), out);
+        }
+    }
+}
+
+/// `coloc ARGS` under `umask 000`.
+fn under_umask_000(args: &[&str]) -> Command {
+    let mut c = Command::new("sh");
+    c.args([
+        "-c",
+        "umask 000; exec \"$@\"",
+        "sh",
+        env!("CARGO_BIN_EXE_coloc"),
+    ])
+    .args(args)
+    .env("COLOC_JOURNAL_DIR", common::own_journal());
+    c
+}
+
+/// Under `umask 000`, runs' output directories and the daemon's `--trace`
+/// were world-writable: they are 0755 and 0644 whatever the umask.
+#[test]
+fn outputs_are_not_writable_by_others_under_umask_000() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = workload(dir.path(), &["true"]);
+    let out = dir.path().join("a/b/run");
+    let o = under_umask_000(&["run", w.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o).1);
+    let mut found = Vec::new();
+    modes(&dir.path().join("a"), &mut found);
+    assert!(found.len() >= 4, "{found:?}");
+    let open: Vec<_> = found.iter().filter(|(_, m)| m & 0o022 != 0).collect();
+    assert!(open.is_empty(), "writable by others: {open:?}");
+
+    if !nix::unistd::geteuid().is_root() {
+        return;
+    }
+    let trace = dir.path().join("daemon.jsonl");
+    let socket = dir.path().join("s.sock");
+    let mut daemon = under_umask_000(&[
+        "daemon",
+        "--foreground",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--socket",
+        socket.to_str().unwrap(),
+        "--state",
+        dir.path().join("state").to_str().unwrap(),
+    ])
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let until = Instant::now() + Duration::from_secs(30);
+    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+        assert!(Instant::now() < until, "the daemon never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    daemon.wait().unwrap();
+    let mut found = Vec::new();
+    modes(&trace, &mut found);
+    assert_eq!(found[0].1, 0o644, "{found:?}");
 }

@@ -65,7 +65,8 @@ pub fn file_hash(path: &Path) -> Result<String, ProgramError> {
         path: path.to_path_buf(),
         source,
     };
-    let mut file = std::fs::File::open(path).map_err(read)?;
+    let (mut file, _) =
+        coloc_model::user_file::open_regular(path).map_err(|e| read(e.into_io()))?;
     let mut hasher = Sha256::new();
     io::copy(&mut file, &mut hasher).map_err(read)?;
     let hex: String = hasher

@@ -3,7 +3,7 @@
 //! It keeps raw observations, not rates, so `coloc report` recomputes every metric
 //! from a trace without re-running (facebookincubator/below's replay model).
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -310,6 +310,10 @@ pub enum TraceError {
         line: usize,
         source: serde_json::Error,
     },
+    #[error(
+        "line {line} is longer than {MAX_TRACE_LINE} bytes (docs/safety.md, Files users name)"
+    )]
+    LineTooLong { line: usize },
     #[error("the trace does not start with a header")]
     NoHeader,
     #[error(
@@ -319,6 +323,11 @@ pub enum TraceError {
     #[error("event {event} after the header names app {app}, and the workload has {apps} app(s)")]
     AppIndex { event: usize, app: u32, apps: usize },
 }
+
+/// Longest line a trace may have: an observation of thousands of threads is
+/// a few MiB; a longer line (a file that is no trace, `/dev/zero`) is
+/// refused before it is held whole.
+pub const MAX_TRACE_LINE: usize = 64 << 20;
 
 /// Writes events as JSON lines.
 #[derive(Debug)]
@@ -350,21 +359,27 @@ pub struct Trace {
 
 impl Trace {
     /// Reads JSON lines; the first must be the header.
-    pub fn read(input: impl BufRead) -> Result<Trace, TraceError> {
+    pub fn read(mut input: impl BufRead) -> Result<Trace, TraceError> {
         let mut events = Vec::new();
-        for (i, line) in input.lines().enumerate() {
-            let line = line.map_err(|source| TraceError::Io {
-                line: i + 1,
-                source,
-            })?;
-            if line.trim().is_empty() {
+        let mut bytes = Vec::new();
+        for line in 1.. {
+            bytes.clear();
+            let n = (&mut input)
+                .take(MAX_TRACE_LINE as u64 + 1)
+                .read_until(b'\n', &mut bytes)
+                .map_err(|source| TraceError::Io { line, source })?;
+            if n == 0 {
+                break;
+            }
+            if bytes.len() > MAX_TRACE_LINE {
+                return Err(TraceError::LineTooLong { line });
+            }
+            if bytes.trim_ascii().is_empty() {
                 continue;
             }
             events.push(
-                serde_json::from_str(&line).map_err(|source| TraceError::Json {
-                    line: i + 1,
-                    source,
-                })?,
+                serde_json::from_slice(&bytes)
+                    .map_err(|source| TraceError::Json { line, source })?,
             );
         }
         Self::from_events(events)

@@ -18,6 +18,18 @@ use std::io::{self, Read};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+/// Most bytes of a workload or platform file: text a person writes or
+/// `coloc gen` makes, a few KiB; 16 MiB is thousands of apps.
+pub const MAX_WORKLOAD: u64 = 16 << 20;
+
+/// Most bytes of an hwloc XML export: a few hundred KiB for a 1,000-PU
+/// machine with every attribute; 64 MiB leaves room for far larger ones.
+pub const MAX_HWLOC: u64 = 64 << 20;
+
+/// Most bytes of a profile export (`coloc profiles import`): a profile is a
+/// few KiB, so this is tens of thousands of them.
+pub const MAX_PROFILES: u64 = 256 << 20;
+
 /// Why a named file was not read.
 #[derive(Debug, thiserror::Error)]
 pub enum UserFileError {

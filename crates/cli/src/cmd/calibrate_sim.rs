@@ -96,8 +96,8 @@ pub fn main(args: CalibrateSimArgs) -> Result<()> {
     } else {
         let (text, source) = match &args.measured {
             Some(file) => (
-                std::fs::read_to_string(file)
-                    .with_context(|| format!("--measured: reading {}", file.display()))?,
+                coloc_model::user_file::read_user_text(file, coloc_model::user_file::MAX_WORKLOAD)
+                    .context("--measured")?,
                 file.display().to_string(),
             ),
             None => (

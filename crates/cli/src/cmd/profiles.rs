@@ -249,7 +249,10 @@ pub(crate) fn read_input(file: &Path) -> Result<Vec<u8>> {
             .context("reading the export from standard input")?;
         Ok(text)
     } else {
-        std::fs::read(file).with_context(|| format!("reading {}", file.display()))
+        Ok(coloc_model::user_file::read_user_file(
+            file,
+            coloc_model::user_file::MAX_PROFILES,
+        )?)
     }
 }
 

@@ -19,8 +19,8 @@ pub struct TopoArgs {
 pub fn main(args: TopoArgs) -> Result<()> {
     let topo = match &args.xml {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
+            let text =
+                coloc_model::user_file::read_user_text(path, coloc_model::user_file::MAX_HWLOC)?;
             parse_hwloc_xml(&path.display().to_string(), &text)
                 .with_context(|| format!("parsing {}", path.display()))?
         }

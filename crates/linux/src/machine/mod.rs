@@ -57,7 +57,7 @@ mod tasks;
 mod track;
 
 use std::fs;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -378,10 +378,14 @@ impl LinuxMachine {
             .clone()
             .filter(|a| !a.is_empty())
             .ok_or(InstanceError::NoCommand)?;
-        fs::create_dir_all(&self.opts.out_dir).map_err(|source| InstanceError::Output {
-            path: self.opts.out_dir.clone(),
-            source,
-        })?;
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(&self.opts.out_dir)
+            .map_err(|source| InstanceError::Output {
+                path: self.opts.out_dir.clone(),
+                source,
+            })?;
         // New files only: a link planted under the predictable name is not
         // followed, an existing file not truncated.
         let file = |ext| {
@@ -389,6 +393,7 @@ impl LinuxMachine {
             fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
+                .mode(0o644)
                 .custom_flags(libc::O_NOFOLLOW)
                 .open(&path)
                 .map(|f| (f, path.clone()))

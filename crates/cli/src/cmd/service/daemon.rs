@@ -3,6 +3,7 @@
 //! itself detached, logging to `daemon.log` in the journal directory, and
 //! returns once the socket answers.
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -134,6 +135,8 @@ fn detach(a: &DaemonArgs) -> Result<()> {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(&log_path)
         .with_context(|| format!("opening {}", log_path.display()))?;
     let mut cmd = std::process::Command::new(std::env::current_exe()?);

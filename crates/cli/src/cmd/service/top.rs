@@ -131,6 +131,14 @@ fn draw(f: &mut Frame<'_>, s: &Status) {
 }
 
 pub fn main(a: TopArgs) -> Result<()> {
+    use std::io::IsTerminal;
+    // ratatui panics on what is not a terminal.
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "coloc top draws on a terminal, and its input or output is not one \
+             (`coloc status` prints the same as text)"
+        );
+    }
     // Fails before the terminal is taken when no daemon answers.
     let mut last = status(&a.socket)?;
     let mut terminal = ratatui::init();
