@@ -245,3 +245,83 @@ fn app_names_with_escape_codes_or_megabytes_never_reach_roots_terminal() {
     );
     witness.untouched(&svc);
 }
+
+/// `coloc daemon --foreground` with `args` (and the test's journal
+/// directory), which must refuse to start; its stderr.
+fn daemon_refuses(svc: &Service, args: &[&str]) -> String {
+    let out = common::coloc()
+        .args(["daemon", "--foreground", "--policy", "native"])
+        .args(args)
+        .env("COLOC_JOURNAL_DIR", svc.journal())
+        .output()
+        .unwrap();
+    let (_, err) = text(&out);
+    assert!(!out.status.success(), "the daemon started with {args:?}");
+    err
+}
+
+/// `--state PATH` renamed its file over whatever was at PATH (a device node
+/// was replaced by a regular file) and `--socket PATH` deleted a regular
+/// file there as a "stale socket". Only a regular file is replaced, only a
+/// socket removed, a symlink never; and a daemon removes only its own
+/// socket when it stops.
+#[test]
+fn state_and_socket_paths_are_checked_before_they_are_replaced_or_removed() {
+    if !is_root() {
+        return;
+    }
+    let svc = Service::new();
+    let dir = svc.dir.path();
+    let precious = dir.join("precious");
+    std::fs::write(&precious, "keep me").unwrap();
+    let link = dir.join("link");
+    std::os::unix::fs::symlink(&precious, &link).unwrap();
+    let state = dir.join("daemon.state");
+    let socket = svc.socket();
+    let s = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    for (args, said) in [
+        (
+            vec!["--socket", &s(&precious), "--state", &s(&state)],
+            "is not a socket",
+        ),
+        (
+            vec!["--socket", &s(&link), "--state", &s(&state)],
+            "is not a socket",
+        ),
+        (
+            vec!["--socket", &s(&socket), "--state", "/dev/null"],
+            "a device",
+        ),
+        (
+            vec!["--socket", &s(&socket), "--state", &s(&link)],
+            "a symlink",
+        ),
+    ] {
+        let args: Vec<&str> = args.iter().map(|a| a.as_ref()).collect();
+        let err = daemon_refuses(&svc, &args);
+        assert!(err.contains(said), "{args:?}: {err}");
+    }
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me");
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    // A daemon whose socket was replaced meanwhile leaves the new file.
+    let mut started = Started::default();
+    let d = svc.start("native", &mut started);
+    std::fs::remove_file(&socket).unwrap();
+    std::fs::write(&socket, "not a socket").unwrap();
+    let daemon = &mut started.children[d];
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert!(daemon.wait().unwrap().success(), "{}", svc.log());
+    assert_eq!(std::fs::read_to_string(&socket).unwrap(), "not a socket");
+}

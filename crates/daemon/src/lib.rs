@@ -21,7 +21,7 @@ pub mod state;
 
 use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -64,6 +64,11 @@ pub struct DaemonOptions {
 pub enum DaemonError {
     #[error("a coloc daemon already listens on {}", path.display())]
     Running { path: PathBuf },
+    #[error(
+        "{} is not a socket: only a stale socket is replaced (name another with --socket)",
+        path.display()
+    )]
+    NotASocket { path: PathBuf },
     #[error("listening on {}", path.display())]
     Listen {
         path: PathBuf,
@@ -155,16 +160,30 @@ impl Recorder for Record {
     }
 }
 
+/// The listening socket and the inode it was bound to, so that only it is
+/// removed at the end (whatever may have been put at its path since).
+#[derive(Debug)]
+pub struct Bound {
+    pub listener: UnixListener,
+    inode: (u64, u64),
+}
+
 /// Binds the socket at `path`, replacing a stale one (its daemon is gone);
-/// refuses when a daemon answers there. Root's socket may be reached by every
-/// user (0666: the daemon checks each caller's credentials); a user's only
-/// by that user (0600).
-pub fn bind(path: &Path) -> Result<UnixListener, DaemonError> {
+/// refuses when a daemon answers there, and when anything but a socket is
+/// there (a file, a symlink: never removed). Root's socket may be reached by
+/// every user (0666: the daemon checks each caller's credentials); a user's
+/// only by that user (0600).
+pub fn bind(path: &Path) -> Result<Bound, DaemonError> {
     let err = |source| DaemonError::Listen {
         path: path.to_path_buf(),
         source,
     };
-    if fs::symlink_metadata(path).is_ok() {
+    if let Ok(meta) = fs::symlink_metadata(path) {
+        if !meta.file_type().is_socket() {
+            return Err(DaemonError::NotASocket {
+                path: path.to_path_buf(),
+            });
+        }
         if UnixStream::connect(path).is_ok() {
             return Err(DaemonError::Running {
                 path: path.to_path_buf(),
@@ -177,13 +196,59 @@ pub fn bind(path: &Path) -> Result<UnixListener, DaemonError> {
         fs::remove_file(path).map_err(err)?;
     }
     let listener = UnixListener::bind(path).map_err(err)?;
+    let meta = fs::symlink_metadata(path).map_err(err)?;
+    if !meta.file_type().is_socket() {
+        return Err(DaemonError::NotASocket {
+            path: path.to_path_buf(),
+        });
+    }
     let mode = if nix::unistd::geteuid().is_root() {
         0o666
     } else {
         0o600
     };
     fs::set_permissions(path, fs::Permissions::from_mode(mode)).map_err(err)?;
-    Ok(listener)
+    Ok(Bound {
+        listener,
+        inode: (meta.dev(), meta.ino()),
+    })
+}
+
+impl Bound {
+    /// Removes the socket at `path` if it is still this one.
+    pub fn remove(&self, path: &Path) {
+        match fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_socket() && (m.dev(), m.ino()) == self.inode => {
+                let _ = fs::remove_file(path);
+            }
+            Ok(_) => tracing::warn!(
+                "{} is no longer this daemon's socket: left in place",
+                path.display()
+            ),
+            Err(_) => {}
+        }
+    }
+}
+
+/// The trace file at `path`, emptied: never through a symlink, only a
+/// regular file, and readable by all but writable by its owner alone
+/// whatever the umask (0644, set on a file that was there too).
+fn create_trace(path: &Path) -> io::Result<fs::File> {
+    let f = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    if !f.metadata()?.file_type().is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    f.set_len(0)?;
+    f.set_permissions(fs::Permissions::from_mode(0o644))?;
+    Ok(f)
 }
 
 /// Raises the soft limit on open descriptors to the hard one: the socket's
@@ -253,6 +318,7 @@ pub fn run(
     opts: &DaemonOptions,
     say: impl Fn(&str),
 ) -> Result<RunSummary, DaemonError> {
+    Saved::check_target(&opts.state)?;
     let shared = Shared::default();
     shared.lock().policy = policy.name().to_string();
     let saved = Saved::read(&opts.state).unwrap_or_else(|e| {
@@ -275,7 +341,7 @@ pub fn run(
     });
     let trace = match &opts.trace {
         Some(path) => Some(coloc_model::trace::TraceWriter::new(io::BufWriter::new(
-            fs::File::create(path).map_err(|source| DaemonError::Trace {
+            create_trace(path).map_err(|source| DaemonError::Trace {
                 path: path.clone(),
                 source,
             })?,
@@ -283,7 +349,8 @@ pub fn run(
         None => None,
     };
     raise_descriptor_limit();
-    let listener = bind(&opts.socket)?;
+    let bound = bind(&opts.socket)?;
+    let listener = bound.listener.try_clone().map_err(DaemonError::Serve)?;
     say(&format!(
         "daemon {} listening on {} (policy {})",
         std::process::id(),
@@ -334,7 +401,7 @@ pub fn run(
         &mut rec,
     );
     shared.lock().stopping = true;
-    let _ = fs::remove_file(&opts.socket);
+    bound.remove(&opts.socket);
     if let Some(t) = &mut rec.trace {
         let _ = t.flush();
     }

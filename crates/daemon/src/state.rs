@@ -10,6 +10,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use coloc_model::user_file::{read_user_file, UserFileError};
 use coloc_model::AppClass;
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +47,13 @@ pub enum StateError {
         #[source]
         source: io::Error,
     },
+    #[error(
+        "the daemon's state {} is {kind}: only a regular file is replaced (name another with --state)",
+        path.display()
+    )]
+    NotRegular { path: PathBuf, kind: &'static str },
+    #[error("reading the daemon's state")]
+    Unreadable(#[source] UserFileError),
     #[error("the daemon's state {} is damaged", path.display())]
     Damaged {
         path: PathBuf,
@@ -54,15 +62,56 @@ pub enum StateError {
     },
 }
 
+/// Most bytes a state file may have: 256 apps for each of many users, each a
+/// line of a few hundred bytes, fit many times over.
+const MAX_STATE: u64 = 16 << 20;
+
 impl Saved {
-    /// Replaces the file at `path` (written aside, synced, then renamed over
-    /// it: a crash leaves the old file or the new one, never half of one).
+    /// Whether `path` may be replaced: nothing there, or a regular file (a
+    /// symlink, device, FIFO or directory never is).
+    pub fn check_target(path: &Path) -> Result<(), StateError> {
+        let meta = match fs::symlink_metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(source) => {
+                return Err(StateError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            }
+        };
+        let t = meta.file_type();
+        if t.is_file() {
+            return Ok(());
+        }
+        Err(StateError::NotRegular {
+            path: path.to_path_buf(),
+            kind: if t.is_symlink() {
+                "a symlink"
+            } else if t.is_dir() {
+                "a directory"
+            } else {
+                "a device, FIFO or socket"
+            },
+        })
+    }
+
+    /// Replaces the file at `path` (written aside under a name of this
+    /// process's, synced, then renamed over it: a crash leaves the old file
+    /// or the new one, never half of one). Only a regular file is replaced.
     pub fn write(&self, path: &Path) -> Result<(), StateError> {
         let err = |source| StateError::Write {
             path: path.to_path_buf(),
             source,
         };
-        let tmp = path.with_extension("tmp");
+        Self::check_target(path)?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "state".into());
+        let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+        // A leftover of a process that had this pid (a link is removed, never
+        // followed).
         let _ = fs::remove_file(&tmp);
         let mut f = fs::OpenOptions::new()
             .write(true)
@@ -72,24 +121,26 @@ impl Saved {
             .open(&tmp)
             .map_err(err)?;
         let text = serde_json::to_string(self).map_err(|e| err(io::Error::other(e)))?;
-        f.write_all(text.as_bytes()).map_err(err)?;
-        f.sync_all().map_err(err)?;
-        fs::rename(&tmp, path).map_err(err)
+        let written = f
+            .write_all(text.as_bytes())
+            .and_then(|()| f.sync_all())
+            .and_then(|()| fs::rename(&tmp, path));
+        if written.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        written.map_err(err)
     }
 
     /// The file at `path`; empty when there is none.
     pub fn read(path: &Path) -> Result<Saved, StateError> {
-        let text = match fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Saved::default()),
-            Err(source) => {
-                return Err(StateError::Read {
-                    path: path.to_path_buf(),
-                    source,
-                })
+        let bytes = match read_user_file(path, MAX_STATE) {
+            Ok(b) => b,
+            Err(UserFileError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+                return Ok(Saved::default())
             }
+            Err(e) => return Err(StateError::Unreadable(e)),
         };
-        serde_json::from_str(&text).map_err(|source| StateError::Damaged {
+        serde_json::from_slice(&bytes).map_err(|source| StateError::Damaged {
             path: path.to_path_buf(),
             source,
         })
@@ -98,6 +149,8 @@ impl Saved {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::FileTypeExt;
+
     use super::*;
 
     #[test]
@@ -117,6 +170,47 @@ mod tests {
         };
         saved.write(&path).unwrap();
         assert_eq!(Saved::read(&path).unwrap(), saved);
+    }
+
+    /// `--state PATH` renamed its file over whatever was at PATH (a device
+    /// node was replaced by a regular file): only a regular file is.
+    #[test]
+    fn a_state_path_that_is_not_a_regular_file_is_never_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "precious").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        for (path, kind) in [
+            (fifo.as_path(), "a device, FIFO or socket"),
+            (Path::new("/dev/null"), "a device, FIFO or socket"),
+            (link.as_path(), "a symlink"),
+            (dir.path(), "a directory"),
+        ] {
+            let e = Saved::default().write(path).unwrap_err();
+            assert!(e.to_string().contains(kind), "{}: {e}", path.display());
+        }
+        assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device());
+        // No leftover beside them.
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 3, "{names:?}");
+        // A FIFO is not read as the state either.
+        let e = Saved::read(&fifo).unwrap_err();
+        assert!(e.to_string().contains("reading"), "{e}");
     }
 
     #[test]
