@@ -325,3 +325,79 @@ fn state_and_socket_paths_are_checked_before_they_are_replaced_or_removed() {
     assert!(daemon.wait().unwrap().success(), "{}", svc.log());
     assert_eq!(std::fs::read_to_string(&socket).unwrap(), "not a socket");
 }
+
+/// Two managers at once (a daemon and a `coloc run`, or two runs) planned
+/// the same CPUs without knowing of each other. One manager per journal
+/// directory: a run beside a daemon or another run is refused, naming the
+/// manager; a run with a journal directory of its own goes on (tests and
+/// experiments run many at once that way).
+#[test]
+fn a_run_beside_a_daemon_or_another_run_is_refused_naming_it() {
+    if !is_root() {
+        return;
+    }
+    let svc = Service::new();
+    let workload = svc.dir.path().join("w.toml");
+    std::fs::write(
+        &workload,
+        "name = \"w\"\n[[app]]\nname = \"nap\"\ncommand = [\"sleep\", \"30\"]\nthreads = 1\n",
+    )
+    .unwrap();
+    let run = |out: &str| {
+        let mut c = common::coloc();
+        c.arg("run")
+            .arg(&workload)
+            .arg("--out")
+            .arg(svc.dir.path().join(out))
+            .env("COLOC_JOURNAL_DIR", svc.journal())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        c
+    };
+    let mut started = Started::default();
+    let d = svc.start("native", &mut started);
+    let daemon = started.children[d].id();
+    let out = run("r1").output().unwrap();
+    let (_, err) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("another coloc manages this machine's apps"),
+        "{err}"
+    );
+    assert!(err.contains(&format!("pid {daemon}")), "{err}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert!(started.children[d].wait().unwrap().success());
+    // The daemon gone, a run starts; a second one beside it is refused.
+    let first = run("r2").spawn().unwrap();
+    let first_pid = first.id();
+    started.children.push(first);
+    wait_for("the first run's lock", || {
+        std::fs::read_to_string(svc.journal().join("manager.lock"))
+            .is_ok_and(|l| l.contains(&format!("pid {first_pid}")))
+    });
+    let out = run("r3").output().unwrap();
+    let (_, err) = text(&out);
+    assert!(!out.status.success());
+    assert!(err.contains(&format!("pid {first_pid}: ")), "{err}");
+    assert!(err.contains(" run "), "{err}");
+    // With a journal directory of its own it is another experiment.
+    let mut own = run("r4");
+    own.env("COLOC_JOURNAL_DIR", common::own_journal());
+    let mut own = own.spawn().unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        own.try_wait().unwrap().is_none(),
+        "a run in its own directory was refused"
+    );
+    // Stopped as a user would (its app ended with it).
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(own.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let _ = own.wait();
+}

@@ -132,6 +132,9 @@ impl Scratch {
             .current_dir(self.dir.path())
             .env("PATH", &self.path_var)
             .env("HOME", self.home())
+            // One coloc manager per journal directory (docs/safety.md): this
+            // scratch directory's own, not the machine's.
+            .env("COLOC_JOURNAL_DIR", self.dir.path().join("journal"))
             .env_remove("XDG_DATA_HOME")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

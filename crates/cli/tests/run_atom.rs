@@ -187,7 +187,9 @@ threads = 2
     // the sleep, the script, nginx, its workers, wrk; the batch kernel's).
     let out = dir.path().join("out");
     let mut samples: Vec<Seen> = Vec::new();
-    let mut child = common::run_command(&w, "atom", &out).spawn().unwrap();
+    let mut cmd = common::run_command(&w, "atom", &out);
+    let journal_dir = common::journal_of(&cmd);
+    let mut child = cmd.spawn().unwrap();
     let coloc_pid = child.id();
     let t0 = std::time::Instant::now();
     while child.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(900) {
@@ -360,7 +362,7 @@ threads = 2
         (here.clone(), nice, 0),
         "the sleep's affinity, nice and policy (SCHED_OTHER) after the run"
     );
-    let journal = Path::new("/run/coloc").join(format!("{coloc_pid}.journal"));
+    let journal = journal_dir.join(format!("{coloc_pid}.journal"));
     assert!(!journal.exists(), "{} left behind", journal.display());
     let records: Vec<String> = std::fs::read_dir("/dev/shm")
         .map(|d| {

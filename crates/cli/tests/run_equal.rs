@@ -58,6 +58,7 @@ fn equal_pins_every_thread_where_the_plan_says_and_restores_after() {
     // Sample the apps' threads while the run goes on.
     let SampledRun {
         coloc_pid,
+        journal,
         samples,
         trace,
     } = run_sampled(
@@ -123,7 +124,7 @@ fn equal_pins_every_thread_where_the_plan_says_and_restores_after() {
         "affinity of a surviving process not restored"
     );
     // And coloc's journal is gone.
-    let journal = Path::new("/run/coloc").join(format!("{coloc_pid}.journal"));
+    let journal = journal.join(format!("{coloc_pid}.journal"));
     assert!(
         !journal.exists(),
         "journal {} left behind",

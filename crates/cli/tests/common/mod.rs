@@ -16,13 +16,17 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use coloc_model::trace::{Trace, TraceEvent};
 use coloc_model::{AppId, CpuSet, Placement, Plan, Trigger};
 
-/// `coloc`, learning into a data directory of its own: coloc learns from
-/// every run it manages (docs/knowledge.md), so without this one test's runs
-/// would change another's decisions. A test that wants two commands to share
-/// what they learn sets `XDG_DATA_HOME` (or passes `--db`) itself.
+/// `coloc`, learning into a data directory of its own and with a journal
+/// directory of its own. coloc learns from every run it manages
+/// (docs/knowledge.md), so without the first one test's runs would change
+/// another's decisions; a test that wants two commands to share what they
+/// learn sets `XDG_DATA_HOME` (or passes `--db`) itself. One coloc manager
+/// runs per journal directory (docs/safety.md, One manager per machine), and
+/// tests run many at once, here and in other checkouts.
 pub fn coloc() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_coloc"));
     c.env("XDG_DATA_HOME", fresh_data_dir());
+    c.env("COLOC_JOURNAL_DIR", own_journal());
     c
 }
 
@@ -34,6 +38,25 @@ pub fn fresh_data_dir() -> PathBuf {
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
         .unwrap()
         .keep()
+}
+
+/// A journal directory no other command uses (under cargo's scratch
+/// directory for tests; made by the command).
+pub fn own_journal() -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("journals")
+        .join(format!("{}-{n}", std::process::id()))
+}
+
+/// The journal directory `cmd` was given.
+pub fn journal_of(cmd: &Command) -> PathBuf {
+    cmd.get_envs()
+        .find(|(k, _)| *k == "COLOC_JOURNAL_DIR")
+        .and_then(|(_, v)| v)
+        .map(PathBuf::from)
+        .expect("a command of coloc()")
 }
 
 /// Runs `coloc ARGS` to its end.
@@ -181,6 +204,8 @@ pub fn sample_while_running(child: &mut Child, every: Duration, limit: Duration)
 /// A `coloc run` that finished, with what /proc showed while it ran.
 pub struct SampledRun {
     pub coloc_pid: u32,
+    /// Its journal directory.
+    pub journal: PathBuf,
     pub samples: Vec<Sample>,
     pub trace: Trace,
 }
@@ -216,12 +241,15 @@ pub fn run_sampled(
     every: Duration,
     limit: Duration,
 ) -> SampledRun {
-    let mut child = run_command(workload, policy, out).spawn().unwrap();
+    let mut cmd = run_command(workload, policy, out);
+    let journal = journal_of(&cmd);
+    let mut child = cmd.spawn().unwrap();
     let coloc_pid = child.id();
     let samples = sample_while_running(&mut child, every, limit);
     finished(child);
     SampledRun {
         coloc_pid,
+        journal,
         samples,
         trace: read_trace(out),
     }

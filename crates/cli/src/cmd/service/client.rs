@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use coloc_daemon::protocol::{Envelope, Reply, Request, PROTOCOL_VERSION};
 
-use crate::host::journal_dir;
+use crate::host::{journal_dir, root_socket, ROOT_DAEMON_DIR};
 
 /// The socket option every service command takes.
 #[derive(Debug, Clone, Args)]
@@ -21,16 +21,12 @@ pub struct SocketArgs {
     pub socket: Option<PathBuf>,
 }
 
-/// Root's socket directory: reachable by every user (the daemon checks each
-/// caller's credentials), writable by root alone.
-const ROOT_DIR: &str = "/run/coloc-daemon";
-
 /// Root's daemon directory, made if missing: a directory of root's (not a
 /// symlink) that every user can read and only root can write, 0755. It
 /// holds root's socket and the OpenMP shim root's daemon preloads into
 /// other users' programs.
 pub fn root_dir() -> Result<PathBuf> {
-    let dir = Path::new(ROOT_DIR);
+    let dir = Path::new(ROOT_DAEMON_DIR);
     match std::fs::DirBuilder::new().mode(0o755).create(dir) {
         Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
             return Err(e).with_context(|| format!("creating {}", dir.display()))
@@ -57,7 +53,7 @@ impl SocketArgs {
         if let Some(p) = self.explicit() {
             return Ok(p);
         }
-        let root = Path::new(ROOT_DIR).join("coloc.sock");
+        let root = root_socket();
         if nix::unistd::geteuid().is_root() || root.exists() {
             return Ok(root);
         }
