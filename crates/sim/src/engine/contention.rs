@@ -30,7 +30,8 @@
 //!   handoffs included (`lock.rs`), plus the cost of each barrier: ⌈log2 n⌉ levels, doubled across packages, and half a
 //!   time slice when a member shares its CPU (a spinning waiter holds its CPU
 //!   until the teammate it waits for is scheduled again) unless the team waits
-//!   passively (an OpenMP runtime that started with more threads than CPUs),
+//!   passively (an OpenMP runtime that started with more threads than CPUs,
+//!   or plain threads sleeping in `pthread_barrier_wait`),
 //!   in proportion to the co-runners' share of that CPU's weight (a nice-19
 //!   co-runner beside a nice-0 team barely delays its barriers).
 
@@ -69,8 +70,9 @@ pub(crate) struct Team {
     pub slice_s: f64,
     /// Whether its threads wait passively (sleep) at barriers: libgomp
     /// throttles its spinning when it starts with more threads than CPUs in
-    /// its affinity mask, so a waiter gives its CPU up at once instead of
-    /// spinning until the teammate it waits for is scheduled again.
+    /// its affinity mask, and a program of plain threads sleeps in
+    /// `pthread_barrier_wait`, so a waiter gives its CPU up at once instead
+    /// of spinning until the teammate it waits for is scheduled again.
     pub passive: bool,
 }
 

@@ -159,12 +159,15 @@ impl Engine {
         let tid = self.alloc_tid();
         let pid = tid;
         // libgomp reads the affinity mask once, at start, and throttles its
-        // spin-waiting when the team is larger than the mask.
+        // spin-waiting when the team is larger than the mask; a program of
+        // plain threads (PARSEC's pthreads builds) waits in
+        // `pthread_barrier_wait` or on a condition variable, both of which
+        // sleep in the kernel.
         let mask = match &l.placement {
             coloc_model::Placement::Unmanaged => self.layout.cpus.len(),
             p => p.cpus().len(),
         };
-        let passive = l.model.openmp && mask < l.threads as usize;
+        let passive = !l.model.openmp || mask < l.threads as usize;
         let mut app = SimApp::new(l, pid, self.now_ns);
         app.passive = passive;
         let allowed = self.allowed(&app.placement, tid);

@@ -166,29 +166,33 @@ fn time_sharing_and_slowest_member() {
 ///   2 + 7.3524 s — oversubscribed barrier-heavy teams collapse;
 /// - both threads started on CPU 0 alone: the OpenMP runtime saw one CPU for
 ///   two threads and waits passively, so no slice is lost: 4.9e9/2.45e9 +
-///   4900 · 0.5e-6 = 2.00245 s.
+///   4900 · 0.5e-6 = 2.00245 s;
+/// - a team of plain threads (not OpenMP) with the intruder: it sleeps in
+///   `pthread_barrier_wait`, so no slice is lost either: 2.00245 s.
 #[test]
 fn barriers_and_oversubscription() {
+    // (cpus, intruder, OpenMP, want)
     let cases = [
-        ("0-1", false, 1.00245),
-        ("0-1", true, 2.0 + 4900.0 * (0.5e-6 + 1.5e-3)),
-        ("0", false, 2.00245),
+        ("0-1", false, true, 1.00245),
+        ("0-1", true, true, 2.0 + 4900.0 * (0.5e-6 + 1.5e-3)),
+        ("0", false, true, 2.00245),
+        ("0-1", true, false, 2.00245),
     ];
-    for (cpus, intruder, want) in cases {
+    for (cpus, intruder, openmp, want) in cases {
         let mut e = Engine::new(two_cpus(), 1);
-        launch(
-            &mut e,
-            0,
-            compute(vec![Phase::parallel(9.8)], 1000.0),
-            2,
-            cpus,
-        );
+        let mut team = (*compute(vec![Phase::parallel(9.8)], 1000.0)).clone();
+        team.openmp = openmp;
+        launch(&mut e, 0, Arc::new(team), 2, cpus);
         if intruder {
             launch(&mut e, 1, compute(vec![Phase::serial(100.0)], 0.0), 1, "1");
         }
         let exits = run(&mut e);
         let t = exits.iter().find(|(a, _)| *a == 0).unwrap().1;
-        assert_close(t, want, &format!("cpus {cpus}, intruder={intruder}"));
+        assert_close(
+            t,
+            want,
+            &format!("cpus {cpus}, intruder={intruder}, openmp={openmp}"),
+        );
     }
 }
 
