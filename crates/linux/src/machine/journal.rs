@@ -7,7 +7,11 @@
 //! a header naming the coloc process (pid and start time, so a reused pid is not
 //! mistaken for a live coloc), then `changed` lines (a task and one original
 //! value) and `released` lines (a task coloc restored and let go of). The file
-//! is removed once everything is restored.
+//! is removed once everything is restored. A long-lived coloc (the daemon,
+//! app after app) compacts it: once released lines outnumber the rest and
+//! reach [`COMPACT_AFTER`], the journal is rewritten without the released
+//! tasks' lines (aside, synced, renamed over it: a crash leaves the old
+//! journal or the new one, both complete).
 //!
 //! A journal tells a later `coloc restore` which tasks to change, so whoever can
 //! write one can have coloc change processes (docs/safety.md). The directory is
@@ -16,6 +20,7 @@
 //! ([`secure_dir`]); a journal is created 0600 with `O_EXCL | O_NOFOLLOW`, never
 //! opened through a planted file or link.
 
+use std::collections::HashMap;
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -172,7 +177,21 @@ pub(crate) struct Journal {
     file: Option<File>,
     /// Lines written since the last sync.
     dirty: bool,
+    /// Every line in the file after the header, in order (what a compaction
+    /// keeps is chosen from them).
+    lines: Vec<Entry>,
+    /// How many of `lines` a compaction would drop.
+    dead: usize,
+    /// `changed` lines of each task (pid, tid, start) not released yet.
+    changed: HashMap<(u32, u32, u64), usize>,
 }
+
+/// Released lines (and the lines of their tasks) a journal may hold before it
+/// is compacted, once they are also the majority: a few hundred KiB of
+/// lines, so a daemon's journal stays small whatever number of apps came and
+/// went, and rewriting it costs O(1) per line appended (docs/safety.md, The
+/// journal).
+pub(crate) const COMPACT_AFTER: usize = 4096;
 
 impl Journal {
     /// The journal of coloc process `pid` (started at `start`) in `dir`.
@@ -182,6 +201,9 @@ impl Journal {
             header: Entry::Coloc { pid, start },
             file: None,
             dirty: false,
+            lines: Vec::new(),
+            dead: 0,
+            changed: HashMap::new(),
         }
     }
 
@@ -200,7 +222,57 @@ impl Journal {
             })?;
         }
         self.dirty = false;
+        if self.dead >= COMPACT_AFTER && self.dead * 2 >= self.lines.len() {
+            self.compact()?;
+        }
         Ok(())
+    }
+
+    /// Rewrites the journal without released tasks' lines: written aside
+    /// (`O_EXCL | O_NOFOLLOW`, 0600), synced, then renamed over the journal,
+    /// which is appended to from then on.
+    fn compact(&mut self) -> Result<(), JournalError> {
+        let kept = live_lines(std::mem::take(&mut self.lines));
+        let tmp = self.path.with_extension("journal.compact");
+        let err = |source| JournalError {
+            path: tmp.clone(),
+            source,
+        };
+        let mut text = Vec::new();
+        push_line(&mut text, &self.header);
+        for e in &kept {
+            push_line(&mut text, e);
+        }
+        // A leftover of a compaction cut short by a crash (a link is
+        // removed, never followed).
+        let _ = fs::remove_file(&tmp);
+        let written = OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)
+            .and_then(|mut f| {
+                f.write_all(&text)?;
+                f.sync_data()?;
+                fs::rename(&tmp, &self.path)?;
+                Ok(f)
+            });
+        match written {
+            Ok(f) => {
+                self.file = Some(f);
+                self.lines = kept;
+                self.dead = 0;
+                Ok(())
+            }
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                // The old journal is intact and still appended to.
+                self.lines = kept;
+                self.dead = 0;
+                Err(err(e))
+            }
+        }
     }
 
     /// Appends `entry` without waiting for the disk: a [`Journal::sync`] must
@@ -231,6 +303,16 @@ impl Journal {
         let file = self.file.as_mut().expect("opened above");
         file.write_all(&line).map_err(err)?;
         self.dirty = true;
+        match entry {
+            Entry::Changed {
+                pid, tid, start, ..
+            } => *self.changed.entry((*pid, *tid, *start)).or_default() += 1,
+            Entry::Released { pid, tid, start } => {
+                self.dead += 1 + self.changed.remove(&(*pid, *tid, *start)).unwrap_or(0)
+            }
+            _ => {}
+        }
+        self.lines.push(entry.clone());
         Ok(())
     }
 
@@ -251,6 +333,34 @@ impl Journal {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// `lines` without what a released task left: its `changed` lines before its
+/// `released` one and that line itself (a restore reads the rest the same
+/// way, `recover.rs`). Cgroup lines are kept: they are few, and a restore
+/// reads them as a history.
+fn live_lines(lines: Vec<Entry>) -> Vec<Entry> {
+    let mut dead = vec![false; lines.len()];
+    let mut changed: HashMap<(u32, u32, u64), Vec<usize>> = HashMap::new();
+    for (i, e) in lines.iter().enumerate() {
+        match e {
+            Entry::Changed {
+                pid, tid, start, ..
+            } => changed.entry((*pid, *tid, *start)).or_default().push(i),
+            Entry::Released { pid, tid, start } => {
+                dead[i] = true;
+                for j in changed.remove(&(*pid, *tid, *start)).unwrap_or_default() {
+                    dead[j] = true;
+                }
+            }
+            _ => {}
+        }
+    }
+    lines
+        .into_iter()
+        .zip(dead)
+        .filter_map(|(e, d)| (!d).then_some(e))
+        .collect()
 }
 
 fn push_line(buf: &mut Vec<u8>, entry: &Entry) {
@@ -444,5 +554,89 @@ mod tests {
         let mut j = Journal::new(dir.path(), 5, 1);
         j.remove().unwrap();
         assert!(!j.path().exists());
+    }
+    /// The journal grew with every app a daemon managed and was never
+    /// compacted: released tasks' lines are dropped once they are the
+    /// majority, and what is left restores the same tasks.
+    #[test]
+    fn a_long_lived_journal_is_compacted_to_its_unreleased_tasks() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::new(dir.path(), 11, 5);
+        let task = |n: u32| TaskId {
+            pid: n,
+            tid: n,
+            start: u64::from(n),
+        };
+        let kept = task(1);
+        j.append(&Entry::changed(&kept, Original::Nice(3))).unwrap();
+        // Ten thousand apps come and go, each a line changed and released
+        // (synced fifty at a time: a sync is where a journal is compacted).
+        for n in 2..10_002 {
+            j.record(&Entry::changed(&task(n), Original::Nice(0)))
+                .unwrap();
+            j.record(&Entry::released(&task(n))).unwrap();
+            if n % 50 == 0 {
+                j.sync().unwrap();
+            }
+        }
+        let last = task(20_000);
+        j.append(&Entry::changed(
+            &last,
+            Original::Affinity("0".parse().unwrap()),
+        ))
+        .unwrap();
+        let (entries, bad) = read_entries(j.path()).unwrap();
+        assert_eq!(bad, 0);
+        assert!(
+            entries.len() < COMPACT_AFTER * 2 + 3,
+            "{} lines after 10,000 released apps",
+            entries.len()
+        );
+        assert_eq!(entries[0], Entry::Coloc { pid: 11, start: 5 });
+        assert_eq!(entries[1], Entry::changed(&kept, Original::Nice(3)));
+        assert_eq!(
+            entries.last(),
+            Some(&Entry::changed(
+                &last,
+                Original::Affinity("0".parse().unwrap())
+            ))
+        );
+        // Every task the journal still names is unreleased or released
+        // after the compaction, never one released before it.
+        let live = live_lines(entries[1..].to_vec());
+        assert!(live.contains(&Entry::changed(&kept, Original::Nice(3))));
+        assert!(live.len() <= 3, "{live:?}");
+        // Nothing is left beside it, and it is still private.
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [std::ffi::OsString::from("11.journal")]);
+        assert_eq!(fs::metadata(j.path()).unwrap().mode() & 0o777, 0o600);
+    }
+
+    /// What a compaction keeps: a task changed again after it was released
+    /// keeps its new lines; a released one loses all of its own.
+    #[test]
+    fn compaction_keeps_what_a_restore_would_read() {
+        let t = |n: u32| TaskId {
+            pid: n,
+            tid: n,
+            start: 1,
+        };
+        let lines = vec![
+            Entry::changed(&t(1), Original::Nice(1)),
+            Entry::changed(&t(2), Original::Nice(2)),
+            Entry::released(&t(1)),
+            Entry::changed(&t(1), Original::Nice(5)),
+            Entry::CgroupRemoved {
+                mount: "/sys/fs/cgroup".into(),
+                rel: "coloc.slice/x".into(),
+            },
+        ];
+        assert_eq!(
+            live_lines(lines.clone()),
+            [lines[1].clone(), lines[3].clone(), lines[4].clone()]
+        );
     }
 }
