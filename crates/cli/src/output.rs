@@ -54,6 +54,39 @@ pub fn unique_dir(base: &Path) -> io::Result<PathBuf> {
     ))
 }
 
+/// Creates the run directory `out` (and its parents) if missing, refusing
+/// to go through a symlink that is neither the caller's nor root's: a
+/// directory named with `--out` is written into, and a link another user
+/// planted on the way (`--out /tmp/results`, pointing into a directory of
+/// root's) would have coloc create its files where the link leads. Links of
+/// root's (`/var/run`) and of the caller's own are followed, as the
+/// kernel's `protected_symlinks` does in sticky directories (docs/safety.md,
+/// Output coloc writes).
+pub fn create_out_dir(out: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::geteuid().as_raw();
+    let mut path = PathBuf::new();
+    for part in out.components() {
+        path.push(part);
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_symlink() && m.uid() != me && m.uid() != 0 => {
+                anyhow::bail!(
+                    "{} is a symlink of uid {}'s: a run does not write through another \
+                     user's link (give the directory it points to)",
+                    path.display(),
+                    m.uid()
+                );
+            }
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    out_dir_builder()
+        .recursive(true)
+        .create(out)
+        .with_context(|| format!("creating {}", out.display()))
+}
+
 /// How run directories are made: readable by all, writable by their owner
 /// alone whatever the umask (under `umask 000` they were world-writable).
 pub fn out_dir_builder() -> std::fs::DirBuilder {

@@ -33,10 +33,7 @@ pub struct Manifest {
 
 impl Manifest {
     pub fn write(&self, dir: &Path) -> Result<()> {
-        crate::output::out_dir_builder()
-            .recursive(true)
-            .create(dir)
-            .with_context(|| format!("creating {}", dir.display()))?;
+        crate::output::create_out_dir(dir)?;
         let path = dir.join(MANIFEST);
         let write = || -> std::io::Result<()> {
             use std::io::Write;

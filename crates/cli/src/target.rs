@@ -149,10 +149,7 @@ impl Target {
         stop: Option<Arc<AtomicBool>>,
         watch: &mut dyn Recorder,
     ) -> Result<(RunSummary, Vec<TraceEvent>)> {
-        crate::output::out_dir_builder()
-            .recursive(true)
-            .create(out)
-            .with_context(|| format!("creating {}", out.display()))?;
+        crate::output::create_out_dir(out)?;
         let job = Job {
             workload,
             policy,
