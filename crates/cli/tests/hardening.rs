@@ -480,3 +480,96 @@ fn outputs_are_not_writable_by_others_under_umask_000() {
     modes(&trace, &mut found);
     assert_eq!(found[0].1, 0o644, "{found:?}");
 }
+
+/// `--out` through a symlinked directory wrote where the link led: a link
+/// another user planted on the way is refused, and nothing is written where
+/// it points; the caller's own links are followed.
+#[test]
+fn an_out_dir_through_another_users_symlink_is_refused() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: giving a link to another user needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let w = workload(dir.path(), &["true"]);
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let planted = dir.path().join("planted");
+    std::os::unix::fs::symlink(&elsewhere, &planted).unwrap();
+    // nobody's link, as another user would plant it in /tmp.
+    std::os::unix::fs::lchown(&planted, Some(65534), None).unwrap();
+    for out in [planted.clone(), planted.join("run")] {
+        let o = coloc()
+            .args(["run", w.to_str().unwrap(), "--out", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let (_, err) = text(&o);
+        assert!(!o.status.success(), "--out {}: {err}", out.display());
+        assert!(err.contains("another user's link"), "{err}");
+    }
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    // A link of the caller's own is followed.
+    let mine = dir.path().join("mine");
+    std::os::unix::fs::symlink(&elsewhere, &mine).unwrap();
+    let o = coloc()
+        .args([
+            "run",
+            w.to_str().unwrap(),
+            "--out",
+            mine.join("run").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o).1);
+    assert!(elsewhere.join("run").is_dir());
+}
+
+/// `daemon.log` was never rotated: a detached daemon moves it to
+/// `daemon.log.1` once it is over 16 MiB and goes on in a new one.
+#[test]
+fn a_detached_daemons_log_is_rotated_when_it_grows() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal");
+    let socket = dir.path().join("d.sock");
+    let out = coloc()
+        .args(["daemon", "--socket", socket.to_str().unwrap()])
+        .args(["--state", dir.path().join("state").to_str().unwrap()])
+        .env("COLOC_JOURNAL_DIR", &journal)
+        .output()
+        .unwrap();
+    let (said, err) = text(&out);
+    assert!(out.status.success(), "{err}");
+    // "coloc daemon PID listening on ..."
+    let pid: i32 = said.split_whitespace().nth(2).unwrap().parse().unwrap();
+    struct Stop(i32);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(self.0),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+    }
+    let _stop = Stop(pid);
+    let log = journal.join("daemon.log");
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        f.write_all(&vec![b'.'; 17 << 20]).unwrap();
+    }
+    let old = journal.join("daemon.log.1");
+    let until = Instant::now() + Duration::from_secs(60);
+    while !old.exists() {
+        assert!(Instant::now() < until, "daemon.log was not rotated");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(std::fs::metadata(&old).unwrap().len() > 17 << 20);
+    // The daemon writes to the new one.
+    let until = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&log).is_ok_and(|t| t.contains("log rotated")) {
+        assert!(Instant::now() < until, "nothing in the new daemon.log");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(std::fs::metadata(&log).unwrap().mode() & 0o777, 0o600);
+}
