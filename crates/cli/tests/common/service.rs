@@ -80,9 +80,10 @@ pub fn descendants(pid: u32) -> Vec<u32> {
 }
 
 impl Started {
-    /// A `sleep 60` of the test's, ended with it: a process to attach.
+    /// A `sleep 600` of the test's, ended with it: a process to attach
+    /// (alive through the longest test, the soak).
     pub fn sleeper(&mut self) -> u32 {
-        let child = Command::new("sleep").arg("60").spawn().unwrap();
+        let child = Command::new("sleep").arg("600").spawn().unwrap();
         let pid = child.id();
         self.children.push(child);
         pid
