@@ -7,10 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use coloc_model::workload::suite::{
-    parse_program, parse_settings, SeedSet, SuiteProgram, SuiteSettings,
-};
-use coloc_model::workload::{to_toml, WorkloadError};
+use coloc_model::workload::suite::{parse_settings, SeedSet, SuiteProgram, SuiteSettings};
+use coloc_model::workload::{parse_program, to_toml, WorkloadError};
 use coloc_model::Workload;
 use coloc_sim::gen::{suite_mix, SuiteMixSpec};
 

@@ -10,8 +10,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use coloc_model::workload::parse_program;
 use coloc_model::workload::parse_workload;
-use coloc_model::workload::suite::{parse_program, ProgramKind, SuiteProgram};
+use coloc_model::workload::suite::{ProgramKind, SuiteProgram};
 use common::{coloc, repo, text};
 
 fn programs() -> Vec<(PathBuf, SuiteProgram)> {

@@ -10,6 +10,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::knowledge::Source;
+use coloc_model::metrics::mixes::Reference;
 use coloc_model::metrics::{Comparison, RunMetrics, SoloTimes};
 use coloc_model::{Trace, Workload};
 use coloc_policy::auto::Objective;
@@ -17,7 +18,6 @@ use coloc_policy::PolicyContext;
 
 use crate::choice::{check_name, choose, Choice, OracleArgs};
 use crate::cmd::fresh::{run_fresh, write_workload, FreshRun};
-use crate::cmd::mixes::Reference;
 use crate::cmd::report::write_html;
 use crate::context::{policy_context_with, refresh};
 use crate::host::stop_flag;

@@ -25,11 +25,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 use coloc_manager::{waste_of, Waste, DEFAULT_EPOCH};
 use coloc_model::explain::last_verdicts;
-use coloc_model::metrics::mixes::{across_mixes, best_other, MixOutcome};
-use coloc_model::metrics::reference::{
-    against_reference, render_against_reference, AgainstReference, MixApp, Points,
-};
-use coloc_model::metrics::{Comparison, SoloCurves, SoloTimes};
+use coloc_model::metrics::mixes::{across_mixes, best_other, MixOutcome, Reference};
+use coloc_model::metrics::{Comparison, SoloCurves};
 use coloc_model::workload::suite::SeedRange;
 use coloc_model::{AppSpec, TraceEvent, Workload};
 
@@ -170,42 +167,6 @@ fn program_curves(
     };
     let threads: Vec<u32> = (1..=cpus).collect();
     solo::measure_curves(target, &programs, &threads, repeat, out, learn)
-}
-
-/// A mix's reference points on `cpus` CPUs from its apps' solo curves.
-pub struct Reference {
-    pub points: Points,
-    /// Each app's solo time at its own thread count (for NTT).
-    pub solo: SoloTimes,
-}
-
-impl Reference {
-    pub fn of(workload: &Workload, curves: &SoloCurves, cpus: u32) -> Reference {
-        let mut apps = Vec::new();
-        let mut solo = SoloTimes::default();
-        for a in &workload.apps {
-            let curve = curves.curve(&a.name).unwrap_or_default();
-            if let Some(t) = curve.get(&a.threads) {
-                solo.add(&a.name, *t);
-            }
-            apps.push(MixApp {
-                arrive: a.arrive_at.as_secs_f64(),
-                solo: curve,
-                cpu: curves.cpu_curve(&a.name).unwrap_or_default(),
-            });
-        }
-        Reference {
-            points: Points::of(&apps, cpus),
-            solo,
-        }
-    }
-
-    /// Each policy of `cmp` against these reference points, as a table.
-    pub fn table(&self, cmp: &Comparison) -> (Vec<AgainstReference>, String) {
-        let rows = against_reference(&cmp.policies, self.points);
-        let text = render_against_reference(&rows, self.points);
-        (rows, text)
-    }
 }
 
 /// What a mix's traces say beyond times: per policy, how often the Manager

@@ -29,8 +29,8 @@ use coloc_machine::{Launched, MachineError};
 use coloc_model::{AppId, CpuSet, MemPolicy};
 
 use super::actuate::{Base, TaskSettings};
+use super::app_cgroup::InSlice;
 use super::dop::{self, DopControl, DopLaunch};
-use super::slice::InSlice;
 use super::tasks::TaskId;
 use super::track::Tracker;
 use super::{sys, Instance, LinuxMachine};

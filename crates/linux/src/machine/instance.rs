@@ -59,7 +59,7 @@ pub(crate) struct Instance {
     pub allowed: Option<coloc_model::CpuSet>,
     /// Its cpuset cgroup of coloc's, where the machine has a slice
     /// (`slice.rs`).
-    pub slice: super::slice::InSlice,
+    pub slice: super::app_cgroup::InSlice,
 }
 
 /// The CPUs of a placement for a thread the plan does not name: the set for

@@ -74,7 +74,8 @@ impl LiveMetric {
     }
 
     fn read_new(&mut self) -> std::io::Result<String> {
-        let (mut file, len) = super::instance::open_regular(&self.path)?;
+        let (mut file, len) =
+            coloc_model::user_file::open_regular(&self.path).map_err(|e| e.into_io())?;
         if len < self.offset {
             // Truncated and rewritten: start over.
             self.offset = 0;

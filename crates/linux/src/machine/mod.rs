@@ -39,6 +39,7 @@
 
 mod actuate;
 mod adopt;
+mod app_cgroup;
 mod counters;
 mod dop;
 mod exit_wait;

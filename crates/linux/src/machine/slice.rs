@@ -32,10 +32,11 @@
 //! the limit). cgroup v1's cpuset hierarchy is its own, so there every app
 //! can move.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use coloc_model::{AppPlan, CpuSet, MemPolicy};
 
+use super::app_cgroup::{AppCgroup, InSlice};
 use super::instance::Instance;
 use super::journal::{Entry, Journal, JournalError};
 use crate::cgroup::{CgroupError, Cpusets, Version};
@@ -51,27 +52,6 @@ pub(crate) struct Slice {
     made: bool,
     /// The cpuset controller was turned on below the root for it.
     enabled: bool,
-}
-
-/// Where an instance stands with the slice.
-#[derive(Debug, Clone, Default)]
-pub(crate) enum InSlice {
-    /// Not placed by a plan yet.
-    #[default]
-    Out,
-    In(AppCgroup),
-    /// Left where it is, placed by affinity; the reason was said.
-    Refused,
-}
-
-/// An app's cgroup of coloc's.
-#[derive(Debug, Clone)]
-pub(crate) struct AppCgroup {
-    rel: PathBuf,
-    /// The cgroup its main process came from, where its processes go back.
-    pub home: PathBuf,
-    cpus: CpuSet,
-    mems: CpuSet,
 }
 
 /// Why a step failed, for the apply's refusals.
@@ -386,6 +366,7 @@ pub(crate) fn take_back(sets: &Cpusets, rel: &Path, home: &Path) -> Result<usize
 #[cfg(test)]
 mod tests {
     use std::fs;
+    use std::path::PathBuf;
 
     use super::*;
     use crate::machine::journal::read_entries;

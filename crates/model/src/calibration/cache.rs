@@ -18,7 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::procedure::STREAM;
+use super::STREAM;
 use crate::procedure::{finished, PinnedApp, PlannedRun};
 use crate::topology::Topology;
 use crate::trace::Trace;

@@ -30,6 +30,10 @@ use serde::{Deserialize, Serialize};
 use crate::cpuset::CpuSet;
 use crate::topology::{ObjKind, Topology};
 
+/// The stream kernel's app name in every calibration run (memory paths and
+/// the cache ladder).
+pub const STREAM: &str = "stream";
+
 /// Bytes in one memory request when nothing else is known (the cache line of
 /// every current x86 and Arm server).
 pub const DEFAULT_LINE_BYTES: u32 = 64;

@@ -20,8 +20,7 @@ use crate::profile::PlatformFingerprint;
 use crate::topology::{ObjKind, Topology};
 use crate::trace::Trace;
 
-/// The stream kernel's app name in every run.
-pub const STREAM: &str = "stream";
+pub use super::STREAM;
 
 /// Role of a calibration run.
 pub const STREAM_RUN: &str = "stream";

@@ -11,8 +11,13 @@
 //! geometric mean of the per-mix ratios a / b).
 
 use super::compare::{Comparison, PolicyStats};
-use super::reference::geometric_mean;
+use super::reference::{
+    against_reference, geometric_mean, render_against_reference, AgainstReference, MixApp, Points,
+};
+use super::solo::SoloTimes;
 use super::table::{finish, fixed, interval, new_table, p_value};
+use super::SoloCurves;
+use crate::workload::Workload;
 
 /// One mix's comparison, as the bench ran it.
 #[derive(Clone, Debug, PartialEq)]
@@ -298,6 +303,43 @@ impl AcrossMixes {
             }
         );
         out
+    }
+}
+
+/// A mix's reference points on `cpus` CPUs from its apps' solo curves.
+#[derive(Clone, Debug)]
+pub struct Reference {
+    pub points: Points,
+    /// Each app's solo time at its own thread count (for NTT).
+    pub solo: SoloTimes,
+}
+
+impl Reference {
+    pub fn of(workload: &Workload, curves: &SoloCurves, cpus: u32) -> Reference {
+        let mut apps = Vec::new();
+        let mut solo = SoloTimes::default();
+        for a in &workload.apps {
+            let curve = curves.curve(&a.name).unwrap_or_default();
+            if let Some(t) = curve.get(&a.threads) {
+                solo.add(&a.name, *t);
+            }
+            apps.push(MixApp {
+                arrive: a.arrive_at.as_secs_f64(),
+                solo: curve,
+                cpu: curves.cpu_curve(&a.name).unwrap_or_default(),
+            });
+        }
+        Reference {
+            points: Points::of(&apps, cpus),
+            solo,
+        }
+    }
+
+    /// Each policy of `cmp` against these reference points, as a table.
+    pub fn table(&self, cmp: &Comparison) -> (Vec<AgainstReference>, String) {
+        let rows = against_reference(&cmp.policies, self.points);
+        let text = render_against_reference(&rows, self.points);
+        (rows, text)
     }
 }
 

@@ -16,8 +16,8 @@ use std::time::Duration;
 
 pub use error::{Position, WorkloadError};
 pub use parse::{
-    check_epoch, parse_workload, to_app_name, valid_app_name, EpochOutOfRange, MAX_EPOCH,
-    MAX_THREADS, MIN_EPOCH,
+    check_epoch, parse_program, parse_workload, to_app_name, valid_app_name, EpochOutOfRange,
+    MAX_EPOCH, MAX_THREADS, MIN_EPOCH,
 };
 use serde::{Deserialize, Serialize};
 pub use write::to_toml;

@@ -81,7 +81,7 @@ use toml::de::{DeTable, DeValue};
 
 use super::error::{Source, WorkloadError};
 use super::fields::{Fields, Value, MAX_DURATION};
-use super::suite::{suite_entry, SuiteEntry};
+use super::suite::{suite_entry, SuiteEntry, SuiteProgram};
 use super::{AppClass, AppSpec, MetricSpec, StaticMapping, Workload};
 use crate::cpuset::CpuSet;
 use crate::settings::{MemPolicy, SchedSettings};
@@ -139,6 +139,42 @@ pub fn parse_workload(file: &str, text: &str) -> Result<Workload, WorkloadError>
     parse_document(file, text).map(|d| d.workload)
 }
 
+/// Parses a program of the suite: a workload file with a `[suite]` table and
+/// exactly one app. Pure: reads nothing but `text`.
+pub fn parse_program(file: &str, text: &str) -> Result<SuiteProgram, WorkloadError> {
+    let doc = parse_document(file, text)?;
+    let src = Source { file, text };
+    let Some(suite) = doc.suite else {
+        return Err(src.error(
+            &(0..0),
+            None,
+            Some("suite".into()),
+            "missing: a program of the suite needs a [suite] table with its `kind` \
+             (\"openmp\", \"pthreads\" or \"processes\"), `packages` and `needs`"
+                .into(),
+        ));
+    };
+    if let Some(second) = doc.app_spans.get(1) {
+        return Err(src.error(
+            second,
+            None,
+            Some("app".into()),
+            format!(
+                "a program of the suite is one app, found {} [[app]] tables: give each \
+                 program its own file",
+                doc.app_spans.len()
+            ),
+        ));
+    }
+    let app = doc
+        .workload
+        .apps
+        .into_iter()
+        .next()
+        .expect("a parsed workload has at least one app");
+    Ok(SuiteProgram { suite, app })
+}
+
 /// A workload file as parsed: the workload, its `[suite]` table and where
 /// each `[[app]]` starts (for errors about the file as a whole).
 pub(super) struct Document {
@@ -147,7 +183,7 @@ pub(super) struct Document {
     pub app_spans: Vec<std::ops::Range<usize>>,
 }
 
-/// [`parse_workload`], keeping what [`super::suite::parse_program`] checks
+/// [`parse_workload`], keeping what [`parse_program`] checks
 /// beyond it.
 pub(super) fn parse_document(file: &str, text: &str) -> Result<Document, WorkloadError> {
     let src = Source { file, text };

@@ -23,7 +23,6 @@ use toml::de::DeTable;
 
 use super::error::{Source, WorkloadError};
 use super::fields::Fields;
-use super::parse::parse_document;
 use super::AppSpec;
 
 /// How a program runs in parallel.
@@ -101,42 +100,6 @@ pub(super) fn suite_entry(top: &Fields<'_, '_>) -> Result<Option<SuiteEntry>, Wo
         packages,
         needs,
     }))
-}
-
-/// Parses a program of the suite: a workload file with a `[suite]` table and
-/// exactly one app. Pure: reads nothing but `text`.
-pub fn parse_program(file: &str, text: &str) -> Result<SuiteProgram, WorkloadError> {
-    let doc = parse_document(file, text)?;
-    let src = Source { file, text };
-    let Some(suite) = doc.suite else {
-        return Err(src.error(
-            &(0..0),
-            None,
-            Some("suite".into()),
-            "missing: a program of the suite needs a [suite] table with its `kind` \
-             (\"openmp\", \"pthreads\" or \"processes\"), `packages` and `needs`"
-                .into(),
-        ));
-    };
-    if let Some(second) = doc.app_spans.get(1) {
-        return Err(src.error(
-            second,
-            None,
-            Some("app".into()),
-            format!(
-                "a program of the suite is one app, found {} [[app]] tables: give each \
-                 program its own file",
-                doc.app_spans.len()
-            ),
-        ));
-    }
-    let app = doc
-        .workload
-        .apps
-        .into_iter()
-        .next()
-        .expect("a parsed workload has at least one app");
-    Ok(SuiteProgram { suite, app })
 }
 
 /// Seeds `first..=last`, written `A..B` (both included) or `A` for one.
@@ -315,6 +278,7 @@ pub fn parse_settings(file: &str, text: &str) -> Result<SuiteSettings, WorkloadE
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::parse_program;
 
     const PROGRAM: &str = r#"
 [suite]

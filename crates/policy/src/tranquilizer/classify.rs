@@ -30,7 +30,7 @@ use coloc_model::profile::SharingSignal;
 use coloc_model::reason::{ClassBy, MemoryClass};
 use coloc_model::MemPolicy;
 
-use super::pass::Setting;
+use super::setting::Setting;
 use super::window::{Profile, Rates, Signal};
 use super::TranquilizerConfig;
 

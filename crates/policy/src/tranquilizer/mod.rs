@@ -19,6 +19,7 @@
 
 pub mod classify;
 pub mod pass;
+pub mod setting;
 #[cfg(test)]
 mod tests;
 pub mod window;

@@ -14,7 +14,8 @@ use coloc_model::{
 };
 
 use super::classify::{classify, Class, Known};
-use super::pass::{improved, AppPass, Setting, Stage};
+use super::pass::{improved, AppPass, Stage};
+use super::setting::Setting;
 use super::window::{Profile, Rates, Signal};
 use super::*;
 use crate::layer::combine;

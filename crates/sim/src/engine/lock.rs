@@ -24,8 +24,8 @@
 //!   it adds no handoffs. These transfers happen while holding the lock, so
 //!   they are serialized too.
 
-use super::contention::{Runner, Team};
 use super::layout::{CpuIdx, Layout};
+use super::runner::{Runner, Team};
 use crate::platform::Params;
 
 /// Lines a critical section taken over from another CPU moves: the mutex's

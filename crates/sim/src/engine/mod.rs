@@ -14,6 +14,7 @@ mod layout;
 mod lock;
 mod memo;
 mod memory;
+mod runner;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -24,9 +25,10 @@ use coloc_model::{AppId, InstanceUsage, LlcTotals, MemPolicy, Placement, SchedSe
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::SeedableRng;
 
-use self::contention::{Home, Runner, Solution, Team};
+use self::contention::Solution;
 use self::layout::{CpuIdx, Layout};
 use self::memo::Memo;
+use self::runner::{Home, Runner, Team};
 pub use self::state::{SimApp, SimThread, ThreadStats};
 use crate::model::{AppModel, PhaseKind};
 use crate::platform::{Params, Platform, LINE_BYTES};

@@ -78,7 +78,7 @@ pub struct SimApp {
     /// Memory node of the main thread at launch, where shared data lives.
     pub(crate) home_node: usize,
     pub(crate) started_ns: u64,
-    /// Waits passively at barriers (see `contention::Team::passive`).
+    /// Waits passively at barriers (see `runner::Team::passive`).
     pub(crate) passive: bool,
     /// Time spent in parallel phases, ns (what an OpenMP runtime reports).
     pub(crate) parallel_ns: u64,

@@ -143,7 +143,7 @@ pub fn ask(socket: &SocketArgs, request: Request) -> Result<Reply> {
     match conn.receive()? {
         Reply::Error { message } => bail!(
             "the daemon refused: {}",
-            super::status::printable(&message, super::status::TEXT_WIDTH)
+            super::printable::printable(&message, super::printable::TEXT_WIDTH)
         ),
         r => Ok(r),
     }

@@ -27,7 +27,7 @@ use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::{fork, ForkResult, Pid};
 
 use super::client::{Conn, SocketArgs};
-use super::status::{printable, TEXT_WIDTH};
+use super::printable::{printable, TEXT_WIDTH};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Class {

@@ -7,6 +7,7 @@
 pub mod client;
 pub mod daemon;
 pub mod exec;
+pub mod printable;
 pub mod spank;
 pub mod status;
 pub mod top;

@@ -8,6 +8,7 @@ use coloc_model::{AppPlan, Placement};
 
 use super::client::{ask, SocketArgs};
 use super::exec::Class;
+use super::printable::{printable, TEXT_WIDTH};
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
@@ -93,32 +94,8 @@ pub fn plan_cells(p: Option<&AppPlan>) -> [String; 4] {
     [cpus, dop, mem, sched]
 }
 
-/// `text` from the daemon, safe to print on a terminal: anything but
-/// printable ASCII (escape sequences, newlines, other controls, Unicode
-/// direction overrides) is shown escaped, and at most `max` characters are
-/// kept. The daemon validates names, but notes and reasons quote what users
-/// gave, and a daemon of another version may not validate at all.
-pub fn printable(text: &str, max: usize) -> String {
-    let mut out = String::new();
-    for (k, c) in text.chars().enumerate() {
-        if k == max {
-            out.push_str("...");
-            break;
-        }
-        if c.is_ascii_graphic() || c == ' ' {
-            out.push(c);
-        } else {
-            out.extend(c.escape_default());
-        }
-    }
-    out
-}
-
 /// Longest name shown (names are at most 64 characters).
 const NAME_WIDTH: usize = 64;
-
-/// Longest note or reason shown.
-pub const TEXT_WIDTH: usize = 240;
 
 /// The columns of an app's row, in [`row`]'s order.
 pub const COLUMNS: [&str; 11] = [

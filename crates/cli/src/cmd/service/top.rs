@@ -17,7 +17,8 @@ use ratatui::widgets::{Block, Paragraph, Row, Table};
 use ratatui::Frame;
 
 use super::client::SocketArgs;
-use super::status::{printable, row, status, COLUMNS, TEXT_WIDTH};
+use super::printable::{printable, TEXT_WIDTH};
+use super::status::{row, status, COLUMNS};
 
 #[derive(Debug, Args)]
 pub struct TopArgs {
