@@ -24,10 +24,11 @@ use coloc_model::user_file::read_user_file;
 use coloc_model::{AppId, AppSample, CpuSet, OmpSample};
 use coloc_shim::{
     extract_shim, ld_preload_with, monotonic_ns, openmp_runtime_of, shim_path,
-    threaded_runtimes_of, DopChannel, OmpRuntime, Threaded, AFFINITY_ENV, RECORD_ENV,
+    threaded_runtimes_of, DopChannel, OmpRuntime, AFFINITY_ENV, RECORD_ENV,
 };
 
 use super::levers::levers;
+use super::program_check::ProgramCheck;
 
 /// The runtimes' own binding variables (libgomp's and LLVM's): they would
 /// re-bind threads behind the shim's pinning (see the coloc_shim docs), so
@@ -44,29 +45,6 @@ const BINDING_ENV: [&str; 4] = [
 /// OpenMP-runtime check reads (docs/safety.md, Files users name): larger
 /// objects are not examined.
 pub const MAX_PROGRAM: u64 = 64 << 20;
-
-/// What the program check found about an app's program.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProgramCheck {
-    /// The program as found on `PATH` (None: not found).
-    pub exe: Option<PathBuf>,
-    /// Its OpenMP runtime, or why it could not be told.
-    pub found: Result<OmpRuntime, String>,
-    /// The other threaded runtimes in it (docs/signals.md, Runtimes and
-    /// levers); none when it could not be read.
-    pub threaded: Vec<Threaded>,
-}
-
-impl ProgramCheck {
-    /// A check that could not tell anything, and why.
-    pub fn failed(why: String) -> Self {
-        Self {
-            exe: None,
-            found: Err(why),
-            threaded: Vec::new(),
-        }
-    }
-}
 
 /// Finds `argv0` (on `path` when it has no slash) and tells its OpenMP
 /// runtime and its other threaded runtimes, reading every object as a file a user named: a FIFO or a device

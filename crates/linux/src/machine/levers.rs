@@ -6,7 +6,7 @@
 use coloc_model::reason::levers::{Channel, Levers, Runtime};
 use coloc_shim::{OmpRuntime, Threaded};
 
-use super::dop::ProgramCheck;
+use super::program_check::ProgramCheck;
 
 /// The report for a program `check` found, whose DoP channel came to
 /// `channel`; no caps (the launch sets them).

@@ -50,6 +50,7 @@ mod levers;
 mod live_metric;
 mod pages;
 mod proc_events;
+mod program_check;
 mod recover;
 mod sample;
 mod slice;
@@ -74,9 +75,10 @@ use nix::sys::resource::{getrusage, UsageWho};
 pub use actuate::MAX_REAPPLY;
 pub use adopt::{Adopt, AdoptError, Adopted};
 pub use coloc_shim::OmpRuntime;
-pub use dop::{check_program, ProgramCheck, MAX_PROGRAM};
+pub use dop::{check_program, MAX_PROGRAM};
 pub use journal::{secure_dir, JournalError};
 pub use launch::set_own_memory_policy;
+pub use program_check::ProgramCheck;
 pub use recover::{
     recover_stale_journals, remove_stale_dop_records, RecoveryError, RecoveryReport,
 };
