@@ -160,6 +160,20 @@ pub fn scaled_to(name: &str, ginstr: f64) -> Result<AppModel, PaperError> {
     Ok(m.scaled(f))
 }
 
+/// Every library model `w` names, its work times `scale` (1: the library's
+/// own).
+pub fn scaled_models(w: &Workload, scale: f64) -> Result<Vec<AppModel>, PaperError> {
+    w.apps
+        .iter()
+        .filter_map(|a| a.model.as_deref())
+        .map(|name| {
+            crate::model::model(name)
+                .map(|m| m.scaled(scale))
+                .ok_or_else(|| PaperError::Setup(format!("no library model `{name}`")))
+        })
+        .collect()
+}
+
 /// Mean of `values` (0 when empty).
 pub fn mean(values: &[f64]) -> f64 {
     if values.is_empty() {

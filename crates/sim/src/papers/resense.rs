@@ -19,10 +19,10 @@
 use coloc_model::Workload;
 use coloc_policy::{by_name_with, PolicyContext};
 
-use super::{run_instances, run_times, PaperError};
+use super::{run_instances, run_times, scaled_models, PaperError};
 use crate::characterize::{characterize, CharacterizeOptions};
 use crate::gen::{dynamic, static_mix, GenSpec, Size, RESENSE_PARSEC};
-use crate::model::{model, AppModel};
+use crate::model::AppModel;
 use crate::oracle::{self, Metric, OracleOptions, Scores};
 use crate::platform::{platform, Platform};
 
@@ -132,19 +132,6 @@ impl MixResult {
     }
 }
 
-/// The models of `w`, scaled.
-fn models_of(w: &Workload, scale: f64) -> Result<Vec<AppModel>, PaperError> {
-    w.apps
-        .iter()
-        .filter_map(|a| a.model.as_deref())
-        .map(|name| {
-            model(name)
-                .map(|m| m.scaled(scale))
-                .ok_or_else(|| PaperError::Setup(format!("no library model `{name}`")))
-        })
-        .collect()
-}
-
 /// ART and throughput of one run's apps.
 fn scores(exits: &[f64]) -> (f64, f64) {
     let s = Scores::new(exits.to_vec(), None);
@@ -153,7 +140,7 @@ fn scores(exits: &[f64]) -> (f64, f64) {
 
 /// One mix on `p`.
 pub fn compare_mix(p: &Platform, w: &Workload, opts: &Options) -> Result<MixResult, PaperError> {
-    let models = models_of(w, opts.scale)?;
+    let models = scaled_models(w, opts.scale)?;
     let mut native = Vec::new();
     for seed in 1..=opts.native_seeds.max(1) {
         let mut pol = by_name_with("native", &PolicyContext::default())
@@ -306,7 +293,7 @@ pub fn table_vi_cell(
                 w.name,
                 w.apps.len()
             ));
-            let models = models_of(&w, opts.scale)?;
+            let models = scaled_models(&w, opts.scale)?;
             let mut native = Vec::new();
             for s in 1..=opts.native_seeds.max(1) {
                 let mut pol = by_name_with("native", &PolicyContext::default())

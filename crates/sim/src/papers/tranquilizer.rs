@@ -18,8 +18,7 @@ use coloc_model::workload::parse_workload;
 use coloc_model::Workload;
 use coloc_policy::PolicyContext;
 
-use super::{run_times, PaperError};
-use crate::model::{model, AppModel};
+use super::{run_times, scaled_models, PaperError};
 use crate::platform::platform;
 
 /// The paper's machine.
@@ -108,20 +107,6 @@ pub fn alone(p: &Program) -> Result<Workload, PaperError> {
 pub fn figure9() -> Result<Workload, PaperError> {
     parse_workload("examples/sim/tranquilizer-figure9.toml", FIGURE9)
         .map_err(|e| PaperError::Setup(e.to_string()))
-}
-
-/// Every library model the workload names, its work times `scale` (1: the
-/// library's own).
-fn scaled_models(w: &Workload, scale: f64) -> Result<Vec<AppModel>, PaperError> {
-    w.apps
-        .iter()
-        .filter_map(|a| a.model.as_deref())
-        .map(|name| {
-            model(name)
-                .map(|m| m.scaled(scale))
-                .ok_or_else(|| PaperError::Setup(format!("no library model `{name}`")))
-        })
-        .collect()
 }
 
 /// The execution times of every app of `w` under `policy` over seeds
