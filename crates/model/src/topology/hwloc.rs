@@ -65,12 +65,34 @@ pub fn parse_hwloc_xml(name: &str, xml: &str) -> Result<Topology, HwlocError> {
 
 /// The 1-based line of byte offset `pos`.
 fn line_of(xml: &str, pos: u64) -> usize {
-    let end = usize::try_from(pos).unwrap_or(usize::MAX).min(xml.len());
-    xml.as_bytes()[..end]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
+    Lines::default().at(xml, pos)
+}
+
+/// Line numbers of offsets met in increasing order, counting each byte once
+/// (counting from the start for every element made parsing quadratic in
+/// the document's size).
+#[derive(Debug, Default)]
+struct Lines {
+    /// The last offset asked for, and the newlines before it.
+    pos: usize,
+    newlines: usize,
+}
+
+impl Lines {
+    /// The 1-based line of byte offset `pos` (from the start again when
+    /// `pos` is before the last one).
+    fn at(&mut self, xml: &str, pos: u64) -> usize {
+        let end = usize::try_from(pos).unwrap_or(usize::MAX).min(xml.len());
+        if end < self.pos {
+            *self = Lines::default();
+        }
+        self.newlines += xml.as_bytes()[self.pos..end]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        self.pos = end;
+        self.newlines + 1
+    }
 }
 
 /// The innermost package and core an element sits in (indexes into
@@ -109,6 +131,7 @@ struct Collector {
 impl Collector {
     fn run(mut self, xml: &str) -> Result<Self, HwlocError> {
         let mut reader = Reader::from_str(xml);
+        let mut lines = Lines::default();
         loop {
             let pos = reader.buffer_position();
             let event = reader.read_event().map_err(|source| HwlocError::Xml {
@@ -117,12 +140,12 @@ impl Collector {
             })?;
             match event {
                 Event::Start(e) => {
-                    let frame = self.element(&e, line_of(xml, pos))?;
+                    let frame = self.element(&e, lines.at(xml, pos))?;
                     self.stack.push(frame);
                     self.open.push(e.name().as_ref().to_string());
                 }
                 Event::Empty(e) => {
-                    self.element(&e, line_of(xml, pos))?;
+                    self.element(&e, lines.at(xml, pos))?;
                 }
                 Event::End(_) => {
                     self.stack.pop();
@@ -305,5 +328,33 @@ fn attrs(e: &BytesStart<'_>, line: usize) -> Result<Attrs, HwlocError> {
             object: e.name().as_ref().to_string(),
             pairs,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Parsing an export of 1,024 PUs took 44 s: each element's line was
+    /// counted from the document's start. Counted incrementally, each line
+    /// is the same as counted from the start, for offsets in any order.
+    #[test]
+    fn lines_counted_as_they_come_are_those_counted_from_the_start() {
+        let xml = "a\nbb\n\nccc\nd";
+        let naive = |pos: usize| {
+            xml.as_bytes()[..pos]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1
+        };
+        let mut lines = Lines::default();
+        for pos in [0, 1, 2, 5, 5, 6, 11, 3, 12, 99] {
+            assert_eq!(
+                lines.at(xml, pos as u64),
+                naive(pos.min(xml.len())),
+                "offset {pos}"
+            );
+        }
     }
 }
