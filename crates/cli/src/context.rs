@@ -38,7 +38,11 @@ use crate::target::Target;
 ///   apps ran at beside others: derived from the records the knowledge store
 ///   keeps of the programs the workload's apps run
 ///   ([`crate::knowledge::Knowledge`], docs/knowledge.md), none otherwise (no
-///   warning: auto then admits by thread counts).
+///   warning: auto then admits by thread counts);
+/// - region records, for the policies that set a DoP: how long its apps'
+///   OpenMP regions lasted in whole earlier runs of their programs (solo
+///   runs included; `coloc_model::knowledge::derive::region_records`), none
+///   otherwise.
 ///
 /// Only what the policies read is looked up, so a `native` run neither opens
 /// the store nor warns, and a damaged store stops only runs that need it (with
@@ -49,7 +53,8 @@ pub fn policy_context<P: AsRef<str>>(
     workload: &Workload,
     policies: &[P],
 ) -> Result<PolicyContext> {
-    let knowledge = if coloc_policy::reads_of(policies).solo {
+    let reads = coloc_policy::reads_of(policies);
+    let knowledge = if reads.solo || reads.regions {
         Knowledge::open_or_warn(target, workload)
     } else {
         None
@@ -88,8 +93,12 @@ pub fn refresh<P: AsRef<str>>(
     workload: &Workload,
     policies: &[P],
 ) -> Result<()> {
-    if let Some(k) = knowledge.filter(|_| coloc_policy::reads_of(policies).solo) {
+    let reads = coloc_policy::reads_of(policies);
+    if let Some(k) = knowledge.filter(|_| reads.solo) {
         (ctx.solo, ctx.coruns) = k.solo_and_coruns(workload)?;
+    }
+    if let Some(k) = knowledge.filter(|_| reads.regions) {
+        ctx.regions = k.regions(workload)?;
     }
     Ok(())
 }

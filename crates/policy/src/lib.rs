@@ -51,6 +51,12 @@ pub struct PolicyContext {
     /// this machine (`coloc_model::metrics::corun`); `auto`'s admission reads
     /// it. Empty when none were measured.
     pub coruns: coloc_model::metrics::CoRuns,
+    /// How long the apps' OpenMP regions lasted in whole earlier runs of
+    /// this workload on this machine, by app name
+    /// (`coloc_model::metrics::regions`); every policy that sets a DoP reads
+    /// it before cutting a team (`cores/reversible.rs`). Empty when none
+    /// were recorded.
+    pub regions: coloc_model::metrics::RegionRecords,
 }
 
 /// A placement / parallelism / scheduling policy.

@@ -21,6 +21,9 @@ pub struct Reads {
     pub calibration: bool,
     /// [`PolicyContext::solo`]: the apps' stored solo times per thread count.
     pub solo: bool,
+    /// [`PolicyContext::regions`]: how long the apps' regions lasted in
+    /// earlier runs (every policy that sets a DoP).
+    pub regions: bool,
 }
 
 impl Reads {
@@ -29,6 +32,7 @@ impl Reads {
         warn_unprofiled: false,
         calibration: false,
         solo: false,
+        regions: false,
     };
     pub const PROFILES: Reads = Reads {
         profiles: true,
@@ -43,6 +47,10 @@ impl Reads {
         solo: true,
         ..Reads::NOTHING
     };
+    pub const REGIONS: Reads = Reads {
+        regions: true,
+        ..Reads::NOTHING
+    };
 
     /// What either reads.
     pub fn union(self, other: Reads) -> Reads {
@@ -51,6 +59,7 @@ impl Reads {
             warn_unprofiled: self.warn_unprofiled || other.warn_unprofiled,
             calibration: self.calibration || other.calibration,
             solo: self.solo || other.solo,
+            regions: self.regions || other.regions,
         }
     }
 }
@@ -84,6 +93,7 @@ pub const POLICIES: &[PolicyInfo] = &[
         source: "coloc's own: NuPoCo §5 space sharing and equal's partitions, placed by ReSense §2.3 and Tang et al. §5.1, memory by Thread Tranquilizer §3, kept or reverted by outcome against Linux as Thread Tranquilizer §3",
         reads: Reads {
             profiles: true,
+            regions: true,
             ..Reads::SOLO
         },
         make: |ctx| {
@@ -259,6 +269,7 @@ mod tests {
                 "auto",
                 Reads {
                     profiles: true,
+                    regions: true,
                     ..Reads::SOLO
                 },
             ),

@@ -12,7 +12,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use coloc_model::knowledge::derive::{self, KnownApp};
 use coloc_model::knowledge::{Learner, ProgramKey, Source};
-use coloc_model::metrics::{CoRuns, SoloCurves, SoloTimes};
+use coloc_model::metrics::{CoRuns, RegionRecords, SoloCurves, SoloTimes};
 use coloc_model::profile::PlatformFingerprint;
 use coloc_model::{AppSpec, Trace, TraceEvent, Workload};
 use coloc_store::Store;
@@ -116,6 +116,12 @@ impl Knowledge {
         let solo = derive::solo_curves(&apps);
         let coruns = derive::coruns(&apps, &solo, self.cpus);
         Ok((solo, coruns))
+    }
+
+    /// How long the apps' regions lasted in whole earlier runs (the DoP
+    /// policies' reversible-first rule, docs/policies/auto.md).
+    pub fn regions(&self, workload: &Workload) -> Result<RegionRecords> {
+        Ok(derive::region_records(&self.known(workload)?))
     }
 
     /// The apps' solo times per team size (reference points of a mix).

@@ -14,11 +14,35 @@ use std::collections::BTreeMap;
 
 use super::{Arrangement, OmpTotals, Partner, ProgramKey, Record};
 use crate::metrics::corun::{BesideRun, CoRun, SharedRun};
-use crate::metrics::{CoRuns, SoloCurves, SoloTimes};
+use crate::metrics::{CoRuns, RegionRecord, RegionRecords, SoloCurves, SoloTimes};
 
 /// Overlaps shorter than this (weighted seconds) say too little to record a
 /// rate: half a second, five epochs at the default epoch.
 pub const MIN_SHARED_SECS: f64 = 0.5;
+
+/// How long the apps' regions lasted in whole earlier runs (records of
+/// instances that ended, with the spans their observations saw), by app
+/// name: what the DoP policies' reversible-first rule reads
+/// (`coloc_model::metrics::regions`, docs/policies/auto.md).
+pub fn region_records(apps: &[KnownApp]) -> RegionRecords {
+    let mut out = RegionRecords::default();
+    for a in apps {
+        for r in a.records.iter().filter(|r| r.ended) {
+            let Some(o) = &r.omp else { continue };
+            if let (Some(longest), Some(epoch)) = (o.longest_region_secs, o.epoch_secs) {
+                out.add(
+                    &a.name,
+                    RegionRecord {
+                        runs: 1,
+                        longest: std::time::Duration::from_secs_f64(longest),
+                        epoch: std::time::Duration::from_secs_f64(epoch),
+                    },
+                );
+            }
+        }
+    }
+    out
+}
 
 /// One app of a run and what is known of its program.
 #[derive(Clone, Debug, PartialEq)]

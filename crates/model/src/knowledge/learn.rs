@@ -17,6 +17,7 @@ use std::time::Duration;
 use super::{Arrangement, OmpTotals, Partner, ProgramKey, Record, Source};
 use crate::cpuset::CpuSet;
 use crate::ids::AppId;
+use crate::metrics::regions::Span;
 use crate::plan::Placement;
 use crate::trace::{ExitStatus, TraceEvent};
 
@@ -47,6 +48,8 @@ struct Live {
     /// Seconds at each team size.
     teams: BTreeMap<u32, f64>,
     omp: Option<OmpTotals>,
+    /// Its regions as the observations saw them.
+    span: Span,
     last_snapshot: Duration,
 }
 
@@ -59,6 +62,8 @@ pub struct Learner {
     simulated: bool,
     /// The CPUs of the machine, from the trace header.
     cpus: CpuSet,
+    /// The run's epoch, from the trace header.
+    epoch: Duration,
     /// Each app's program and name, by app index; apps without one are
     /// co-runners of others but get no record.
     programs: BTreeMap<u32, (ProgramKey, String)>,
@@ -78,6 +83,7 @@ impl Learner {
             started_unix: 0.0,
             simulated: false,
             cpus: CpuSet::new(),
+            epoch: Duration::ZERO,
             programs: BTreeMap::new(),
             running: BTreeMap::new(),
             placements: BTreeMap::new(),
@@ -116,6 +122,7 @@ impl Learner {
                 self.started_unix = h.started_unix;
                 self.simulated = h.machine.starts_with("sim:");
                 self.cpus = h.topology.cpus().clone();
+                self.epoch = h.epoch;
                 Vec::new()
             }
             TraceEvent::Start {
@@ -139,13 +146,20 @@ impl Learner {
             }
             TraceEvent::Obs(o) => {
                 for s in &o.apps {
-                    if let (Some(live), Some(omp)) = (self.running.get_mut(&s.app), &s.omp) {
+                    let Some(live) = self.running.get_mut(&s.app) else {
+                        continue;
+                    };
+                    let seen = s.omp.as_ref().map(|m| (m.in_parallel, m.regions_completed));
+                    live.span.see(o.at, seen);
+                    if let Some(omp) = &s.omp {
                         live.omp = Some(OmpTotals {
                             regions: omp.regions_completed,
                             iterations: omp.iterations_completed,
                             calls: omp.max_threads_asked,
                             parallel_secs: omp.parallel_ns as f64 / 1e9,
                             observed_secs: o.at.saturating_sub(live.start).as_secs_f64(),
+                            longest_region_secs: Some(live.span.longest.as_secs_f64()),
+                            epoch_secs: Some(self.epoch.as_secs_f64()),
                         });
                     }
                 }
@@ -187,6 +201,7 @@ impl Learner {
                 arrangements: BTreeMap::new(),
                 teams: BTreeMap::new(),
                 omp: None,
+                span: Span::default(),
                 last_snapshot: t,
             },
         );

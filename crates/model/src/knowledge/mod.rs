@@ -215,6 +215,15 @@ pub struct OmpTotals {
     pub parallel_secs: f64,
     /// Seconds from the instance's start to the observation these come from.
     pub observed_secs: f64,
+    /// The longest span over which one region was seen at consecutive
+    /// observations, and the run's epoch: what a whole run says of how long
+    /// its regions last (`coloc_model::metrics::regions`; the DoP policies'
+    /// reversible-first rule reads them, docs/policies/auto.md). None in
+    /// records made before they were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub longest_region_secs: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch_secs: Option<f64>,
 }
 
 impl OmpTotals {

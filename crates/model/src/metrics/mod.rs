@@ -20,6 +20,8 @@
 //! - How fast apps ran beside others ([`corun`](mod@corun)), from the runs
 //!   where two shared the machine with no third app, and from every
 //!   instance that shared it.
+//! - How long an app's OpenMP regions last ([`regions`](mod@regions)), from
+//!   its whole runs: what a DoP cut may cost.
 //!
 //! Everything here is pure: no I/O, tables rendered to strings with fixed decimals.
 
@@ -28,6 +30,7 @@ mod compare;
 pub mod corun;
 pub mod mixes;
 pub mod reference;
+pub mod regions;
 mod run;
 mod solo;
 pub mod table;
@@ -41,6 +44,7 @@ pub use app::{AppMetrics, Repetition};
 pub use compare::{AppStats, Comparison, PolicyStats, Samples};
 pub use corun::CoRuns;
 pub use reference::SoloCurves;
+pub use regions::{RegionRecord, RegionRecords};
 pub use run::{RunFigures, RunMetrics};
 pub use solo::{
     solo_curves, solo_runs, solo_times, SoloManifest, SoloRun, SoloTimes, SOLO_MANIFEST,

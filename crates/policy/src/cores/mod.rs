@@ -12,6 +12,7 @@
 
 pub(crate) mod board;
 pub mod lever;
+pub mod reversible;
 pub(crate) mod sample;
 
 use coloc_model::calibration::memory_nodes;
