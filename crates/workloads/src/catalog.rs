@@ -51,10 +51,11 @@ pub const KERNELS: &[Kernel] = &[
     },
     Kernel {
         name: "compute",
-        about: "compute-bound: cache-resident multiply-add chains per thread, optional serial phase (Gflop/s)",
-        usage: "compute [--iters N] [--serial-iters N]\n  \
-                --iters N         sweeps over a private 4 KiB array, divided among the threads (default 20000000)\n  \
-                --serial-iters N  sweeps done by one thread before the parallel part (default 0)",
+        about: "compute-bound: cache-resident multiply-add chains per thread, optional serial phase and short regions before the main one (Gflop/s)",
+        usage: "compute [--iters N] [--serial-iters N] [--short-regions N]\n  \
+                --iters N          sweeps over a private 4 KiB array, divided among the threads (default 20000000)\n  \
+                --serial-iters N   sweeps done by one thread before the parallel part (default 0)\n  \
+                --short-regions N  parallel regions of iters/100 sweeps each before the main one (default 0)",
         bytes: embedded!("compute"),
     },
     Kernel {

@@ -9,7 +9,13 @@ use coloc_workloads::{kernel_path, parse_report, KERNELS};
 fn tiny_args(name: &str) -> &'static [&'static str] {
     match name {
         "stream" => &["--mb", "1", "--iters", "2"],
-        "compute" => &["--iters", "2000", "--serial-iters=500"],
+        "compute" => &[
+            "--iters",
+            "2000",
+            "--serial-iters=500",
+            "--short-regions",
+            "3",
+        ],
         "share" => &["--kb", "64", "--iters", "20"],
         "barrier" => &["--regions", "200", "--work=100"],
         "lock" => &["--ops", "20000", "--work", "5"],
