@@ -51,6 +51,11 @@ impl Reads {
         regions: true,
         ..Reads::NOTHING
     };
+    pub const CALIBRATION_REGIONS: Reads = Reads {
+        calibration: true,
+        regions: true,
+        ..Reads::NOTHING
+    };
 
     /// What either reads.
     pub fn union(self, other: Reads) -> Reads {
@@ -93,7 +98,6 @@ pub const POLICIES: &[PolicyInfo] = &[
         source: "coloc's own: NuPoCo §5 space sharing and equal's partitions, placed by ReSense §2.3 and Tang et al. §5.1, memory by Thread Tranquilizer §3, kept or reverted by outcome against Linux as Thread Tranquilizer §3",
         reads: Reads {
             profiles: true,
-            regions: true,
             ..Reads::SOLO
         },
         make: |ctx| {
@@ -165,22 +169,22 @@ pub const POLICIES: &[PolicyInfo] = &[
         name: "nupoco",
         about: "NuPoCo: DoP per OpenMP section maximizing CPU + memory-controller utilization (queueing model), with core swaps",
         source: "NuPoCo, PACT 2018: §4 model, Algorithms 1 and 2",
-        reads: Reads::CALIBRATION,
+        reads: Reads::CALIBRATION_REGIONS,
         make: |ctx| Box::new(nupoco::Nupoco::from_context(ctx, nupoco::Variant::Full)),
     },
     PolicyInfo {
         name: "nupoco-greedy",
         about: "NuPoCo's DoP computation only: no core swaps, cores in topology order",
         source: "NuPoCo, PACT 2018: §7.3 Greedy baseline (Algorithm 1 only)",
-        reads: Reads::CALIBRATION,
+        reads: Reads::CALIBRATION_REGIONS,
         make: |ctx| Box::new(nupoco::Nupoco::from_context(ctx, nupoco::Variant::Greedy)),
     },
     PolicyInfo {
         name: "scalability",
         about: "C3PO-style hill climbing: each OpenMP app's DoP follows its measured progress rate",
         source: "NuPoCo, PACT 2018: §7.3 Scalability baseline (C3PO hill climbing)",
-        reads: Reads::NOTHING,
-        make: |_| Box::new(scalability::Scalability::default()),
+        reads: Reads::REGIONS,
+        make: |ctx| Box::new(scalability::Scalability::default().with_regions(ctx.regions.clone())),
     },
     PolicyInfo {
         name: "tang",
@@ -262,14 +266,12 @@ mod tests {
     #[test]
     fn the_registry_lists_each_policy_and_what_it_reads() {
         let p = Reads::PROFILES;
-        let c = Reads::CALIBRATION;
         let n = Reads::NOTHING;
         let want: &[(&str, Reads)] = &[
             (
                 "auto",
                 Reads {
                     profiles: true,
-                    regions: true,
                     ..Reads::SOLO
                 },
             ),
@@ -281,9 +283,9 @@ mod tests {
             ("resense", p),
             ("resense-positive", n),
             ("resense-negative", n),
-            ("nupoco", c),
-            ("nupoco-greedy", c),
-            ("scalability", n),
+            ("nupoco", Reads::CALIBRATION_REGIONS),
+            ("nupoco-greedy", Reads::CALIBRATION_REGIONS),
+            ("scalability", Reads::REGIONS),
             ("tang", p),
             ("atom", n),
             (
@@ -312,11 +314,12 @@ mod tests {
             (&["native", "equal"], Reads::NOTHING),
             (&["resense-positive"], Reads::NOTHING),
             (&["resense", "oracle"], Reads::PROFILES),
-            (&["native", "nupoco-greedy"], Reads::CALIBRATION),
+            (&["native", "nupoco-greedy"], Reads::CALIBRATION_REGIONS),
             (
                 &["nupoco+tranquilizer"],
                 Reads {
                     calibration: true,
+                    regions: true,
                     ..Reads::PROFILES
                 },
             ),
@@ -324,6 +327,7 @@ mod tests {
                 &["nupoco", "resense"],
                 Reads {
                     calibration: true,
+                    regions: true,
                     ..Reads::PROFILES
                 },
             ),

@@ -81,6 +81,13 @@ impl Scalability {
         }
     }
 
+    /// With the region records of earlier runs, which say where a DoP cut
+    /// can be taken back (`cores/reversible.rs`).
+    pub fn with_regions(mut self, regions: coloc_model::metrics::RegionRecords) -> Self {
+        self.levers = Levers::with_records(regions);
+        self
+    }
+
     /// What the app's OpenMP runtime last reported decides its need; a team
     /// forming now is a parallel section already. The decision that follows
     /// its thread creation comes before any observation shows the app in a
@@ -163,7 +170,11 @@ impl Policy for Scalability {
             .iter()
             .map(|a| match self.levers.stuck(&map, view, a) {
                 Some(team) => (*a, Need::Fixed { threads: team }),
-                None => (*a, Self::need(view, a)),
+                None => (
+                    *a,
+                    self.levers
+                        .reversible_first(view, a, Self::need(view, a), false),
+                ),
             })
             .collect();
         let pending: Vec<&AppView> = view.pending().collect();
@@ -241,6 +252,8 @@ impl Policy for Scalability {
                 }
             })
             .collect();
-        Plan::of(apps)
+        let mut plan = Plan::of(apps);
+        self.levers.restore(view, &mut plan);
+        plan
     }
 }

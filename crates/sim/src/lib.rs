@@ -13,6 +13,7 @@ pub mod machine;
 pub use machine::SimMachine;
 pub mod calibrate;
 pub mod characterize;
+pub mod earlier;
 pub mod gen;
 pub mod oracle;
 pub mod papers;

@@ -68,6 +68,17 @@ pub struct RegionRecords {
     apps: BTreeMap<String, RegionRecord>,
 }
 
+impl FromIterator<(String, RegionRecord)> for RegionRecords {
+    /// Records by name; a name given twice keeps both runs' (merged).
+    fn from_iter<I: IntoIterator<Item = (String, RegionRecord)>>(iter: I) -> Self {
+        let mut out = RegionRecords::default();
+        for (name, r) in iter {
+            out.apps.entry(name).or_default().merge(&r);
+        }
+        out
+    }
+}
+
 impl RegionRecords {
     /// The record of the app named `name`, if a whole run of it was recorded.
     pub fn get(&self, name: &str) -> Option<&RegionRecord> {

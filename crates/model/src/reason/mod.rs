@@ -49,6 +49,10 @@ pub enum Reason {
     Dop(Dop),
     /// Whether a DoP asked now would reach the app (`cores/lever.rs`).
     Lever(Lever),
+    /// Reversible first (`cores/reversible.rs`): its DoP is left at its
+    /// whole team, since a cut of it could not be taken back as soon as a
+    /// partition can; it is placed instead.
+    Whole(Reversibility),
     /// Left to Linux, and why.
     Linux(ToLinux),
     /// Gang time sharing's turn (`auto/gang.rs`).
@@ -243,6 +247,36 @@ pub struct Lever {
     pub needed: u64,
     /// Seconds in its current state (inside one region, for `stuck`).
     pub quiet_secs: f64,
+}
+
+/// Whether a DoP cut of an app can be taken back as soon as an affinity
+/// partition can (`cores/reversible.rs`): what is known of how long its
+/// OpenMP regions last, against the partition's reaction time (two
+/// observation intervals).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "regions")]
+pub enum Reversibility {
+    /// Every region is known to last at most `bound_secs`, within the
+    /// partition's reaction `reaction_secs`: a cut is as reversible.
+    Short { bound_secs: f64, reaction_secs: f64 },
+    /// No whole earlier run of the program was recorded: its regions to come
+    /// are not known.
+    Unknown,
+    /// A region may last `bound_secs`, beyond the partition's reaction
+    /// `reaction_secs`: recorded in a whole earlier run (`recorded`), or
+    /// seen in this one.
+    Long {
+        bound_secs: f64,
+        reaction_secs: f64,
+        recorded: bool,
+    },
+}
+
+impl Reversibility {
+    /// Whether the rule allows a DoP cut.
+    pub fn allows_cut(self) -> bool {
+        matches!(self, Reversibility::Short { .. })
+    }
 }
 
 /// Whether a DoP asked now reaches the app.

@@ -6,8 +6,8 @@ use std::fmt::{self, Display, Formatter};
 use super::{
     AdmissionRule, Arrangement, AtomSignal, ClassBy, Climb, CoRunFrom, Competition,
     CompetitionCause, CompetitionPhase, Dop, DopWhy, Judge, Lever, LeverState, Memory, MemoryClass,
-    NoGang, Objective, PlanReason, RatesFrom, Reason, Sched, Section, SectionPhase, ToLinux,
-    TranquilizerStep, TrialState, Verdict,
+    NoGang, Objective, PlanReason, RatesFrom, Reason, Reversibility, Sched, Section, SectionPhase,
+    ToLinux, TranquilizerStep, TrialState, Verdict,
 };
 use crate::topology::human_bytes;
 
@@ -42,6 +42,39 @@ fn ids(apps: &[crate::AppId]) -> String {
     v.join(" ")
 }
 
+impl Display for Reversibility {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let ms = |s: &f64| s * 1e3;
+        match self {
+            Reversibility::Short {
+                bound_secs,
+                reaction_secs,
+            } => write!(
+                f,
+                "regions known under {:.0} ms, within a partition's {:.0} ms reaction",
+                ms(bound_secs),
+                ms(reaction_secs)
+            ),
+            Reversibility::Unknown => write!(f, "regions not known short (no earlier whole run)"),
+            Reversibility::Long {
+                bound_secs,
+                reaction_secs,
+                recorded,
+            } => write!(
+                f,
+                "a region of up to {:.0} ms {}, beyond a partition's {:.0} ms reaction",
+                ms(bound_secs),
+                if *recorded {
+                    "in an earlier run"
+                } else {
+                    "in this run"
+                },
+                ms(reaction_secs)
+            ),
+        }
+    }
+}
+
 impl Display for Reason {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         match self {
@@ -63,6 +96,7 @@ impl Display for Reason {
             ),
             Reason::Dop(d) => d.fmt(f),
             Reason::Lever(l) => l.fmt(f),
+            Reason::Whole(r) => write!(f, "DoP left whole: {r}"),
             Reason::Linux(l) => match l {
                 ToLinux::NothingToActOn { apps, demand, cpus } => write!(
                     f,

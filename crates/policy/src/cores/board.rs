@@ -21,6 +21,12 @@
 //!   needs them;
 //! - an app whose DoP lever has not acted ([`Levers`]) gets placement for the
 //!   team it runs, like a fixed app, until its region ends;
+//! - an app in a region whose DoP cut would not be as reversible as a
+//!   partition (`cores/reversible.rs`: its regions are not known, from whole
+//!   earlier runs, to end within two observation intervals, or this run saw
+//!   one outlast an interval) gets placement for its whole team, like a fixed
+//!   app: its DoP is never cut, so a region it starts cannot strand a small
+//!   team after its co-runners leave;
 //! - cores left over after every app got its share go to fixed apps that have
 //!   more threads than cores ([`Board::finish`]), so that no core idles while
 //!   their threads queue (work conservation), before serial apps keep theirs;
@@ -37,9 +43,11 @@
 
 use std::collections::BTreeMap;
 
-use coloc_model::{AppId, AppView, View};
+use coloc_model::metrics::RegionRecords;
+use coloc_model::{AppId, AppView, Plan, Reason, View};
 
 use super::lever::{Lever, RegionClock};
+use super::reversible::{reversibility, Reversibility};
 use super::{Core, CoreMap};
 
 /// What an app needs from the allocator this decision.
@@ -267,11 +275,90 @@ pub(crate) struct Levers {
     stuck: BTreeMap<AppId, u64>,
     /// Each app's region clock.
     clocks: BTreeMap<AppId, RegionClock>,
+    /// How long the apps' regions lasted in whole earlier runs.
+    records: RegionRecords,
+    /// Apps placed with their whole team at this decision, since a cut of
+    /// them would not be reversible ([`Levers::reversible_first`]), and what
+    /// the rule found.
+    whole: BTreeMap<AppId, Reversibility>,
 }
 
 impl Levers {
+    /// With the region records of earlier runs (`PolicyContext::regions`).
+    pub fn with_records(records: RegionRecords) -> Self {
+        Self {
+            records,
+            ..Self::default()
+        }
+    }
+
+    /// Reversible first (`cores/reversible.rs`): an app whose section would
+    /// be sized by a DoP (`need` is [`Need::Parallel`]) while a cut of it
+    /// would not be as reversible as a partition keeps its whole team: it is
+    /// placed as a fixed app, or, while its section is profiled
+    /// (`profiled`: NuPoCo's windows then go by placement), it keeps the
+    /// window's cores; either way [`Levers::restore`] gives it no DoP below
+    /// its team. Any other need is returned as it is.
+    pub fn reversible_first(
+        &mut self,
+        view: &View<'_>,
+        app: &AppView,
+        need: Need,
+        profiled: bool,
+    ) -> Need {
+        self.whole.remove(&app.id);
+        if need != Need::Parallel || !app.spec.malleable {
+            return need;
+        }
+        let found = self.reversible(view, app);
+        if found.allows_cut() {
+            return need;
+        }
+        self.whole.insert(app.id, found);
+        if profiled {
+            return need;
+        }
+        Need::Fixed {
+            threads: app.threads.len().max(app.threads_requested as usize) as u32,
+        }
+    }
+
+    /// Gives every app kept whole at this decision its whole team as its DoP
+    /// wherever the plan, or a cut made before (when its regions were still
+    /// thought short), would leave it less: its next region then starts with
+    /// the whole team. Each says why ([`Reason::Whole`]).
+    pub fn restore(&self, view: &View<'_>, plan: &mut Plan) {
+        for p in plan.apps.iter_mut() {
+            let Some(&found) = self.whole.get(&p.app) else {
+                continue;
+            };
+            p.reasons.push(Reason::Whole(found));
+            let Some(a) = view.apps.iter().find(|a| a.id == p.app) else {
+                continue;
+            };
+            let team = a.threads_requested.max(1);
+            let before = a.current.as_ref().and_then(|c| c.dop);
+            if p.dop.or(before).is_some_and(|d| d < team) {
+                p.dop = Some(team);
+            }
+        }
+    }
+
+    /// Whether a cut of `app` is as reversible as a partition, by its region
+    /// clock, its records and the last observation interval.
+    pub fn reversible(&self, view: &View<'_>, app: &AppView) -> Reversibility {
+        let interval = view
+            .prev
+            .zip(view.last)
+            .map(|(p, l)| l.at.saturating_sub(p.at));
+        let clock = self.clocks.get(&app.id).cloned().unwrap_or_default();
+        reversibility(self.records.get(&app.spec.name), &clock, interval)
+    }
+
     /// Forgets apps that left.
     pub fn retain(&mut self, view: &View<'_>) {
+        self.whole
+            .retain(|id, _| view.apps.iter().any(|a| a.id == *id));
         self.stuck
             .retain(|id, _| view.apps.iter().any(|a| a.id == *id));
         self.clocks

@@ -33,6 +33,7 @@
 use std::time::Duration;
 
 use coloc_model::metrics::RegionRecord;
+pub use coloc_model::reason::Reversibility;
 
 use super::lever::RegionClock;
 
@@ -40,75 +41,48 @@ use super::lever::RegionClock;
 /// phase: the one in which it began and the one that shows it.
 pub const REACTION_INTERVALS: u32 = 2;
 
-/// Whether a DoP cut of an app is as reversible as a partition.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reversibility {
-    /// Every region is known to end within the partition's reaction time:
-    /// the bound from whole earlier runs.
-    Reversible { bound: Duration },
-    /// No whole earlier run of the program was recorded: its regions to come
-    /// are not known.
-    Unknown,
-    /// A region may outlast the partition's reaction time: recorded in an
-    /// earlier run (`recorded`), or seen in this one.
-    Long { bound: Duration, recorded: bool },
-}
-
-impl Reversibility {
-    pub fn allows_cut(self) -> bool {
-        matches!(self, Reversibility::Reversible { .. })
-    }
-}
-
-impl std::fmt::Display for Reversibility {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let ms = |d: &Duration| d.as_secs_f64() * 1e3;
-        match self {
-            Reversibility::Reversible { bound } => {
-                write!(f, "regions under {:.0} ms in earlier runs", ms(bound))
-            }
-            Reversibility::Unknown => write!(f, "regions not known from an earlier run"),
-            Reversibility::Long {
-                bound,
-                recorded: true,
-            } => write!(f, "a region of up to {:.0} ms in an earlier run", ms(bound)),
-            Reversibility::Long {
-                bound,
-                recorded: false,
-            } => write!(f, "a region of up to {:.0} ms in this run", ms(bound)),
-        }
-    }
-}
-
 /// The rule (module docs): `record` is what whole earlier runs of the
 /// program said, `clock` what this run saw, `interval` the current
-/// observation interval.
+/// observation interval (None before two observations: the record is then
+/// judged against the epoch of the run that made it, and this run has seen
+/// nothing yet).
 pub fn reversibility(
     record: Option<&RegionRecord>,
     clock: &RegionClock,
-    interval: Duration,
+    interval: Option<Duration>,
 ) -> Reversibility {
-    let reaction = interval * REACTION_INTERVALS;
-    // This run: the longest region seen to end, and the one it is in.
-    let inside = if clock.in_parallel && !clock.ended_last {
-        clock.quiet()
-    } else {
-        Duration::ZERO
-    };
-    let seen = clock.longest.max(inside);
-    if seen > interval {
-        return Reversibility::Long {
-            bound: seen + interval,
-            recorded: false,
+    let secs = |d: Duration| d.as_secs_f64();
+    if let Some(interval) = interval {
+        // This run: the longest region seen to end, and the one it is in.
+        let inside = if clock.in_parallel && !clock.ended_last {
+            clock.quiet()
+        } else {
+            Duration::ZERO
         };
+        let seen = clock.longest.max(inside);
+        if seen > interval {
+            return Reversibility::Long {
+                bound_secs: secs(seen + interval),
+                reaction_secs: secs(interval * REACTION_INTERVALS),
+                recorded: false,
+            };
+        }
     }
-    match record {
-        None => Reversibility::Unknown,
-        Some(r) if r.bound() > reaction => Reversibility::Long {
-            bound: r.bound(),
+    let Some(r) = record else {
+        return Reversibility::Unknown;
+    };
+    let reaction = interval.unwrap_or(r.epoch) * REACTION_INTERVALS;
+    if r.bound() > reaction {
+        Reversibility::Long {
+            bound_secs: secs(r.bound()),
+            reaction_secs: secs(reaction),
             recorded: true,
-        },
-        Some(r) => Reversibility::Reversible { bound: r.bound() },
+        }
+    } else {
+        Reversibility::Short {
+            bound_secs: secs(r.bound()),
+            reaction_secs: secs(reaction),
+        }
     }
 }
 
@@ -160,25 +134,32 @@ mod tests {
             // under 200 ms, the partition's reaction at 100 ms.
             (
                 Some(record(0, 100)),
-                Reversibility::Reversible { bound: MS(200) },
+                Reversibility::Short {
+                    bound_secs: 0.2,
+                    reaction_secs: 0.2,
+                },
             ),
             // Seen inside at two observations 100 ms apart: up to 300 ms.
             (
                 Some(record(100, 100)),
                 Reversibility::Long {
-                    bound: MS(300),
+                    bound_secs: 0.3,
+                    reaction_secs: 0.2,
                     recorded: true,
                 },
             ),
             // Recorded at a 50 ms epoch: under 100 ms, reversible at 100 ms.
             (
                 Some(record(0, 50)),
-                Reversibility::Reversible { bound: MS(100) },
+                Reversibility::Short {
+                    bound_secs: 0.1,
+                    reaction_secs: 0.2,
+                },
             ),
         ];
         for (rec, want) in cases {
             assert_eq!(
-                reversibility(rec.as_ref(), &short, MS(100)),
+                reversibility(rec.as_ref(), &short, Some(MS(100))),
                 want,
                 "{rec:?}"
             );
@@ -191,17 +172,22 @@ mod tests {
         // In one region at three observations, 200 ms: at least that long.
         let inside = clock(&[(3, true), (3, true), (3, true)]);
         assert_eq!(
-            reversibility(Some(&r), &inside, MS(100)),
+            reversibility(Some(&r), &inside, Some(MS(100))),
             Reversibility::Long {
-                bound: MS(300),
+                bound_secs: 0.3,
+                reaction_secs: 0.2,
                 recorded: false,
             }
         );
         // The same region, once it ended, is remembered.
         let ended = clock(&[(3, true), (3, true), (3, true), (4, false)]);
-        assert!(!reversibility(Some(&r), &ended, MS(100)).allows_cut());
+        assert!(!reversibility(Some(&r), &ended, Some(MS(100))).allows_cut());
         // A region seen once and ended by the next observation is short.
         let once = clock(&[(3, false), (3, true), (4, false)]);
-        assert!(reversibility(Some(&r), &once, MS(100)).allows_cut());
+        assert!(reversibility(Some(&r), &once, Some(MS(100))).allows_cut());
+        // Before two observations, the record alone, at its own epoch.
+        let none = RegionClock::default();
+        assert!(reversibility(Some(&r), &none, None).allows_cut());
+        assert_eq!(reversibility(None, &none, None), Reversibility::Unknown);
     }
 }

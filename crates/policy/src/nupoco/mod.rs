@@ -149,9 +149,19 @@ impl Nupoco {
         }
     }
 
-    /// With the default parameters and the context's calibration.
+    /// With the default parameters, the context's calibration and its
+    /// region records of earlier runs, which say where a DoP cut can be taken
+    /// back (`cores/reversible.rs`).
     pub fn from_context(ctx: &PolicyContext, variant: Variant) -> Self {
         Self::new(NupocoConfig::default(), variant, ctx.calibration.clone())
+            .with_regions(ctx.regions.clone())
+    }
+
+    /// With the region records of earlier runs, which say where a DoP cut
+    /// can be taken back (`cores/reversible.rs`).
+    pub fn with_regions(mut self, regions: coloc_model::metrics::RegionRecords) -> Self {
+        self.levers = Levers::with_records(regions);
+        self
     }
 
     /// The app's current MRR estimate and how it was obtained.
@@ -284,6 +294,7 @@ impl Policy for Nupoco {
         board.finish(&map, view, &needs);
         let mut plan = self.plan(view, &map, &needs, &admitted, &board);
         plan.reasons = reasons;
+        self.levers.restore(view, &mut plan);
         plan
     }
 }
@@ -304,9 +315,13 @@ impl Nupoco {
         view.running()
             .map(|a| {
                 let stuck = self.levers.stuck(model.map, view, a);
-                match stuck.filter(|_| !self.profiling(a.id)) {
+                let profiling = self.profiling(a.id);
+                match stuck.filter(|_| !profiling) {
                     Some(team) => (a, Need::Fixed { threads: team }),
-                    None => (a, self.need(a)),
+                    None => {
+                        let need = self.need(a);
+                        (a, self.levers.reversible_first(view, a, need, profiling))
+                    }
                 }
             })
             .collect()

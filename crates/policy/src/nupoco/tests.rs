@@ -21,6 +21,7 @@ use proptest::prelude::*;
 use super::*;
 use crate::invariants::{check, check_exclusive};
 use crate::scalability::{Scalability, ScalabilityConfig};
+use coloc_model::metrics::{RegionRecord, RegionRecords};
 use coloc_model::queueing::Demand;
 
 fn ms(n: u64) -> Duration {
@@ -29,6 +30,21 @@ fn ms(n: u64) -> Duration {
 
 fn id(app: u32) -> AppId {
     AppId { app, rep: 0 }
+}
+
+/// Records of earlier runs in which every region of apps 0 to 9 ended
+/// within a 50 ms interval: their DoP may be cut (`cores/reversible.rs`).
+fn short_regions() -> RegionRecords {
+    (0..10)
+        .map(|i| {
+            let r = RegionRecord {
+                runs: 1,
+                longest: Duration::ZERO,
+                epoch: ms(50),
+            };
+            (format!("app{i}"), r)
+        })
+        .collect()
 }
 
 fn malleable(mut a: AppView) -> AppView {
@@ -542,7 +558,8 @@ fn profiling_window_gives_all_cores_then_ends() {
         parallel_actor(0, 48, model_rates(topo, true_mrr)),
         serial_actor(app(1, 4, true)),
     ];
-    let mut p = Nupoco::new(NupocoConfig::default(), Variant::Full, None);
+    let mut p =
+        Nupoco::new(NupocoConfig::default(), Variant::Full, None).with_regions(short_regions());
     let times = [1000, 1050, 1100, 1150, 1200, 1250];
     let plans = drive(&mut p, topo, &mut actors, &times, true, follow_dop);
     let map = CoreMap::new(topo);
@@ -579,7 +596,8 @@ fn fallback_recovers_mrr_from_progress_rates() {
             parallel_actor(0, 48, model_rates(topo, true_mrr)),
             serial_actor(app(1, 4, true)),
         ];
-        let mut p = Nupoco::new(NupocoConfig::default(), Variant::Full, None);
+        let mut p =
+            Nupoco::new(NupocoConfig::default(), Variant::Full, None).with_regions(short_regions());
         let times = [1000, 1050, 1100, 1150, 1200, 1250, 1300, 1350, 1400, 1450];
         let plans = drive(&mut p, topo, &mut actors, &times, false, follow_dop);
         let a0 = |k: usize| cores_of(&map, plans[k].for_app(id(0)).unwrap());
@@ -607,24 +625,38 @@ fn fallback_recovers_mrr_from_progress_rates() {
 }
 
 /// A section whose runtime reports no progress (no iterations, no region
-/// ending) gives the fallback nothing to fit: after the timeout the app is
-/// marked unmeasured, treated as CPU-bound, and the note says so.
+/// ending) is one long region, as far as anyone can tell: a cut of its team
+/// could not be taken back before it ends (`cores/reversible.rs`), so once an
+/// interval has shown it, the app keeps its whole team on cores of its own
+/// and is not profiled at half of them. Before, the fallback had nothing to
+/// fit, marked it unmeasured after the timeout and sized it as CPU-bound
+/// (the issue of a one-region program fixed on one core for its whole run).
 #[test]
-fn fallback_times_out_unmeasured() {
+fn a_section_with_no_progress_signal_is_not_cut_to_profile_it() {
     let topo = &fixture_topologies()[1];
     let mut actors = vec![parallel_actor(0, 48, Box::new(|_| (0.0, 0.0)))];
     let cfg = NupocoConfig {
         profile_timeout: ms(500),
         ..NupocoConfig::default()
     };
-    let mut p = Nupoco::new(cfg, Variant::Greedy, None);
+    let mut p = Nupoco::new(cfg, Variant::Greedy, None).with_regions(short_regions());
     let times: Vec<u64> = (0..12).map(|k| 1000 + 50 * k).collect();
     let plans = drive(&mut p, topo, &mut actors, &times, false, follow_dop);
-    assert_eq!(
-        p.estimate(id(0)).map(|e| (e.mrr, e.method)),
-        Some((0.0, Method::Unmeasured))
-    );
-    assert!(measured_by(plans.last().unwrap(), 0, Method::Unmeasured));
+    let map = CoreMap::new(topo);
+    for (plan, t) in plans.iter().zip(&times) {
+        let a = plan.for_app(id(0)).unwrap();
+        assert!(a.dop.is_none_or(|d| d == 48), "{t}: {a:?}");
+        if *t >= 1100 {
+            assert_eq!(cores_of(&map, a), 48, "{t}: {}", note(plan));
+            assert!(
+                section(plan, 0).is_some_and(|s| s.phase == SectionPhase::Fixed),
+                "{t}: {}",
+                note(plan)
+            );
+            assert!(kept_whole(plan, 0), "{t}: {}", note(plan));
+        }
+    }
+    assert_eq!(p.estimate(id(0)), None);
 }
 
 /// A program whose work is one long region (amd-8node, no counters): its
@@ -698,7 +730,8 @@ fn profiling_windows_open_one_at_a_time() {
         parallel_actor(0, 48, model_rates(topo, mrr[0])),
         parallel_actor(1, 48, model_rates(topo, mrr[1])),
     ];
-    let mut p = Nupoco::new(NupocoConfig::default(), Variant::Full, None);
+    let mut p =
+        Nupoco::new(NupocoConfig::default(), Variant::Full, None).with_regions(short_regions());
     // (time in ms, app 0's note and cores, app 1's note and cores)
     let full = || SectionPhase::Profiling {
         step: "full share".into(),
@@ -746,7 +779,8 @@ fn serial_and_fixed_apps() {
         if map.len() >= 4 {
             apps.push(serial_actor(app(1, 3, false)));
         }
-        let mut p = Nupoco::new(NupocoConfig::default(), Variant::Full, None);
+        let mut p =
+            Nupoco::new(NupocoConfig::default(), Variant::Full, None).with_regions(short_regions());
         let plans = drive(&mut p, &topo, &mut apps, &[1000, 1050], true, follow_dop);
         let plan = plans.last().unwrap();
         let a0 = plan.for_app(id(0)).unwrap();
@@ -787,7 +821,8 @@ fn serial_team_keeps_idle_cores_until_needed() {
     let topo = &fixture_topologies()[1];
     let map = CoreMap::new(topo);
     let mut actors = vec![parallel_actor(0, 48, model_rates(topo, 1e6))];
-    let mut p = Nupoco::new(NupocoConfig::default(), Variant::Full, None);
+    let mut p =
+        Nupoco::new(NupocoConfig::default(), Variant::Full, None).with_regions(short_regions());
     let times: Vec<u64> = (0..6).map(|k| 1000 + 50 * k).collect();
     let plans = drive(&mut p, topo, &mut actors, &times, true, follow_dop);
     assert_eq!(plans[5].for_app(id(0)).unwrap().dop, Some(48));
@@ -820,7 +855,8 @@ fn serial_team_keeps_idle_cores_until_needed() {
 fn a_launched_main_thread_is_not_a_team() {
     let topo = &fixture_topologies()[1];
     let map = CoreMap::new(topo);
-    let mut p = Nupoco::new(NupocoConfig::default(), Variant::Full, None);
+    let mut p =
+        Nupoco::new(NupocoConfig::default(), Variant::Full, None).with_regions(short_regions());
     let started = [app(0, 1, true)];
     let v = View {
         trigger: Trigger::ThreadsChanged(id(0)),
@@ -851,7 +887,8 @@ fn a_launched_main_thread_is_not_a_team() {
 fn pending_apps_wait_for_a_free_core() {
     let topo = &fixture_topologies()[2];
     let apps = [app(0, 2, true), app(1, 2, false), pending_app(2, 2)];
-    let mut p = Nupoco::new(NupocoConfig::default(), Variant::Full, None);
+    let mut p =
+        Nupoco::new(NupocoConfig::default(), Variant::Full, None).with_regions(short_regions());
     let v = view(topo, &apps, None, None, ms(0));
     let plan = p.decide(&v);
     assert_invariants(&v, &plan);
@@ -911,7 +948,8 @@ fn greedy_lays_cores_out_in_topology_order() {
     let mut actors: Vec<Actor> = (0..2)
         .map(|i| parallel_actor(i, 24, model_rates(topo, 1e3)))
         .collect();
-    let mut p = Nupoco::new(NupocoConfig::default(), Variant::Greedy, None);
+    let mut p =
+        Nupoco::new(NupocoConfig::default(), Variant::Greedy, None).with_regions(short_regions());
     let times: Vec<u64> = (0..8).map(|k| 1000 + 50 * k).collect();
     let plans = drive(&mut p, topo, &mut actors, &times, true, follow_dop);
     let last = plans.last().unwrap();
@@ -955,7 +993,7 @@ fn climbing_next_to_serial() -> Vec<Actor> {
 fn scalability_climbs_to_the_peak_and_oscillates() {
     let topo = &fixture_topologies()[1];
     let mut actors = climbing_next_to_serial();
-    let mut p = Scalability::new(ScalabilityConfig::default());
+    let mut p = Scalability::new(ScalabilityConfig::default()).with_regions(short_regions());
     let times: Vec<u64> = (0..8).map(|k| 1000 + 50 * k).collect();
     let plans = drive(&mut p, topo, &mut actors, &times, false, follow_dop);
     let dops: Vec<u32> = plans
@@ -980,7 +1018,7 @@ fn scalability_keeps_cores_for_a_team_until_it_shrinks() {
     let topo = &fixture_topologies()[1];
     let map = CoreMap::new(topo);
     let mut actors = climbing_next_to_serial();
-    let mut p = Scalability::new(ScalabilityConfig::default());
+    let mut p = Scalability::new(ScalabilityConfig::default()).with_regions(short_regions());
     let times: Vec<u64> = (0..10).map(|k| 1000 + 50 * k).collect();
     // The team each decision observed, and the DoP the runtime has pending.
     let observed = std::cell::RefCell::new(Vec::new());
@@ -1024,7 +1062,7 @@ fn scalability_spreads_a_team_formed_on_a_serial_core() {
         serial_actor(app(0, 1, true)),
         parallel_actor(1, 48, model_rates(topo, 1e6)),
     ];
-    let mut p = Scalability::new(ScalabilityConfig::default());
+    let mut p = Scalability::new(ScalabilityConfig::default()).with_regions(short_regions());
     drive(&mut p, topo, &mut actors, &[1000, 1050], false, follow_dop);
     let obs = observe(&map, None, ms(1100), &actors, false);
     let mut apps: Vec<AppView> = actors.iter().map(|a| a.app.clone()).collect();
@@ -1136,6 +1174,13 @@ fn section(plan: &Plan, app: u32) -> Option<&Section> {
         Reason::Section(s) => Some(s),
         _ => None,
     })
+}
+
+/// Whether the reversible-first rule left app `app`'s DoP whole
+/// (`cores/reversible.rs`).
+fn kept_whole(plan: &Plan, app: u32) -> bool {
+    plan.for_app(id(app))
+        .is_some_and(|a| a.reasons.iter().any(|r| matches!(r, Reason::Whole(_))))
 }
 
 /// Whether app `app` is profiled in a window of this `step`, on `cores`
