@@ -140,3 +140,34 @@ fn linux_alone_wastes_nothing_on_the_same_mix() {
     let (summary, _) = run_under(native.as_mut());
     assert!(summary.waste.is_empty(), "{:?}", summary.waste);
 }
+
+/// The DoP policies on the same mix, with no earlier run recorded: they do
+/// not know the long region is coming, so they cut no team
+/// (docs/policies/auto.md, Reversible first), and no CPU idles beside a
+/// small team once the co-runner left. Before the rule nupoco,
+/// nupoco-greedy and scalability cut the program to one thread after its
+/// short regions and finished at 5.12 s, against 3.30 s under native.
+#[test]
+fn the_dop_policies_do_not_cut_a_program_whose_regions_are_not_known() {
+    let mut native = by_name("native").unwrap();
+    let (_, trace) = run_under(native.as_mut());
+    let native = exit_of(&trace, LONG);
+    for policy in ["nupoco", "nupoco-greedy", "scalability"] {
+        let mut p = by_name(policy).unwrap();
+        let (summary, trace) = run_under(p.as_mut());
+        assert_eq!(summary.waste.underused, Default::default(), "{policy}");
+        let cut = trace.iter().any(|e| match e {
+            TraceEvent::Plan { plan, .. } => plan
+                .for_app(LONG)
+                .and_then(|p| p.dop)
+                .is_some_and(|d| d < 2),
+            _ => false,
+        });
+        assert!(!cut, "{policy} cut the team");
+        let done = exit_of(&trace, LONG);
+        assert!(
+            done.as_secs_f64() <= 1.05 * native.as_secs_f64(),
+            "{policy}: {done:?} against native's {native:?}"
+        );
+    }
+}
