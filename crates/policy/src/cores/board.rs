@@ -323,10 +323,11 @@ impl Levers {
         }
     }
 
-    /// Gives every app kept whole at this decision its whole team as its DoP
-    /// wherever the plan, or a cut made before (when its regions were still
-    /// thought short), would leave it less: its next region then starts with
-    /// the whole team. Each says why ([`Reason::Whole`]).
+    /// Takes back, for every app kept whole at this decision, any cut: the
+    /// plan's (a profiling window's cores) and one made before, when its
+    /// regions were still thought short, which is raised to its team or to
+    /// the CPUs the plan gives it, whichever is fewer (no plan asks for more
+    /// threads than the CPUs it gives). Each says why ([`Reason::Whole`]).
     pub fn restore(&self, view: &View<'_>, plan: &mut Plan) {
         for p in plan.apps.iter_mut() {
             let Some(&found) = self.whole.get(&p.app) else {
@@ -337,10 +338,10 @@ impl Levers {
                 continue;
             };
             let team = a.threads_requested.max(1);
+            let cpus = p.placement.cpus().len() as u32;
+            let cap = if cpus == 0 { team } else { team.min(cpus) };
             let before = a.current.as_ref().and_then(|c| c.dop);
-            if p.dop.or(before).is_some_and(|d| d < team) {
-                p.dop = Some(team);
-            }
+            p.dop = before.filter(|&d| d < cap).map(|_| cap);
         }
     }
 
