@@ -83,12 +83,14 @@ fn nupoco_within(file: &str, slack: f64) {
     );
 }
 
-/// BT+SP: at or below both before the reversible-first rule; since, SP's
-/// regions outlast a 50 ms interval on half the machine and nupoco stops
-/// cutting it (13.26 s against native's 13.06 s, docs/policies/nupoco.md).
+/// BT+SP: at or below both before the reversible-first rule; since, SP is
+/// cut only where its recorded regions are within the rule's limit, 13.59 s
+/// against native's 13.06 s (4% above: the cost of the rule here,
+/// docs/policies/auto.md, Reversible first), within the 5% nupoco may lose to
+/// native on any mix.
 #[test]
 fn nupoco_keeps_up_on_barrier_synchronized_bt_sp() {
-    nupoco_within("nupoco-barriers.toml", 0.02);
+    nupoco_within("nupoco-barriers.toml", 0.05);
 }
 
 #[test]

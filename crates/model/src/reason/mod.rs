@@ -249,25 +249,24 @@ pub struct Lever {
     pub quiet_secs: f64,
 }
 
-/// Whether a DoP cut of an app can be taken back as soon as an affinity
-/// partition can (`cores/reversible.rs`): what is known of how long its
-/// OpenMP regions last, against the partition's reaction time (two
-/// observation intervals).
+/// Whether a DoP cut of an app is undone, on average, as soon as an affinity
+/// partition would react (`cores/reversible.rs`): what is known of how long
+/// its OpenMP regions last, against the longest a cut may be made in (twice
+/// a partition's reaction time of two observation intervals).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "regions")]
 pub enum Reversibility {
-    /// Every region is known to last at most `bound_secs`, within the
-    /// partition's reaction `reaction_secs`: a cut is as reversible.
-    Short { bound_secs: f64, reaction_secs: f64 },
+    /// Every region is known to last at most `bound_secs`, within
+    /// `limit_secs`: a cut may be made.
+    Short { bound_secs: f64, limit_secs: f64 },
     /// No whole earlier run of the program was recorded: its regions to come
     /// are not known.
     Unknown,
-    /// A region may last `bound_secs`, beyond the partition's reaction
-    /// `reaction_secs`: recorded in a whole earlier run (`recorded`), or
+    /// A region may last `bound_secs`, beyond `limit_secs`: recorded in a whole earlier run (`recorded`), or
     /// seen in this one.
     Long {
         bound_secs: f64,
-        reaction_secs: f64,
+        limit_secs: f64,
         recorded: bool,
     },
 }

@@ -48,28 +48,28 @@ impl Display for Reversibility {
         match self {
             Reversibility::Short {
                 bound_secs,
-                reaction_secs,
+                limit_secs,
             } => write!(
                 f,
-                "regions known under {:.0} ms, within a partition's {:.0} ms reaction",
+                "regions known under {:.0} ms, within {:.0} ms",
                 ms(bound_secs),
-                ms(reaction_secs)
+                ms(limit_secs)
             ),
             Reversibility::Unknown => write!(f, "regions not known short (no earlier whole run)"),
             Reversibility::Long {
                 bound_secs,
-                reaction_secs,
+                limit_secs,
                 recorded,
             } => write!(
                 f,
-                "a region of up to {:.0} ms {}, beyond a partition's {:.0} ms reaction",
+                "a region of up to {:.0} ms {}, beyond {:.0} ms",
                 ms(bound_secs),
                 if *recorded {
                     "in an earlier run"
                 } else {
                     "in this run"
                 },
-                ms(reaction_secs)
+                ms(limit_secs)
             ),
         }
     }

@@ -11,24 +11,30 @@
 //! effect at once and is undone at the next decision.
 //!
 //! Approach: a partition reacts to a co-runner's exit at once and to a change
-//! of phase within two observation intervals (the one in which the change
-//! began and the one that shows it: idle CPUs are lent on an interval's
-//! evidence). A cut is as reversible as that when every region of the app
-//! lasts at most [`REACTION_INTERVALS`] intervals: then it is undone no later
-//! than a partition would react, whatever happens, and its gain (a team that
-//! fits its CPUs instead of one packed onto them) comes at no risk beyond the
-//! partition's. Where a region may be longer, a cut's worst case grows with
-//! the region and has no bound the policy knows, while waiting costs at most
-//! the packing overhead of the partition for as long as it lasts; the rule
-//! partitions. The bound on an app's regions comes from
+//! of phase within `R` = [`REACTION_INTERVALS`] observation intervals (the
+//! one in which the change began and the one that shows it: idle CPUs are
+//! lent on an interval's evidence). A cut reacts when the region it started
+//! ends: with the change equally likely at any moment of a region of length
+//! `L`, it outlasts its reason by `L/2` on average. A cut is made where that
+//! is no longer than the partition's reaction, `L/2 ≤ R`: where every region
+//! of the app is known to last at most [`LIMIT_REACTIONS`]` · R` (four
+//! intervals). Then a wrong cut is, on average, undone no later than a
+//! partition would react, and its gain (a team that fits its CPUs instead of
+//! one packed onto them, spinning at its barriers) comes at no cost beyond the
+//! partition's. Where a region may be longer, a wrong cut's cost grows with
+//! the region and has no bound the policy knows (a program whose main
+//! computation is one long region pays it for the rest of its run), while
+//! waiting costs at most the packing overhead of the partition for as long as
+//! it lasts; the rule partitions. The bound `L` on an app's regions comes from
 //! - earlier runs of the same program, whole (`RegionRecord::bound`): the
 //!   regions still to come of a run are not known from the run so far;
 //! - this run, which can only show a region longer than the bound: a region
 //!   seen to outlast one interval (from its first sighting, or the previous
-//!   region's end, to the observation that saw it end) may have lasted up to
-//!   two, and one still running after an interval longer.
+//!   region's end, to the observation that saw it end) may have lasted one
+//!   interval more, and one still running at least as long already.
 //!
-//! No constant is tuned: the bound is the partition's own reaction time.
+//! No constant is tuned: `R` is the partition's own reaction time, and the
+//! factor 2 is the mean of a uniform moment in a region.
 
 use std::time::Duration;
 
@@ -41,6 +47,10 @@ use super::lever::RegionClock;
 /// phase: the one in which it began and the one that shows it.
 pub const REACTION_INTERVALS: u32 = 2;
 
+/// The longest region a cut may be made in, in partition reactions: a wrong
+/// cut outlasts its reason by half a region on average (module docs).
+pub const LIMIT_REACTIONS: u32 = 2;
+
 /// The rule (module docs): `record` is what whole earlier runs of the
 /// program said, `clock` what this run saw, `interval` the current
 /// observation interval (None before two observations: the record is then
@@ -52,6 +62,7 @@ pub fn reversibility(
     interval: Option<Duration>,
 ) -> Reversibility {
     let secs = |d: Duration| d.as_secs_f64();
+    let limit = |i: Duration| i * REACTION_INTERVALS * LIMIT_REACTIONS;
     if let Some(interval) = interval {
         // This run: the longest region seen to end, and the one it is in.
         let inside = if clock.in_parallel && !clock.ended_last {
@@ -60,10 +71,10 @@ pub fn reversibility(
             Duration::ZERO
         };
         let seen = clock.longest.max(inside);
-        if seen > interval {
+        if seen > interval && seen + interval > limit(interval) {
             return Reversibility::Long {
                 bound_secs: secs(seen + interval),
-                reaction_secs: secs(interval * REACTION_INTERVALS),
+                limit_secs: secs(limit(interval)),
                 recorded: false,
             };
         }
@@ -71,17 +82,17 @@ pub fn reversibility(
     let Some(r) = record else {
         return Reversibility::Unknown;
     };
-    let reaction = interval.unwrap_or(r.epoch) * REACTION_INTERVALS;
-    if r.bound() > reaction {
+    let limit = limit(interval.unwrap_or(r.epoch));
+    if r.bound() > limit {
         Reversibility::Long {
             bound_secs: secs(r.bound()),
-            reaction_secs: secs(reaction),
+            limit_secs: secs(limit),
             recorded: true,
         }
     } else {
         Reversibility::Short {
             bound_secs: secs(r.bound()),
-            reaction_secs: secs(reaction),
+            limit_secs: secs(limit),
         }
     }
 }
@@ -125,37 +136,32 @@ mod tests {
     fn the_rule_over_records_and_this_run() {
         // Regions end at every 100 ms observation so far.
         let short = clock(&[(1, true), (3, true), (6, true), (9, true)]);
+        let short_ = |bound_secs| Reversibility::Short {
+            bound_secs,
+            limit_secs: 0.4,
+        };
         let cases = [
             // No earlier run: the regions to come are unknown, however short
             // those seen so far (the first regions of a program whose main
             // computation is one long region are short).
             (None, Reversibility::Unknown),
-            // Never seen at two observations in an earlier run at 100 ms:
-            // under 200 ms, the partition's reaction at 100 ms.
+            // At 100 ms intervals a partition reacts within 200 ms, so a cut
+            // is made in regions of up to 400 ms. Never seen at two
+            // observations in an earlier run at 100 ms: under 200 ms.
+            (Some(record(0, 100)), short_(0.2)),
+            // Seen inside at three observations 200 ms apart: up to 400 ms.
+            (Some(record(200, 100)), short_(0.4)),
+            // At four, 300 ms apart: up to 500 ms, too long.
             (
-                Some(record(0, 100)),
-                Reversibility::Short {
-                    bound_secs: 0.2,
-                    reaction_secs: 0.2,
-                },
-            ),
-            // Seen inside at two observations 100 ms apart: up to 300 ms.
-            (
-                Some(record(100, 100)),
+                Some(record(300, 100)),
                 Reversibility::Long {
-                    bound_secs: 0.3,
-                    reaction_secs: 0.2,
+                    bound_secs: 0.5,
+                    limit_secs: 0.4,
                     recorded: true,
                 },
             ),
-            // Recorded at a 50 ms epoch: under 100 ms, reversible at 100 ms.
-            (
-                Some(record(0, 50)),
-                Reversibility::Short {
-                    bound_secs: 0.1,
-                    reaction_secs: 0.2,
-                },
-            ),
+            // Recorded at a 50 ms epoch: under 100 ms.
+            (Some(record(0, 50)), short_(0.1)),
         ];
         for (rec, want) in cases {
             assert_eq!(
@@ -167,20 +173,30 @@ mod tests {
     }
 
     #[test]
-    fn a_region_this_run_saw_outlast_an_interval_forbids_cuts_whatever_the_record() {
+    fn a_region_this_run_saw_outlast_the_limit_forbids_cuts_whatever_the_record() {
         let r = record(0, 100);
-        // In one region at three observations, 200 ms: at least that long.
-        let inside = clock(&[(3, true), (3, true), (3, true)]);
+        // In one region at five observations, 400 ms: up to 500 ms.
+        let inside = clock(&[(3, true), (3, true), (3, true), (3, true), (3, true)]);
         assert_eq!(
             reversibility(Some(&r), &inside, Some(MS(100))),
             Reversibility::Long {
-                bound_secs: 0.3,
-                reaction_secs: 0.2,
+                bound_secs: 0.5,
+                limit_secs: 0.4,
                 recorded: false,
             }
         );
-        // The same region, once it ended, is remembered.
-        let ended = clock(&[(3, true), (3, true), (3, true), (4, false)]);
+        // At three, 200 ms: up to 300 ms, still within the limit.
+        let three = clock(&[(3, true), (3, true), (3, true)]);
+        assert!(reversibility(Some(&r), &three, Some(MS(100))).allows_cut());
+        // The long region, once it ended, is remembered.
+        let ended = clock(&[
+            (3, true),
+            (3, true),
+            (3, true),
+            (3, true),
+            (3, true),
+            (4, false),
+        ]);
         assert!(!reversibility(Some(&r), &ended, Some(MS(100))).allows_cut());
         // A region seen once and ended by the next observation is short.
         let once = clock(&[(3, false), (3, true), (4, false)]);

@@ -647,10 +647,12 @@ fn fallback_times_out_unmeasured() {
 
 /// A section whose runtime reports no progress (no iterations, no region
 /// ending) is one long region, as far as anyone can tell: a cut of its team
-/// could not be taken back before it ends (`cores/reversible.rs`), so once an
-/// interval has shown it, no plan asks it for fewer threads than its team —
-/// profiling goes by placement only. Before, the half window cut its DoP to
-/// 24, which its next region would have kept.
+/// could not be taken back before it ends (`cores/reversible.rs`), so once
+/// it has lasted long enough to pass the limit (at 1.20 s: seen inside for
+/// 200 ms, so up to 250 ms, beyond the 200 ms limit at 50 ms intervals), no
+/// plan asks it for fewer threads than its team — the half window's cut is
+/// taken back (DoP 48) and profiling goes by placement only. Before, the half
+/// window cut its DoP to 24, which its next region would have kept.
 #[test]
 fn a_section_with_no_progress_signal_is_not_cut_to_profile_it() {
     let topo = &fixture_topologies()[1];
@@ -662,9 +664,9 @@ fn a_section_with_no_progress_signal_is_not_cut_to_profile_it() {
     let mut p = Nupoco::new(cfg, Variant::Greedy, None).with_regions(short_regions());
     let times: Vec<u64> = (0..12).map(|k| 1000 + 50 * k).collect();
     let plans = drive(&mut p, topo, &mut actors, &times, false, follow_dop);
-    for (plan, t) in plans.iter().zip(&times).skip(2) {
+    for (plan, t) in plans.iter().zip(&times).filter(|(_, t)| **t >= 1200) {
         let a = plan.for_app(id(0)).unwrap();
-        assert!(a.dop.is_none(), "{t}: {a:?} ({})", note(plan));
+        assert!(a.dop.is_none_or(|d| d == 48), "{t}: {a:?} ({})", note(plan));
         assert!(kept_whole(plan, 0), "{t}: {}", note(plan));
     }
 }
