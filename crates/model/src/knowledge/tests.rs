@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::derive::{coruns, solo_curves, solo_times, KnownApp};
+use super::derive::{coruns, region_records, solo_curves, solo_times, KnownApp};
 use super::*;
 use crate::cpuset::CpuSet;
 use crate::ids::AppId;
@@ -30,6 +30,8 @@ enum Ev {
     Plan(&'static [(u32, &'static str, Option<u32>)]),
     /// An observation of app's OpenMP counts: regions, iterations, parallel ms.
     Omp(u32, u64, u64, u64),
+    /// An observation of app's regions ended and whether it is inside one.
+    Region(u32, u64, bool),
 }
 
 fn id(app: u32) -> AppId {
@@ -99,17 +101,32 @@ fn events(script: &[(f64, Ev)]) -> Vec<TraceEvent> {
                 },
                 decide: Duration::ZERO,
             },
-            Ev::Omp(a, regions, iterations, parallel_ms) => {
-                TraceEvent::Obs(Box::new(Observation {
-                    at: t,
-                    apps: vec![AppSample {
-                        app: id(a),
-                        omp: Some(OmpSample {
+            Ev::Omp(..) | Ev::Region(..) => {
+                let (a, omp) = match *ev {
+                    Ev::Omp(a, regions, iterations, parallel_ms) => (
+                        a,
+                        OmpSample {
                             regions_completed: regions,
                             iterations_completed: iterations,
                             parallel_ns: parallel_ms * 1_000_000,
                             ..OmpSample::default()
-                        }),
+                        },
+                    ),
+                    Ev::Region(a, regions, inside) => (
+                        a,
+                        OmpSample {
+                            regions_completed: regions,
+                            in_parallel: inside,
+                            ..OmpSample::default()
+                        },
+                    ),
+                    _ => unreachable!("matched above"),
+                };
+                TraceEvent::Obs(Box::new(Observation {
+                    at: t,
+                    apps: vec![AppSample {
+                        app: id(a),
+                        omp: Some(omp),
                         ..AppSample::default()
                     }],
                     ..Observation::default()
@@ -442,4 +459,36 @@ fn program_keys() {
     let spaced = ProgramKey::program("h", &["x".into(), "y z".into()]);
     let split = ProgramKey::program("h", &["x".into(), "y".into(), "z".into()]);
     assert_ne!(spaced.key(), split.key());
+}
+
+/// How long a program's regions last, from whole runs only: three short
+/// regions, then one seen inside at 0.4, 0.5, 0.6 and 0.7 s (a span of
+/// 300 ms at 100 ms epochs, so up to 500 ms long), ended by 0.8 s. The run
+/// that exits 0 gives its span and epoch; the one that fails gives none.
+#[test]
+fn whole_runs_give_how_long_a_program_s_regions_last() {
+    let script = |end: Ev| {
+        vec![
+            (0.0, Ev::Start(0)),
+            (0.1, Ev::Region(0, 1, true)),
+            (0.2, Ev::Region(0, 2, true)),
+            (0.3, Ev::Region(0, 3, false)),
+            (0.4, Ev::Region(0, 3, true)),
+            (0.5, Ev::Region(0, 3, true)),
+            (0.6, Ev::Region(0, 3, true)),
+            (0.7, Ev::Region(0, 3, true)),
+            (0.8, Ev::Region(0, 4, false)),
+            (0.9, end),
+        ]
+    };
+    let ok = learn(&["x"], &script(Ev::Exit(0)));
+    let omp = ok[0].omp.expect("reported");
+    assert!(close(omp.longest_region_secs.unwrap(), 0.3), "{omp:?}");
+    assert!(close(omp.epoch_secs.unwrap(), 0.1), "{omp:?}");
+    let regions = region_records(&known(&["x"], &ok));
+    let r = regions.get("x").expect("a whole run");
+    assert_eq!(r.runs, 1);
+    assert!((r.bound().as_secs_f64() - 0.5).abs() < 1e-6, "{r:?}");
+    let failed = learn(&["x"], &script(Ev::Fail(0)));
+    assert!(region_records(&known(&["x"], &failed)).get("x").is_none());
 }
