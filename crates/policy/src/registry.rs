@@ -98,6 +98,7 @@ pub const POLICIES: &[PolicyInfo] = &[
         source: "coloc's own: NuPoCo §5 space sharing and equal's partitions, placed by ReSense §2.3 and Tang et al. §5.1, memory by Thread Tranquilizer §3, kept or reverted by outcome against Linux as Thread Tranquilizer §3",
         reads: Reads {
             profiles: true,
+            regions: true,
             ..Reads::SOLO
         },
         make: |ctx| {
@@ -105,6 +106,7 @@ pub const POLICIES: &[PolicyInfo] = &[
                 auto::Auto::new(ctx.objective)
                     .with_solo(ctx.solo.clone())
                     .with_coruns(ctx.coruns.clone())
+                    .with_regions(ctx.regions.clone())
                     .with_profiles(ctx.profiles.clone()),
             )
         },
@@ -272,6 +274,7 @@ mod tests {
                 "auto",
                 Reads {
                     profiles: true,
+                    regions: true,
                     ..Reads::SOLO
                 },
             ),

@@ -141,7 +141,8 @@ fn linux_alone_wastes_nothing_on_the_same_mix() {
     assert!(summary.waste.is_empty(), "{:?}", summary.waste);
 }
 
-/// The DoP policies on the same mix, with no earlier run recorded: they do
+/// The DoP policies (auto among them) on the same mix, with no earlier run
+/// recorded: they do
 /// not know the long region is coming, so they cut no team
 /// (docs/policies/auto.md, Reversible first), and no CPU idles beside a
 /// small team once the co-runner left. Before the rule nupoco,
@@ -152,7 +153,7 @@ fn the_dop_policies_do_not_cut_a_program_whose_regions_are_not_known() {
     let mut native = by_name("native").unwrap();
     let (_, trace) = run_under(native.as_mut());
     let native = exit_of(&trace, LONG);
-    for policy in ["nupoco", "nupoco-greedy", "scalability"] {
+    for policy in ["auto", "nupoco", "nupoco-greedy", "scalability"] {
         let mut p = by_name(policy).unwrap();
         let (summary, trace) = run_under(p.as_mut());
         assert_eq!(summary.waste.underused, Default::default(), "{policy}");

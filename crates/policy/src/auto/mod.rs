@@ -14,7 +14,10 @@
 //!    allocation (`cores/lever.rs`): malleable, its runtime answers
 //!    through the DoP channel, at least `MIN_REGIONS` regions ended, and it is
 //!    not stuck inside one region beyond its patience (`PATIENCE`, or twice
-//!    the longest region seen to end).
+//!    the longest region seen to end). Auto steers it only where the
+//!    reversible-first rule (`cores/reversible.rs`) allows a cut: its
+//!    program's regions are known, from whole earlier runs, to last at most
+//!    four observation intervals; otherwise it keeps its whole team.
 //! 2. Team size (`auto/team.rs`): an app whose lever acts runs at most the
 //!    thread count its stored solo times say is fastest (when more than 5%
 //!    faster than its team), in both arrangements: the trial cannot compare
@@ -96,9 +99,11 @@ mod tests;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use coloc_model::metrics::{CoRuns, SoloCurves};
+use coloc_model::metrics::{CoRuns, RegionRecords, SoloCurves};
 use coloc_model::profile::AppProfile;
-use coloc_model::reason::{DopWhy, Judge, NoGang, PlanReason, Sched, TrialState, Verdict};
+use coloc_model::reason::{
+    DopWhy, Judge, NoGang, PlanReason, Reversibility, Sched, TrialState, Verdict,
+};
 pub use coloc_model::reason::{Objective, UnknownObjective};
 use coloc_model::{AppClass, AppId, AppView, CpuSet, Plan, SchedSettings, View};
 
@@ -124,6 +129,9 @@ pub struct Auto {
     solo: SoloCurves,
     /// How fast apps ran beside others in earlier runs (admission).
     coruns: CoRuns,
+    /// How long the apps' regions lasted in whole earlier runs, by app name
+    /// (reversible first: `cores/reversible.rs`).
+    regions: RegionRecords,
     /// Placement from stored profiles and memory policy from observed rates.
     placer: Placer,
     /// Observations taken in: under gang time sharing, the app in the
@@ -155,6 +163,10 @@ struct Stock<'v> {
     teams: BTreeMap<AppId, Team>,
     /// The running apps whose DoP auto steers.
     steered: Vec<AppId>,
+    /// The running apps whose DoP auto could set but whose cut the
+    /// reversible-first rule forbids, and what it found: they keep their
+    /// whole team, placed by affinity (`cores/reversible.rs`).
+    whole: BTreeMap<AppId, Reversibility>,
     /// Threads the running apps run.
     demand: u32,
     /// Whether the view's last observation was new.
@@ -250,6 +262,14 @@ impl Auto {
         self
     }
 
+    /// With how long the apps' regions lasted in whole earlier runs, which
+    /// say where a DoP cut is undone soon enough to be made
+    /// (`cores/reversible.rs`).
+    pub fn with_regions(mut self, regions: RegionRecords) -> Self {
+        self.regions = regions;
+        self
+    }
+
     /// With the apps' stored profiles (`coloc profile`), which place the
     /// partitions on machines with several LLCs or nodes
     /// (`auto/placement/`).
@@ -280,19 +300,37 @@ impl Auto {
         (a.threads.len() as u32).max(a.threads_requested).max(1)
     }
 
-    /// Whether this app's DoP may be set: its lever acts, and under `latency`
-    /// it is not a latency app.
-    fn steer(&self, a: &AppView) -> bool {
+    /// Whether auto may set this app's DoP at all: malleable, answering on
+    /// the DoP channel, and under `latency` not a latency app.
+    fn dop_settable(&self, a: &AppView) -> bool {
         a.spec.malleable
             && !(self.objective == Objective::Latency && a.spec.class == AppClass::Latency)
-            && self.evidence.get(&a.id).is_some_and(|e| e.lever_acts())
+            && self.evidence.get(&a.id).is_some_and(|e| e.clock.steerable)
+    }
+
+    /// Whether a DoP asked of this app now reaches it soon: it may be set
+    /// and its lever acts.
+    fn lever_acts(&self, a: &AppView) -> bool {
+        self.dop_settable(a) && self.evidence.get(&a.id).is_some_and(|e| e.lever_acts())
+    }
+
+    /// Reversible first (`cores/reversible.rs`): whether a cut of this app
+    /// would be undone, on average, as soon as a partition reacts, by its
+    /// program's region records and what this run saw of its regions.
+    fn reversible(&self, view: &View<'_>, a: &AppView) -> Reversibility {
+        let clock = self
+            .evidence
+            .get(&a.id)
+            .map(|e| e.clock.clone())
+            .unwrap_or_default();
+        crate::cores::reversible::of_app(&self.regions, &clock, view, a)
     }
 
     /// Threads an app runs under auto, in either arrangement: a steered app
     /// whose stored solo times say a smaller team is faster runs that team
     /// (`auto/team.rs`), any other app its threads.
     fn team(&self, a: &AppView) -> Team {
-        if self.steer(a) {
+        if self.lever_acts(a) {
             let (k, why) = team::fastest(&self.solo, &a.spec.name, a.threads_requested.max(1));
             if why.is_some() {
                 return Team {
@@ -321,11 +359,18 @@ impl Auto {
         }
         let fresh = self.observe(view);
         self.turn += u64::from(fresh);
-        let steered = running
-            .iter()
-            .filter(|a| self.steer(a))
-            .map(|a| a.id)
-            .collect();
+        // Reversible first: an app the rule forbids to cut keeps its whole
+        // team; of the others, those whose lever acts are steered.
+        let mut steered = Vec::new();
+        let mut whole = BTreeMap::new();
+        for a in running.iter().filter(|a| self.dop_settable(a)) {
+            let found = self.reversible(view, a);
+            if !found.allows_cut() {
+                whole.insert(a.id, found);
+            } else if self.lever_acts(a) {
+                steered.push(a.id);
+            }
+        }
         let teams: BTreeMap<AppId, Team> = view.apps.iter().map(|a| (a.id, self.team(a))).collect();
         let demand = running.iter().map(|a| teams[&a.id].threads).sum();
         Stock {
@@ -334,6 +379,7 @@ impl Auto {
             running,
             teams,
             steered,
+            whole,
             demand,
             fresh,
         }

@@ -80,6 +80,7 @@ impl Auto {
                 p.dop = Some(whole);
                 p.reasons.push(dop(whole, DopWhy::WholeTeam));
             }
+            keep_whole(a, s, &mut p);
             p.reasons.push(Reason::Linux(to_linux(s)));
             p.reasons.push(self.lever(a));
             return p;
@@ -101,6 +102,7 @@ impl Auto {
             };
             p.reasons.push(dop(d, why));
         }
+        keep_whole(a, s, &mut p);
         p.reasons.push(self.lever(a));
         if !steered && self.objective == Objective::Makespan {
             p.reasons.push(Reason::NoGang(no_gang(a.id, s)));
@@ -183,6 +185,23 @@ fn tang(id: AppId, s: &Steps<'_, '_>) -> Option<Reason> {
         .iter()
         .find(|(t, _)| *t == id)
         .map(|(_, c)| Reason::Tang(c.clone()))
+}
+
+/// Reversible first (`cores/reversible.rs`): an app whose lever acts but
+/// whose cut the rule forbids keeps its whole team, and says why; a cut made
+/// before (when its regions still seemed short) is taken back at its next
+/// region.
+fn keep_whole(a: &AppView, s: &Steps<'_, '_>, p: &mut AppPlan) {
+    let Some(&found) = s.stock.whole.get(&a.id) else {
+        return;
+    };
+    p.reasons.push(Reason::Whole(found));
+    let team = s.stock.teams[&a.id].threads;
+    let before = a.current.as_ref().and_then(|c| c.dop);
+    if before.is_some_and(|d| d < team) {
+        p.dop = Some(team);
+        p.reasons.push(dop(team, DopWhy::WholeTeam));
+    }
 }
 
 fn dop(dop: u32, why: DopWhy) -> Reason {

@@ -16,12 +16,31 @@ use coloc_model::{
     ThreadSample, Topology, Trigger, View,
 };
 
+use coloc_model::metrics::{RegionRecord, RegionRecords};
+use coloc_model::reason::Reversibility;
+
 use super::{partitions, Auto, Objective, ART_NICE_STEP, LATENCY_NICE};
 use crate::cores::lever::{MIN_REGIONS, PATIENCE};
 use crate::trial::{MIN_PAIRS, SETTLE, WINDOW};
 use crate::{invariants, note, Policy};
 
 const TICK: Duration = Duration::from_millis(100);
+
+/// Records of earlier runs in which every region of apps 0 to 9 ended
+/// within an interval: their DoP may be cut (`cores/reversible.rs`). Every
+/// script runs with them unless it says otherwise.
+fn short_regions() -> RegionRecords {
+    (0..10)
+        .map(|i| {
+            let r = RegionRecord {
+                runs: 1,
+                longest: Duration::ZERO,
+                epoch: TICK,
+            };
+            (format!("app{i}"), r)
+        })
+        .collect()
+}
 
 /// What an app did over one tick: regions ended, iterations done, whether it
 /// is in a region at the end, and its team.
@@ -94,7 +113,7 @@ struct Script {
 impl Script {
     fn new(objective: Objective) -> Self {
         Self {
-            auto: Auto::new(objective),
+            auto: Auto::new(objective).with_regions(short_regions()),
             topo: fixture_topologies().pop().expect("kvm-2cpu"),
             apps: Vec::new(),
             prev: None,
@@ -355,6 +374,44 @@ fn one_region_that_outlives_its_co_runner_keeps_its_team() {
                     if l.state == LeverState::Stuck && l.regions == 0)),
             "{}",
             note(&p)
+        );
+    }
+}
+
+/// Reversible first (`cores/reversible.rs`): on a first run, with no record
+/// of how long the programs' regions last, auto cuts no team though both
+/// levers act (a program's first regions say nothing of its main
+/// computation's), partitions them instead, and says why.
+#[test]
+fn a_first_run_cuts_no_team_and_partitions_instead() {
+    let mut s = Script::new(Objective::Makespan);
+    s.auto = Auto::new(Objective::Makespan);
+    let a = s.start(0, 2, true);
+    let b = s.start(1, 2, true);
+    let mut plans = Vec::new();
+    for _ in 0..TRIAL_TICKS + 3 {
+        plans.push(s.tick(|_, asked| Some(loops(1000, asked.unwrap_or(2)))));
+    }
+    for p in &plans {
+        for id in [a, b] {
+            assert!(dop(p, id).is_none_or(|d| d == 2), "{}", note(p));
+        }
+    }
+    let last = plans.last().unwrap();
+    assert_eq!(
+        (cpus(last, a), cpus(last, b)),
+        ("0".into(), "1".into()),
+        "{}",
+        note(last)
+    );
+    for id in [a, b] {
+        assert!(
+            has(last, id, |r| matches!(
+                r,
+                Reason::Whole(Reversibility::Unknown)
+            )),
+            "{}",
+            note(last)
         );
     }
 }
@@ -860,7 +917,9 @@ fn solo_times_start_an_arrival_that_does_not_slow_the_mix() {
             solo.add_cpu("app2", *k, *t);
         }
         let mut s = Script::new(Objective::Makespan);
-        s.auto = Auto::new(Objective::Makespan).with_solo(solo);
+        s.auto = Auto::new(Objective::Makespan)
+            .with_regions(short_regions())
+            .with_solo(solo);
         s.start(0, 2, false);
         s.start(1, 2, false);
         for _ in 0..TRIAL_TICKS + 1 {
@@ -911,7 +970,9 @@ fn solo_times_cap_a_team_that_runs_slower_than_a_smaller_one() {
             solo.add("app1", *k, *t);
         }
         let mut s = Script::new(Objective::Makespan);
-        s.auto = Auto::new(Objective::Makespan).with_solo(solo);
+        s.auto = Auto::new(Objective::Makespan)
+            .with_regions(short_regions())
+            .with_solo(solo);
         let a = s.start(0, 2, true);
         let mut p = Plan::default();
         for _ in 0..3 {
@@ -956,7 +1017,9 @@ fn solo_times_cap_a_team_that_runs_slower_than_a_smaller_one() {
 fn profiles_change_nothing_on_one_llc_and_one_node() {
     let run = |profiles: Vec<coloc_model::profile::AppProfile>| {
         let mut s = Script::new(Objective::Makespan);
-        s.auto = Auto::new(Objective::Makespan).with_profiles(profiles);
+        s.auto = Auto::new(Objective::Makespan)
+            .with_regions(short_regions())
+            .with_profiles(profiles);
         let fixed = s.start(0, 4, false);
         s.start(1, 2, true);
         (0..TRIAL_TICKS + 3)
@@ -985,7 +1048,9 @@ fn placement_and_memory_in_auto_s_arrangement_only() {
         .find(|t| t.name == "amd-8node")
         .unwrap();
     let profiles = super::placement::tests::profiles_for(&s.topo);
-    s.auto = Auto::new(Objective::Makespan).with_profiles(profiles);
+    s.auto = Auto::new(Objective::Makespan)
+        .with_regions(short_regions())
+        .with_profiles(profiles);
     let stream = s.start(0, 40, true);
     let share = s.start(1, 40, true);
     let plans: Vec<Plan> = (0..TRIAL_TICKS)
@@ -1190,7 +1255,9 @@ fn art_with_solo_times_runs_the_shortest_time_left_first() {
             solo.add("app1", 2, 3.0);
         }
         let mut s = Script::new(Objective::Art);
-        s.auto = Auto::new(Objective::Art).with_solo(solo);
+        s.auto = Auto::new(Objective::Art)
+            .with_regions(short_regions())
+            .with_solo(solo);
         s.start(0, 2, false);
         for _ in 0..ticks {
             s.tick(|_, _| Some(pthreads(200)));
@@ -1238,7 +1305,9 @@ fn art_with_solo_times_holds_an_arrival_longer_than_the_time_left() {
             solo.add("app2", 2, t);
         }
         let mut s = Script::new(Objective::Art);
-        s.auto = Auto::new(Objective::Art).with_solo(solo);
+        s.auto = Auto::new(Objective::Art)
+            .with_regions(short_regions())
+            .with_solo(solo);
         s.start(0, 2, false);
         for _ in 0..10 {
             s.tick(|_, _| Some(pthreads(cpu_ms)));
@@ -1312,6 +1381,7 @@ fn rates_of_a_pair_measured_before_hold_an_arrival_that_shares_worse() {
         });
         let mut s = Script::new(Objective::Makespan);
         s.auto = Auto::new(Objective::Makespan)
+            .with_regions(short_regions())
             .with_solo(solo)
             .with_coruns(coruns);
         let first = s.start(0, 2, true);

@@ -47,7 +47,7 @@ use coloc_model::metrics::RegionRecords;
 use coloc_model::{AppId, AppView, Plan, Reason, View};
 
 use super::lever::{Lever, RegionClock};
-use super::reversible::{reversibility, Reversibility};
+use super::reversible::{self, Reversibility};
 use super::{Core, CoreMap};
 
 /// What an app needs from the allocator this decision.
@@ -348,12 +348,8 @@ impl Levers {
     /// Whether a cut of `app` is as reversible as a partition, by its region
     /// clock, its records and the last observation interval.
     pub fn reversible(&self, view: &View<'_>, app: &AppView) -> Reversibility {
-        let interval = view
-            .prev
-            .zip(view.last)
-            .map(|(p, l)| l.at.saturating_sub(p.at));
         let clock = self.clocks.get(&app.id).cloned().unwrap_or_default();
-        reversibility(self.records.get(&app.spec.name), &clock, interval)
+        reversible::of_app(&self.records, &clock, view, app)
     }
 
     /// Forgets apps that left.

@@ -38,8 +38,9 @@
 
 use std::time::Duration;
 
-use coloc_model::metrics::RegionRecord;
+use coloc_model::metrics::{RegionRecord, RegionRecords};
 pub use coloc_model::reason::Reversibility;
+use coloc_model::{AppView, View};
 
 use super::lever::RegionClock;
 
@@ -50,6 +51,21 @@ pub const REACTION_INTERVALS: u32 = 2;
 /// The longest region a cut may be made in, in partition reactions: a wrong
 /// cut outlasts its reason by half a region on average (module docs).
 pub const LIMIT_REACTIONS: u32 = 2;
+
+/// The rule for `app` in `view`, by its program's `records`, its region
+/// `clock` in this run and the view's last observation interval.
+pub fn of_app(
+    records: &RegionRecords,
+    clock: &RegionClock,
+    view: &View<'_>,
+    app: &AppView,
+) -> Reversibility {
+    let interval = view
+        .prev
+        .zip(view.last)
+        .map(|(p, l)| l.at.saturating_sub(p.at));
+    reversibility(records.get(&app.spec.name), clock, interval)
+}
 
 /// The rule (module docs): `record` is what whole earlier runs of the
 /// program said, `clock` what this run saw, `interval` the current
