@@ -11,10 +11,13 @@
 //! saves the apps it manages ([`state`]) so that a successor re-adopts them
 //! after a crash, and switches policy at run time ([`Switch`]).
 
+pub mod histories;
 pub mod learn;
 pub mod machine;
+pub mod metrics;
 pub mod protocol;
 pub mod requests;
+pub mod scrape;
 pub mod server;
 pub mod shared;
 pub mod state;
@@ -57,6 +60,8 @@ pub struct DaemonOptions {
     /// The store what is learned of every app goes to (docs/knowledge.md;
     /// none: nothing is learned).
     pub knowledge: Option<PathBuf>,
+    /// Where the metrics endpoint listens (none when unset).
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// Why the daemon could not run.
@@ -83,6 +88,8 @@ pub enum DaemonError {
         #[source]
         source: io::Error,
     },
+    #[error(transparent)]
+    Metrics(#[from] crate::scrape::ScrapeError),
     #[error(transparent)]
     State(#[from] StateError),
     #[error(transparent)]
@@ -134,18 +141,31 @@ impl Inbox for Registrations {
     }
 }
 
-/// Keeps the last decision's reason for `coloc status`, and the trace, and
-/// learns from every event.
+/// Keeps the last decision's reason for `coloc status`, each app's history
+/// for `coloc why`, the metrics, and the trace, and learns from every event.
 struct Record {
     shared: Shared,
     trace: Option<coloc_model::trace::TraceWriter<io::BufWriter<fs::File>>>,
     learning: Option<Learning>,
+    tally: Option<metrics::Tally>,
 }
 
 impl Recorder for Record {
     fn record(&mut self, event: &TraceEvent) -> io::Result<()> {
-        if let TraceEvent::Plan { plan, .. } = event {
-            self.shared.lock().last_reason = coloc_model::explain::plan_line(plan);
+        let policy = {
+            let mut state = self.shared.lock();
+            if let TraceEvent::Plan { plan, .. } = event {
+                state.last_reason = coloc_model::explain::plan_line(plan);
+            }
+            let state = &mut *state;
+            let apps = &state.apps;
+            state
+                .histories
+                .record(event, |a| apps.get(&a).map(|e| e.uid));
+            state.policy.clone()
+        };
+        if let Some(t) = &mut self.tally {
+            t.record(event, &policy);
         }
         if let Some(l) = &mut self.learning {
             l.feed(event);
@@ -349,6 +369,7 @@ pub fn run(
         None => None,
     };
     raise_descriptor_limit();
+    let scrape = opts.metrics.map(scrape::bind).transpose()?;
     let bound = bind(&opts.socket)?;
     let listener = bound.listener.try_clone().map_err(DaemonError::Serve)?;
     say(&format!(
@@ -373,6 +394,21 @@ pub fn run(
         .name("coloc-socket".into())
         .spawn(move || server::serve(listener, ctx, woken, limits))
         .map_err(DaemonError::Serve)?;
+    let tally = match scrape {
+        Some(l) => {
+            let cpus = coloc_machine::Machine::topology(&linux).cpus().len() as u32;
+            let (tally, exposition) = metrics::metrics(cpus);
+            if let Ok(addr) = l.local_addr() {
+                say(&format!("metrics on http://{addr}/metrics"));
+            }
+            std::thread::Builder::new()
+                .name("coloc-metrics".into())
+                .spawn(move || scrape::serve(l, exposition))
+                .map_err(DaemonError::Serve)?;
+            Some(tally)
+        }
+        None => None,
+    };
     let mut machine = DaemonMachine::new(linux, shared.clone(), opts.state.clone());
     let mut policy = Switch {
         current: policy,
@@ -382,6 +418,7 @@ pub fn run(
         shared: shared.clone(),
         trace,
         learning,
+        tally,
     };
     let run_opts = RunOptions {
         epoch: opts.epoch,

@@ -80,6 +80,9 @@ pub enum Request {
     Release { pid: u32 },
     /// The managed apps (a user sees their own; root sees all).
     Status,
+    /// What applied to the apps named `app` (or numbered so), running or
+    /// ended last, with the reasons (`coloc why APP`; a user sees their own).
+    Why { app: String },
     /// Switch the policy at once (root, or the user running the daemon).
     SetPolicy { policy: String },
 }
@@ -131,6 +134,10 @@ pub enum Reply {
         app: u32,
     },
     Status(Status),
+    /// `why`: each matching app's history.
+    Why {
+        apps: Vec<AppWhy>,
+    },
     /// The policy in force now.
     Policy {
         policy: String,
@@ -242,6 +249,10 @@ impl Request {
             }
             Request::Release { pid } => check_pid(*pid),
             Request::Status => Ok(()),
+            Request::Why { app } => match app.parse::<u32>() {
+                Ok(_) => Ok(()),
+                Err(_) => valid_app_name(app).map_err(|why| field("app", why)),
+            },
             Request::SetPolicy { policy } => {
                 let ok = !policy.is_empty()
                     && policy.len() <= MAX_POLICY_NAME
@@ -329,6 +340,13 @@ pub struct Status {
     pub apps: Vec<AppStatus>,
     /// The policy's note on its last decision.
     pub last_reason: String,
+}
+
+/// One app's history for `coloc why`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AppWhy {
+    pub name: String,
+    pub history: coloc_model::explain::history::History,
 }
 
 /// One managed (or waiting) app.

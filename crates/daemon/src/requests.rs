@@ -19,7 +19,7 @@ use coloc_model::trace::ExitStatus;
 use coloc_model::workload::to_app_name;
 use coloc_policy::Policy;
 
-use crate::protocol::{Reply, Request, Status};
+use crate::protocol::{AppWhy, Reply, Request, Status};
 use crate::shared::{Answer, Check, Entry, Kind, Release, Shared, Waker};
 
 /// Builds a policy by name (the CLI's choice of policies), for `policy set`.
@@ -406,6 +406,7 @@ pub fn handle(request: Request, peer: Peer, ctx: &Context) -> Result<Next, Refus
         }
         Request::Release { pid } => release(ctx, peer, pid),
         Request::Status => Ok(Next::Reply(Reply::Status(status(ctx, peer)))),
+        Request::Why { app } => Ok(Next::Reply(why(ctx, peer, &app))),
         Request::SetPolicy { policy } => {
             if peer.uid != 0 && peer.uid != ctx.owner {
                 return Err(Refused(format!(
@@ -471,6 +472,27 @@ fn status(ctx: &Context, peer: Peer) -> Status {
             .collect(),
         last_reason: state.last_reason.clone(),
     }
+}
+
+/// The histories of the apps `app` names (by name or number) that `peer`
+/// may see: its own (root: all).
+fn why(ctx: &Context, peer: Peer, app: &str) -> Reply {
+    let number = app.parse::<u32>().ok();
+    let apps = ctx
+        .shared
+        .lock()
+        .histories
+        .find(|k| {
+            (k.name == app || number == Some(k.history.app.app))
+                && (peer.uid == 0 || k.uid == Some(peer.uid))
+        })
+        .into_iter()
+        .map(|k| AppWhy {
+            name: k.name,
+            history: k.history,
+        })
+        .collect();
+    Reply::Why { apps }
 }
 
 /// Registers `e` for the loop; returns its number and where its answer comes.

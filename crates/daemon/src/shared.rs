@@ -300,6 +300,8 @@ pub struct State {
     pub switch_to: Option<Box<dyn Policy>>,
     pub policy: String,
     pub last_reason: String,
+    /// What applied to each app, for `coloc why`.
+    pub histories: crate::histories::Histories,
     /// Set when the daemon stops: connections refuse new work.
     pub stopping: bool,
 }

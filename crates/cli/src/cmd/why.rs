@@ -1,7 +1,8 @@
-//! `coloc why APP RUN`: the decisions that applied to an app over a run, their
-//! reasons and the outcomes measured, from the run's trace
-//! (`coloc_model::reason::history`; docs/trace-format.md, "Reasons and
-//! verdicts").
+//! `coloc why APP [RUN]`: the decisions that applied to an app over a run,
+//! their reasons and the outcomes measured, from the run's trace
+//! (`coloc_model::explain::history`; docs/trace-format.md, "Reasons and
+//! verdicts"); without RUN, from the node service's daemon, for the apps it
+//! manages now or that left last (docs/service.md, coloc why).
 
 use std::path::PathBuf;
 
@@ -10,6 +11,10 @@ use clap::Args;
 use coloc_model::explain::history::{history, History};
 use coloc_model::AppId;
 
+use coloc_daemon::protocol::{Reply, Request};
+
+use crate::cmd::service::client::{ask, SocketArgs};
+use crate::cmd::service::printable::printable;
 use crate::runs::read_trace;
 
 #[derive(Debug, Args)]
@@ -17,18 +22,24 @@ pub struct WhyArgs {
     /// The app: its name in the workload (every instance of it) or an
     /// instance `APP.REP` as tables write it (`1.0`).
     app: String,
-    /// A run's directory or its `trace.jsonl`.
-    run: PathBuf,
+    /// A run's directory or its `trace.jsonl`; without it, the daemon's
+    /// apps of that name or number (`coloc status`'s `app` column).
+    run: Option<PathBuf>,
     /// Print the history as JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    socket: SocketArgs,
 }
 
 pub fn main(args: WhyArgs) -> Result<()> {
-    let path = if args.run.is_dir() {
-        args.run.join("trace.jsonl")
+    let Some(run) = &args.run else {
+        return live(&args);
+    };
+    let path = if run.is_dir() {
+        run.join("trace.jsonl")
     } else {
-        args.run.clone()
+        run.clone()
     };
     let trace = read_trace(&path)?;
     let names: Vec<&str> = trace
@@ -50,6 +61,31 @@ pub fn main(args: WhyArgs) -> Result<()> {
         for h in &histories {
             let name = names.get(h.app.app as usize).copied().unwrap_or("?");
             print!("{name} {}", h.render());
+        }
+    }
+    Ok(())
+}
+
+/// The daemon's histories of the apps named (or numbered) `args.app`.
+fn live(args: &WhyArgs) -> Result<()> {
+    let request = Request::Why {
+        app: args.app.clone(),
+    };
+    let apps = match ask(&args.socket, request)? {
+        Reply::Why { apps } => apps,
+        other => bail!("the daemon answered {other:?} to why"),
+    };
+    if apps.is_empty() {
+        bail!(
+            "the daemon knows no app `{}` of yours (running, or among the last that left)",
+            printable(&args.app, 64)
+        );
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&apps)?);
+    } else {
+        for a in &apps {
+            print!("{} {}", printable(&a.name, 64), a.history.render());
         }
     }
     Ok(())

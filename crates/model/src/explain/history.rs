@@ -59,9 +59,17 @@ pub struct History {
     pub arrived_secs: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_secs: Option<f64>,
+    /// Stretches dropped from the front to keep it bounded
+    /// ([`History::keep_last`]; a live app's history in the node service).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub earlier_stretches: u64,
     pub stretches: Vec<Stretch>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended: Option<Ending>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Whether two plans of the app are the same decision: the same settings
@@ -80,58 +88,47 @@ fn same(a: &Stretch, p: &AppPlan) -> bool {
 
 /// The history of app instance `app` in a trace's events.
 pub fn history(events: &[TraceEvent], app: AppId) -> History {
-    let secs = |t: Duration| t.as_secs_f64();
-    let mut h = History {
-        app,
-        arrived_secs: None,
-        started_secs: None,
-        stretches: Vec::new(),
-        ended: None,
-    };
-    let mut last = 0.0;
+    let mut h = History::new(app);
     for e in events {
-        if let Some(t) = e.time() {
-            last = secs(t);
+        h.observe(e);
+    }
+    h
+}
+
+impl History {
+    /// An app's history before any event.
+    pub fn new(app: AppId) -> History {
+        History {
+            app,
+            arrived_secs: None,
+            started_secs: None,
+            earlier_stretches: 0,
+            stretches: Vec::new(),
+            ended: None,
         }
+    }
+
+    /// Adds one event of the trace, in order: the app's last stretch lasts
+    /// until the latest event seen (its exit, once it exited).
+    pub fn observe(&mut self, e: &TraceEvent) {
+        let secs = |t: Duration| t.as_secs_f64();
+        let app = self.app;
         match e {
-            TraceEvent::Arrive { t, app: a, .. } if *a == app => h.arrived_secs = Some(secs(*t)),
-            TraceEvent::Start { t, app: a, .. } if *a == app => h.started_secs = Some(secs(*t)),
-            TraceEvent::Plan { t, plan, .. } if h.ended.is_none() => {
-                let Some(p) = plan.for_app(app) else { continue };
-                let verdict = plan
-                    .verdicts
-                    .iter()
-                    .rev()
-                    .find(|v| v.apps.contains(&app))
-                    .cloned();
-                match h.stretches.last_mut() {
-                    Some(s) if same(s, p) => {
-                        s.plans += 1;
-                        s.reasons = p.reasons.clone();
-                        s.verdict = verdict.or(s.verdict.take());
-                    }
-                    _ => {
-                        if let Some(s) = h.stretches.last_mut() {
-                            s.to_secs = secs(*t);
-                        }
-                        h.stretches.push(Stretch {
-                            from_secs: secs(*t),
-                            to_secs: secs(*t),
-                            plans: 1,
-                            admit: p.admit,
-                            placement: p.placement.clone(),
-                            dop: p.dop,
-                            memory: p.memory,
-                            sched: p.sched,
-                            reasons: p.reasons.clone(),
-                            verdict,
-                            idle_while_waiting: 0,
-                        });
-                    }
+            TraceEvent::Arrive { t, app: a, .. } if *a == app => self.arrived_secs = Some(secs(*t)),
+            TraceEvent::Start { t, app: a, .. } if *a == app => self.started_secs = Some(secs(*t)),
+            TraceEvent::Plan { t, plan, .. } if self.ended.is_none() => {
+                if let Some(p) = plan.for_app(app) {
+                    let verdict = plan
+                        .verdicts
+                        .iter()
+                        .rev()
+                        .find(|v| v.apps.contains(&app))
+                        .cloned();
+                    self.plan(secs(*t), p, verdict);
                 }
             }
             TraceEvent::IdleWhileWaiting { app: a, .. } if *a == app => {
-                if let Some(s) = h.stretches.last_mut() {
+                if let Some(s) = self.stretches.last_mut() {
                     s.idle_while_waiting += 1;
                 }
             }
@@ -142,21 +139,63 @@ pub fn history(events: &[TraceEvent], app: AppId) -> History {
                 metric,
                 ..
             } if *a == app => {
-                h.ended = Some(Ending {
+                self.ended = Some(Ending {
                     at_secs: secs(*t),
                     status: status.clone(),
-                    ran_secs: h.started_secs.map(|s| secs(*t) - s),
+                    ran_secs: self.started_secs.map(|s| secs(*t) - s),
                     metric: *metric,
                 });
             }
             _ => {}
         }
+        let end = match (&self.ended, e.time()) {
+            (Some(x), _) => Some(x.at_secs),
+            (None, t) => t.map(secs),
+        };
+        if let (Some(s), Some(end)) = (self.stretches.last_mut(), end) {
+            s.to_secs = s.to_secs.max(end);
+        }
     }
-    let end = h.ended.as_ref().map_or(last, |e| e.at_secs);
-    if let Some(s) = h.stretches.last_mut() {
-        s.to_secs = end;
+
+    /// A plan for the app at `t`: the same decision lengthens the last
+    /// stretch, another starts one.
+    fn plan(&mut self, t: f64, p: &AppPlan, verdict: Option<Verdict>) {
+        match self.stretches.last_mut() {
+            Some(s) if same(s, p) => {
+                s.plans += 1;
+                s.reasons = p.reasons.clone();
+                s.verdict = verdict.or(s.verdict.take());
+            }
+            _ => {
+                if let Some(s) = self.stretches.last_mut() {
+                    s.to_secs = t;
+                }
+                self.stretches.push(Stretch {
+                    from_secs: t,
+                    to_secs: t,
+                    plans: 1,
+                    admit: p.admit,
+                    placement: p.placement.clone(),
+                    dop: p.dop,
+                    memory: p.memory,
+                    sched: p.sched,
+                    reasons: p.reasons.clone(),
+                    verdict,
+                    idle_while_waiting: 0,
+                });
+            }
+        }
     }
-    h
+
+    /// Drops all but the last `n` stretches, counting those dropped (a
+    /// long-lived app's history stays bounded).
+    pub fn keep_last(&mut self, n: usize) {
+        let drop = self.stretches.len().saturating_sub(n);
+        if drop > 0 {
+            self.stretches.drain(..drop);
+            self.earlier_stretches += drop as u64;
+        }
+    }
 }
 
 impl History {
@@ -171,6 +210,13 @@ impl History {
             let _ = write!(out, ", started at {s:.2} s");
         }
         out.push('\n');
+        if self.earlier_stretches > 0 {
+            let _ = writeln!(
+                out,
+                "  ({} earlier decisions not kept)",
+                self.earlier_stretches
+            );
+        }
         for s in &self.stretches {
             let _ = write!(out, "  {:7.2} – {:7.2} s", s.from_secs, s.to_secs);
             if s.plans > 1 {

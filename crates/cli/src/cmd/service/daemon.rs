@@ -56,6 +56,10 @@ pub struct DaemonArgs {
     /// read from).
     #[command(flatten)]
     pub db: DbArgs,
+    /// Serve Prometheus metrics at http://ADDR/metrics (a loopback address
+    /// and port, `127.0.0.1:9187`; docs/service.md, Metrics).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
     #[command(flatten)]
     pub socket: SocketArgs,
     /// The log file a detached daemon's output goes to, rotated while it
@@ -168,6 +172,7 @@ pub fn main(a: DaemonArgs) -> Result<()> {
         trace: a.trace.clone(),
         limits: Default::default(),
         knowledge: (!a.no_learning).then(|| a.db.path()),
+        metrics: a.metrics,
     };
     let mut options = host.options(&journal_dir()?.join("daemon-out"))?;
     if nix::unistd::geteuid().is_root() {
