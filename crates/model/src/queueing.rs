@@ -57,10 +57,19 @@ impl FiniteSource {
     /// eq. 4 for j customers. By Horner's rule S_j = 1 + jρ·S_{j−1}, so
     /// T_j = jρ(1 + T_{j−1}) with T_0 = 0: the sum without its leading 1, which
     /// never forms N! on its own and never subtracts 1 from a number close to 1.
-    /// It overflows to infinity for a saturated server with many customers.
+    /// It overflows to infinity for a saturated server with many customers,
+    /// and stays there (ρ > 0 then), so the loop stops: the simulator asks
+    /// for hundreds of customers at every round of its fixed point.
     fn excess(&self, customers: u32) -> f64 {
         let rho = self.load();
-        (1..=customers).fold(0.0, |t, j| f64::from(j) * rho * (1.0 + t))
+        let mut t = 0.0;
+        for j in 1..=customers {
+            t = f64::from(j) * rho * (1.0 + t);
+            if t == f64::INFINITY {
+                break;
+            }
+        }
+        t
     }
 
     /// P0, the probability that the server is idle: 1/S_N (the inverse of the

@@ -287,6 +287,34 @@ impl Radix {
             .all(|(&x, &y)| x >= k * y)
     }
 
+    /// Writes into `out` the indices of every vector at or above `u` digit
+    /// by digit (and at or below the target), `u` first.
+    fn at_least(&self, u: usize, out: &mut Vec<usize>) {
+        out.clear();
+        let base = self.digits(u);
+        let room: Vec<u16> = self.target.iter().zip(base).map(|(&t, &d)| t - d).collect();
+        let mut add = vec![0u16; room.len()];
+        let mut v = u;
+        loop {
+            out.push(v);
+            // Odometer over the digits added to u, lowest first.
+            let mut i = 0;
+            loop {
+                if i == room.len() {
+                    return;
+                }
+                if add[i] < room[i] {
+                    add[i] += 1;
+                    v += self.stride[i];
+                    break;
+                }
+                v -= usize::from(add[i]) * self.stride[i];
+                add[i] = 0;
+                i += 1;
+            }
+        }
+    }
+
     /// Whether `a + b` stays at or below the target digit by digit.
     fn adds(&self, a: usize, b: usize) -> bool {
         self.digits(a)
@@ -403,19 +431,27 @@ impl<'t> Space<'t> {
         // Without the empty child first: dp[s][v] with s non-empty children.
         let mut dp = vec![vec![0.0; r.size]; m + 1];
         dp[0][0] = 1.0;
+        let mut above = Vec::new();
+        let mut choose = Vec::with_capacity(m + 1);
         for u in 1..r.size {
             let n = child_table[u];
             if n == 0.0 {
                 continue;
             }
+            // Only the vectors v ≥ u digit by digit take k ≥ 1 children of
+            // vector u; row s reads rows below s only, which this u has not
+            // changed yet, so the order of the v does not matter.
+            r.at_least(u, &mut above);
+            choose.clear();
+            choose.extend((0..=m).map(|k| multichoose(n, k)));
             for s in (1..=m).rev() {
-                for v in (u..r.size).rev() {
+                for &v in &above {
                     let mut add = 0.0;
                     let mut k = 1;
                     while k <= s && r.fits(v, u, k as u16) {
                         let rest = dp[s - k][v - k * u];
                         if rest != 0.0 {
-                            add += rest * multichoose(n, k);
+                            add += rest * choose[k];
                         }
                         k += 1;
                     }

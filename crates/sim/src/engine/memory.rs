@@ -105,6 +105,10 @@ pub(crate) struct Queues {
     /// `[i * mems + m]`: that link's service rate, infinite where none is
     /// crossed.
     link_mu: Vec<f64>,
+    /// Service times 1/μ of the controllers and links: an idle server's
+    /// response time, computed once.
+    ctrl_idle: Vec<f64>,
+    link_idle: Vec<f64>,
     /// Per server, this round's customers and their rate-weighted sum
     /// (scratch, so that a round allocates nothing).
     ctrl_load: Vec<(f64, f64)>,
@@ -115,13 +119,17 @@ impl Queues {
     /// Every server idle: a request takes its service time.
     pub fn new(layout: &Layout) -> Self {
         let link_mu: Vec<f64> = layout.numa.link.iter().flatten().copied().collect();
+        let ctrl_idle: Vec<f64> = layout.numa.mu.iter().map(|m| 1.0 / m).collect();
+        let link_idle: Vec<f64> = link_mu.iter().map(|&l| 1.0 / l).collect();
         Self {
             mems: layout.mem_nodes,
-            ctrl: layout.numa.mu.iter().map(|m| 1.0 / m).collect(),
-            link: link_mu.iter().map(|&l| 1.0 / l).collect(),
+            ctrl: ctrl_idle.clone(),
+            link: link_idle.clone(),
             ctrl_load: vec![(0.0, 0.0); layout.mem_nodes],
             link_load: vec![(0.0, 0.0); link_mu.len()],
             link_mu,
+            ctrl_idle,
+            link_idle,
         }
     }
 
@@ -167,6 +175,9 @@ impl Queues {
         }
         let mut delta: f64 = 0.0;
         // Damped: undamped, a saturated round and an idle one can alternate.
+        // A server without customers that is already at its service time
+        // stays there and changes nothing (most links of a machine whose
+        // threads use local memory): skipped, with the same result.
         let mut update = |slot: &mut f64, next: f64| {
             if *slot > 0.0 {
                 delta = delta.max((next - *slot).abs() / *slot);
@@ -174,12 +185,26 @@ impl Queues {
             *slot = 0.5 * (*slot + next);
         };
         for (m, slot) in self.ctrl.iter_mut().enumerate() {
-            update(slot, queue(self.ctrl_load[m], layout.numa.mu[m]));
+            let load = self.ctrl_load[m];
+            if load.0 == 0.0 {
+                if *slot != self.ctrl_idle[m] {
+                    update(slot, self.ctrl_idle[m]);
+                }
+            } else {
+                update(slot, queue(load, layout.numa.mu[m]));
+            }
         }
         for (l, slot) in self.link.iter_mut().enumerate() {
             let mu = self.link_mu[l];
             if mu.is_finite() {
-                update(slot, queue(self.link_load[l], mu));
+                let load = self.link_load[l];
+                if load.0 == 0.0 {
+                    if *slot != self.link_idle[l] {
+                        update(slot, self.link_idle[l]);
+                    }
+                } else {
+                    update(slot, queue(load, mu));
+                }
             }
         }
         delta

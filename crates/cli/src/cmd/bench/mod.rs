@@ -107,6 +107,11 @@ enum Bench {
             default_value = "native,equal,resense,nupoco"
         )]
         policies: Vec<String>,
+        /// Figures to print beside this run's (a TOML file like the stored
+        /// `crates/cli/src/cmd/bench/sim-baseline.toml`) [default: the
+        /// stored commit's].
+        #[arg(long)]
+        baseline: Option<PathBuf>,
     },
     /// The real-program mixes (bench/mixes, after `scripts/setup --bench`)
     /// under several policies, interleaved: makespan over its lower bound, ART
@@ -158,8 +163,16 @@ pub fn main(args: BenchArgs) -> Result<()> {
             threads,
             iterations,
         } => decide(apps, threads, iterations),
-        Bench::Sim { policies } => {
+        Bench::Sim { policies, baseline } => {
             let names: Vec<&str> = policies.iter().map(String::as_str).collect();
+            let baseline = match baseline {
+                Some(path) => {
+                    let text = std::fs::read_to_string(&path)
+                        .with_context(|| format!("reading {}", path.display()))?;
+                    sim::Baseline::parse(&path.display().to_string(), &text)?
+                }
+                None => sim::Baseline::stored(),
+            };
             debug_build_note();
             let started = Instant::now();
             let progress = |what: &str| {
@@ -168,7 +181,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
                     started.elapsed().as_secs_f64()
                 )
             };
-            print!("{}", sim::sim_speed_for(&names, &progress)?);
+            print!("{}", sim::sim_speed_for(&names, baseline, &progress)?);
             Ok(())
         }
         Bench::Mixes(args) => crate::cmd::mixes::main(args),

@@ -187,3 +187,22 @@ fn canonical_form_and_rendering() {
     assert_eq!(t.render(2, &p1), "[a1 b1] [a1 b1]");
     assert_eq!(t.scatter_order(), [0, 2, 1, 3]);
 }
+
+/// The vectors a class table combines with `u` are exactly those at or
+/// above it digit by digit, each once, `u` first (targets of one to three
+/// apps, every `u`).
+#[test]
+fn at_least_lists_the_vectors_above() {
+    for target in [&[3u16][..], &[2, 0, 3], &[1, 4, 2]] {
+        let r = Radix::new(target).unwrap();
+        let mut got = Vec::new();
+        for u in 0..r.size {
+            r.at_least(u, &mut got);
+            assert_eq!(got[0], u, "{target:?}");
+            let mut want: Vec<usize> = (0..r.size).filter(|&v| r.fits(v, u, 1)).collect();
+            got.sort_unstable();
+            want.sort_unstable();
+            assert_eq!(got, want, "{target:?} u={u}");
+        }
+    }
+}
