@@ -275,7 +275,7 @@ mod tests {
         for p in ["native", "equal", "resense", "nupoco"] {
             assert!(b.events_per_s.contains_key(p), "{p}");
         }
-        let bad = format!("{BASELINE}\nspeed = 1\n");
+        let bad = format!("speed = 1\n{BASELINE}");
         let e = format!("{:#}", Baseline::parse("b.toml", &bad).unwrap_err());
         assert!(e.contains("b.toml") && e.contains("speed"), "{e}");
     }
