@@ -27,7 +27,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use coloc_manager::{RunSummary, DEFAULT_EPOCH};
 use coloc_model::metrics::RunMetrics;
