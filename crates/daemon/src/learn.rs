@@ -5,6 +5,12 @@
 //! that runs for months is learned too and a daemon killed with `kill -9`
 //! loses at most that much.
 //!
+//! The policy reads what was learned of the programs of the apps present
+//! ([`Learning::known`]): their solo times and rates beside others, derived
+//! from the store's records as the harness derives them
+//! (`coloc_model::knowledge::derive`), looked up again whenever the apps
+//! present change or a record was written.
+//!
 //! A store that cannot be opened, or that SQLite reports damaged, never
 //! stops the service: a damaged file is set aside and a new one started
 //! ([`Store::open_or_set_aside`]); any other failure is said once and the
@@ -14,7 +20,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use coloc_model::knowledge::derive::{self, KnownApp};
 use coloc_model::knowledge::{Learner, ProgramKey, Record, Source, SNAPSHOT_EVERY};
+use coloc_model::metrics::{CoRuns, SoloCurves};
 use coloc_model::profile::PlatformFingerprint;
 use coloc_model::TraceEvent;
 use coloc_store::{Store, StoreError};
@@ -33,7 +41,17 @@ pub struct Learning {
     /// Executable hashes by file identity, so a program started again is
     /// not read again.
     hashes: HashMap<(u64, u64, u64, SystemTime), String>,
+    /// Each app's program and name, once identified.
+    identities: HashMap<u32, (ProgramKey, String)>,
+    /// Records written so far, and the apps and count [`Learning::known`]
+    /// last looked up, so it looks up again only when either changed.
+    written: usize,
+    looked_up: Option<(Vec<(u32, String, u32)>, usize)>,
 }
+
+/// One app present, as the policy knows it: its id in the loop
+/// (`AppId::app`), its name and the threads it starts with.
+pub type Present = (u32, String, u32);
 
 impl Learning {
     /// Opens the store at `path` for `platform`; the lines say what was
@@ -63,6 +81,9 @@ impl Learning {
             shared,
             proc_root: proc_root.to_path_buf(),
             hashes: HashMap::new(),
+            identities: HashMap::new(),
+            written: 0,
+            looked_up: None,
         };
         (learning, said)
     }
@@ -71,7 +92,7 @@ impl Learning {
     pub fn feed(&mut self, event: &TraceEvent) {
         if let TraceEvent::Start { app, pid, .. } = event {
             if !self.learner.knows(app.app) {
-                if let Some((program, name)) = self.identify(app.app, *pid) {
+                if let Some((program, name)) = self.identity(app.app, Some(*pid)) {
                     self.learner.identify(app.app, program, &name);
                 }
             }
@@ -82,10 +103,57 @@ impl Learning {
         }
     }
 
+    /// What was learned of the programs of the apps `present` on a machine of
+    /// `cpus` CPUs: their solo times per team size and rates beside others,
+    /// by app name, as the harness derives them for a workload
+    /// (docs/knowledge.md). None when neither the apps present nor the
+    /// records written changed since the last call (the policy has it), or
+    /// without a store. An app whose program cannot be identified (yet) is
+    /// left out; a store that fails to read gives what the others gave.
+    pub fn known(&mut self, present: &[Present], cpus: u32) -> Option<(SoloCurves, CoRuns)> {
+        let now = (present.to_vec(), self.written);
+        if self.store.is_none() || self.looked_up.as_ref() == Some(&now) {
+            return None;
+        }
+        self.looked_up = Some(now);
+        let mut apps = Vec::new();
+        for (app, name, threads) in present {
+            let Some((program, _)) = self.identity(*app, None) else {
+                continue;
+            };
+            let store = self.store.as_ref()?;
+            match store.records(&self.platform, &program) {
+                Ok(records) => apps.push(KnownApp {
+                    name: name.clone(),
+                    program,
+                    threads: *threads,
+                    records,
+                }),
+                Err(e) => tracing::warn!("knowledge: {e}; {name} is looked up without it"),
+            }
+        }
+        let solo = derive::solo_curves(&apps);
+        let coruns = derive::coruns(&apps, &solo, cpus);
+        Some((solo, coruns))
+    }
+
+    /// App `app`'s program and name, identified once ([`Learning::identify`];
+    /// `pid` where known, else the one it registered with).
+    fn identity(&mut self, app: u32, pid: Option<u32>) -> Option<(ProgramKey, String)> {
+        if let Some(known) = self.identities.get(&app) {
+            return Some(known.clone());
+        }
+        let pid = pid.or_else(|| self.shared.lock().apps.get(&app).map(|e| e.pid))?;
+        let known = self.identify(app, pid)?;
+        self.identities.insert(app, known.clone());
+        Some(known)
+    }
+
     /// Writes `records`; a store found damaged is set aside and the write
     /// made once more into the new one.
     fn put(&mut self, records: &[Record]) {
         let Some(store) = &self.store else { return };
+        self.written += records.len();
         match store.put_records(&self.platform, records) {
             Ok(_) => {}
             Err(StoreError::Corrupt { .. } | StoreError::Damaged { .. }) => {
@@ -198,5 +266,78 @@ fn open(path: &Path, said: &mut Vec<String>) -> Option<Store> {
             said.push(format!("knowledge: {e}; not learning"));
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use coloc_model::knowledge::{Arrangement, Partner};
+    use coloc_model::Topology;
+
+    use super::*;
+    use crate::shared::Entry;
+
+    /// An app registered by `exec` is looked up under its program (the
+    /// executable's content and its arguments) whatever its name, before it
+    /// starts, so that its first decision (admission, team size) reads its
+    /// solo times; the policy is told again only when the apps present or
+    /// the records written change.
+    #[test]
+    fn the_policy_reads_what_was_learned_of_a_registered_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("xz");
+        std::fs::write(&exe, b"a program").unwrap();
+        let argv: Vec<String> = vec!["xz".into(), "-9".into()];
+        let program = ProgramKey::program(&coloc_linux::program::file_hash(&exe).unwrap(), &argv);
+        let platform =
+            PlatformFingerprint::of(&Topology::synthetic("p", "package:1 core:2").unwrap());
+        let db = dir.path().join("store.sqlite");
+        let solo = |n: u32, threads: u32, wall: f64| Record {
+            program: program.clone(),
+            name: "xz".into(),
+            instance: format!("run/{n}"),
+            threads: Some(threads),
+            arrangement: Arrangement::Alone,
+            partner: Partner::None,
+            source: Source::Solo,
+            at_unix: 1_700_000_000 + i64::from(n),
+            ended: true,
+            wall_secs: wall,
+            cpu_secs: None,
+            shared_secs: 0.0,
+            weighted_secs: 0.0,
+            omp: None,
+        };
+        Store::open(&db)
+            .unwrap()
+            .put_records(&platform, &[solo(1, 1, 6.0), solo(2, 2, 4.0)])
+            .unwrap();
+
+        let shared = Shared::default();
+        let app = {
+            let mut e = Entry::new(
+                "compress".into(),
+                Kind::Exec,
+                std::process::id(),
+                0,
+                exe.display().to_string(),
+            );
+            e.argv = argv.clone();
+            shared.lock().register(e)
+        };
+        let (mut learning, _) = Learning::open(&db, platform, shared, Path::new("/proc"));
+        let present = vec![(app, "compress".to_string(), 2)];
+        let (curves, _) = learning.known(&present, 2).expect("looked up");
+        let want: std::collections::BTreeMap<u32, f64> = [(1, 6.0), (2, 4.0)].into();
+        assert_eq!(curves.curve("compress"), Some(want));
+        // Nothing changed: the policy has it.
+        assert_eq!(learning.known(&present, 2), None);
+        // An app whose program is not known yet is looked up, and gives
+        // nothing of its own.
+        let mut more = present.clone();
+        more.push((app + 1, "stranger".into(), 2));
+        let (curves, _) = learning.known(&more, 2).expect("looked up again");
+        assert_eq!(curves.curve("stranger"), None);
+        assert!(curves.curve("compress").is_some());
     }
 }

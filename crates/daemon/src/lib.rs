@@ -28,11 +28,12 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use coloc_linux::machine::LinuxMachine;
 use coloc_manager::{serve, Inbox, ManagerError, Recorder, RunOptions, RunSummary};
+use coloc_model::metrics::{CoRuns, SoloCurves};
 use coloc_model::profile::PlatformFingerprint;
 use coloc_model::workload::to_app_name;
 use coloc_model::{AppSpec, Plan, TraceEvent, View};
@@ -97,11 +98,41 @@ pub enum DaemonError {
 }
 
 /// The policy in force, switched between decisions when asked
-/// (`coloc policy set`). A switch starts the new policy fresh.
+/// (`coloc policy set`). A switch starts the new policy fresh, with what was
+/// learned of the apps present; before a decision whose apps (or the
+/// records) changed, the policy is given what was learned of them
+/// ([`Learning::known`]).
 #[derive(Debug)]
 pub struct Switch {
     current: Box<dyn Policy>,
     shared: Shared,
+    learning: Option<Arc<Mutex<Learning>>>,
+    /// What the policy was last given.
+    known: Option<(SoloCurves, CoRuns)>,
+}
+
+impl Switch {
+    /// Gives the policy what was learned of the apps in `view`, when that
+    /// changed.
+    fn tell(&mut self, view: &View<'_>) {
+        let Some(learning) = &self.learning else {
+            return;
+        };
+        let present: Vec<learn::Present> = view
+            .apps
+            .iter()
+            .map(|a| (a.id.app, a.spec.name.clone(), a.threads_requested))
+            .collect();
+        let cpus = view.topology.cpus().len() as u32;
+        let fresh = learning
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .known(&present, cpus);
+        if let Some((solo, coruns)) = fresh {
+            self.current.learned(&solo, &coruns);
+            self.known = Some((solo, coruns));
+        }
+    }
 }
 
 impl Policy for Switch {
@@ -113,7 +144,11 @@ impl Policy for Switch {
         if let Some(next) = self.shared.lock().switch_to.take() {
             tracing::info!("policy {} -> {}", self.current.name(), next.name());
             self.current = next;
+            if let Some((solo, coruns)) = &self.known {
+                self.current.learned(solo, coruns);
+            }
         }
+        self.tell(view);
         self.current.decide(view)
     }
 }
@@ -146,7 +181,7 @@ impl Inbox for Registrations {
 struct Record {
     shared: Shared,
     trace: Option<coloc_model::trace::TraceWriter<io::BufWriter<fs::File>>>,
-    learning: Option<Learning>,
+    learning: Option<Arc<Mutex<Learning>>>,
     tally: Option<metrics::Tally>,
 }
 
@@ -167,8 +202,8 @@ impl Recorder for Record {
         if let Some(t) = &mut self.tally {
             t.record(event, &policy);
         }
-        if let Some(l) = &mut self.learning {
-            l.feed(event);
+        if let Some(l) = &self.learning {
+            l.lock().unwrap_or_else(|e| e.into_inner()).feed(event);
         }
         match &mut self.trace {
             Some(t) => {
@@ -357,7 +392,7 @@ pub fn run(
             tracing::info!("{s}");
             say(&s);
         }
-        learning
+        Arc::new(Mutex::new(learning))
     });
     let trace = match &opts.trace {
         Some(path) => Some(coloc_model::trace::TraceWriter::new(io::BufWriter::new(
@@ -413,6 +448,8 @@ pub fn run(
     let mut policy = Switch {
         current: policy,
         shared: shared.clone(),
+        learning: learning.clone(),
+        known: None,
     };
     let mut rec = Record {
         shared: shared.clone(),

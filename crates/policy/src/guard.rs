@@ -68,6 +68,14 @@ impl Policy for Guarded {
         self.name
     }
 
+    fn learned(
+        &mut self,
+        solo: &coloc_model::metrics::SoloCurves,
+        coruns: &coloc_model::metrics::CoRuns,
+    ) {
+        self.base.learned(solo, coruns);
+    }
+
     fn decide(&mut self, view: &View<'_>) -> Plan {
         let mut plan = self.base.decide(view);
         let fresh = view.last.is_some_and(|l| self.seen != Some(l.at));

@@ -80,6 +80,15 @@ impl Policy for Layered {
         self.name
     }
 
+    fn learned(
+        &mut self,
+        solo: &coloc_model::metrics::SoloCurves,
+        coruns: &coloc_model::metrics::CoRuns,
+    ) {
+        self.base.learned(solo, coruns);
+        self.layer.learned(solo, coruns);
+    }
+
     fn decide(&mut self, view: &View<'_>) -> Plan {
         let base = self.base.decide(view);
         let layer = self.layer.decide(view);

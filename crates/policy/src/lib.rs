@@ -67,6 +67,18 @@ pub trait Policy: fmt::Debug + Send {
     /// Decides for every app in the view. Must return one [`coloc_model::AppPlan`]
     /// per app in `view.apps`.
     fn decide(&mut self, view: &View<'_>) -> Plan;
+
+    /// What was learned of the apps' programs, by app name
+    /// (docs/knowledge.md): the node service, whose apps arrive while it
+    /// runs, gives it again before each decision whose apps it has not
+    /// looked up, as the harness gives it once in the [`PolicyContext`].
+    /// Policies that read none of it ignore it.
+    fn learned(
+        &mut self,
+        _solo: &coloc_model::metrics::SoloCurves,
+        _coruns: &coloc_model::metrics::CoRuns,
+    ) {
+    }
 }
 
 /// A plan's reasons in words, for tests' failure messages only.

@@ -553,6 +553,11 @@ impl Policy for Auto {
         "auto"
     }
 
+    fn learned(&mut self, solo: &SoloCurves, coruns: &CoRuns) {
+        self.solo = solo.clone();
+        self.coruns = coruns.clone();
+    }
+
     fn decide(&mut self, view: &View<'_>) -> Plan {
         let stock = self.take_stock(view);
         let arranged = self.arrange(view, &stock);

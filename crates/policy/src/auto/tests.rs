@@ -949,6 +949,53 @@ fn solo_times_start_an_arrival_that_does_not_slow_the_mix() {
     }
 }
 
+/// What was learned while auto runs (the node service gives it as apps
+/// arrive, `Policy::learned`) reaches the next decision as stored solo times
+/// do: the arrival of the first case above, held by thread counts alone
+/// when nothing was learned, starts by solo times once they are given.
+#[test]
+fn solo_times_learned_while_running_reach_admission() {
+    let mut solo = coloc_model::metrics::SoloCurves::default();
+    for (name, curve) in [
+        ("app0", [(1, 5.0), (2, 5.0)]),
+        ("app1", [(1, 20.0), (2, 20.0)]),
+        ("app2", [(1, 10.0), (2, 8.0)]),
+    ] {
+        for (k, t) in curve {
+            solo.add(name, k, t);
+        }
+    }
+    let third = AppId { app: 2, rep: 0 };
+    for learned in [false, true] {
+        let mut s = Script::new(Objective::Makespan);
+        s.start(0, 2, false);
+        s.start(1, 2, false);
+        for _ in 0..TRIAL_TICKS + 1 {
+            s.tick(|_, _| Some(pthreads(100)));
+        }
+        if learned {
+            s.auto
+                .learned(&solo, &coloc_model::metrics::CoRuns::default());
+        }
+        let p = s.arrive(2, 2);
+        let rule = admission(&p, third).map(|(_, rule)| rule);
+        assert_eq!(p.for_app(third).unwrap().admit, learned, "{}", note(&p));
+        if learned {
+            assert!(
+                matches!(rule, Some(AdmissionRule::SoloTimes { .. })),
+                "{}",
+                note(&p)
+            );
+        } else {
+            assert!(
+                matches!(rule, Some(AdmissionRule::EveryCpuTaken { .. })),
+                "{}",
+                note(&p)
+            );
+        }
+    }
+}
+
 /// Stored solo times that say a malleable app is faster with fewer threads
 /// (OpenBLAS on small matrices: 0.13 s alone with 1 thread, 1.89 s with 2)
 /// cap its DoP once its lever acts, alone and beside another app, in both

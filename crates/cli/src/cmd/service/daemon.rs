@@ -143,8 +143,8 @@ fn make_policy(
         epoch: None,
         apps: Vec::new(),
     };
-    // The service's workload has no app yet: there is nothing of them to
-    // look up in what was learned.
+    // The service's workload has no app yet: what was learned of its apps'
+    // programs is given to the policy as they arrive (`coloc_daemon::Switch`).
     let ctx = policy_context_with(&target, &workload, &[name], None)?;
     choice.make(&ctx)
 }
