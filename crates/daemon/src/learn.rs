@@ -46,7 +46,7 @@ pub struct Learning {
     /// Records written so far, and the apps and count [`Learning::known`]
     /// last looked up, so it looks up again only when either changed.
     written: usize,
-    looked_up: Option<(Vec<(u32, String, u32)>, usize)>,
+    looked_up: Option<(Vec<Present>, usize)>,
 }
 
 /// One app present, as the policy knows it: its id in the loop
