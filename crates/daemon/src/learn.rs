@@ -11,15 +11,23 @@
 //! (`coloc_model::knowledge::derive`), looked up again whenever the apps
 //! present change or a record was written.
 //!
+//! An app's program is identified by hashing its executable on a thread of
+//! its own, as the app's user (docs/service.md, coloc exec: nothing a user
+//! names is opened by root, nor on the loop): until that hash comes, the
+//! app is a co-runner of others with no record of its own.
+//!
 //! A store that cannot be opened, or that SQLite reports damaged, never
 //! stops the service: a damaged file is set aside and a new one started
 //! ([`Store::open_or_set_aside`]); any other failure is said once and the
 //! daemon goes on without learning.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::sync::mpsc::{Receiver, TryRecvError};
 
+use coloc_linux::credentials::{spawn_as, Creds};
+use coloc_linux::machine::MAX_PROGRAM;
 use coloc_model::knowledge::derive::{self, KnownApp};
 use coloc_model::knowledge::{Learner, ProgramKey, Record, Source, SNAPSHOT_EVERY};
 use coloc_model::metrics::{CoRuns, SoloCurves};
@@ -38,15 +46,25 @@ pub struct Learning {
     platform: PlatformFingerprint,
     shared: Shared,
     proc_root: PathBuf,
-    /// Executable hashes by file identity, so a program started again is
-    /// not read again.
-    hashes: HashMap<(u64, u64, u64, SystemTime), String>,
+    /// Identifications under way: the hash of the app's executable, made
+    /// as its user off the loop, with the name and arguments it goes with.
+    pending: HashMap<u32, Identifying>,
+    /// Apps whose program could not be identified (not said again).
+    unknown: HashSet<u32>,
     /// Each app's program and name, once identified.
     identities: HashMap<u32, (ProgramKey, String)>,
-    /// Records written so far, and the apps and count [`Learning::known`]
-    /// last looked up, so it looks up again only when either changed.
+    /// Records written so far, and the apps and counts [`Learning::known`]
+    /// last looked up, so it looks up again only when one changed.
     written: usize,
-    looked_up: Option<(Vec<Present>, usize)>,
+    looked_up: Option<(Vec<Present>, usize, usize)>,
+}
+
+/// An app's executable being hashed as its user.
+#[derive(Debug)]
+struct Identifying {
+    hash: Receiver<io::Result<Result<String, String>>>,
+    name: String,
+    argv: Vec<String>,
 }
 
 /// One app present, as the policy knows it: its id in the loop
@@ -80,7 +98,8 @@ impl Learning {
             platform,
             shared,
             proc_root: proc_root.to_path_buf(),
-            hashes: HashMap::new(),
+            pending: HashMap::new(),
+            unknown: HashSet::new(),
             identities: HashMap::new(),
             written: 0,
             looked_up: None,
@@ -90,12 +109,9 @@ impl Learning {
 
     /// Takes one event the loop recorded; writes the records it completes.
     pub fn feed(&mut self, event: &TraceEvent) {
+        self.poll_pending();
         if let TraceEvent::Start { app, pid, .. } = event {
-            if !self.learner.knows(app.app) {
-                if let Some((program, name)) = self.identity(app.app, Some(*pid)) {
-                    self.learner.identify(app.app, program, &name);
-                }
-            }
+            self.identity(app.app, Some(*pid));
         }
         let records = self.learner.feed(event);
         if !records.is_empty() {
@@ -111,7 +127,8 @@ impl Learning {
     /// without a store. An app whose program cannot be identified (yet) is
     /// left out; a store that fails to read gives what the others gave.
     pub fn known(&mut self, present: &[Present], cpus: u32) -> Option<(SoloCurves, CoRuns)> {
-        let now = (present.to_vec(), self.written);
+        self.poll_pending();
+        let now = (present.to_vec(), self.written, self.identities.len());
         if self.store.is_none() || self.looked_up.as_ref() == Some(&now) {
             return None;
         }
@@ -137,14 +154,64 @@ impl Learning {
         Some((solo, coruns))
     }
 
-    /// App `app`'s program and name, identified once ([`Learning::identify`];
-    /// `pid` where known, else the one it registered with).
+    /// Takes the hashes that came since last asked.
+    fn poll_pending(&mut self) {
+        let waiting: Vec<u32> = self.pending.keys().copied().collect();
+        for app in waiting {
+            self.identity(app, None);
+        }
+    }
+
+    /// App `app`'s program and name once identified ([`Learning::identify`]
+    /// started, on `pid` where known, else the one it registered with; the
+    /// learner is told as soon as the hash comes). None while the hash is
+    /// being made, or when it could not be.
     fn identity(&mut self, app: u32, pid: Option<u32>) -> Option<(ProgramKey, String)> {
         if let Some(known) = self.identities.get(&app) {
             return Some(known.clone());
         }
-        let pid = pid.or_else(|| self.shared.lock().apps.get(&app).map(|e| e.pid))?;
-        let known = self.identify(app, pid)?;
+        if self.unknown.contains(&app) {
+            return None;
+        }
+        let Some(waiting) = self.pending.get(&app) else {
+            let pid = pid.or_else(|| self.shared.lock().apps.get(&app).map(|e| e.pid))?;
+            match self.identify(app, pid) {
+                Ok(started) => {
+                    self.pending.insert(app, started);
+                }
+                Err(why) => {
+                    tracing::debug!(app, "knowledge: not identified: {why}");
+                    self.unknown.insert(app);
+                }
+            }
+            return None;
+        };
+        let hash = match waiting.hash.try_recv() {
+            Err(TryRecvError::Empty) => return None,
+            Ok(Ok(Ok(hash))) => Ok(hash),
+            Ok(Ok(Err(why))) => Err(why),
+            Ok(Err(e)) => Err(format!("hashing as the app's user: {e}")),
+            Err(TryRecvError::Disconnected) => Err("the hashing thread ended".into()),
+        };
+        let waiting = self.pending.remove(&app)?;
+        let hash = match hash {
+            Ok(hash) => hash,
+            Err(why) => {
+                tracing::debug!(app, "knowledge: not identified: {why}");
+                self.unknown.insert(app);
+                return None;
+            }
+        };
+        let key = if waiting.argv.is_empty() {
+            ProgramKey {
+                exe: hash,
+                args: None,
+            }
+        } else {
+            ProgramKey::program(&hash, &waiting.argv)
+        };
+        let known = (key, waiting.name);
+        self.learner.identify(app, known.0.clone(), &known.1);
         self.identities.insert(app, known.clone());
         Some(known)
     }
@@ -176,66 +243,61 @@ impl Learning {
         }
     }
 
-    /// App `app`'s program and name: for `exec` (and a Slurm task), the
-    /// program it asked for (the process runs coloc's client, or Slurm's,
-    /// until it is admitted);
-    /// for an attached or re-adopted process, the executable it runs and
-    /// its command line.
-    fn identify(&mut self, app: u32, pid: u32) -> Option<(ProgramKey, String)> {
+    /// Starts identifying app `app` (process `pid`): for `exec` (and a
+    /// Slurm task), the program it asked for, as found from where it will
+    /// run (the process runs coloc's client, or Slurm's, until it is
+    /// admitted); for an attached or re-adopted process, the executable it
+    /// runs and its command line. The executable is hashed on a thread of
+    /// its own, as the user of the process, and only a regular file of at
+    /// most [`MAX_PROGRAM`] bytes.
+    fn identify(&mut self, app: u32, pid: u32) -> Result<Identifying, String> {
         let (name, kind, program, argv) = {
             let state = self.shared.lock();
-            let e = state.apps.get(&app)?;
+            let e = state.apps.get(&app).ok_or("not registered")?;
             (e.name.clone(), e.kind, e.program.clone(), e.argv.clone())
         };
+        let dir = self.proc_root.join(pid.to_string());
         let (exe, argv) = match kind {
-            Kind::Exec | Kind::Task => {
-                // Not exec'd yet: the program it asked for, from where it
-                // will run (`coloc exec` sends it resolved).
-                let cwd = self.proc_root.join(format!("{pid}/cwd"));
-                let exe = if program.contains('/') {
-                    cwd.join(&program)
-                } else {
-                    coloc_linux::program::executable_path(
-                        &program,
-                        std::env::var_os("PATH").as_deref(),
-                    )
-                    .ok()?
-                };
-                (exe, argv)
-            }
+            // Not exec'd yet: resolved by the thread, as the user.
+            Kind::Exec | Kind::Task => (None, argv),
             Kind::Attach | Kind::Readopted => {
-                let dir = self.proc_root.join(pid.to_string());
-                let cmdline = std::fs::read(dir.join("cmdline")).ok()?;
+                let cmdline = std::fs::read(dir.join("cmdline"))
+                    .map_err(|e| format!("reading {}: {e}", dir.join("cmdline").display()))?;
                 let argv = cmdline
                     .split(|b| *b == 0)
                     .filter(|a| !a.is_empty())
                     .map(|a| String::from_utf8_lossy(a).into_owned())
                     .collect();
-                (dir.join("exe"), argv)
+                (Some(dir.join("exe")), argv)
             }
         };
-        let hash = self.hash(&exe)?;
-        let key = if argv.is_empty() {
-            ProgramKey {
-                exe: hash,
-                args: None,
-            }
-        } else {
-            ProgramKey::program(&hash, &argv)
-        };
-        Some((key, name))
-    }
-
-    fn hash(&mut self, exe: &Path) -> Option<String> {
-        use std::os::unix::fs::MetadataExt;
-        let m = std::fs::metadata(exe).ok()?;
-        let id = (m.dev(), m.ino(), m.size(), m.modified().ok()?);
-        if let Some(h) = self.hashes.get(&id) {
-            return Some(h.clone());
-        }
-        let h = coloc_linux::program::file_hash(exe).ok()?;
-        self.hashes.insert(id, h.clone());
-        Some(h)
+        let creds = Creds::of(&self.proc_root, pid)
+            .map_err(|e| format!("reading the credentials of process {pid}: {e}"))?;
+        let cwd = dir.join("cwd");
+        let path = std::env::var_os("PATH");
+        let hash = spawn_as(
+            creds,
+            move || {
+                let exe = match exe {
+                    Some(exe) => exe,
+                    None if program.contains('/') => cwd.join(&program),
+                    None => coloc_linux::program::executable_path(&program, path.as_deref())
+                        .map_err(|e| e.to_string())?,
+                };
+                let (_, len) =
+                    coloc_model::user_file::open_regular(&exe).map_err(|e| e.to_string())?;
+                if len > MAX_PROGRAM {
+                    return Err(format!(
+                        "{} is over {MAX_PROGRAM} bytes: not hashed",
+                        exe.display()
+                    ));
+                }
+                coloc_linux::program::file_hash(&exe).map_err(|e| e.to_string())
+            },
+            || {},
+        )
+        .map_err(|e| format!("starting the hash of its program: {e}"))?;
+        Ok(Identifying { hash, name, argv })
     }
 }
 
@@ -278,10 +340,11 @@ mod tests {
     use crate::shared::Entry;
 
     /// An app registered by `exec` is looked up under its program (the
-    /// executable's content and its arguments) whatever its name, before it
-    /// starts, so that its first decision (admission, team size) reads its
-    /// solo times; the policy is told again only when the apps present or
-    /// the records written change.
+    /// executable's content, hashed off the loop as its user, and its
+    /// arguments) whatever its name, before it starts, so that a decision
+    /// on its admission or team size reads its solo times; the policy is
+    /// told again only when the apps present, the apps identified or the
+    /// records written change.
     #[test]
     fn the_policy_reads_what_was_learned_of_a_registered_program() {
         let dir = tempfile::tempdir().unwrap();
@@ -327,9 +390,19 @@ mod tests {
         };
         let (mut learning, _) = Learning::open(&db, platform, shared, Path::new("/proc"));
         let present = vec![(app, "compress".to_string(), 2)];
+        // The first look-up starts the hash; the program is known once it
+        // comes (a thread of its own: never waited for by the loop).
         let (curves, _) = learning.known(&present, 2).expect("looked up");
+        let mut curve = curves.curve("compress");
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while curve.is_none() && std::time::Instant::now() < give_up {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            if let Some((curves, _)) = learning.known(&present, 2) {
+                curve = curves.curve("compress");
+            }
+        }
         let want: std::collections::BTreeMap<u32, f64> = [(1, 6.0), (2, 4.0)].into();
-        assert_eq!(curves.curve("compress"), Some(want));
+        assert_eq!(curve, Some(want));
         // Nothing changed: the policy has it.
         assert_eq!(learning.known(&present, 2), None);
         // An app whose program is not known yet is looked up, and gives
@@ -339,5 +412,55 @@ mod tests {
         let (curves, _) = learning.known(&more, 2).expect("looked up again");
         assert_eq!(curves.curve("stranger"), None);
         assert!(curves.curve("compress").is_some());
+    }
+
+    /// The daemon hashes an app's program as the app's user, off its loop:
+    /// a file only root may read, named by a user's `exec`, is not read
+    /// (the app stays unidentified), where root's own read would have
+    /// hashed it. Needs root (a process of another user).
+    #[test]
+    fn a_program_is_hashed_as_the_apps_user_never_as_root() {
+        use std::os::unix::fs::PermissionsExt;
+        use std::os::unix::process::CommandExt;
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipped: needs root to run a process as another user");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let exe = dir.path().join("secret");
+        std::fs::write(&exe, b"root's eyes only").unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let mut user = std::process::Command::new("sleep")
+            .arg("30")
+            .uid(65534)
+            .gid(65534)
+            .spawn()
+            .unwrap();
+        let shared = Shared::default();
+        let app = shared.lock().register(Entry::new(
+            "peek".into(),
+            Kind::Exec,
+            user.id(),
+            65534,
+            exe.display().to_string(),
+        ));
+        let platform =
+            PlatformFingerprint::of(&Topology::synthetic("p", "package:1 core:2").unwrap());
+        let db = dir.path().join("store.sqlite");
+        let (mut learning, _) = Learning::open(&db, platform, shared, Path::new("/proc"));
+        assert_eq!(learning.identity(app, None), None, "hashed on the loop");
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while learning.pending.contains_key(&app) && std::time::Instant::now() < give_up {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            learning.poll_pending();
+        }
+        let _ = user.kill();
+        let _ = user.wait();
+        assert!(
+            learning.unknown.contains(&app),
+            "root read the user's program"
+        );
+        assert!(learning.identities.is_empty());
     }
 }
