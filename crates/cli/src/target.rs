@@ -214,9 +214,11 @@ impl Job<'_> {
 
 /// Sends every event to the trace file and a watcher, and keeps in memory
 /// every event but observations, of which it keeps only the apps' live metric
-/// samples (the run's metrics read launches, plans, exits and a latency app's
-/// metric series; whole observations, one per epoch with a sample per thread,
-/// would grow without bound on long runs and are in the file).
+/// samples and OpenMP records (the run's metrics read launches, plans, exits
+/// and a latency app's metric series; what the run teaches the knowledge
+/// store reads the OpenMP records: regions, how long they last; whole
+/// observations, one per epoch with a sample per thread, would grow without
+/// bound on long runs and are in the file).
 struct Tee<'a, W: std::io::Write> {
     file: TraceWriter<W>,
     events: Vec<TraceEvent>,
@@ -238,15 +240,17 @@ impl<W: std::io::Write> Recorder for Tee<'_, W> {
     }
 }
 
-/// The observation's apps with a metric sample, only that, if any.
+/// The observation's apps with a metric sample or an OpenMP record, only
+/// those, if any.
 fn metric_samples(o: &Observation) -> Option<Observation> {
     let apps: Vec<AppSample> = o
         .apps
         .iter()
-        .filter(|a| a.metric.is_some())
+        .filter(|a| a.metric.is_some() || a.omp.is_some())
         .map(|a| AppSample {
             app: a.app,
             metric: a.metric,
+            omp: a.omp.clone(),
             ..AppSample::default()
         })
         .collect();

@@ -241,7 +241,17 @@ pub fn run_sampled(
     every: Duration,
     limit: Duration,
 ) -> SampledRun {
-    let mut cmd = run_command(workload, policy, out);
+    run_sampled_by(run_command(workload, policy, out), out, every, limit)
+}
+
+/// Runs `cmd` (a [`run_command`], with what the test added) writing to
+/// `out`, sampling as [`run_sampled`] does; the run must succeed.
+pub fn run_sampled_by(
+    mut cmd: Command,
+    out: &Path,
+    every: Duration,
+    limit: Duration,
+) -> SampledRun {
     let journal = journal_of(&cmd);
     let mut child = cmd.spawn().unwrap();
     let coloc_pid = child.id();
