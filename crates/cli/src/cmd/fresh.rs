@@ -66,6 +66,12 @@ pub fn run_fresh(run: &FreshRun<'_>, stop: &AtomicBool) -> Result<Trace> {
         .arg("--out")
         .arg(run.out)
         .env("XDG_DATA_HOME", &data)
+        // It plans the apps under this manager's lock (docs/safety.md, One
+        // manager per machine): this process waits for it.
+        .env(
+            crate::host::MANAGER_PARENT_ENV,
+            std::process::id().to_string(),
+        )
         .stdin(Stdio::null())
         .stdout(log)
         .status()
