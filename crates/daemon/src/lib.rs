@@ -16,6 +16,7 @@ pub mod learn;
 pub mod machine;
 pub mod metrics;
 pub mod protocol;
+pub mod ready;
 pub mod requests;
 pub mod scrape;
 pub mod server;

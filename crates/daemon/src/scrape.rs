@@ -18,9 +18,10 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::poll::{PollFd, PollFlags};
 
 use crate::metrics::Exposition;
+use crate::ready::ready;
 
 /// Open connections at once; one more is closed at once.
 pub const MAX_CONNECTIONS: usize = 16;
@@ -119,18 +120,9 @@ pub fn serve(listener: TcpListener, metrics: Exposition) {
                 };
                 PollFd::new(c.stream.as_fd(), want)
             }));
-            let ms = u16::try_from(timeout.as_millis().max(1)).unwrap_or(1000);
-            match poll(&mut fds, PollTimeout::from(ms)) {
-                Ok(_) => fds
-                    .iter()
-                    .map(|f| f.revents().unwrap_or(PollFlags::empty()))
-                    .collect(),
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(e) => {
-                    tracing::warn!("waiting on the metrics endpoint: {e}");
-                    std::thread::sleep(Duration::from_millis(100));
-                    continue;
-                }
+            match ready(&mut fds, timeout, "the metrics endpoint") {
+                Some(ready) => ready,
+                None => continue,
             }
         };
         let mut done = vec![false; conns.len()];

@@ -22,10 +22,11 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::poll::{PollFd, PollFlags};
 use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
 
 use crate::protocol::{parse_request, Reply, Request, MAX_REQUEST};
+use crate::ready::ready;
 use crate::requests::{self, Context, Next, Peer, Refused};
 use crate::shared::Entry;
 
@@ -244,18 +245,9 @@ impl Server {
                 }
                 PollFd::new(c.stream.as_fd(), want)
             }));
-            let ms = u16::try_from(timeout.as_millis().max(1)).unwrap_or(1000);
-            match poll(&mut fds, PollTimeout::from(ms)) {
-                Ok(_) => fds
-                    .iter()
-                    .map(|f| f.revents().unwrap_or(PollFlags::empty()))
-                    .collect(),
-                Err(nix::errno::Errno::EINTR) => return,
-                Err(e) => {
-                    tracing::warn!("waiting on the control socket: {e}");
-                    std::thread::sleep(Duration::from_millis(100));
-                    return;
-                }
+            match ready(&mut fds, timeout, "the control socket") {
+                Some(ready) => ready,
+                None => return,
             }
         };
         if ready[1].contains(PollFlags::POLLIN) {
