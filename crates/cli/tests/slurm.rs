@@ -29,9 +29,11 @@ use common::{coloc, cpus_allowed, repo, start_ticks, status_of, text, tids_of};
 use users::TestUser;
 
 const NODES: [&str; 2] = ["n1", "n2"];
-/// Each job's work: REGIONS parallel regions over N terms (omp_sum.c), about
-/// 5 s for two jobs sharing a node's 2 CPUs on the simulator's `kvm-2cpu`.
-const REGIONS: u64 = 600;
+/// Each job's work: REGIONS parallel regions over N terms (omp_sum.c): a few
+/// seconds for two jobs sharing a node's 2 CPUs under coloc on a quiet
+/// simulator's `kvm-2cpu` (a job of under a second can start and end
+/// between two looks at `coloc status`), longer on a loaded one.
+const REGIONS: u64 = 4000;
 const TERMS: u64 = 1_000_000;
 
 /// Why this machine cannot run the cluster, if it cannot.
