@@ -230,7 +230,7 @@ impl<W: std::io::Write> Recorder for Tee<'_, W> {
         self.file.write(event)?;
         match event {
             TraceEvent::Obs(o) => {
-                if let Some(metrics) = metric_samples(o) {
+                if let Some(metrics) = kept_in_memory(o) {
                     self.events.push(TraceEvent::Obs(Box::new(metrics)));
                 }
             }
@@ -242,7 +242,7 @@ impl<W: std::io::Write> Recorder for Tee<'_, W> {
 
 /// The observation's apps with a metric sample or an OpenMP record, only
 /// those, if any.
-fn metric_samples(o: &Observation) -> Option<Observation> {
+fn kept_in_memory(o: &Observation) -> Option<Observation> {
     let apps: Vec<AppSample> = o
         .apps
         .iter()

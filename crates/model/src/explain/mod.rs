@@ -81,26 +81,8 @@ pub fn last_verdicts<'a>(plans: impl IntoIterator<Item = &'a Plan>) -> Vec<Verdi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::AppId;
-    use crate::reason::{Arrangement, Estimate, TrialState};
-
-    fn app(i: u32) -> AppId {
-        AppId { app: i, rep: 0 }
-    }
-
-    fn verdict(judge: Judge, apps: &[u32], state: TrialState, ratio: Option<f64>) -> Verdict {
-        Verdict {
-            judge,
-            apps: apps.iter().map(|&i| app(i)).collect(),
-            state,
-            estimate: ratio.map(|ratio| Estimate {
-                pairs: 2,
-                ratio,
-                low: Some(ratio - 0.1),
-                high: Some(ratio + 0.1),
-            }),
-        }
-    }
+    use crate::reason::tests::verdict;
+    use crate::reason::{Arrangement, TrialState};
 
     fn plan(verdicts: Vec<Verdict>) -> Plan {
         Plan {

@@ -658,14 +658,22 @@ impl std::str::FromStr for Objective {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn app(i: u32) -> AppId {
+    pub(crate) fn app(i: u32) -> AppId {
         AppId { app: i, rep: 0 }
     }
 
-    fn verdict(judge: Judge, apps: &[u32], state: TrialState, ratio: Option<f64>) -> Verdict {
+    /// A verdict on `apps` with an estimate of `ratio` ± 0.1 over two pairs
+    /// (None: not measured), for the tests of the verdicts and their
+    /// rendering.
+    pub(crate) fn verdict(
+        judge: Judge,
+        apps: &[u32],
+        state: TrialState,
+        ratio: Option<f64>,
+    ) -> Verdict {
         Verdict {
             judge,
             apps: apps.iter().map(|&i| app(i)).collect(),
