@@ -13,8 +13,9 @@ use coloc_linux::machine::{
 use coloc_model::Topology;
 
 /// The variable that names the journal directory instead of the defaults
-/// (docs/safety.md, The journal): one coloc manager per directory, so tests
-/// and experiments that run several at once give each its own.
+/// (docs/safety.md, The journal): tests and experiments that run several
+/// managers at once give each its own (and share the machine on purpose:
+/// [`crate::one_manager::SHARE_MACHINE_ENV`]).
 pub const JOURNAL_DIR_ENV: &str = "COLOC_JOURNAL_DIR";
 
 /// Where journals of changed settings may live, first choice first:
@@ -134,18 +135,8 @@ pub struct Host {
     pub process_events: bool,
 }
 
-/// The file whose lock one manager holds per journal directory.
-pub const MANAGER_LOCK: &str = "manager.lock";
-
-/// Set by a manager on a `coloc run` it starts and waits for (`bench mixes
-/// --fresh`) to its own pid: the run manages the apps in its stead, under
-/// the lock the parent holds (checked against the lock file and the run's
-/// parent, so it cannot let a second manager in by mistake).
-pub const MANAGER_PARENT_ENV: &str = "COLOC_MANAGER_PARENT";
-
 /// Root's daemon directory: reachable by every user (the daemon checks each
-/// caller's credentials), writable by root alone; it holds root's socket,
-/// which a user's manager looks for too.
+/// caller's credentials), writable by root alone; it holds root's socket.
 pub const ROOT_DAEMON_DIR: &str = "/run/coloc-daemon";
 
 /// Root's daemon's socket in [`ROOT_DAEMON_DIR`].
@@ -153,105 +144,10 @@ pub fn root_socket() -> PathBuf {
     Path::new(ROOT_DAEMON_DIR).join("coloc.sock")
 }
 
-/// One manager per machine (docs/safety.md, One manager per machine): takes
-/// the lock of journal directory `dir` for the rest of this process, or
-/// refuses, naming the manager that holds it. A user's manager (with the
-/// default journal directory) also refuses beside root's daemon, whose lock
-/// it cannot see.
-fn one_manager(dir: &Path) -> Result<()> {
-    use std::io::{Read, Write};
-    use std::os::unix::fs::OpenOptionsExt;
-    static HELD: std::sync::OnceLock<nix::fcntl::Flock<std::fs::File>> = std::sync::OnceLock::new();
-    if HELD.get().is_some() {
-        return Ok(());
-    }
-    let explicit = std::env::var_os(JOURNAL_DIR_ENV).is_some_and(|d| !d.is_empty());
-    if !explicit
-        && !nix::unistd::geteuid().is_root()
-        && std::os::unix::net::UnixStream::connect(root_socket()).is_ok()
-    {
-        anyhow::bail!(
-            "root's coloc daemon manages this machine ({}): two managers would \
-             plan the same CPUs; run your apps under it with `coloc exec`",
-            root_socket().display()
-        );
-    }
-    let path = dir.join(MANAGER_LOCK);
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&path)
-        .with_context(|| format!("opening {}", path.display()))?;
-    let mut lock = match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
-    {
-        Ok(lock) => lock,
-        Err((mut file, nix::errno::Errno::EWOULDBLOCK)) => {
-            let mut holder = String::new();
-            let _ = (&mut file).take(4096).read_to_string(&mut holder);
-            if held_by_my_parent(&holder) {
-                return Ok(());
-            }
-            anyhow::bail!(
-                "another coloc manages this machine's apps ({}, holding {}): two managers \
-                 would plan the same CPUs; wait for it to end, or run your apps under the \
-                 daemon with `coloc exec`",
-                printable_holder(&holder),
-                path.display()
-            );
-        }
-        Err((_, e)) => return Err(e).with_context(|| format!("locking {}", path.display())),
-    };
-    let me: Vec<String> = std::env::args().take(4).collect();
-    lock.set_len(0)?;
-    let _ = writeln!(&mut *lock, "pid {}: {}", std::process::id(), me.join(" "));
-    let _ = HELD.set(lock);
-    Ok(())
-}
-
-/// Whether the lock's holder (its file's `pid N:` line) is this process's
-/// parent and said so ([`MANAGER_PARENT_ENV`]): a run it started and waits
-/// for, planning its apps in its stead.
-fn held_by_my_parent(holder: &str) -> bool {
-    let parent = std::os::unix::process::parent_id().to_string();
-    let said = std::env::var(MANAGER_PARENT_ENV).is_ok_and(|p| p == parent);
-    let holds = holder
-        .strip_prefix("pid ")
-        .and_then(|rest| rest.split(':').next())
-        .is_some_and(|pid| pid == parent);
-    said && holds
-}
-
-/// What a lock file says of its holder, on one line of printable text.
-fn printable_holder(text: &str) -> String {
-    let line: String = text
-        .lines()
-        .next()
-        .unwrap_or("")
-        .chars()
-        .take(200)
-        .map(|c| {
-            if c.is_ascii_graphic() || c == ' ' {
-                c
-            } else {
-                '?'
-            }
-        })
-        .collect();
-    if line.is_empty() {
-        "a process starting".into()
-    } else {
-        line
-    }
-}
-
 impl Host {
     pub fn new() -> Result<Self> {
         let dir = journal_dir()?;
-        one_manager(&dir)?;
+        crate::one_manager::claim(&dir)?;
         let report = recover_stale_journals(&dir, Path::new("/proc"))
             .context("restoring settings from an earlier coloc's journal")?;
         if !report.is_empty() {

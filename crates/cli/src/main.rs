@@ -12,6 +12,7 @@ mod host;
 mod html;
 mod knowledge;
 mod load;
+mod one_manager;
 mod output;
 mod progress;
 mod runs;

@@ -111,6 +111,7 @@ fn unreaped_daemon(svc: &Service, started: &mut Started) -> (u32, u32) {
     let parent = Command::new("sh")
         .args(["-c", &script])
         .env("COLOC_JOURNAL_DIR", svc.journal())
+        .env(common::SHARE_MACHINE, "1")
         .stdout(Stdio::null())
         .spawn()
         .unwrap();

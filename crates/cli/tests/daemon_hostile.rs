@@ -384,7 +384,8 @@ fn a_run_beside_a_daemon_or_another_run_is_refused_naming_it() {
     assert!(!out.status.success());
     assert!(err.contains(&format!("pid {first_pid}: ")), "{err}");
     assert!(err.contains(" run "), "{err}");
-    // With a journal directory of its own it is another experiment.
+    // With a journal directory of its own, sharing the machine on purpose
+    // (`common::coloc` says so), it is another experiment.
     let mut own = run("r4");
     own.env("COLOC_JOURNAL_DIR", common::own_journal());
     let mut own = own.spawn().unwrap();

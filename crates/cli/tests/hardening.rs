@@ -426,7 +426,8 @@ fn under_umask_000(args: &[&str]) -> Command {
         env!("CARGO_BIN_EXE_coloc"),
     ])
     .args(args)
-    .env("COLOC_JOURNAL_DIR", common::own_journal());
+    .env("COLOC_JOURNAL_DIR", common::own_journal())
+    .env(common::SHARE_MACHINE, "1");
     c
 }
 

@@ -132,9 +132,11 @@ impl Scratch {
             .current_dir(self.dir.path())
             .env("PATH", &self.path_var)
             .env("HOME", self.home())
-            // One coloc manager per journal directory (docs/safety.md): this
-            // scratch directory's own, not the machine's.
+            // One coloc manager per machine (docs/safety.md): this scratch
+            // directory's own journal, sharing the machine with the other
+            // tests' managers on purpose.
             .env("COLOC_JOURNAL_DIR", self.dir.path().join("journal"))
+            .env("COLOC_SHARE_MACHINE", "1")
             .env_remove("XDG_DATA_HOME")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -189,6 +189,10 @@ fn bench_mixes_runs_a_suite_seed_with_nothing_stored_beforehand() {
     let o = coloc()
         .current_dir(repo(""))
         .env("XDG_DATA_HOME", &data)
+        // Registered as the machine's manager, as a user's bench is: each
+        // fresh `coloc run` plans under its parent's marks (docs/safety.md,
+        // One manager per machine), not beside it.
+        .env_remove(common::SHARE_MACHINE)
         .args(["bench", "mixes", "--suite"])
         .arg(&suite)
         .args([

@@ -69,7 +69,7 @@ pub fn run_fresh(run: &FreshRun<'_>, stop: &AtomicBool) -> Result<Trace> {
         // It plans the apps under this manager's lock (docs/safety.md, One
         // manager per machine): this process waits for it.
         .env(
-            crate::host::MANAGER_PARENT_ENV,
+            crate::one_manager::MANAGER_PARENT_ENV,
             std::process::id().to_string(),
         )
         .stdin(Stdio::null())

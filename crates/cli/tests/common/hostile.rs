@@ -63,6 +63,7 @@ pub fn play() {
         "half-line" => half_line(socket, arg.parse().unwrap()),
         "raw" => println!("hostile: reply {}", raw(socket, arg)),
         "soak" => soak(socket, arg.parse().unwrap()),
+        "fake-manager" => fake_manager(arg.parse().unwrap()),
         other => panic!("no role {other}"),
     }
 }
@@ -278,3 +279,15 @@ pub const BAD_LINES: &[&str] = &[
     "{\"v\":7}",
     "\u{0}\u{1}\u{2}garbage",
 ];
+
+/// Listens on a name of the form every coloc manager registers
+/// (docs/safety.md, One manager per machine) for `secs`, never accepting:
+/// a user's fake registration.
+fn fake_manager(secs: u64) {
+    use std::os::linux::net::SocketAddrExt;
+    let name = format!("coloc-manager.{}.00000000deadbeef", std::process::id());
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let _listener = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
+    println!("hostile: listening @{name}");
+    std::thread::sleep(Duration::from_secs(secs));
+}

@@ -21,14 +21,21 @@ use coloc_model::{AppId, CpuSet, Placement, Plan, Trigger};
 /// (docs/knowledge.md), so without the first one test's runs would change
 /// another's decisions; a test that wants two commands to share what they
 /// learn sets `XDG_DATA_HOME` (or passes `--db`) itself. One coloc manager
-/// runs per journal directory (docs/safety.md, One manager per machine), and
-/// tests run many at once, here and in other checkouts.
+/// runs per machine and per journal directory (docs/safety.md, One manager
+/// per machine), and tests run many at once, here and in other checkouts:
+/// each has a journal directory of its own and shares the machine on
+/// purpose ([`SHARE_MACHINE`]); the tests of that rule remove it.
 pub fn coloc() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_coloc"));
     c.env("XDG_DATA_HOME", fresh_data_dir());
     c.env("COLOC_JOURNAL_DIR", own_journal());
+    c.env(SHARE_MACHINE, "1");
     c
 }
+
+/// The variable by which a manager shares the machine with others on
+/// purpose (docs/safety.md, One manager per machine).
+pub const SHARE_MACHINE: &str = "COLOC_SHARE_MACHINE";
 
 /// A new, empty directory under the tests' temporary directory, kept (the
 /// command that uses it outlives this call).

@@ -274,3 +274,45 @@ pub fn running_their_commands(s: &Status) -> bool {
 
 /// A long OpenMP kernel (ended by the test).
 pub const KERNEL: &[&str] = &["kernel:compute", "--iters", "1000000000000"];
+
+/// What a multi-user test must leave as it was, read from /proc (the node
+/// service's hardening, docs/service.md, Limits): a process of root's (its
+/// every thread's CPUs) and, when there is one, the daemon (the same
+/// process: its pid with the same start time).
+pub struct RootUntouched {
+    pub root_pid: u32,
+    root_cpus: Vec<(u32, CpuSet)>,
+    daemon: Option<(u32, u64)>,
+}
+
+impl RootUntouched {
+    /// Starts a process of root's among `started` and notes it, and the
+    /// daemon `daemon` if any.
+    pub fn new(started: &mut Started, daemon: Option<u32>) -> RootUntouched {
+        let root_pid = started.sleeper();
+        RootUntouched {
+            root_pid,
+            root_cpus: affinities(root_pid),
+            daemon: daemon.map(|d| (d, start_time(d).expect("the daemon's start time"))),
+        }
+    }
+
+    /// Panics unless root's process keeps its CPUs and the daemon is the
+    /// same process; `log` is shown when the daemon is gone.
+    pub fn check(&self, log: &str) {
+        assert!(
+            start_time(self.root_pid).is_some(),
+            "root's process {} is gone",
+            self.root_pid
+        );
+        assert_eq!(
+            affinities(self.root_pid),
+            self.root_cpus,
+            "root's process {} was moved",
+            self.root_pid
+        );
+        if let Some((pid, start)) = self.daemon {
+            assert_eq!(start_time(pid), Some(start), "the daemon died:\n{log}");
+        }
+    }
+}
