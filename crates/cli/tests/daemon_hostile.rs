@@ -13,9 +13,9 @@ mod users;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::hostile::{self, said};
+use common::hostile::{self, said, RSS_BOUND_KIB};
 use common::service::{
-    affinities, as_uid, is_root, rss_and_threads, start_time, wait_for, Service, Started,
+    as_uid, is_root, rss_and_threads, wait_for, RootUntouched, Service, Started,
 };
 use common::text;
 use users::TestUser;
@@ -26,42 +26,25 @@ fn hostile_client_role() {
     hostile::play();
 }
 
-/// The most resident memory the daemon may use under attack, in KiB: its
-/// memory at rest (about 20 MiB, docs/service.md, Tests and churn) plus
-/// every connection's request buffer at the bounds (docs/service.md,
-/// Limits: 128 connections of one user × 64 KiB = 8 MiB), with room for
-/// the allocator; the issue's attacks grew it to 1.2 to 3 GB.
-const RSS_BOUND_KIB: u64 = 96 * 1024;
-
 /// What an attack must leave as it was: the daemon (same process, still
 /// answering root within a second) and a process of root's.
 struct Witness {
     daemon: u32,
-    daemon_start: u64,
-    root_pid: u32,
-    root_cpus: Vec<(u32, coloc_model::CpuSet)>,
+    root: RootUntouched,
 }
 
 impl Witness {
     fn new(daemon: u32, started: &mut Started) -> Witness {
-        let root_pid = started.sleeper();
         Witness {
             daemon,
-            daemon_start: start_time(daemon).unwrap(),
-            root_pid,
-            root_cpus: affinities(root_pid),
+            root: RootUntouched::new(started, Some(daemon)),
         }
     }
 
     /// The daemon is the same process, within its memory bound, and answers
     /// root's `status` within a second; root's process is as it was.
     fn untouched(&self, svc: &Service) {
-        assert_eq!(
-            start_time(self.daemon),
-            Some(self.daemon_start),
-            "the daemon died:\n{}",
-            svc.log()
-        );
+        self.root.check(&svc.log());
         let (rss, _) = rss_and_threads(self.daemon);
         assert!(rss < RSS_BOUND_KIB, "the daemon's RSS is {rss} KiB");
         let asked = Instant::now();
@@ -69,15 +52,18 @@ impl Witness {
         assert!(out.status.success(), "{}\n{}", text(&out).1, svc.log());
         // The process start is part of it; a second is the bar of the
         // issue, and a loaded CI machine is slow, not wrong: 5 s here, the
-        // soak test measures it.
+        // soak test (tests/daemon_soak.rs, a binary of its own) holds it to
+        // the second.
         assert!(
             asked.elapsed() < Duration::from_secs(5),
             "{:?}",
             asked.elapsed()
         );
-        assert_eq!(affinities(self.root_pid), self.root_cpus);
         assert!(
-            !svc.status().apps.iter().any(|a| a.pid == self.root_pid),
+            !svc.status()
+                .apps
+                .iter()
+                .any(|a| a.pid == self.root.root_pid),
             "root's process is managed"
         );
     }
@@ -401,121 +387,4 @@ fn a_run_beside_a_daemon_or_another_run_is_refused_naming_it() {
     )
     .unwrap();
     let _ = own.wait();
-}
-
-/// How long the soak's hostile clients hammer the socket.
-const SOAK_SECS: u64 = 60;
-
-/// The soak's epoch: long enough that a loaded CI machine keeps it, short
-/// enough that a minute holds 60 of them.
-const SOAK_EPOCH: Duration = Duration::from_secs(1);
-
-/// Everything at once: while 5 apps are managed, a user's hostile clients
-/// (8 MiB lines without end, 5,000 connections at a time, slow writers,
-/// requests with bad fields, a FIFO and /dev/zero as malleable programs;
-/// `common::hostile`, role `soak`) hammer the socket for a minute. The
-/// daemon stays the same process, keeps its epochs (no gap in its trace over
-/// two), answers root's `status` within a second throughout, keeps its
-/// resident memory under [`RSS_BOUND_KIB`] and its 5 apps. Prints its
-/// figures (`--nocapture`).
-#[test]
-fn a_minute_of_every_hostile_client_at_once_leaves_the_daemon_keeping_its_epochs() {
-    if !is_root() {
-        return;
-    }
-    let Some(user) = TestUser::create("soak") else {
-        return;
-    };
-    let svc = Service::new();
-    let mut started = Started::default();
-    let trace = svc.dir.path().join("daemon.jsonl");
-    let epoch = format!("{}ms", SOAK_EPOCH.as_millis());
-    // native admits every app at once (equal would hold those past the
-    // CPUs' number).
-    let d = svc.start_with(
-        "native",
-        &["--epoch", &epoch, "--trace", trace.to_str().unwrap()],
-        &mut started,
-    );
-    let daemon = started.children[d].id();
-    let witness = Witness::new(daemon, &mut started);
-    for n in 0..5 {
-        let pid = started.sleeper();
-        let out = svc
-            .coloc(&["attach", &pid.to_string(), "--name", &format!("app{n}")])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out).1);
-    }
-    assert_eq!(svc.status().apps.len(), 5);
-    let status_line = "{\"v\":1,\"request\":\"status\"}";
-    let mut client = hostile::spawn(user.uid, &svc.socket(), &format!("soak:{SOAK_SECS}"));
-    let (mut peak_rss, mut slowest, mut asked) = (0, Duration::ZERO, 0);
-    while client.try_wait().unwrap().is_none() {
-        peak_rss = peak_rss.max(rss_and_threads(daemon).0);
-        let t = Instant::now();
-        let reply = hostile::raw(&svc.socket(), status_line);
-        slowest = slowest.max(t.elapsed());
-        asked += 1;
-        assert!(reply.contains("\"apps\""), "root's status: {reply}");
-        std::thread::sleep(Duration::from_millis(250));
-    }
-    let out = client.wait_with_output().unwrap();
-    let rounds = said(&out, "rounds");
-    println!(
-        "soak: {SOAK_SECS} s, hostile rounds per worker {rounds:?}; root status asked {asked} \
-         times, slowest {slowest:?}; daemon peak RSS {peak_rss} KiB (bound {RSS_BOUND_KIB})"
-    );
-    assert!(
-        !rounds.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    assert!(asked >= SOAK_SECS, "root's status asked only {asked} times");
-    // The bar is a second (printed above for the record); run beside the
-    // other tests of this file on a loaded machine it took 1.03 s once, so
-    // the test fails only at 5 s, as `Witness::untouched` does: a deafened
-    // daemon (the defect) never answers at all.
-    assert!(
-        slowest < Duration::from_secs(5),
-        "root's status took {slowest:?}"
-    );
-    assert!(
-        peak_rss < RSS_BOUND_KIB,
-        "the daemon's RSS reached {peak_rss} KiB"
-    );
-    witness.untouched(&svc);
-    assert_eq!(svc.status().apps.len(), 5, "{}", svc.log());
-    // Its trace, complete once it stopped: no gap between observations
-    // over two epochs.
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(daemon as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    assert!(started.children[d].wait().unwrap().success());
-    let text = std::fs::read_to_string(&trace).unwrap();
-    let at: Vec<Duration> = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<coloc_model::TraceEvent>(l).ok())
-        .filter_map(|e| match e {
-            coloc_model::TraceEvent::Obs(o) => Some(o.at),
-            _ => None,
-        })
-        .collect();
-    let gap = at
-        .windows(2)
-        .map(|w| w[1].saturating_sub(w[0]))
-        .max()
-        .unwrap_or_default();
-    println!(
-        "soak: {} observations, widest gap {gap:?} (epoch {SOAK_EPOCH:?})",
-        at.len()
-    );
-    assert!(
-        at.len() as u64 >= SOAK_SECS / 2,
-        "{} observations in {SOAK_SECS} s",
-        at.len()
-    );
-    assert!(gap <= 2 * SOAK_EPOCH, "an epoch gap of {gap:?}");
 }

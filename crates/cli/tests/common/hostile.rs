@@ -11,6 +11,13 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The most resident memory root's daemon may use under attack, in KiB: its
+/// memory at rest (about 20 MiB, docs/service.md, Tests and churn) plus
+/// every connection's request buffer at the bounds (docs/service.md,
+/// Limits: 128 connections of one user × 64 KiB = 8 MiB), with room for
+/// the allocator; the attacks grew it to 1.2 to 3 GB.
+pub const RSS_BOUND_KIB: u64 = 96 * 1024;
+
 /// The environment variable that carries the role.
 const ROLE: &str = "COLOC_HOSTILE_ROLE";
 const SOCKET: &str = "COLOC_HOSTILE_SOCKET";
