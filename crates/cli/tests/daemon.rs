@@ -14,7 +14,8 @@ use std::process::{Child, Command, Stdio};
 use coloc_daemon::protocol::Status;
 use coloc_model::CpuSet;
 use common::service::{
-    affinities, is_root, placed_by_plan, running_their_commands, wait_for, Service, Started, KERNEL,
+    affinities, is_root, placed_by_plan, running_their_commands, wait_for, RootUntouched, Service,
+    Started, KERNEL,
 };
 use common::{allowed_here, coloc, text};
 use users::TestUser;
@@ -129,6 +130,8 @@ fn a_users_malleable_exec_under_roots_daemon_gets_its_dop_managed() {
     let svc = Service::new();
     let mut started = Started::default();
     let daemon = svc.start("equal", &mut started);
+    let daemon_pid = started.children[daemon].id();
+    let root = RootUntouched::new(&mut started, Some(daemon_pid));
     let mut exec = svc.coloc(&["exec", "--malleable", "--name", "theirs", "--"]);
     exec.args(KERNEL);
     let child = as_user(&user, &exec)
@@ -164,6 +167,7 @@ fn a_users_malleable_exec_under_roots_daemon_gets_its_dop_managed() {
         let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
         maps.contains("libcoloc_omp") && maps.contains(record.to_str().unwrap())
     });
+    root.check(&svc.log());
     // A daemon that stops removes the record, the user's as its own.
     let daemon = &mut started.children[daemon];
     nix::sys::signal::kill(
@@ -189,7 +193,10 @@ fn a_user_manages_only_its_own_processes() {
     };
     let svc = Service::new();
     let mut started = Started::default();
-    svc.start("equal", &mut started);
+    let d = svc.start("equal", &mut started);
+    // root_pid below is attached by root; this one is left alone.
+    let daemon_pid = started.children[d].id();
+    let root = RootUntouched::new(&mut started, Some(daemon_pid));
     let as_user = |cmd: &mut Command| as_user(&user, cmd);
     let root_pid = started.sleeper();
     let own = as_user(Command::new("sleep").arg("60")).spawn().unwrap();
@@ -244,6 +251,7 @@ fn a_user_manages_only_its_own_processes() {
     for (tid, cpus) in affinities(own_pid) {
         assert_eq!(cpus, here, "thread {tid} kept coloc's CPUs after release");
     }
+    root.check(&svc.log());
     drop(started);
     drop(user);
 }

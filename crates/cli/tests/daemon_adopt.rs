@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::service::{
-    affinities, as_uid, is_root, start_time, wait_for, Service, Started, KERNEL,
+    affinities, as_uid, is_root, start_time, wait_for, RootUntouched, Service, Started, KERNEL,
 };
 use common::{allowed_here, text};
 use users::TestUser;
@@ -243,7 +243,9 @@ fn a_users_waiting_request_never_adopts_a_root_process_that_took_its_pid() {
     let svc = Service::new();
     let mut started = Started::default();
     // batch: one app at a time, the others wait.
-    svc.start("batch", &mut started);
+    let d = svc.start("batch", &mut started);
+    let daemon = started.children[d].id();
+    let root = RootUntouched::new(&mut started, Some(daemon));
     let first = started.sleeper();
     let out = svc.coloc(&["attach", &first.to_string()]).output().unwrap();
     assert!(out.status.success(), "{}", text(&out).1);
@@ -292,6 +294,7 @@ fn a_users_waiting_request_never_adopts_a_root_process_that_took_its_pid() {
         assert_eq!(affinities(pid), own, "root's process was changed");
         std::thread::sleep(Duration::from_millis(100));
     }
+    root.check(&svc.log());
     drop(started);
     drop(user);
 }
@@ -313,6 +316,7 @@ fn a_malleable_exec_of_a_fifo_a_device_or_a_hidden_path_harms_nothing() {
     let mut started = Started::default();
     let d = svc.start("equal", &mut started);
     let daemon = started.children[d].id();
+    let root = RootUntouched::new(&mut started, Some(daemon));
     let fifo = svc.dir.path().join("fifo");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o666)).unwrap();
     std::os::unix::fs::chown(&fifo, Some(user.uid), None).unwrap();
@@ -352,6 +356,7 @@ fn a_malleable_exec_of_a_fifo_a_device_or_a_hidden_path_harms_nothing() {
     );
     let (rss, _) = common::service::rss_and_threads(daemon);
     assert!(rss < 96 * 1024, "the daemon's RSS is {rss} KiB");
+    root.check(&svc.log());
     assert!(svc.status().apps.iter().any(|a| a.name == "steady"));
     drop(started);
     drop(user);

@@ -233,6 +233,8 @@ fn a_journal_directory_planted_by_another_user_is_not_used() {
     let Some(attacker) = TestUser::create("atk") else {
         return;
     };
+    let mut started = common::service::Started::default();
+    let root = common::service::RootUntouched::new(&mut started, None);
     let home = tempfile::tempdir().unwrap();
     victim.chown(home.path());
     let planted = std::env::temp_dir().join(format!("coloc-{}", victim.uid));
@@ -262,6 +264,7 @@ fn a_journal_directory_planted_by_another_user_is_not_used() {
         err.contains(&format!("{} is not trusted", planted.display())),
         "{err}"
     );
+    root.check("");
 }
 
 /// `sched` and `memory` in a workload file were parsed and applied by no

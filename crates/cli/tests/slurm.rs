@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use coloc_daemon::protocol::{AppStatus, Status};
 use coloc_model::trace::{ExitStatus, TraceEvent};
 use coloc_model::CpuSet;
-use common::service::{descendants, is_root};
+use common::service::{descendants, is_root, RootUntouched, Started};
 use common::{coloc, cpus_allowed, repo, start_ticks, status_of, text, tids_of};
 use users::TestUser;
 
@@ -476,6 +476,9 @@ fn openmp_jobs_sharing_slurm_nodes_run_under_coloc_and_without_it() {
         .output()
         .unwrap();
     assert!(cc.status.success(), "cc: {}", text(&cc).1);
+    // A process of root's outside the cluster: no node's daemon touches it.
+    let mut started = Started::default();
+    let root = RootUntouched::new(&mut started, None);
     let cluster_dir = base.join("cluster");
     let mut cluster = Cluster::start(&cluster_dir, &plugin);
 
@@ -678,4 +681,5 @@ fn openmp_jobs_sharing_slurm_nodes_run_under_coloc_and_without_it() {
         })
         .collect();
     assert!(procs.is_empty(), "processes are left: {procs:?}");
+    root.check("");
 }
