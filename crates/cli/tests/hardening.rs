@@ -577,3 +577,115 @@ fn a_detached_daemons_log_is_rotated_when_it_grows() {
     use std::os::unix::fs::MetadataExt;
     assert_eq!(std::fs::metadata(&log).unwrap().mode() & 0o777, 0o600);
 }
+
+/// `coloc run` on a terminal that hung up panicked (rc 101) writing to it.
+/// Its stdin, stdout and stderr are a pseudo-terminal, its controlling one
+/// (a session of its own); the terminal's master end is closed while the
+/// app runs, so the kernel hangs the terminal up (SIGHUP, then every write
+/// fails). coloc stops as on any stop signal: an ordinary exit status, not a
+/// panic nor the signal, the app ended, no journal left (every setting
+/// restored, docs/safety.md).
+#[test]
+fn a_run_on_a_terminal_that_hangs_up_stops_restoring_not_panicking() {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let dir = tempfile::tempdir().unwrap();
+    let w = workload(dir.path(), &["sleep", "30"]);
+    let out = dir.path().join("run");
+    let pty = nix::pty::openpty(None, None).unwrap();
+    // openpty(3) leaves both ends inheritable: coloc holding the master too
+    // would keep its terminal from ever hanging up.
+    nix::fcntl::fcntl(
+        &pty.master,
+        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+    )
+    .unwrap();
+    let mut cmd = run_command(&w, "equal", &out);
+    let journal = common::journal_of(&cmd);
+    cmd.stdin(Stdio::from(pty.slave.try_clone().unwrap()))
+        .stdout(Stdio::from(pty.slave.try_clone().unwrap()))
+        .stderr(Stdio::from(pty.slave.try_clone().unwrap()));
+    // SAFETY: between fork and exec only async-signal-safe calls: setsid
+    // and ioctl on the child's own stdin.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    drop(pty.slave);
+    // Drain the terminal (a full one would block coloc's writes) until the
+    // app runs under a plan.
+    nix::fcntl::fcntl(
+        &pty.master,
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+    )
+    .unwrap();
+    let mut master = std::fs::File::from(pty.master);
+    let until = Instant::now() + Duration::from_secs(30);
+    let app = loop {
+        let _ = std::io::Read::read(&mut master, &mut [0u8; 4096]);
+        let trace = std::fs::read_to_string(out.join("trace.jsonl")).unwrap_or_default();
+        if trace.contains("\"applied\"") {
+            let start = trace
+                .lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .find_map(|v| (v["event"] == "start").then(|| v["pid"].as_u64())?);
+            if let Some(pid) = start {
+                break pid as u32;
+            }
+        }
+        assert!(Instant::now() < until, "no plan applied in 30 s");
+        assert!(child.try_wait().unwrap().is_none(), "coloc ended early");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    drop(master);
+    drop(cmd);
+    let until = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < until, "coloc did not stop on the hang-up");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.signal(), None, "coloc was killed: {status}");
+    assert_ne!(status.code(), Some(101), "coloc panicked");
+    assert!(!running(app), "the app outlived coloc");
+    let left: Vec<_> = std::fs::read_dir(&journal)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n.to_string_lossy().ends_with(".journal"))
+        .collect();
+    assert!(left.is_empty(), "journals left: {left:?}");
+    println!("a hung-up terminal: coloc run exited with {status}");
+}
+
+/// `coloc status` on a terminal that hung up panicked (rc 101): every write
+/// fails (EIO), and that is an error, exit status 1.
+#[test]
+fn status_on_a_hung_up_terminal_is_an_error_not_a_panic() {
+    if !common::service::is_root() {
+        return;
+    }
+    let svc = common::service::Service::new();
+    let mut started = common::service::Started::default();
+    svc.start("equal", &mut started);
+    let pid = started.sleeper();
+    // An app, so there are lines to write.
+    let out = svc.coloc(&["attach", &pid.to_string()]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out).1);
+    let pty = nix::pty::openpty(None, None).unwrap();
+    drop(pty.master);
+    let status = svc
+        .coloc(&["status"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(pty.slave.try_clone().unwrap()))
+        .stderr(Stdio::from(pty.slave))
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "coloc status: {status}");
+}
