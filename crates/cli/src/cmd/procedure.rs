@@ -121,7 +121,9 @@ pub fn profile_from_dir(
                     match scored {
                         Ok(s) => LevelResult::Scored(s),
                         Err(reason) => LevelResult::NotCharacterizable {
-                            reason: NotCharacterizable::Failed { reason },
+                            reason: NotCharacterizable::Failed {
+                                reason: reason.to_string(),
+                            },
                         },
                     }
                 }
@@ -140,7 +142,7 @@ pub fn profile_from_dir(
             &read_traces(&app_dir, dirs(&app.sharing_runs))?,
             &levels,
         )
-        .unwrap_or_else(SharingCharacteristics::not_measured),
+        .unwrap_or_else(|why| SharingCharacteristics::not_measured(why.to_string())),
     };
     Ok(AppProfile {
         identity: app.identity.clone(),

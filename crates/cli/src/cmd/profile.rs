@@ -50,6 +50,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use coloc_linux::usage::{cycles_available, CycleMeter};
 use coloc_manager::DEFAULT_EPOCH;
+use coloc_model::procedure::ProcedureError;
 use coloc_model::profile::procedure::{
     level_runs, ManifestApp, ManifestLevel, ProcedureManifest, MANIFEST,
 };
@@ -232,7 +233,7 @@ pub fn main(args: ProfileArgs) -> Result<()> {
             name: app.name.clone(),
             identity,
             levels,
-            sharing_not_measured: sharing_runs.as_ref().err().cloned(),
+            sharing_not_measured: sharing_runs.as_ref().err().map(ToString::to_string),
             sharing_runs: sharing_runs.unwrap_or_default(),
         };
         profiles.push(profile_from_dir(
@@ -386,7 +387,7 @@ fn describe_plan(plan: &[LevelPlan]) -> String {
 
 /// Which runs give the data sharing substitute (Tang et al. §5 without LLC
 /// counters), or why none do.
-fn describe_shared_cache(plan: &Result<SharedCachePlan, String>) -> String {
+fn describe_shared_cache(plan: &Result<SharedCachePlan, ProcedureError>) -> String {
     match plan {
         Ok(SharedCachePlan::LlcLevel { label, .. }) => format!(
             "the {label} runs above, one {label} against two, read as the share of CPU time \
@@ -583,6 +584,7 @@ mod tests {
         failing.command = Some(vec!["false".into()]);
         let trace = made(&failing, &planned(1, &failing));
         let got = run_figure(&trace, "failing", Signal::TaskClock);
-        assert_eq!(got, Err("exited with code 1".into()));
+        let code_1 = coloc_model::trace::ExitStatus::Code(1);
+        assert_eq!(got, Err(ProcedureError::Failed(code_1)));
     }
 }

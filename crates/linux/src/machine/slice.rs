@@ -32,7 +32,7 @@
 //! the limit). cgroup v1's cpuset hierarchy is its own, so there every app
 //! can move.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use coloc_model::{AppPlan, CpuSet, MemPolicy};
 
@@ -52,6 +52,23 @@ pub(crate) struct Slice {
     made: bool,
     /// The cpuset controller was turned on below the root for it.
     enabled: bool,
+}
+
+/// Why an app could not be moved into a cgroup of its own.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SliceError {
+    #[error(transparent)]
+    Cgroup(#[from] CgroupError),
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// cgroup v2 (docs/service.md, cgroup slices): moving the app out of
+    /// `home` would lift `limit` (a controller's file, `memory.max`…).
+    #[error(
+        "not moved out of cgroup {}: its {limit} would no longer hold it (cgroup v2 \
+         has one cgroup per process for every controller)",
+        home.display()
+    )]
+    OtherLimit { home: PathBuf, limit: String },
 }
 
 /// Why a step failed, for the apply's refusals.
@@ -166,27 +183,20 @@ impl Slice {
         nodes: &[u32],
         proc_root: &Path,
         journal: &mut Journal,
-    ) -> Result<AppCgroup, String> {
+    ) -> Result<AppCgroup, SliceError> {
         let pid = inst.pid();
-        let home = self
-            .sets
-            .cgroup_of(proc_root, pid)
-            .map_err(|e| e.to_string())?;
+        let home = self.sets.cgroup_of(proc_root, pid)?;
         if let Some(limit) = self.sets.other_limit(&home) {
-            return Err(format!(
-                "not moved out of cgroup {}: its {limit} would no longer hold it (cgroup v2 \
-                 has one cgroup per process for every controller)",
-                home.display()
-            ));
+            return Err(SliceError::OtherLimit { home, limit });
         }
-        let (cpus, mems) = self.target(&home, plan, nodes).map_err(|e| e.to_string())?;
-        self.make_slice(journal).map_err(|e| e.to_string())?;
+        let (cpus, mems) = self.target(&home, plan, nodes)?;
+        self.make_slice(journal)?;
         // Named after this coloc too: a coloc recovering a dead daemon's
         // journal meanwhile removes that daemon's cgroups, never this one's.
         let me = std::process::id();
         let rel = Path::new(SLICE).join(format!("{me}-app{}-{pid}", inst.id));
         self.made(journal, &rel, false)?;
-        self.sets.make(&rel).map_err(|e| e.to_string())?;
+        self.sets.make(&rel)?;
         let cg = AppCgroup {
             rel,
             home,
@@ -196,7 +206,7 @@ impl Slice {
         let moved = self
             .sets
             .limit(&cg.rel, &cg.cpus, &cg.mems)
-            .map_err(|e| e.to_string())
+            .map_err(SliceError::from)
             .and_then(|()| self.move_in(inst, &cg, proc_root, journal));
         if let Err(why) = moved {
             let _ = take_back(&self.sets, &cg.rel, &cg.home);
@@ -213,42 +223,38 @@ impl Slice {
         cg: &AppCgroup,
         proc_root: &Path,
         journal: &mut Journal,
-    ) -> Result<(), String> {
+    ) -> Result<(), SliceError> {
         let main = (inst.pid(), inst.main.start);
         let others = inst.tracker.processes().filter(|p| *p != main);
         for (pid, start) in std::iter::once(main).chain(others) {
             if self.sets.cgroup_of(proc_root, pid).ok().as_ref() != Some(&cg.home) {
                 continue;
             }
-            journal
-                .append(&Entry::CgroupMoved {
-                    mount: self.sets.mount.clone(),
-                    pid,
-                    start,
-                    from: cg.home.clone(),
-                    to: cg.rel.clone(),
-                })
-                .map_err(|e| e.to_string())?;
+            journal.append(&Entry::CgroupMoved {
+                mount: self.sets.mount.clone(),
+                pid,
+                start,
+                from: cg.home.clone(),
+                to: cg.rel.clone(),
+            })?;
             match self.sets.attach(&cg.rel, pid) {
                 Ok(()) => {}
                 // Ended meanwhile: nothing to move.
                 Err(_) if pid != main.0 => {}
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(e.into()),
             }
         }
         Ok(())
     }
 
     /// Journals that cgroup `rel` is about to be made.
-    fn made(&self, journal: &mut Journal, rel: &Path, enabled: bool) -> Result<(), String> {
-        journal
-            .append(&Entry::CgroupMade {
-                mount: self.sets.mount.clone(),
-                version: self.sets.version,
-                rel: rel.to_path_buf(),
-                enabled,
-            })
-            .map_err(|e| e.to_string())
+    fn made(&self, journal: &mut Journal, rel: &Path, enabled: bool) -> Result<(), JournalError> {
+        journal.append(&Entry::CgroupMade {
+            mount: self.sets.mount.clone(),
+            version: self.sets.version,
+            rel: rel.to_path_buf(),
+            enabled,
+        })
     }
 
     fn removed(&self, rel: &Path) -> Entry {
@@ -261,13 +267,13 @@ impl Slice {
     /// Makes `coloc.slice` once, journaled: in v2 with the controller on below
     /// the root and below itself, in v1 with all of the root's CPUs and nodes
     /// (a v1 cgroup starts with none).
-    fn make_slice(&mut self, journal: &mut Journal) -> Result<(), String> {
+    fn make_slice(&mut self, journal: &mut Journal) -> Result<(), SliceError> {
         if self.made {
             return Ok(());
         }
         let root = Path::new("");
         let slice = Path::new(SLICE);
-        let enable = !self.sets.enabled_below(root).map_err(|e| e.to_string())?;
+        let enable = !self.sets.enabled_below(root)?;
         self.made(journal, slice, enable)?;
         self.made = true;
         self.enabled = enable;
@@ -285,7 +291,7 @@ impl Slice {
                 Version::V2 => self.sets.enable_below(slice).map(drop),
             }
         })();
-        made.map_err(|e| e.to_string())
+        Ok(made?)
     }
 
     /// Lets `inst` go: the processes in its cgroup go back to where its main

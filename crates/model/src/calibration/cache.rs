@@ -19,7 +19,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::STREAM;
-use crate::procedure::{finished, PinnedApp, PlannedRun};
+use crate::procedure::{finished, PinnedApp, PlannedRun, ProcedureError};
 use crate::topology::Topology;
 use crate::trace::Trace;
 
@@ -99,12 +99,19 @@ pub struct CacheSample {
 
 /// The best GB/s of each working set of `runs`, from their traces (in the
 /// order of `runs`), smallest first.
-pub fn cache_samples(runs: &[CacheRun], traces: &[Trace]) -> Result<Vec<CacheSample>, String> {
+pub fn cache_samples(
+    runs: &[CacheRun],
+    traces: &[Trace],
+) -> Result<Vec<CacheSample>, ProcedureError> {
     let mut best: Vec<CacheSample> = Vec::new();
     for (run, trace) in runs.iter().zip(traces) {
         let gbs = finished(trace, STREAM)
-            .and_then(|f| f.metric.ok_or("the stream kernel printed no metric".into()))
-            .map_err(|e| format!("run {}: {e}", run.run.dir))?;
+            .and_then(|f| {
+                f.metric.ok_or(ProcedureError::NoMetric {
+                    who: "the stream kernel",
+                })
+            })
+            .map_err(|e| e.in_run(&run.run.dir))?;
         let bytes = run.working_set_bytes();
         match best.iter_mut().find(|s| s.working_set_bytes == bytes) {
             Some(s) => s.gbs = s.gbs.max(gbs),
@@ -121,22 +128,20 @@ pub fn cache_samples(runs: &[CacheRun], traces: &[Trace]) -> Result<Vec<CacheSam
 /// The effective capacity: the largest working set that ran at least
 /// [`CACHE_SPEEDUP`] times as fast as the largest of all (memory); or why
 /// there is none.
-pub fn effective_llc(samples: &[CacheSample]) -> Result<u64, String> {
+pub fn effective_llc(samples: &[CacheSample]) -> Result<u64, ProcedureError> {
     let memory = samples
         .iter()
         .max_by_key(|s| s.working_set_bytes)
-        .ok_or("no cache run")?;
+        .ok_or(ProcedureError::NoCacheRun)?;
     samples
         .iter()
         .filter(|s| s.gbs >= CACHE_SPEEDUP * memory.gbs)
         .map(|s| s.working_set_bytes)
         .max()
-        .ok_or_else(|| {
-            format!(
-                "no working set ran {CACHE_SPEEDUP} times as fast as the largest ({} MiB, {:.2} GB/s)",
-                memory.working_set_bytes >> 20,
-                memory.gbs
-            )
+        .ok_or(ProcedureError::NoCacheSpeedup {
+            speedup: CACHE_SPEEDUP,
+            largest_mib: memory.working_set_bytes >> 20,
+            largest_gbs: memory.gbs,
         })
 }
 
@@ -144,6 +149,7 @@ pub fn effective_llc(samples: &[CacheSample]) -> Result<u64, String> {
 mod tests {
     use super::*;
     use crate::metrics::testtrace::{trace, Ev};
+    use crate::trace::ExitStatus;
 
     /// The ladder doubles to at least twice the reported LLC: 32 MiB reported,
     /// so up to 64 MiB per array (192 MiB ≥ 64 MiB, and the 64 MiB floor);
@@ -198,8 +204,14 @@ mod tests {
         // A machine where nothing is faster than memory has no cache step.
         let flat = [s(3, 12.5), s(1200, 12.0)];
         let e = effective_llc(&flat).unwrap_err();
-        assert!(e.contains("1200 MiB, 12.00 GB/s"), "{e}");
-        assert!(effective_llc(&[]).is_err());
+        let want = ProcedureError::NoCacheSpeedup {
+            speedup: CACHE_SPEEDUP,
+            largest_mib: 1200,
+            largest_gbs: 12.0,
+        };
+        assert_eq!(e, want);
+        assert!(e.to_string().contains("1200 MiB, 12.00 GB/s"), "{e}");
+        assert_eq!(effective_llc(&[]), Err(ProcedureError::NoCacheRun));
     }
 
     /// Each size keeps its best run; a failed run names its directory.
@@ -232,6 +244,10 @@ mod tests {
             &[(0.0, Ev::Start(0, 0)), (1.0, Ev::Exit(0, 0, 1))],
         );
         let e = cache_samples(&runs[..1], &[failed]).unwrap_err();
-        assert_eq!(e, "run 1mib-0: exited with code 1");
+        assert_eq!(
+            e,
+            ProcedureError::Failed(ExitStatus::Code(1)).in_run("1mib-0")
+        );
+        assert_eq!(e.to_string(), "run 1mib-0: exited with code 1");
     }
 }

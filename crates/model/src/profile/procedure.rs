@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::{
     AppIdentity, Configurations, NotCharacterizable, PlatformFingerprint, Sensitivity, Signal,
 };
-use crate::procedure::finished;
+use crate::procedure::{finished, ProcedureError};
 use crate::topology::ResourceKind;
 use crate::trace::Trace;
 
@@ -77,9 +77,9 @@ pub const CONTENTION: &str = "contention";
 /// whole-life CPU time or cycles as the `exit` event carries them, or the
 /// time from its `start` to its `exit`; or why the run gives none (it
 /// failed, or the trace does not hold that figure).
-pub fn run_figure(trace: &Trace, app: &str, signal: Signal) -> Result<f64, String> {
+pub fn run_figure(trace: &Trace, app: &str, signal: Signal) -> Result<f64, ProcedureError> {
     let run = finished(trace, app)?;
-    let missing = |what: &str| format!("its exit holds no {what} (this backend does not count it)");
+    let missing = |what| ProcedureError::NotCounted { what };
     Ok(match signal {
         Signal::Wall => run.elapsed.as_nanos() as f64,
         Signal::TaskClock => run.usage.ok_or_else(|| missing("usage"))?.cpu_ns as f64,
@@ -99,7 +99,7 @@ pub fn level_from_traces(
     app: &str,
     signal: Signal,
     traces: &[Trace],
-) -> Result<Sensitivity, String> {
+) -> Result<Sensitivity, ProcedureError> {
     let runs = level.runs.iter().zip(traces);
     score_runs(runs, signal, level.threads, |run, trace| {
         if signal == Signal::Cycles && !level.metered_cycles.is_empty() {
@@ -109,7 +109,7 @@ pub fn level_from_traces(
                     .metered_cycles
                     .get(&run.dir)
                     .copied()
-                    .ok_or_else(|| "its cycles were not counted".to_string())
+                    .ok_or(ProcedureError::CyclesNotMetered)
             })
         } else {
             run_figure(trace, app, signal)
@@ -126,18 +126,23 @@ pub fn score_runs<'a>(
     runs: impl IntoIterator<Item = (&'a PlannedRun, &'a Trace)>,
     signal: Signal,
     threads: u32,
-    figure: impl Fn(&PlannedRun, &Trace) -> Result<f64, String>,
-) -> Result<Sensitivity, String> {
+    figure: impl Fn(&PlannedRun, &Trace) -> Result<f64, ProcedureError>,
+) -> Result<Sensitivity, ProcedureError> {
     let (mut baseline, mut contention) = (Vec::new(), Vec::new());
     for (run, trace) in runs {
-        let figure = figure(run, trace).map_err(|e| format!("run {}: {e}", run.dir))?;
+        let figure = figure(run, trace).map_err(|e| e.in_run(&run.dir))?;
         match run.role.as_str() {
             BASELINE => baseline.push(figure),
             CONTENTION => contention.push(figure),
-            other => return Err(format!("run {}: unknown role \"{other}\"", run.dir)),
+            other => {
+                let role = other.to_string();
+                return Err(ProcedureError::UnknownRole { role }.in_run(&run.dir));
+            }
         }
     }
-    Sensitivity::from_runs(signal, threads, baseline, contention).map_err(|e| e.to_string())
+    Ok(Sensitivity::from_runs(
+        signal, threads, baseline, contention,
+    )?)
 }
 
 /// A level's planned runs: `repeat` times the baseline then the contention
@@ -211,15 +216,20 @@ mod tests {
             &["a"],
             &[(0.0, Ev::Start(0, 0)), (1.0, Ev::Exit(0, 0, 2))],
         );
-        let unknown = "no app \"b\" in the trace".to_string();
-        let no_cycles = "its exit holds no cycles (this backend does not count it)".to_string();
-        let cases: [(&Trace, &str, Signal, Result<f64, String>); 6] = [
+        let unknown = ProcedureError::NoApp { app: "b".into() };
+        let no_cycles = ProcedureError::NotCounted { what: "cycles" };
+        let code_2 = ProcedureError::Failed(crate::trace::ExitStatus::Code(2));
+        assert_eq!(
+            no_cycles.to_string(),
+            "its exit holds no cycles (this backend does not count it)"
+        );
+        let cases: [(&Trace, &str, Signal, Result<f64, ProcedureError>); 6] = [
             (&with(Some(7)), "a", Signal::Wall, Ok(1.5e9)),
             (&with(Some(7)), "a", Signal::TaskClock, Ok(3e9)),
             (&with(Some(7)), "a", Signal::Cycles, Ok(7.0)),
             (&with(None), "a", Signal::Cycles, Err(no_cycles)),
             (&with(None), "b", Signal::Wall, Err(unknown)),
-            (&failed, "a", Signal::Wall, Err("exited with code 2".into())),
+            (&failed, "a", Signal::Wall, Err(code_2)),
         ];
         for (t, app, signal, want) in cases {
             assert_eq!(run_figure(t, app, signal), want, "{app} {signal}");
@@ -261,15 +271,19 @@ mod tests {
             score(&level, Signal::TaskClock),
             Ok(want(Signal::TaskClock, 1e9, 1.25e9).unwrap())
         );
-        let e = score(&level, Signal::Cycles).unwrap_err();
-        assert!(
-            e.starts_with("run L2-baseline-0: its exit holds no cycles"),
-            "{e}"
-        );
-        level.metered_cycles.insert("L2-baseline-0".into(), 4e9);
         assert_eq!(
             score(&level, Signal::Cycles),
-            Err("run L2-contention-0: its cycles were not counted".into())
+            Err(ProcedureError::NotCounted { what: "cycles" }.in_run("L2-baseline-0"))
+        );
+        level.metered_cycles.insert("L2-baseline-0".into(), 4e9);
+        let not_metered = score(&level, Signal::Cycles).unwrap_err();
+        assert_eq!(
+            not_metered,
+            ProcedureError::CyclesNotMetered.in_run("L2-contention-0")
+        );
+        assert_eq!(
+            not_metered.to_string(),
+            "run L2-contention-0: its cycles were not counted"
         );
         level.metered_cycles.insert("L2-contention-0".into(), 3e9);
         assert_eq!(

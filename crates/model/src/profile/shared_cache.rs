@@ -37,6 +37,7 @@ use super::procedure::{level_runs, run_figure, score_runs, PlannedRun, BASELINE,
 use super::{
     characterization_plan, Configurations, LevelProfile, LevelResult, Sensitivity, Signal,
 };
+use crate::procedure::ProcedureError;
 use crate::topology::{ResourceKind, Topology};
 use crate::trace::Trace;
 
@@ -79,7 +80,7 @@ pub enum SharedCachePlan {
 
 /// The configurations of `t` that show the app's data sharing, or why there
 /// are none (fewer than two cores).
-pub fn shared_cache_plan(t: &Topology) -> Result<SharedCachePlan, String> {
+pub fn shared_cache_plan(t: &Topology) -> Result<SharedCachePlan, ProcedureError> {
     let llc = characterization_plan(t)
         .into_iter()
         .rev()
@@ -102,10 +103,7 @@ pub fn shared_cache_plan(t: &Topology) -> Result<SharedCachePlan, String> {
             contention: vec![a, a],
             caveats: Vec::new(),
         })),
-        _ => Err(format!(
-            "data sharing needs two cores to compare, this machine has {}",
-            cores.len()
-        )),
+        _ => Err(ProcedureError::SharingCores { cores: cores.len() }),
     }
 }
 
@@ -128,7 +126,7 @@ pub fn shared_cache_runs<'a>(
     app: &str,
     runs: impl IntoIterator<Item = (&'a PlannedRun, &'a Trace)>,
     levels: &[LevelProfile],
-) -> Result<SharedCacheRuns, String> {
+) -> Result<SharedCacheRuns, ProcedureError> {
     let own: Vec<(&PlannedRun, &Trace)> = runs
         .into_iter()
         .filter(|(r, _)| r.role == BASELINE || r.role == CONTENTION)
@@ -145,16 +143,16 @@ pub fn shared_cache_runs<'a>(
         .iter()
         .rev()
         .find(|l| matches!(l.level, ResourceKind::Cache { .. }))
-        .ok_or("no runs of the app's threads sharing a cache against apart were made")?;
+        .ok_or(ProcedureError::NoSharedCacheRuns)?;
     match &llc.result {
         LevelResult::Scored(s) => Ok(SharedCacheRuns {
             cache: llc.level.label(),
             runs: s.clone(),
         }),
-        LevelResult::NotCharacterizable { reason } => Err(format!(
-            "no runs of the app's threads sharing a cache against apart: {}: {reason}",
-            llc.level.label()
-        )),
+        LevelResult::NotCharacterizable { reason } => Err(ProcedureError::SharedCacheLevel {
+            level: llc.level.clone(),
+            reason: reason.clone(),
+        }),
     }
 }
 

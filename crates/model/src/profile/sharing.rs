@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::SharedCacheRuns;
 use crate::cpuset::Cpu;
-use crate::procedure::{finished, PinnedApp, PlannedRun};
+use crate::procedure::{finished, PinnedApp, PlannedRun, ProcedureError};
 use crate::topology::symmetry::SymTree;
 use crate::topology::Topology;
 use crate::trace::Trace;
@@ -212,18 +212,18 @@ pub fn from_counter_trace(
     trace: &Trace,
     app: &str,
     threads: u32,
-) -> Result<SharingCharacteristics, String> {
+) -> Result<SharingCharacteristics, ProcedureError> {
     let run = finished(trace, app)?;
     let llc = run
         .usage
         .and_then(|u| u.llc)
-        .ok_or("its exit holds no LLC counts (this backend does not count them)")?;
+        .ok_or(ProcedureError::NoLlcCounts)?;
     let signal = if trace.header.machine.starts_with("sim:") {
         SharingSignal::SimCounters
     } else {
         SharingSignal::HwCounters
     };
-    SharingCharacteristics::from_counters(
+    Ok(SharingCharacteristics::from_counters(
         signal,
         CounterTotals {
             threads,
@@ -233,8 +233,7 @@ pub fn from_counter_trace(
             shared_requests: llc.shared_references as f64,
             line_bytes: LINE_BYTES,
         },
-    )
-    .map_err(|e| e.to_string())
+    )?)
 }
 
 /// Bytes a miss moves between memory and the LLC: one cache line.

@@ -24,6 +24,7 @@
 //! give nothing both are absent with the reason.
 
 use crate::cpuset::Cpu;
+use crate::procedure::ProcedureError;
 use crate::topology::Topology;
 use crate::trace::{Trace, TraceEvent};
 
@@ -44,17 +45,14 @@ pub const CO_RUN: &str = "co-run";
 /// Where the app and the probe run: the first PU of the first core and the
 /// first PU of the last core (two cores, never SMT siblings), or why the
 /// machine cannot host the co-runs.
-pub fn corun_cpus(topology: &Topology) -> Result<(Cpu, Cpu), String> {
+pub fn corun_cpus(topology: &Topology) -> Result<(Cpu, Cpu), ProcedureError> {
     let cores = topology.cores();
     match (
         cores.first().and_then(|c| c.first()),
         cores.last().and_then(|c| c.first()),
     ) {
         (Some(app), Some(probe)) if cores.len() >= 2 => Ok((app, probe)),
-        _ => Err(format!(
-            "co-runs with the stream probe need two cores, this machine has {}",
-            cores.len()
-        )),
+        _ => Err(ProcedureError::ProbeCores { cores: cores.len() }),
     }
 }
 
@@ -63,11 +61,9 @@ pub fn sharing_runs(
     app: &str,
     (app_cpu, probe_cpu): (Cpu, Cpu),
     repeat: u32,
-) -> Result<Vec<PlannedRun>, String> {
+) -> Result<Vec<PlannedRun>, ProcedureError> {
     if app == PROBE {
-        return Err(format!(
-            "app \"{PROBE}\": the name is the stream probe's; rename the app"
-        ));
+        return Err(ProcedureError::ProbeName { probe: PROBE });
     }
     let probe = PinnedApp {
         name: PROBE.into(),
@@ -104,10 +100,10 @@ pub fn sharing_runs(
 /// it was runnable that it ran (schedstat's run / (run + wait) in its last
 /// observation), so that other processes queueing on the probe's CPU do not
 /// pass for the app's memory traffic; or why the run does not count.
-pub fn probe_bandwidth(trace: &Trace) -> Result<f64, String> {
+pub fn probe_bandwidth(trace: &Trace) -> Result<f64, ProcedureError> {
     let names = &trace.header.workload.apps;
     let index = |name: &str| names.iter().position(|a| a.name == name);
-    let probe = index(PROBE).ok_or_else(|| format!("no app \"{PROBE}\" in the trace"))?;
+    let probe = index(PROBE).ok_or_else(|| ProcedureError::NoApp { app: PROBE.into() })?;
     let exits: Vec<(
         usize,
         std::time::Duration,
@@ -129,26 +125,27 @@ pub fn probe_bandwidth(trace: &Trace) -> Result<f64, String> {
         .collect();
     for (i, _, status, _) in &exits {
         if !status.success() {
-            return Err(format!("app \"{}\" {status}", names[*i].name));
+            return Err(ProcedureError::AppFailed {
+                app: names[*i].name.clone(),
+                status: (*status).clone(),
+            });
         }
     }
     let (_, probe_end, _, metric) = exits
         .iter()
         .find(|(i, ..)| *i == probe)
-        .ok_or("the probe did not exit")?;
+        .ok_or(ProcedureError::ProbeNotExited)?;
     for (i, a) in names.iter().enumerate().filter(|(i, _)| *i != probe) {
         match exits.iter().find(|(j, ..)| *j == i) {
             Some((_, end, ..)) if end >= probe_end => {}
             _ => {
-                return Err(format!(
-                    "app \"{}\" ended before the probe: give it more work so the probe runs \
-                     beside it throughout",
-                    a.name
-                ))
+                return Err(ProcedureError::EndedBeforeProbe {
+                    app: a.name.clone(),
+                })
             }
         }
     }
-    let gbs = metric.ok_or("the probe printed no metric")?;
+    let gbs = metric.ok_or(ProcedureError::NoMetric { who: "the probe" })?;
     let (run, wait) = trace
         .events
         .iter()
@@ -162,9 +159,9 @@ pub fn probe_bandwidth(trace: &Trace) -> Result<f64, String> {
                 .iter()
                 .fold((0u64, 0u64), |(r, w), t| (r + t.run_ns, w + t.wait_ns))
         })
-        .ok_or("the probe was never observed, so its share of the CPU is unknown")?;
+        .ok_or(ProcedureError::ProbeNotObserved)?;
     if run == 0 {
-        return Err("the probe never ran on a CPU in its observations".into());
+        return Err(ProcedureError::ProbeNeverRan);
     }
     Ok(gbs * (run + wait) as f64 / run as f64)
 }
@@ -193,13 +190,14 @@ impl SharingCharacteristics {
 pub fn from_probe_runs(
     alone: &[f64],
     corun: &[f64],
-    shared: Result<SharedCacheRuns, String>,
-) -> Result<SharingCharacteristics, String> {
-    let mean = |v: &[f64], what: &str| {
+    shared: Result<SharedCacheRuns, ProcedureError>,
+) -> Result<SharingCharacteristics, ProcedureError> {
+    let mean = |v: &[f64], role: &'static str| {
         if v.is_empty() || v.iter().any(|x| !(x.is_finite() && *x >= 0.0)) {
-            Err(format!(
-                "{what}: expected at least one finite bandwidth >= 0, found {v:?}"
-            ))
+            Err(ProcedureError::Bandwidths {
+                role,
+                found: v.to_vec(),
+            })
         } else {
             Ok(v.iter().sum::<f64>() / v.len() as f64)
         }
@@ -240,12 +238,12 @@ pub fn sharing_from_traces(
     runs: &[PlannedRun],
     traces: &[Trace],
     levels: &[LevelProfile],
-) -> Result<SharingCharacteristics, String> {
+) -> Result<SharingCharacteristics, ProcedureError> {
     if let ([run], [trace]) = (runs, traces) {
         if run.role == COUNTERS {
-            let app = run.apps.first().ok_or("the counter run has no app")?;
+            let app = run.apps.first().ok_or(ProcedureError::CounterRunEmpty)?;
             return from_counter_trace(trace, &app.name, app.cpus.len() as u32)
-                .map_err(|e| format!("run {}: {e}", run.dir));
+                .map_err(|e| e.in_run(&run.dir));
         }
     }
     let (mut alone, mut corun) = (Vec::new(), Vec::new());
@@ -254,11 +252,14 @@ pub fn sharing_from_traces(
         if role == BASELINE || role == CONTENTION {
             continue;
         }
-        let gbs = probe_bandwidth(trace).map_err(|e| format!("run {}: {e}", run.dir))?;
+        let gbs = probe_bandwidth(trace).map_err(|e| e.in_run(&run.dir))?;
         match role {
             PROBE_ALONE => alone.push(gbs),
             CO_RUN => corun.push(gbs),
-            other => return Err(format!("run {}: unknown role \"{other}\"", run.dir)),
+            other => {
+                let role = other.to_string();
+                return Err(ProcedureError::UnknownRole { role }.in_run(&run.dir));
+            }
         }
     }
     from_probe_runs(
@@ -279,18 +280,19 @@ mod tests {
         let two = Topology::synthetic("t", "core:2").unwrap();
         let smt = Topology::synthetic("t", "core:2 pu:2").unwrap();
         let one = Topology::synthetic("t", "core:1 pu:2").unwrap();
-        type Case<'a> = (&'a Topology, Result<(Cpu, Cpu), &'a str>);
+        type Case<'a> = (&'a Topology, Result<(Cpu, Cpu), ProcedureError>);
         let cases: [Case; 3] = [
             (&two, Ok((0, 1))),
             (&smt, Ok((0, 2))),
-            (
-                &one,
-                Err("co-runs with the stream probe need two cores, this machine has 1"),
-            ),
+            (&one, Err(ProcedureError::ProbeCores { cores: 1 })),
         ];
         for (t, want) in cases {
-            assert_eq!(corun_cpus(t), want.map_err(str::to_string));
+            assert_eq!(corun_cpus(t), want);
         }
+        assert_eq!(
+            corun_cpus(&one).unwrap_err().to_string(),
+            "co-runs with the stream probe need two cores, this machine has 1"
+        );
         let runs = sharing_runs("a", (0, 1), 2).unwrap();
         /// Directory, role, each app's name and CPUs.
         type Outline<'a> = (&'a str, &'a str, Vec<(&'a str, &'a [Cpu])>);
@@ -317,14 +319,17 @@ mod tests {
                 ("sharing-co-run-1", CO_RUN, vec![("a", &[0][..]), probe]),
             ]
         );
-        assert!(sharing_runs(PROBE, (0, 1), 1).unwrap_err().contains(PROBE));
+        assert_eq!(
+            sharing_runs(PROBE, (0, 1), 1),
+            Err(ProcedureError::ProbeName { probe: PROBE })
+        );
     }
 
     /// 10 and 8 GB/s alone, 6 and 6 beside the app: it takes 3 GB/s, 46 875
     /// lines per ms; a co-run faster than alone takes nothing.
     #[test]
     fn bandwidth_is_what_the_probe_loses() {
-        let none = || Err("no runs".to_string());
+        let none = || Err(ProcedureError::NoSharedCacheRuns);
         let c = from_probe_runs(&[10.0, 8.0], &[6.0, 6.0], none()).unwrap();
         assert_eq!(c.signal, SharingSignal::StreamCoRuns);
         assert_eq!(
@@ -334,9 +339,17 @@ mod tests {
         let c = from_probe_runs(&[5.0], &[6.0], none()).unwrap();
         assert_eq!(c.bandwidth_gbs, Some(0.0));
         let e = from_probe_runs(&[], &[1.0], none()).unwrap_err();
-        assert!(e.starts_with(PROBE_ALONE), "{e}");
+        let want = ProcedureError::Bandwidths {
+            role: PROBE_ALONE,
+            found: Vec::new(),
+        };
+        assert_eq!(e, want);
         let e = from_probe_runs(&[1.0], &[f64::NAN], none()).unwrap_err();
-        assert!(e.starts_with(CO_RUN), "{e}");
+        assert!(
+            matches!(&e, ProcedureError::Bandwidths { role: CO_RUN, found } if found[0].is_nan()),
+            "{e}"
+        );
+        assert!(e.to_string().starts_with(CO_RUN), "{e}");
     }
 
     /// The footprint is Equation 1 of the probe's miss rate (3 GB/s, 46 875
@@ -355,10 +368,11 @@ mod tests {
             })
         };
         type Want = (Option<f64>, Option<f64>, usize);
-        let cases: [(Result<SharedCacheRuns, String>, Want); 3] = [
+        let two_cores = || Err(ProcedureError::SharingCores { cores: 1 });
+        let cases: [(Result<SharedCacheRuns, ProcedureError>, Want); 3] = [
             (runs(2.0e9, 1.8e9), (Some(0.1), Some(42187.5), 0)),
             (runs(2.0e9, 2.2e9), (Some(0.0), Some(46875.0), 0)),
-            (Err("two cores needed".into()), (None, None, 2)),
+            (two_cores(), (None, None, 2)),
         ];
         for (shared, (sharing, footprint, missing)) in cases {
             let c = from_probe_runs(&[10.0, 8.0], &[6.0, 6.0], shared.clone()).unwrap();
@@ -371,7 +385,10 @@ mod tests {
             assert_eq!(c.missing.len(), missing, "{c:?}");
             assert_eq!(c.data_sharing_runs, shared.ok());
         }
-        let c = from_probe_runs(&[1.0], &[1.0], Err("two cores needed".into())).unwrap();
-        assert_eq!(c.missing[0], "data sharing: two cores needed");
+        let c = from_probe_runs(&[1.0], &[1.0], two_cores()).unwrap();
+        assert_eq!(
+            c.missing[0],
+            "data sharing: data sharing needs two cores to compare, this machine has 1"
+        );
     }
 }

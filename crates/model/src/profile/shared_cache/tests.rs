@@ -3,7 +3,7 @@ use crate::cpuset::Cpu;
 use crate::metrics::testtrace::{trace, Ev};
 use crate::testutils::fixture_topologies;
 
-fn one_core(baseline: &[Cpu], contention: &[Cpu]) -> Result<SharedCachePlan, String> {
+fn one_core(baseline: &[Cpu], contention: &[Cpu]) -> Result<SharedCachePlan, ProcedureError> {
     Ok(SharedCachePlan::OneCore(Configurations {
         threads: 2,
         baseline: baseline.to_vec(),
@@ -12,7 +12,7 @@ fn one_core(baseline: &[Cpu], contention: &[Cpu]) -> Result<SharedCachePlan, Str
     }))
 }
 
-fn llc(level: u8, label: &str) -> Result<SharedCachePlan, String> {
+fn llc(level: u8, label: &str) -> Result<SharedCachePlan, ProcedureError> {
     Ok(SharedCachePlan::LlcLevel {
         level: ResourceKind::Cache { level },
         label: label.into(),
@@ -32,17 +32,14 @@ fn configurations_by_topology() {
     let smt = synthetic("package:1 l3(8M):1 core:2 pu:2");
     let no_cache = synthetic("package:1 core:2");
     let single = synthetic("package:1 l3(8M):1 core:1 pu:2");
-    let cases: [(&Topology, Result<SharedCachePlan, String>); 7] = [
+    let cases: [(&Topology, Result<SharedCachePlan, ProcedureError>); 7] = [
         (&fixtures[0], llc(3, "L3+MC+socket")),
         (&fixtures[1], llc(3, "L3+MC")),
         (&fixtures[2], one_core(&[0, 1], &[0, 0])),
         (&clovertown, llc(2, "L2")),
         (&smt, one_core(&[0, 2], &[0, 0])),
         (&no_cache, one_core(&[0, 1], &[0, 0])),
-        (
-            &single,
-            Err("data sharing needs two cores to compare, this machine has 1".into()),
-        ),
+        (&single, Err(ProcedureError::SharingCores { cores: 1 })),
     ];
     for (i, (t, want)) in cases.into_iter().enumerate() {
         assert_eq!(shared_cache_plan(t), want, "case {i}");
@@ -106,6 +103,10 @@ fn figures_from_own_runs_or_the_llc_level() {
     let e = shared_cache_runs("a", runs.iter().zip(&failed), &[]).unwrap_err();
     assert_eq!(
         e,
+        ProcedureError::NoApp { app: "a".into() }.in_run("sharing-core-contention-0")
+    );
+    assert_eq!(
+        e.to_string(),
         "run sharing-core-contention-0: no app \"a\" in the trace"
     );
 
@@ -128,16 +129,24 @@ fn figures_from_own_runs_or_the_llc_level() {
     assert_eq!((got.cache.as_str(), got.data_sharing()), ("L3", 0.0));
     assert_eq!(got.runs, scored);
     let single = [level(
-        l3,
+        l3.clone(),
         LevelResult::NotCharacterizable {
             reason: crate::profile::NotCharacterizable::SingleInstance,
         },
     )];
     let e = shared_cache_runs("a", [], &single).unwrap_err();
-    assert!(e.ends_with("L3: a single instance on this machine: there is no second one to spread the threads over"), "{e}");
-    let e = shared_cache_runs("a", [], &[]).unwrap_err();
     assert_eq!(
         e,
+        ProcedureError::SharedCacheLevel {
+            level: l3,
+            reason: crate::profile::NotCharacterizable::SingleInstance
+        }
+    );
+    assert!(e.to_string().ends_with("L3: a single instance on this machine: there is no second one to spread the threads over"), "{e}");
+    let e = shared_cache_runs("a", [], &[]).unwrap_err();
+    assert_eq!(e, ProcedureError::NoSharedCacheRuns);
+    assert_eq!(
+        e.to_string(),
         "no runs of the app's threads sharing a cache against apart were made"
     );
 }
