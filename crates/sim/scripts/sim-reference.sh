@@ -15,12 +15,22 @@
 # another: `diff -r OUT_A OUT_B` is empty when simulated outcomes did not
 # change. Runs go JOBS at a time (default 2); the profile store is a fresh
 # one under OUT_DIR/.data, so the user's is not touched.
+#
+# SIM_REFERENCE_ONLY=REGEX (grep -E) keeps the runs whose file name matches
+# it (`WORKLOAD-PLATFORM-POLICY-sSEED`, `profile-WORKLOAD-PLATFORM`,
+# `bench-paper-nupoco`): a few runs of two builds, to bisect a difference.
+# Profiles are made for every pair all the same (resense, tang and auto read
+# them), and their files written only where the name matches.
+#
+# Traces of version 1 (before plans carried reasons) and 2 compare with
+# sim-outcomes-diff.sh, which leaves out the why and keeps what happened.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 [ $# -ge 2 ] || { echo "usage: $0 COLOC_BINARY OUT_DIR [JOBS]" >&2; exit 2; }
 coloc=$(realpath "$1")
 out=$(realpath -m "$2")
 jobs=${3:-2}
+only=${SIM_REFERENCE_ONLY:-.}
 [ ! -e "$out" ] || { echo "$out exists; give a new directory" >&2; exit 2; }
 mkdir -p "$out/.work"
 export XDG_DATA_HOME="$out/.data"
@@ -75,6 +85,7 @@ pairs | while read -r w p; do
   "$coloc" profile --sim "$p" "$w" --repeat 1 --out "$out/.work/profile-$name" \
     > "$out/profile-$name.txt" 2>&1 || true
   normalize "$out/profile-$name.txt"
+  grep -qE -- "$only" <<< "profile-$name" || rm "$out/profile-$name.txt"
 done
 
 {
@@ -87,9 +98,17 @@ done
   echo "examples/sim/tang-pairs.toml clovertown oracle 1"
   echo "examples/sim/nupoco-kmeans.toml nupoco-amd64 oracle 1"
   echo "crates/cli/src/cmd/bench/sim-oracle-4x8.toml opteron48 oracle 1 --oracle-max-configs 64"
-} | xargs -P "$jobs" -L 1 bash -c 'run "$@"' _
+} | while read -r w p pol seed rest; do
+  # Only the runs asked for (the name `run` gives the run's files).
+  if grep -qE -- "$only" <<< "$(basename "$w" .toml)-$p-$pol-s$seed"; then
+    echo "$w $p $pol $seed $rest"
+  fi
+done | xargs -P "$jobs" -L 1 bash -c 'run "$@"' _
 
-"$coloc" bench paper nupoco --repeat 1 --out "$out/.work/paper" > "$out/bench-paper-nupoco.txt" 2>&1
-normalize "$out/bench-paper-nupoco.txt"
+if grep -qE -- "$only" <<< bench-paper-nupoco; then
+  "$coloc" bench paper nupoco --repeat 1 --out "$out/.work/paper" \
+    > "$out/bench-paper-nupoco.txt" 2>&1
+  normalize "$out/bench-paper-nupoco.txt"
+fi
 rm -rf "$out/.work" "$out/.data"
 echo "$(ls "$out" | wc -l) files in $out"
