@@ -14,11 +14,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::calibration::CalibrationError;
 use crate::cpuset::Cpu;
 use crate::observation::InstanceUsage;
-use crate::profile::{NotCharacterizable, ScoreError, SharingError};
-use crate::topology::ResourceKind;
 use crate::trace::{ExitStatus, Trace, TraceEvent};
 
 /// One app of a planned run: thread i pinned to `cpus[i]`, its DoP fixed at
@@ -58,121 +55,29 @@ pub struct Finished {
     pub usage: Option<InstanceUsage>,
 }
 
-/// Why a procedure's traces give no figure, or a procedure cannot be planned
-/// on a machine: what the profile and the calibration store or print in its
-/// place (the texts are those `coloc profiles show` has always shown).
+/// Why a trace gives no finished run of an app ([`finished`]).
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
-pub enum ProcedureError {
-    /// The run in directory `dir` (relative to the procedure's) gave none.
-    #[error("run {dir}: {error}")]
-    InRun {
-        dir: String,
-        error: Box<ProcedureError>,
-    },
+pub enum FinishedError {
     #[error("no app \"{app}\" in the trace")]
     NoApp { app: String },
     #[error("no start and exit in the trace")]
     NotFinished,
-    /// The measured app ended badly.
+    /// The app ended badly.
     #[error("{0}")]
     Failed(ExitStatus),
-    /// Another app of the run (the measured one, beside the stream probe)
-    /// ended badly.
-    #[error("app \"{app}\" {status}")]
-    AppFailed { app: String, status: ExitStatus },
-    /// The exit event carries no `usage` or no `cycles`.
-    #[error("its exit holds no {what} (this backend does not count it)")]
-    NotCounted { what: &'static str },
-    #[error("its cycles were not counted")]
-    CyclesNotMetered,
-    #[error("its exit holds no LLC counts (this backend does not count them)")]
-    NoLlcCounts,
-    /// `who` (the stream kernel, the probe) printed no `coloc-metric` line.
-    #[error("{who} printed no metric")]
-    NoMetric { who: &'static str },
-    #[error("unknown role \"{role}\"")]
-    UnknownRole { role: String },
-    #[error(transparent)]
-    Score(#[from] ScoreError),
-    #[error(transparent)]
-    Sharing(#[from] SharingError),
-    #[error("fitting service rates to the stream runs: {0}")]
-    Calibration(CalibrationError),
-    /// Tang et al.'s data sharing runs, on a machine with `cores`.
-    #[error("data sharing needs two cores to compare, this machine has {cores}")]
-    SharingCores { cores: usize },
-    /// The co-runs with the stream probe, on a machine with `cores`.
-    #[error("co-runs with the stream probe need two cores, this machine has {cores}")]
-    ProbeCores { cores: usize },
-    #[error("app \"{probe}\": the name is the stream probe's; rename the app")]
-    ProbeName { probe: &'static str },
-    #[error("the probe did not exit")]
-    ProbeNotExited,
-    #[error(
-        "app \"{app}\" ended before the probe: give it more work so the probe runs \
-         beside it throughout"
-    )]
-    EndedBeforeProbe { app: String },
-    #[error("the probe was never observed, so its share of the CPU is unknown")]
-    ProbeNotObserved,
-    #[error("the probe never ran on a CPU in its observations")]
-    ProbeNeverRan,
-    /// The bandwidths of the runs of `role` are missing or not finite and
-    /// non-negative.
-    #[error("{role}: expected at least one finite bandwidth >= 0, found {found:?}")]
-    Bandwidths { role: &'static str, found: Vec<f64> },
-    #[error("the counter run has no app")]
-    CounterRunEmpty,
-    #[error("no runs of the app's threads sharing a cache against apart were made")]
-    NoSharedCacheRuns,
-    /// The level whose runs would have given data sharing could not be
-    /// characterized.
-    #[error(
-        "no runs of the app's threads sharing a cache against apart: {}: {reason}",
-        level.label()
-    )]
-    SharedCacheLevel {
-        level: ResourceKind,
-        reason: NotCharacterizable,
-    },
-    #[error("no stream run")]
-    NoStreamRun,
-    #[error("no cache run")]
-    NoCacheRun,
-    /// No working set of the cache ladder ran `speedup` times as fast as the
-    /// largest (`largest_mib`, at `largest_gbs`).
-    #[error(
-        "no working set ran {speedup} times as fast as the largest ({largest_mib} MiB, \
-         {largest_gbs:.2} GB/s)"
-    )]
-    NoCacheSpeedup {
-        speedup: f64,
-        largest_mib: u64,
-        largest_gbs: f64,
-    },
-}
-
-impl ProcedureError {
-    /// This error as the run in `dir` gave it.
-    pub fn in_run(self, dir: &str) -> Self {
-        ProcedureError::InRun {
-            dir: dir.to_string(),
-            error: Box::new(self),
-        }
-    }
 }
 
 /// The first instance of the app called `app` in `trace`, from its `start`
 /// to its `exit`; or why the trace gives none (no such app, it never started
 /// or exited, it failed).
-pub fn finished(trace: &Trace, app: &str) -> Result<Finished, ProcedureError> {
+pub fn finished(trace: &Trace, app: &str) -> Result<Finished, FinishedError> {
     let index = trace
         .header
         .workload
         .apps
         .iter()
         .position(|a| a.name == app)
-        .ok_or_else(|| ProcedureError::NoApp { app: app.into() })? as u32;
+        .ok_or_else(|| FinishedError::NoApp { app: app.into() })? as u32;
     let start = trace.events.iter().find_map(|e| match e {
         TraceEvent::Start { t, app, .. } if app.app == index => Some(*t),
         _ => None,
@@ -189,10 +94,10 @@ pub fn finished(trace: &Trace, app: &str) -> Result<Finished, ProcedureError> {
     });
     let (start, (end, status, metric, usage)) = match (start, exit) {
         (Some(s), Some(e)) => (s, e),
-        _ => return Err(ProcedureError::NotFinished),
+        _ => return Err(FinishedError::NotFinished),
     };
     if !status.success() {
-        return Err(ProcedureError::Failed(status.clone()));
+        return Err(FinishedError::Failed(status.clone()));
     }
     Ok(Finished {
         elapsed: end.saturating_sub(start),

@@ -50,12 +50,12 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use coloc_linux::usage::{cycles_available, CycleMeter};
 use coloc_manager::DEFAULT_EPOCH;
-use coloc_model::procedure::ProcedureError;
 use coloc_model::profile::procedure::{
     level_runs, ManifestApp, ManifestLevel, ProcedureManifest, MANIFEST,
 };
 use coloc_model::profile::shared_cache::{shared_cache_plan, SharedCachePlan};
 use coloc_model::profile::substitute::{corun_cpus, sharing_runs};
+use coloc_model::profile::ProcedureError;
 use coloc_model::profile::{
     characterization_plan, counter_run, AppIdentity, LevelPlan, PlatformFingerprint, Signal,
 };
@@ -585,6 +585,7 @@ mod tests {
         let trace = made(&failing, &planned(1, &failing));
         let got = run_figure(&trace, "failing", Signal::TaskClock);
         let code_1 = coloc_model::trace::ExitStatus::Code(1);
-        assert_eq!(got, Err(ProcedureError::Failed(code_1)));
+        let failed = coloc_model::procedure::FinishedError::Failed(code_1);
+        assert_eq!(got, Err(ProcedureError::Finished(failed)));
     }
 }

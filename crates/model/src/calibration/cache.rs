@@ -18,8 +18,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::CalibrationRunError;
 use super::STREAM;
-use crate::procedure::{finished, PinnedApp, PlannedRun, ProcedureError};
+use crate::procedure::{finished, PinnedApp, PlannedRun};
 use crate::topology::Topology;
 use crate::trace::Trace;
 
@@ -102,15 +103,12 @@ pub struct CacheSample {
 pub fn cache_samples(
     runs: &[CacheRun],
     traces: &[Trace],
-) -> Result<Vec<CacheSample>, ProcedureError> {
+) -> Result<Vec<CacheSample>, CalibrationRunError> {
     let mut best: Vec<CacheSample> = Vec::new();
     for (run, trace) in runs.iter().zip(traces) {
         let gbs = finished(trace, STREAM)
-            .and_then(|f| {
-                f.metric.ok_or(ProcedureError::NoMetric {
-                    who: "the stream kernel",
-                })
-            })
+            .map_err(CalibrationRunError::from)
+            .and_then(|f| f.metric.ok_or(CalibrationRunError::NoMetric))
             .map_err(|e| e.in_run(&run.run.dir))?;
         let bytes = run.working_set_bytes();
         match best.iter_mut().find(|s| s.working_set_bytes == bytes) {
@@ -128,17 +126,17 @@ pub fn cache_samples(
 /// The effective capacity: the largest working set that ran at least
 /// [`CACHE_SPEEDUP`] times as fast as the largest of all (memory); or why
 /// there is none.
-pub fn effective_llc(samples: &[CacheSample]) -> Result<u64, ProcedureError> {
+pub fn effective_llc(samples: &[CacheSample]) -> Result<u64, CalibrationRunError> {
     let memory = samples
         .iter()
         .max_by_key(|s| s.working_set_bytes)
-        .ok_or(ProcedureError::NoCacheRun)?;
+        .ok_or(CalibrationRunError::NoCacheRun)?;
     samples
         .iter()
         .filter(|s| s.gbs >= CACHE_SPEEDUP * memory.gbs)
         .map(|s| s.working_set_bytes)
         .max()
-        .ok_or(ProcedureError::NoCacheSpeedup {
+        .ok_or(CalibrationRunError::NoCacheSpeedup {
             speedup: CACHE_SPEEDUP,
             largest_mib: memory.working_set_bytes >> 20,
             largest_gbs: memory.gbs,
@@ -149,6 +147,7 @@ pub fn effective_llc(samples: &[CacheSample]) -> Result<u64, ProcedureError> {
 mod tests {
     use super::*;
     use crate::metrics::testtrace::{trace, Ev};
+    use crate::procedure::FinishedError;
     use crate::trace::ExitStatus;
 
     /// The ladder doubles to at least twice the reported LLC: 32 MiB reported,
@@ -204,14 +203,14 @@ mod tests {
         // A machine where nothing is faster than memory has no cache step.
         let flat = [s(3, 12.5), s(1200, 12.0)];
         let e = effective_llc(&flat).unwrap_err();
-        let want = ProcedureError::NoCacheSpeedup {
+        let want = CalibrationRunError::NoCacheSpeedup {
             speedup: CACHE_SPEEDUP,
             largest_mib: 1200,
             largest_gbs: 12.0,
         };
         assert_eq!(e, want);
         assert!(e.to_string().contains("1200 MiB, 12.00 GB/s"), "{e}");
-        assert_eq!(effective_llc(&[]), Err(ProcedureError::NoCacheRun));
+        assert_eq!(effective_llc(&[]), Err(CalibrationRunError::NoCacheRun));
     }
 
     /// Each size keeps its best run; a failed run names its directory.
@@ -246,7 +245,8 @@ mod tests {
         let e = cache_samples(&runs[..1], &[failed]).unwrap_err();
         assert_eq!(
             e,
-            ProcedureError::Failed(ExitStatus::Code(1)).in_run("1mib-0")
+            CalibrationRunError::Finished(FinishedError::Failed(ExitStatus::Code(1)))
+                .in_run("1mib-0")
         );
         assert_eq!(e.to_string(), "run 1mib-0: exited with code 1");
     }

@@ -96,6 +96,50 @@ pub struct MemoryCalibration {
     pub llc_bytes: Option<u64>,
 }
 
+/// Why a calibration's stream runs give no figure (NuPoCo §4.3's service
+/// rates, the cache ladder's effective LLC): what `coloc calibrate` prints or
+/// notes in its place. A failed run names its directory.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CalibrationRunError {
+    /// The run in directory `dir` (relative to the procedure's) gave none.
+    #[error("run {dir}: {error}")]
+    InRun {
+        dir: String,
+        error: Box<CalibrationRunError>,
+    },
+    #[error(transparent)]
+    Finished(#[from] crate::procedure::FinishedError),
+    #[error("the stream kernel printed no metric")]
+    NoMetric,
+    #[error("no stream run")]
+    NoStreamRun,
+    #[error("fitting service rates to the stream runs: {0}")]
+    Fit(CalibrationError),
+    #[error("no cache run")]
+    NoCacheRun,
+    /// No working set of the cache ladder ran `speedup` times as fast as the
+    /// largest (`largest_mib`, at `largest_gbs`).
+    #[error(
+        "no working set ran {speedup} times as fast as the largest ({largest_mib} MiB, \
+         {largest_gbs:.2} GB/s)"
+    )]
+    NoCacheSpeedup {
+        speedup: f64,
+        largest_mib: u64,
+        largest_gbs: f64,
+    },
+}
+
+impl CalibrationRunError {
+    /// This error as the run in `dir` gave it.
+    pub fn in_run(self, dir: &str) -> Self {
+        CalibrationRunError::InRun {
+            dir: dir.to_string(),
+            error: Box::new(self),
+        }
+    }
+}
+
 /// Why stream samples do not make a calibration.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CalibrationError {

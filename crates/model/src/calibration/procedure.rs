@@ -14,8 +14,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::CalibrationRunError;
 use super::{memory_nodes, MemoryCalibration, StreamRate, StreamSample};
-use crate::procedure::{finished, PinnedApp, PlannedRun, ProcedureError};
+use crate::procedure::{finished, PinnedApp, PlannedRun};
 use crate::profile::PlatformFingerprint;
 use crate::topology::{ObjKind, Topology};
 use crate::trace::Trace;
@@ -97,12 +98,10 @@ pub fn calibration_runs(
 
 /// The sample of one stream run from its trace: the GB/s the kernel reported
 /// at its exit; or why the run gives none.
-pub fn stream_sample(run: &StreamRun, trace: &Trace) -> Result<StreamSample, ProcedureError> {
+pub fn stream_sample(run: &StreamRun, trace: &Trace) -> Result<StreamSample, CalibrationRunError> {
     let gbs = finished(trace, STREAM)?
         .metric
-        .ok_or(ProcedureError::NoMetric {
-            who: "the stream kernel",
-        })?;
+        .ok_or(CalibrationRunError::NoMetric)?;
     Ok(StreamSample {
         cpu_node: run.cpu_node,
         mem_node: run.mem_node,
@@ -118,20 +117,20 @@ pub fn calibration_from_traces(
     runs: &[StreamRun],
     line_bytes: u32,
     traces: &[Trace],
-) -> Result<(Vec<StreamSample>, MemoryCalibration), ProcedureError> {
-    let first = traces.first().ok_or(ProcedureError::NoStreamRun)?;
+) -> Result<(Vec<StreamSample>, MemoryCalibration), CalibrationRunError> {
+    let first = traces.first().ok_or(CalibrationRunError::NoStreamRun)?;
     let samples = runs
         .iter()
         .zip(traces)
         .map(|(run, trace)| stream_sample(run, trace).map_err(|e| e.in_run(&run.run.dir)))
-        .collect::<Result<Vec<_>, ProcedureError>>()?;
+        .collect::<Result<Vec<_>, CalibrationRunError>>()?;
     let calibration = MemoryCalibration::from_stream(
         &first.header.topology,
         &samples,
         line_bytes,
         first.header.started_unix as u64,
     )
-    .map_err(ProcedureError::Calibration)?;
+    .map_err(CalibrationRunError::Fit)?;
     Ok((samples, calibration))
 }
 
@@ -240,7 +239,8 @@ mod tests {
             &[(0.0, Ev::Start(0, 0)), (1.0, Ev::Exit(0, 0, 1))],
         );
         let e = calibration_from_traces(&runs, 64, &[run(6.4), failed]).unwrap_err();
-        let code_1 = ProcedureError::Failed(crate::trace::ExitStatus::Code(1));
+        let code_1 = crate::procedure::FinishedError::Failed(crate::trace::ExitStatus::Code(1));
+        let code_1 = CalibrationRunError::Finished(code_1);
         assert_eq!(e, code_1.in_run("cpu0-mem0-2t-0"));
         assert_eq!(e.to_string(), "run cpu0-mem0-2t-0: exited with code 1");
     }

@@ -31,8 +31,92 @@ pub use self::sharing::{
     counter_run, counter_run_cpus, llc_footprint, CounterTotals, SharingCharacteristics,
     SharingError, SharingSignal, COUNTERS, LINE_BYTES,
 };
+use crate::procedure::FinishedError;
 use crate::topology::{ResourceKind, SharedResource};
+use crate::trace::ExitStatus;
 use crate::workload::AppSpec;
+
+/// Why a profile's traces give no figure, or its runs cannot be planned on a
+/// machine (ReSense §2.2's levels, Tang et al. §5's sharing substitute): what
+/// the profile stores or `coloc profile` prints in its place (the texts
+/// `coloc profiles show` has always shown). A failed run names its directory.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ProcedureError {
+    /// The run in directory `dir` (relative to the procedure's) gave none.
+    #[error("run {dir}: {error}")]
+    InRun {
+        dir: String,
+        error: Box<ProcedureError>,
+    },
+    #[error(transparent)]
+    Finished(#[from] FinishedError),
+    /// Another app of the run (the measured one, beside the stream probe)
+    /// ended badly.
+    #[error("app \"{app}\" {status}")]
+    AppFailed { app: String, status: ExitStatus },
+    /// The exit event carries no `usage` or no `cycles`.
+    #[error("its exit holds no {what} (this backend does not count it)")]
+    NotCounted { what: &'static str },
+    #[error("its cycles were not counted")]
+    CyclesNotMetered,
+    #[error("its exit holds no LLC counts (this backend does not count them)")]
+    NoLlcCounts,
+    #[error("the probe printed no metric")]
+    NoProbeMetric,
+    #[error("unknown role \"{role}\"")]
+    UnknownRole { role: String },
+    #[error(transparent)]
+    Score(#[from] ScoreError),
+    #[error(transparent)]
+    Sharing(#[from] SharingError),
+    /// Tang et al.'s data sharing runs, on a machine with `cores`.
+    #[error("data sharing needs two cores to compare, this machine has {cores}")]
+    SharingCores { cores: usize },
+    /// The co-runs with the stream probe, on a machine with `cores`.
+    #[error("co-runs with the stream probe need two cores, this machine has {cores}")]
+    ProbeCores { cores: usize },
+    #[error("app \"{probe}\": the name is the stream probe's; rename the app")]
+    ProbeName { probe: &'static str },
+    #[error("the probe did not exit")]
+    ProbeNotExited,
+    #[error(
+        "app \"{app}\" ended before the probe: give it more work so the probe runs \
+         beside it throughout"
+    )]
+    EndedBeforeProbe { app: String },
+    #[error("the probe was never observed, so its share of the CPU is unknown")]
+    ProbeNotObserved,
+    #[error("the probe never ran on a CPU in its observations")]
+    ProbeNeverRan,
+    /// The bandwidths of the runs of `role` are missing or not finite and
+    /// non-negative.
+    #[error("{role}: expected at least one finite bandwidth >= 0, found {found:?}")]
+    Bandwidths { role: &'static str, found: Vec<f64> },
+    #[error("the counter run has no app")]
+    CounterRunEmpty,
+    #[error("no runs of the app's threads sharing a cache against apart were made")]
+    NoSharedCacheRuns,
+    /// The level whose runs would have given data sharing could not be
+    /// characterized.
+    #[error(
+        "no runs of the app's threads sharing a cache against apart: {}: {reason}",
+        level.label()
+    )]
+    SharedCacheLevel {
+        level: ResourceKind,
+        reason: NotCharacterizable,
+    },
+}
+
+impl ProcedureError {
+    /// This error as the run in `dir` gave it.
+    pub fn in_run(self, dir: &str) -> Self {
+        ProcedureError::InRun {
+            dir: dir.to_string(),
+            error: Box::new(self),
+        }
+    }
+}
 
 /// The outcome of characterizing one level.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

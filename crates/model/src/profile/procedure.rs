@@ -10,10 +10,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::ProcedureError;
 use super::{
     AppIdentity, Configurations, NotCharacterizable, PlatformFingerprint, Sensitivity, Signal,
 };
-use crate::procedure::{finished, ProcedureError};
+use crate::procedure::finished;
 use crate::topology::ResourceKind;
 use crate::trace::Trace;
 
@@ -168,6 +169,7 @@ mod tests {
     use super::*;
     use crate::cpuset::Cpu;
     use crate::metrics::testtrace::{trace, Ev};
+    use crate::procedure::FinishedError;
 
     /// The plan of a level: `repeat` pairs, baseline then contention, one
     /// directory each, the app's threads on the configuration's CPUs.
@@ -216,9 +218,10 @@ mod tests {
             &["a"],
             &[(0.0, Ev::Start(0, 0)), (1.0, Ev::Exit(0, 0, 2))],
         );
-        let unknown = ProcedureError::NoApp { app: "b".into() };
+        let unknown = ProcedureError::Finished(FinishedError::NoApp { app: "b".into() });
         let no_cycles = ProcedureError::NotCounted { what: "cycles" };
-        let code_2 = ProcedureError::Failed(crate::trace::ExitStatus::Code(2));
+        let code_2 =
+            ProcedureError::Finished(FinishedError::Failed(crate::trace::ExitStatus::Code(2)));
         assert_eq!(
             no_cycles.to_string(),
             "its exit holds no cycles (this backend does not count it)"

@@ -34,10 +34,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::procedure::{level_runs, run_figure, score_runs, PlannedRun, BASELINE, CONTENTION};
+use super::ProcedureError;
 use super::{
     characterization_plan, Configurations, LevelProfile, LevelResult, Sensitivity, Signal,
 };
-use crate::procedure::ProcedureError;
 use crate::topology::{ResourceKind, Topology};
 use crate::trace::Trace;
 

@@ -24,9 +24,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::ProcedureError;
 use super::SharedCacheRuns;
 use crate::cpuset::Cpu;
-use crate::procedure::{finished, PinnedApp, PlannedRun, ProcedureError};
+use crate::procedure::{finished, PinnedApp, PlannedRun};
 use crate::topology::symmetry::SymTree;
 use crate::topology::Topology;
 use crate::trace::Trace;

@@ -23,8 +23,9 @@
 //! footprint is Equation 1 of the probe's miss rate with it; where those runs
 //! give nothing both are absent with the reason.
 
+use super::ProcedureError;
 use crate::cpuset::Cpu;
-use crate::procedure::ProcedureError;
+use crate::procedure::FinishedError;
 use crate::topology::Topology;
 use crate::trace::{Trace, TraceEvent};
 
@@ -103,7 +104,8 @@ pub fn sharing_runs(
 pub fn probe_bandwidth(trace: &Trace) -> Result<f64, ProcedureError> {
     let names = &trace.header.workload.apps;
     let index = |name: &str| names.iter().position(|a| a.name == name);
-    let probe = index(PROBE).ok_or_else(|| ProcedureError::NoApp { app: PROBE.into() })?;
+    let no_probe = || FinishedError::NoApp { app: PROBE.into() };
+    let probe = index(PROBE).ok_or_else(no_probe)?;
     let exits: Vec<(
         usize,
         std::time::Duration,
@@ -145,7 +147,7 @@ pub fn probe_bandwidth(trace: &Trace) -> Result<f64, ProcedureError> {
             }
         }
     }
-    let gbs = metric.ok_or(ProcedureError::NoMetric { who: "the probe" })?;
+    let gbs = metric.ok_or(ProcedureError::NoProbeMetric)?;
     let (run, wait) = trace
         .events
         .iter()

@@ -1,6 +1,7 @@
 use super::*;
 use crate::cpuset::Cpu;
 use crate::metrics::testtrace::{trace, Ev};
+use crate::procedure::FinishedError;
 use crate::testutils::fixture_topologies;
 
 fn one_core(baseline: &[Cpu], contention: &[Cpu]) -> Result<SharedCachePlan, ProcedureError> {
@@ -103,7 +104,8 @@ fn figures_from_own_runs_or_the_llc_level() {
     let e = shared_cache_runs("a", runs.iter().zip(&failed), &[]).unwrap_err();
     assert_eq!(
         e,
-        ProcedureError::NoApp { app: "a".into() }.in_run("sharing-core-contention-0")
+        ProcedureError::Finished(FinishedError::NoApp { app: "a".into() })
+            .in_run("sharing-core-contention-0")
     );
     assert_eq!(
         e.to_string(),
