@@ -206,6 +206,7 @@ fn state(s: TrialState) -> &'static str {
         TrialState::OwnKept => "own_kept",
         TrialState::BackToLinux => "back_to_linux",
         TrialState::Rechecking(_) => "rechecking",
+        TrialState::Waiting => "waiting",
     }
 }
 
@@ -389,6 +390,7 @@ mod tests {
                 low: None,
                 high: None,
             }),
+            cost: None,
         }
     }
 

@@ -54,6 +54,7 @@ fn reasons_and_verdicts_round_trip() {
             apps: vec![app],
             state: TrialState::BackToLinux,
             estimate: None,
+            cost: None,
         }],
         legacy_note: None,
     };

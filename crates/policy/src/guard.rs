@@ -28,7 +28,7 @@ use std::time::Duration;
 use coloc_model::reason::{Judge, ToLinux};
 use coloc_model::{AppId, AppPlan, MemPolicy, Placement, Plan, SchedSettings, View};
 
-use crate::trial::Trial;
+use crate::trial::{Trial, Trials};
 use crate::Policy;
 
 /// The layer name that makes a guarded policy (`BASE+guard`).
@@ -39,7 +39,7 @@ pub const GUARD: &str = "guard";
 pub struct Guarded {
     name: &'static str,
     base: Box<dyn Policy>,
-    trial: Option<Trial>,
+    trial: Trials,
     /// Time of the last observation counted.
     seen: Option<Duration>,
 }
@@ -49,7 +49,7 @@ impl Guarded {
         Self {
             name,
             base,
-            trial: None,
+            trial: Trials::default(),
             seen: None,
         }
     }

@@ -32,12 +32,33 @@
 //!   window whenever that keeps the time spent in it since settling within
 //!   [`SHARE`] of that time; the new pair joins the estimate, so a wrong early
 //!   verdict is corrected and a changed program phase is noticed.
+//! - **Hysteresis.** A settled verdict turns only on evidence against it as
+//!   strong as the evidence that made one: the pairs measured since the
+//!   verdict, at least [`MIN_PAIRS`] of them and on their own, put the bound
+//!   on the other side of 1 − [`BOUND`] (Linux's upper bound below it to
+//!   leave own, own's lower bound at least it to leave Linux). An estimate
+//!   between the two bounds changes nothing; it does not reopen the
+//!   alternation. A change of co-runners (a new set) starts a new trial.
+//! - **The cost of trying.** A trial spends about half its length in the
+//!   losing arrangement, and pays only by running the winner for the rest of
+//!   the set's life. With `p` the chance that Linux wins, not trying (the own
+//!   arrangement throughout) loses `p · g · T` over a set's life `T` (`g` the
+//!   loss rate of the worse arrangement), trying loses `g · D / 2` over its
+//!   length `D`: a trial pays where `T ≥ D / (2p)`, whatever `g`. `D` is the
+//!   least a verdict takes ([`MIN_PAIRS`] pairs, switches' settle intervals
+//!   included), `p` Laplace's rule over the run's earlier verdicts, and `T`
+//!   the mean life of the run's earlier sets with something to act on, or
+//!   the set's age when longer (Gott: at the median, a life observed at a
+//!   random moment has as much ahead of it as behind; before any such set
+//!   ended, `T` is unbounded). A set
+//!   whose trial does not pay yet runs the own arrangement, unmeasured
+//!   ([`TrialState::Waiting`], with the numbers).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 pub use coloc_model::reason::Estimate;
-use coloc_model::reason::{Arrangement, Judge, TrialState, Verdict};
+use coloc_model::reason::{Arrangement, Judge, TrialCost, TrialState, Verdict};
 use coloc_model::{AppId, View};
 
 use crate::progress::{progress, Measure, Progress};
@@ -92,18 +113,106 @@ fn estimate_of(logs: &[f64]) -> Option<Estimate> {
     }
 }
 
-/// What an estimate decides: own (true), Linux (false), or open (module docs).
-fn settles(e: &Estimate) -> Option<bool> {
+/// What an estimate decides, given the verdict in force `now`: own (true),
+/// Linux (false), or open (module docs). An open trial settles on the first
+/// side its bounds reach, and on Linux after [`MAX_PAIRS`]; a settled one
+/// turns only when the bound on the other side is reached (hysteresis: the
+/// estimate wandering between the two bounds is noise, and changes
+/// nothing).
+fn settles(e: &Estimate, now: Option<bool>) -> Option<bool> {
+    if e.pairs < MIN_PAIRS {
+        return now;
+    }
     // Over one pair the bounds are unbounded: no spread yet.
     let (low, high) = e.low.zip(e.high).unwrap_or((0.0, f64::INFINITY));
-    if e.pairs < MIN_PAIRS {
-        None
-    } else if low >= 1.0 - BOUND {
-        Some(true)
-    } else if high < 1.0 - BOUND || e.pairs >= MAX_PAIRS {
-        Some(false)
-    } else {
-        None
+    let own = low >= 1.0 - BOUND;
+    let linux = high < 1.0 - BOUND;
+    match now {
+        None if own => Some(true),
+        None if linux || e.pairs >= MAX_PAIRS => Some(false),
+        None => None,
+        Some(true) => Some(!linux),
+        Some(false) => Some(own),
+    }
+}
+
+/// What the run's earlier sets of co-running apps say about the next one:
+/// how long a set lasts and how often Linux won a trial (the cost of trying,
+/// module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Past {
+    /// Sets that ended, and their lives summed, seconds.
+    sets: u32,
+    lived: f64,
+    /// Trials that reached a verdict, and how many of them settled on Linux.
+    verdicts: u32,
+    linux: u32,
+}
+
+impl Past {
+    /// Counts the end, at `now`, of the set `trial` was about, where the
+    /// own arrangement had something to act on (a lone app, or apps whose
+    /// threads fit, is no set a trial would judge) and an observation saw
+    /// it.
+    fn ended(&mut self, trial: &Trial, now: Duration) {
+        // A set never observed is apps started one decision apart, not a
+        // set that lasted.
+        if trial.idle || !trial.observed {
+            return;
+        }
+        self.sets += 1;
+        self.lived += now.saturating_sub(trial.born).as_secs_f64();
+        if let Some(v) = trial.verdict {
+            self.verdicts += 1;
+            self.linux += u32::from(!v);
+        }
+    }
+
+    /// The chance that Linux wins the next trial: Laplace's rule of
+    /// succession over the run's verdicts (one half before any).
+    fn linux_chance(&self) -> f64 {
+        f64::from(self.linux + 1) / f64::from(self.verdicts + 2)
+    }
+
+    /// The cost of trying a set of age `age`, at `interval` per observation,
+    /// with windows of `window` intervals: its expected life is the mean life
+    /// of the run's earlier sets, or its age when longer (unbounded before
+    /// any set ended); a trial needs [`MIN_PAIRS`] pairs before a verdict.
+    fn cost(&self, age: Duration, interval: Duration, window: u32) -> TrialCost {
+        let mean = (self.sets > 0).then(|| self.lived / f64::from(self.sets));
+        let life = mean.unwrap_or(f64::INFINITY).max(age.as_secs_f64());
+        let least = (interval * (MIN_PAIRS as u32 * 2 * (SETTLE + window))).as_secs_f64();
+        let chance = self.linux_chance();
+        TrialCost {
+            life_secs: life,
+            needs_secs: least / (2.0 * chance),
+            linux_chance: chance,
+        }
+    }
+}
+
+/// The trial of the running set and what the run's earlier sets taught.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Trials {
+    current: Option<Trial>,
+    past: Past,
+}
+
+impl Trials {
+    /// The trial of `set` (sorted) with its own arrangement's `round` at
+    /// `now`: a new one, open, when the set or round changed (a change of
+    /// co-runners reopens a verdict), the set before it counted in the past.
+    fn of(&mut self, set: Vec<AppId>, round: u32, now: Duration) -> (&mut Trial, &Past) {
+        match &self.current {
+            Some(t) if t.set == set && t.round == round.max(1) => {}
+            _ => {
+                if let Some(ended) = self.current.take() {
+                    self.past.ended(&ended, now);
+                }
+                self.current = Some(Trial::new(set, round, now));
+            }
+        }
+        (self.current.as_mut().expect("set above"), &self.past)
     }
 }
 
@@ -128,6 +237,11 @@ pub(crate) struct Trial {
     unpaired: Option<(bool, Tally)>,
     /// ln(own / Linux) per pair, latest last.
     logs: Vec<f64>,
+    /// Pairs measured since the verdict was reached or last changed.
+    since_verdict: usize,
+    /// The last of them was on the other side of the bound: the next
+    /// re-check is due at once.
+    against: bool,
     /// Own (true) or Linux (false) once settled.
     pub verdict: Option<bool>,
     /// Set when there was nothing for auto's arrangement to act on.
@@ -139,6 +253,15 @@ pub(crate) struct Trial {
     /// When the current arrangement began: intervals that started earlier
     /// mix two arrangements and are not counted.
     since: Duration,
+    /// When the set began to run together.
+    born: Duration,
+    /// Set while the trial waits, not started: it would not pay for itself
+    /// yet (the cost of trying, module docs).
+    waiting: Option<TrialCost>,
+    /// Whether it started measuring.
+    started: bool,
+    /// Whether an observation saw the set with something to act on.
+    observed: bool,
 }
 
 impl Trial {
@@ -155,11 +278,17 @@ impl Trial {
             window: Tally::new(),
             unpaired: None,
             logs: Vec::new(),
+            since_verdict: 0,
+            against: false,
             verdict: None,
             idle: false,
             settled_for: 0,
             other: 0,
             since: now,
+            born: now,
+            waiting: None,
+            started: false,
+            observed: false,
         }
     }
 
@@ -171,29 +300,27 @@ impl Trial {
     /// act on now. A set left to Linux because nothing could act is tried
     /// again once something can.
     pub fn follow<'a>(
-        slot: &'a mut Option<Trial>,
+        trials: &'a mut Trials,
         view: &View<'_>,
         (set, round): (Vec<AppId>, u32),
         fresh: bool,
         applicable: bool,
     ) -> &'a mut Trial {
-        if slot
-            .as_ref()
-            .is_none_or(|t| t.set != set || t.round != round.max(1))
-        {
-            *slot = Some(Trial::new(set, round, view.now));
-        }
-        let trial = slot.as_mut().expect("set above");
+        let (trial, past) = trials.of(set, round, view.now);
+        trial.idle |= !applicable;
         if let (true, Some(prev), Some(last)) = (fresh, view.prev, view.last) {
             let work: Vec<(AppId, Progress)> = trial
                 .set
                 .iter()
                 .flat_map(|&id| progress(prev, last, id).into_iter().map(move |p| (id, p)))
                 .collect();
-            trial.record(prev.at, last.at, &work, applicable);
+            trial.record(prev.at, last.at, &work, applicable, past);
         }
         if applicable && trial.idle {
+            // The same apps, so the same set: it keeps its age.
+            let born = trial.born;
             *trial = Trial::new(trial.set.clone(), trial.round, view.now);
+            trial.born = born;
         }
         trial
     }
@@ -231,13 +358,26 @@ impl Trial {
         at: Duration,
         work: &[(AppId, Progress)],
         applicable: bool,
+        past: &Past,
     ) {
         if !applicable {
             self.idle = true;
             return;
         }
+        self.observed = true;
         if from < self.since || self.idle {
             return;
+        }
+        if !self.started {
+            // The cost of trying: start only once the set is expected to
+            // last long enough for a trial to pay for itself.
+            let cost = past.cost(at.saturating_sub(self.born), at - from, self.window_len());
+            if cost.life_secs < cost.needs_secs {
+                self.waiting = Some(cost);
+                return;
+            }
+            self.waiting = None;
+            self.started = true;
         }
         self.run += 1;
         if let Some(v) = self.verdict {
@@ -265,6 +405,7 @@ impl Trial {
                     (&prev, &done)
                 };
                 if let Some(r) = self.ratio(own, linux) {
+                    self.since_verdict += 1;
                     self.logs.push(r.ln());
                     if self.logs.len() > KEEP_PAIRS {
                         self.logs.remove(0);
@@ -278,22 +419,43 @@ impl Trial {
             }
         };
         if paired {
-            let verdict = self.estimate().and_then(|e| settles(&e));
+            // Open, every pair kept counts; settled, only the pairs measured
+            // since: evidence against a verdict is as strong as what made
+            // it only when it stands on its own.
+            let n = match self.verdict {
+                None => self.logs.len(),
+                Some(_) => self.since_verdict.min(self.logs.len()),
+            };
+            let verdict = match estimate_of(&self.logs[self.logs.len() - n..]) {
+                Some(e) => settles(&e, self.verdict),
+                None => self.verdict,
+            };
             if verdict != self.verdict {
                 self.settled_for = 0;
                 self.other = 0;
+                self.since_verdict = 0;
             }
             self.verdict = verdict;
+            // A pair on the other side of the bound is followed up at once.
+            self.against = match (verdict, self.since_verdict) {
+                (Some(v), 1..) => {
+                    let last = self.logs.last().copied().unwrap_or(0.0);
+                    (last >= (1.0 - BOUND).ln()) != v
+                }
+                _ => false,
+            };
         }
         let next = match self.verdict {
             // Open: alternate.
             None => !self.own,
             // Back to the verdict after a check.
             Some(v) if v != self.own => v,
-            // A check of the other arrangement when it fits in the share.
+            // A check of the other arrangement when it fits in the share,
+            // or when the last check disagreed with the verdict.
             Some(v) => {
-                let due = f64::from(self.other + SETTLE + self.window_len())
-                    <= SHARE * f64::from(self.settled_for);
+                let due = self.against
+                    || f64::from(self.other + SETTLE + self.window_len())
+                        <= SHARE * f64::from(self.settled_for);
                 if due {
                     !v
                 } else {
@@ -348,6 +510,8 @@ impl Trial {
         };
         let state = if self.idle {
             TrialState::NothingToActOn
+        } else if self.waiting.is_some() {
+            TrialState::Waiting
         } else {
             match self.verdict {
                 None => TrialState::Open(measuring),
@@ -361,6 +525,7 @@ impl Trial {
             apps: self.set.clone(),
             state,
             estimate: (!self.idle).then(|| self.estimate()).flatten(),
+            cost: self.waiting.filter(|_| !self.idle),
         }
     }
 }
@@ -378,19 +543,35 @@ mod tests {
     fn script(ticks: u32, rate: impl Fn(u32, bool) -> f64) -> (Trial, Vec<bool>) {
         let app = AppId { app: 0, rep: 0 };
         let mut t = Trial::new(vec![app], 1, Duration::ZERO);
-        let mut own = Vec::new();
-        for k in 0..ticks {
-            let r = rate(k, t.space());
-            own.push(t.space());
-            let secs = TICK.as_secs_f64();
-            t.record(
-                TICK * k,
-                TICK * (k + 1),
-                &[(app, (Measure::Work, r * secs, secs))],
-                true,
-            );
-        }
+        let own = run(&mut t, 0..ticks, &Past::default(), rate);
         (t, own)
+    }
+
+    /// Runs `trial` over the scripted intervals `ticks` (as [`script`]), the
+    /// run's earlier sets being `past`; returns, per interval, whether it ran
+    /// auto's own arrangement.
+    fn run(
+        trial: &mut Trial,
+        ticks: std::ops::Range<u32>,
+        past: &Past,
+        rate: impl Fn(u32, bool) -> f64,
+    ) -> Vec<bool> {
+        let app = trial.set[0];
+        let secs = TICK.as_secs_f64();
+        ticks
+            .map(|k| {
+                let own = trial.space();
+                let r = rate(k, own);
+                let work = [(app, (Measure::Work, r * secs, secs))];
+                trial.record(TICK * k, TICK * (k + 1), &work, true, past);
+                own
+            })
+            .collect()
+    }
+
+    /// Arrangement switches in a run of intervals.
+    fn switches(own: &[bool]) -> usize {
+        own.windows(2).filter(|w| w[0] != w[1]).count()
     }
 
     /// Deterministic noise: each window's rates off by up to `amp`, in a
@@ -466,7 +647,7 @@ mod tests {
                 if with_calls {
                     seen.push((app, (Measure::Calls, calls * secs, secs)));
                 }
-                t.record(TICK * k, TICK * (k + 1), &seen, true);
+                t.record(TICK * k, TICK * (k + 1), &seen, true, &Past::default());
             }
             assert_eq!(
                 t.verdict,
@@ -498,14 +679,170 @@ mod tests {
             linux_after as f64 <= SHARE * span,
             "{linux_after} of {span}"
         );
-        let (t, own) = script(turn + 80, rate);
-        assert_eq!(t.verdict, Some(false), "{}", t.verdict(Judge::Auto));
-        assert!(!own.last().unwrap(), "back to Linux");
+        // After the turn, the verdict turns once the re-checks since the
+        // verdict, on their own, show Linux faster: every 40 intervals here
+        // ((SETTLE + WINDOW) / SHARE), so within a few re-checks.
+        let app = t.set[0];
+        let mut t = Trial::new(vec![app], 1, Duration::ZERO);
+        let mut turned = None;
+        for k in 0..turn + 400 {
+            run(&mut t, k..k + 1, &Past::default(), rate);
+            if t.verdict == Some(false) {
+                turned = Some(k);
+                break;
+            }
+        }
+        let turned = turned.expect("turned to Linux");
+        assert!(turned > turn && turned <= turn + 80, "{turned}");
+        let own = run(&mut t, turned + 1..turned + 2, &Past::default(), rate);
+        assert!(!own[0], "back to Linux");
         assert_eq!(
             t.verdict(Judge::Auto).state,
             TrialState::BackToLinux,
             "{}",
             t.verdict(Judge::Auto)
         );
+    }
+
+    /// Hysteresis: a settled verdict is not turned by noise. Each case
+    /// settles on its first rates (decided pairs), then runs 30 s at rates
+    /// that still favour the verdict, or tie, under 10% noise: an estimate
+    /// that wanders between the two bounds. The verdict holds, and the
+    /// switches are the re-checks (each one out and back) and their
+    /// follow-ups. Before hysteresis the wandering estimate
+    /// reopened the trial, which alternated every window and then settled
+    /// on Linux after MAX_PAIRS whatever the verdict had been.
+    #[test]
+    fn noise_does_not_flip_a_settled_verdict() {
+        let decided = MIN_PAIRS as u32 * 2 * (SETTLE + WINDOW);
+        let span = 300;
+        // (own rate while deciding, Linux rate while deciding, own / Linux
+        // after, verdict)
+        let cases = [(1.3, 1.0, 1.0, true), (0.8, 1.0, 0.9, false)];
+        for (own, linux, after, want) in cases {
+            let rate = |k: u32, o: bool| match (k < decided, o) {
+                (true, true) => own,
+                (true, false) => linux,
+                (false, true) => after * noise(k, 0.1),
+                (false, false) => noise(k, 0.1),
+            };
+            let (t, ran) = script(decided + span, rate);
+            assert_eq!(t.verdict, Some(want), "{own}: {}", t.verdict(Judge::Auto));
+            let after = &ran[decided as usize..];
+            // A re-check is a window of the other arrangement, at most SHARE
+            // of the time: two switches per re-check.
+            let window = SETTLE + WINDOW;
+            let most = 2 * (SHARE * f64::from(span) / f64::from(window)).ceil() as usize;
+            assert!(
+                switches(after) <= most,
+                "{own}: {} switches, at most {most}",
+                switches(after)
+            );
+            let other = after.iter().filter(|o| **o != want).count() as f64;
+            assert!(
+                other <= SHARE * f64::from(span) + f64::from(window),
+                "{own}: {other}"
+            );
+        }
+    }
+
+    /// A change of co-runners reopens a verdict: the new set's trial starts
+    /// open, on the own arrangement, and the ended set counts in the past.
+    #[test]
+    fn a_change_of_co_runners_reopens_the_verdict() {
+        let (a, b, c) = (
+            AppId { app: 0, rep: 0 },
+            AppId { app: 1, rep: 0 },
+            AppId { app: 2, rep: 0 },
+        );
+        let mut trials = Trials::default();
+        let decided = MIN_PAIRS as u32 * 2 * (SETTLE + WINDOW);
+        let (t, past) = trials.of(vec![a, b], 1, Duration::ZERO);
+        let past = *past;
+        run(t, 0..decided, &past, |_, o| if o { 1.5 } else { 1.0 });
+        assert_eq!(t.verdict(Judge::Auto).state, TrialState::OwnKept);
+        // The same set again: the verdict stands.
+        let (t, _) = trials.of(vec![a, b], 1, TICK * decided);
+        assert_eq!(t.verdict, Some(true));
+        // A third app arrives: open, measuring the own arrangement first.
+        let (t, past) = trials.of(vec![a, b, c], 1, TICK * (decided + 5));
+        assert_eq!(
+            t.verdict(Judge::Auto).state,
+            TrialState::Open(Arrangement::Own)
+        );
+        assert_eq!(
+            *past,
+            Past {
+                sets: 1,
+                lived: (TICK * (decided + 5)).as_secs_f64(),
+                verdicts: 1,
+                linux: 0,
+            }
+        );
+    }
+
+    /// The cost of trying: a trial starts only when the set is expected to
+    /// last long enough for it to pay for itself. A trial's least length
+    /// here is MIN_PAIRS pairs of 4 intervals of 0.1 s: 1.6 s. With Linux's
+    /// chance `p`, it pays where the set's expected life is at least
+    /// 1.6 / (2p) s. Until then the own arrangement runs and Linux is not
+    /// measured.
+    #[test]
+    fn a_trial_that_cannot_pay_for_itself_is_not_started() {
+        let app = AppId { app: 0, rep: 0 };
+        // (past: sets ended, their mean life in s, verdicts, of them Linux;
+        //  the index of the interval, counted from the set's start, at whose
+        //  end the trial starts)
+        let cases = [
+            // Nothing ended yet: the first set is tried at once.
+            (0, 0.0, 0, 0, 0),
+            // Sets lasted 5 s: it pays (5 ≥ 1.6 / (2 · 1/2)).
+            (2, 5.0, 1, 0, 0),
+            // Sets lasted 0.5 s, no verdict yet: p = 1/2, it pays from an age
+            // of 1.6 s, the end of the 16th interval.
+            (3, 0.5, 0, 0, 15),
+            // Two earlier trials kept own: p = 1/4, it needs 3.2 s.
+            (3, 0.5, 2, 0, 31),
+            // Two earlier trials went to Linux: p = 3/4, 1.07 s: the end of
+            // the 11th interval (1.1 s).
+            (3, 0.5, 2, 2, 10),
+        ];
+        for (sets, life, verdicts, linux, starts) in cases {
+            let past = Past {
+                sets,
+                lived: f64::from(sets) * life,
+                verdicts,
+                linux,
+            };
+            let mut t = Trial::new(vec![app], 1, Duration::ZERO);
+            let ran = run(&mut t, 0..starts, &past, |_, o| if o { 1.0 } else { 2.0 });
+            assert!(ran.iter().all(|o| *o), "{past:?}: own while waiting");
+            let state = t.verdict(Judge::Auto).state;
+            if starts > 0 {
+                assert_eq!(state, TrialState::Waiting, "{past:?}");
+                let cost = t
+                    .verdict(Judge::Auto)
+                    .cost
+                    .expect("a waiting trial says why");
+                assert!(cost.life_secs < cost.needs_secs, "{past:?}: {cost:?}");
+            }
+            run(&mut t, starts..starts + 1, &past, |_, _| 1.0);
+            assert_eq!(
+                t.verdict(Judge::Auto).state,
+                TrialState::Open(Arrangement::Own),
+                "{past:?}: started after {starts} intervals"
+            );
+            assert_eq!(t.verdict(Judge::Auto).cost, None);
+            // Started, it measures Linux and decides: Linux runs twice as fast.
+            let decided = MIN_PAIRS as u32 * 2 * (SETTLE + WINDOW);
+            run(&mut t, starts + 1..starts + 1 + decided, &past, |_, o| {
+                if o {
+                    1.0
+                } else {
+                    2.0
+                }
+            });
+            assert_eq!(t.verdict, Some(false), "{past:?}");
+        }
     }
 }

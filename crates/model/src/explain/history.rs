@@ -323,6 +323,7 @@ mod tests {
             apps: vec![app],
             state: TrialState::OwnKept,
             estimate: None,
+            cost: None,
         };
         let events = vec![
             TraceEvent::Arrive {

@@ -542,7 +542,7 @@ pub enum CompetitionPhase {
 }
 
 /// A trial's verdict on one set of co-running apps: the policy's own
-/// arrangement against Linux (`auto/trial.rs`).
+/// arrangement against Linux (`crates/policy/src/trial.rs`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     /// Whose trial: `auto`'s own, or the `+guard` layer's.
@@ -553,6 +553,24 @@ pub struct Verdict {
     /// What the pairs measured so far say; None before the first pair.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimate: Option<Estimate>,
+    /// While the trial waits ([`TrialState::Waiting`]): why it does not pay
+    /// yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<TrialCost>,
+}
+
+/// The cost of trying, against what a trial can win (`crates/policy/src/trial.rs`,
+/// docs/policies/auto.md, "The cost of trying"): a set of co-running apps
+/// is expected to last `life_secs` (the mean life of the run's earlier sets,
+/// or its own age when longer), and a trial pays for itself only where that
+/// is at least `needs_secs`: its least length (the fewest pairs of windows a
+/// verdict takes) over twice `linux_chance`, the chance that Linux wins it
+/// (Laplace's rule over the run's earlier verdicts).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrialCost {
+    pub life_secs: f64,
+    pub needs_secs: f64,
+    pub linux_chance: f64,
 }
 
 /// Who runs a trial.
@@ -579,6 +597,10 @@ pub enum TrialState {
     BackToLinux,
     /// Settled, re-checking the other arrangement for one window.
     Rechecking(Arrangement),
+    /// Not started: the set is not expected to last long enough for a
+    /// trial to pay for itself ([`TrialCost`]); the own arrangement runs
+    /// meanwhile.
+    Waiting,
 }
 
 /// One of the two arrangements a trial compares.
@@ -684,6 +706,7 @@ pub(crate) mod tests {
                 low: Some(ratio - 0.1),
                 high: Some(ratio + 0.1),
             }),
+            cost: None,
         }
     }
 
@@ -711,6 +734,19 @@ pub(crate) mod tests {
                     None,
                 ),
                 "[0.0 1.0] own vs Linux: not measured yet, open: measuring Linux",
+            ),
+            (
+                Verdict {
+                    cost: Some(TrialCost {
+                        life_secs: 1.2,
+                        needs_secs: 1.6,
+                        linux_chance: 0.5,
+                    }),
+                    ..verdict(Judge::Auto, &[0, 1], TrialState::Waiting, None)
+                },
+                "[0.0 1.0] not tried against Linux yet: expected to run together ~1.20 s, \
+                 a trial pays after ~1.60 s (Linux won 50% of such trials, estimated); \
+                 own arrangement meanwhile",
             ),
         ];
         for (v, want) in cases {

@@ -568,6 +568,20 @@ impl Display for Verdict {
                 )
             }
             TrialState::NotTried => return write!(f, "not tried against Linux"),
+            TrialState::Waiting => {
+                write!(f, "not tried against Linux yet")?;
+                return match self.cost {
+                    Some(c) => write!(
+                        f,
+                        ": expected to run together ~{:.2} s, a trial pays after ~{:.2} s \
+                         (Linux won {:.0}% of such trials, estimated); own arrangement meanwhile",
+                        c.life_secs,
+                        c.needs_secs,
+                        100.0 * c.linux_chance
+                    ),
+                    None => write!(f, "; own arrangement meanwhile"),
+                };
+            }
             _ => {}
         }
         match self.estimate {
@@ -596,7 +610,7 @@ impl Display for Verdict {
             TrialState::OwnKept => write!(f, ", own kept"),
             TrialState::BackToLinux => write!(f, ", back to Linux"),
             TrialState::Rechecking(a) => write!(f, ", re-checking {}", name(a)),
-            TrialState::NothingToActOn | TrialState::NotTried => Ok(()),
+            TrialState::NothingToActOn | TrialState::NotTried | TrialState::Waiting => Ok(()),
         }
     }
 }

@@ -113,7 +113,7 @@ use self::evidence::Evidence;
 pub use self::objective::{ART_NICE_STEP, LATENCY_NICE, SRPT_NICE};
 use self::placement::Placer;
 use crate::baseline::topology_order;
-use crate::trial::Trial;
+use crate::trial::{Trial, Trials};
 use crate::Policy;
 
 /// The auto policy.
@@ -121,7 +121,7 @@ use crate::Policy;
 pub struct Auto {
     objective: Objective,
     evidence: BTreeMap<AppId, Evidence>,
-    trial: Option<Trial>,
+    trial: Trials,
     /// Time of the last observation taken in.
     seen: Option<Duration>,
     /// Stored solo times per thread count, by app name (team sizes,
@@ -435,6 +435,7 @@ impl Auto {
                     apps,
                     state: TrialState::NotTried,
                     estimate: None,
+                    cost: None,
                 }
             }
             None => trial.verdict(Judge::Auto),
