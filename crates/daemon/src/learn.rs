@@ -48,6 +48,10 @@ pub struct Learning {
     proc_root: PathBuf,
     /// Identifications under way: the hash of the app's executable, made
     /// as its user off the loop, with the name and arguments it goes with.
+    /// These three hold apps the daemon has registered only: each is
+    /// forgotten at its exit and, should no exit come (a waiting app
+    /// cancelled), when the apps present change ([`Learning::forget_gone`]),
+    /// so they are bounded by the registered apps (docs/service.md, Limits).
     pending: HashMap<u32, Identifying>,
     /// Apps whose program could not be identified (not said again).
     unknown: HashSet<u32>,
@@ -117,6 +121,34 @@ impl Learning {
         if !records.is_empty() {
             self.put(&records);
         }
+        if let TraceEvent::Exit { app, .. } = event {
+            self.forget(app.app);
+        }
+    }
+
+    /// Forgets what identifies app `app` (it exited: the learner has its
+    /// record, and its id is never given again).
+    fn forget(&mut self, app: u32) {
+        self.pending.remove(&app);
+        self.unknown.remove(&app);
+        self.identities.remove(&app);
+    }
+
+    /// Forgets every app the daemon no longer has registered nor lists in
+    /// `present`.
+    fn forget_gone(&mut self, present: &[Present]) {
+        let keep: HashSet<u32> = {
+            let state = self.shared.lock();
+            state
+                .apps
+                .keys()
+                .copied()
+                .chain(present.iter().map(|p| p.0))
+                .collect()
+        };
+        self.pending.retain(|app, _| keep.contains(app));
+        self.unknown.retain(|app| keep.contains(app));
+        self.identities.retain(|app, _| keep.contains(app));
     }
 
     /// What was learned of the programs of the apps `present` on a machine of
@@ -133,6 +165,7 @@ impl Learning {
             return None;
         }
         self.looked_up = Some(now);
+        self.forget_gone(present);
         let mut apps = Vec::new();
         for (app, name, threads) in present {
             let Some((program, _)) = self.identity(*app, None) else {
@@ -462,5 +495,65 @@ mod tests {
             "root read the user's program"
         );
         assert!(learning.identities.is_empty());
+    }
+
+    /// What identifies each app was kept for the daemon's whole life (a
+    /// service that runs for months grew without bound): it goes at the
+    /// app's exit, or, for an app that never started, once the daemon no
+    /// longer has it registered and the apps present change. 300 apps come
+    /// and go, one at a time; at most the one registered is remembered.
+    #[test]
+    fn what_identifies_an_app_is_forgotten_once_it_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("prog");
+        std::fs::write(&exe, b"a program").unwrap();
+        let platform =
+            PlatformFingerprint::of(&Topology::synthetic("p", "package:1 core:2").unwrap());
+        let shared = Shared::default();
+        let (mut learning, _) = Learning::open(
+            &dir.path().join("store.sqlite"),
+            platform,
+            shared.clone(),
+            Path::new("/proc"),
+        );
+        let remembered = |l: &Learning| l.pending.len() + l.unknown.len() + l.identities.len();
+        for n in 0..300u32 {
+            // Every third program cannot be hashed (it is gone): unknown.
+            let program = if n % 3 == 0 {
+                dir.path().join("missing").display().to_string()
+            } else {
+                exe.display().to_string()
+            };
+            let app = shared.lock().register(Entry::new(
+                format!("app{n}"),
+                Kind::Exec,
+                std::process::id(),
+                0,
+                program,
+            ));
+            let present = vec![(app, format!("app{n}"), 1)];
+            let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            learning.known(&present, 2);
+            while learning.pending.contains_key(&app) && std::time::Instant::now() < give_up {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                learning.poll_pending();
+            }
+            assert!(remembered(&learning) >= 1, "app {n} was never identified");
+            assert!(remembered(&learning) <= 2, "{n}: {}", remembered(&learning));
+            shared.lock().apps.remove(&app);
+            if n % 2 == 0 {
+                // It ran and exited.
+                learning.feed(&TraceEvent::Exit {
+                    t: std::time::Duration::from_secs(u64::from(n)),
+                    app: coloc_model::AppId { app, rep: 0 },
+                    status: coloc_model::trace::ExitStatus::Code(0),
+                    metric: None,
+                    usage: None,
+                });
+            }
+        }
+        // The last app's cancel is seen when the apps present change.
+        learning.known(&[], 2);
+        assert_eq!(remembered(&learning), 0);
     }
 }
