@@ -94,11 +94,15 @@ pub fn refresh<P: AsRef<str>>(
     policies: &[P],
 ) -> Result<()> {
     let reads = coloc_policy::reads_of(policies);
-    if let Some(k) = knowledge.filter(|_| reads.solo) {
-        (ctx.solo, ctx.coruns) = k.solo_and_coruns(workload)?;
+    let Some(k) = knowledge.filter(|_| reads.solo || reads.regions) else {
+        return Ok(());
+    };
+    let learned = k.learned(workload)?;
+    if reads.solo {
+        (ctx.solo, ctx.coruns) = (learned.solo, learned.coruns);
     }
-    if let Some(k) = knowledge.filter(|_| reads.regions) {
-        ctx.regions = k.regions(workload)?;
+    if reads.regions {
+        ctx.regions = learned.regions;
     }
     Ok(())
 }

@@ -1,7 +1,10 @@
 //! What the node service learns (docs/knowledge.md): every app it manages
 //! leaves a record of its program in the store, which outlives the daemon
 //! (stopped, or killed with SIGKILL) and is found by the next one; a store
-//! file cut short is set aside with a message and the daemon goes on.
+//! file cut short is set aside with a message and the daemon goes on. What
+//! it learned of a program's regions reaches its policy: auto cuts the team
+//! of an OpenMP program known to have short regions, and not before it is
+//! known.
 
 mod common;
 
@@ -9,7 +12,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::service::{is_root, wait_for, Service, Started};
-use common::{coloc, text};
+use common::{coloc, run_ns, text, tids_of};
 
 /// The rows of `coloc knowledge list --db DB`: (name, records).
 fn listed(db: &Path) -> Vec<(String, usize)> {
@@ -129,4 +132,168 @@ fn a_truncated_store_is_set_aside_and_the_daemon_goes_on() {
     exec(&svc, "after");
     wait_for("the record", || listed(&db) == [("after".to_string(), 1)]);
     assert!(started.children[daemon].try_wait().unwrap().is_none());
+}
+
+/// `kernel:barrier`: thousands of short parallel regions (microseconds
+/// alone), a few seconds alone on two CPUs; one run of it under the daemon
+/// leaves the record of how long its regions last.
+const BARRIER: &[&str] = &["kernel:barrier", "--regions", "10000"];
+
+/// `coloc exec` of [`BARRIER`] named `bar`, malleable, two threads, among
+/// the test's children; its index there.
+fn exec_barrier(svc: &Service, started: &mut Started) -> usize {
+    let child = svc
+        .coloc(&[
+            "exec",
+            "--name",
+            "bar",
+            "--malleable",
+            "--threads",
+            "2",
+            "--",
+        ])
+        .args(BARRIER)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    started.children.push(child);
+    started.children.len() - 1
+}
+
+/// `coloc exec` of a long one-thread kernel named `co`, once it runs; its
+/// index among the test's children.
+fn exec_co(svc: &Service, started: &mut Started) -> usize {
+    let child = svc
+        .coloc(&["exec", "--name", "co", "--threads", "1", "--"])
+        .args(common::service::KERNEL)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    started.children.push(child);
+    wait_for("co running", || dop_of(svc, "co").is_some());
+    started.children.len() - 1
+}
+
+/// Kills the command of the app named `name` (SIGKILL), reaps its `coloc
+/// exec` (`started.children[client]`) and waits until the daemon lets it go.
+fn end(svc: &Service, name: &str, started: &mut Started, client: usize) {
+    let (_, pid) = dop_of(svc, name).expect("running");
+    signal(pid, nix::sys::signal::Signal::SIGKILL);
+    let _ = started.children[client].wait();
+    wait_for("the app gone", || {
+        !svc.status().apps.iter().any(|a| a.name == name)
+    });
+}
+
+/// The DoP the daemon's plan in force gives the app named `name`, with its
+/// pid (None while it is not running or has no plan).
+fn dop_of(svc: &Service, name: &str) -> Option<(Option<u32>, u32)> {
+    let status = svc.status();
+    let app = status
+        .apps
+        .iter()
+        .find(|a| a.name == name && a.state == "running")?;
+    Some((app.plan.as_ref()?.dop, app.pid))
+}
+
+/// How many threads of `pid` ran over `window`: those with at least a
+/// quarter of the busiest one's CPU time (schedstat), when one ran 5 ms.
+fn threads_that_ran(pid: u32, window: std::time::Duration) -> Option<usize> {
+    let before: Vec<(u32, u64)> = tids_of(pid)
+        .into_iter()
+        .filter_map(|t| Some((t, run_ns(pid, t)?)))
+        .collect();
+    std::thread::sleep(window);
+    let ran: Vec<u64> = before
+        .iter()
+        .filter_map(|(t, b)| Some(run_ns(pid, *t)?.saturating_sub(*b)))
+        .collect();
+    let max = *ran.iter().max()?;
+    (max >= 5_000_000).then(|| ran.iter().filter(|&&x| x * 4 >= max).count())
+}
+
+/// Region records reach the node service's policy (docs/knowledge.md, When;
+/// docs/policies/auto.md, Reversible first): beside a co-runner on two CPUs,
+/// auto cuts a malleable OpenMP program's team only where its regions are
+/// known to be short. The first time the daemon sees the program it does
+/// not know them and keeps the team whole; once a whole run of it was
+/// managed (and learned), the same program beside the same co-runner is cut
+/// to one thread, and /proc shows one thread running. About 10 s.
+#[test]
+fn regions_learned_by_the_daemon_let_auto_cut_a_team() {
+    if !is_root() {
+        return;
+    }
+    let svc = Service::new();
+    let db = svc.dir.path().join("knowledge.sqlite");
+    let mut started = Started::default();
+    svc.start_with("auto", &["--db", db.to_str().unwrap()], &mut started);
+
+    // Nothing known: never cut beside a one-thread co-runner (three threads
+    // on two CPUs: auto partitions), over 2 s of it running.
+    let co = exec_co(&svc, &mut started);
+    let first = exec_barrier(&svc, &mut started);
+    wait_for("bar placed", || dop_of(&svc, "bar").is_some());
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while std::time::Instant::now() < until {
+        if let Some((dop, _)) = dop_of(&svc, "bar") {
+            assert!(
+                dop.is_none_or(|d| d >= 2),
+                "cut to {dop:?} with its regions unknown:\n{}",
+                svc.log()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // Killed, neither leaves a record (failed instances).
+    end(&svc, "bar", &mut started, first);
+    end(&svc, "co", &mut started, co);
+
+    // One whole run of it alone on both CPUs, learned.
+    let whole = exec_barrier(&svc, &mut started);
+    let status = started.children[whole].wait().unwrap();
+    assert!(status.success(), "{}", svc.log());
+    wait_for("bar's record", || {
+        listed(&db).iter().any(|(name, _)| name == "bar")
+    });
+
+    // Known now: cut to one thread beside the co-runner, and over a window
+    // that begins and ends with that cut, one thread of it runs. (auto's
+    // trial measures Linux's arrangement in some windows, with the whole
+    // team: those are not judged.)
+    exec_co(&svc, &mut started);
+    exec_barrier(&svc, &mut started);
+    let mut judged = Vec::new();
+    let mut seen = Vec::new();
+    let mut notes = Vec::new();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while judged.len() < 3 && std::time::Instant::now() < until {
+        let Some((dop, pid)) = dop_of(&svc, "bar") else {
+            continue;
+        };
+        seen.push(dop);
+        if dop != Some(1) {
+            if let Some(a) = svc.status().apps.iter().find(|a| a.name == "bar") {
+                notes = a.notes.clone();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            continue;
+        }
+        let ran = threads_that_ran(pid, std::time::Duration::from_millis(250));
+        if dop_of(&svc, "bar").map(|d| d.0) == Some(Some(1)) {
+            judged.extend(ran);
+        }
+    }
+    seen.dedup();
+    assert!(
+        !judged.is_empty(),
+        "never cut to one thread for a window: DoPs {seen:?}; the last reasons {notes:#?}\n{}",
+        svc.log()
+    );
+    assert!(
+        judged.iter().all(|&n| n == 1),
+        "threads of bar that ran while cut to one, per window: {judged:?}"
+    );
 }

@@ -6,7 +6,9 @@
 //! loses at most that much.
 //!
 //! The policy reads what was learned of the programs of the apps present
-//! ([`Learning::known`]): their solo times and rates beside others, derived
+//! ([`Learning::known`]): their solo times, rates beside others and how long
+//! their regions last (what the DoP policies read before cutting a team),
+//! derived
 //! from the store's records as the harness derives them
 //! (`coloc_model::knowledge::derive`), looked up again whenever the apps
 //! present change or a record was written.
@@ -28,9 +30,8 @@ use std::sync::mpsc::{Receiver, TryRecvError};
 
 use coloc_linux::credentials::{spawn_as, Creds};
 use coloc_linux::machine::MAX_PROGRAM;
-use coloc_model::knowledge::derive::{self, KnownApp};
+use coloc_model::knowledge::derive::{self, KnownApp, Learned};
 use coloc_model::knowledge::{Learner, ProgramKey, Record, Source, SNAPSHOT_EVERY};
-use coloc_model::metrics::{CoRuns, SoloCurves};
 use coloc_model::profile::PlatformFingerprint;
 use coloc_model::TraceEvent;
 use coloc_store::{Store, StoreError};
@@ -152,13 +153,13 @@ impl Learning {
     }
 
     /// What was learned of the programs of the apps `present` on a machine of
-    /// `cpus` CPUs: their solo times per team size and rates beside others,
-    /// by app name, as the harness derives them for a workload
-    /// (docs/knowledge.md). None when neither the apps present nor the
+    /// `cpus` CPUs: their solo times per team size, rates beside others and
+    /// region records, by app name, as the harness derives them for a
+    /// workload (docs/knowledge.md). None when neither the apps present nor the
     /// records written changed since the last call (the policy has it), or
     /// without a store. An app whose program cannot be identified (yet) is
     /// left out; a store that fails to read gives what the others gave.
-    pub fn known(&mut self, present: &[Present], cpus: u32) -> Option<(SoloCurves, CoRuns)> {
+    pub fn known(&mut self, present: &[Present], cpus: u32) -> Option<Learned> {
         self.poll_pending();
         let now = (present.to_vec(), self.written, self.identities.len());
         if self.store.is_none() || self.looked_up.as_ref() == Some(&now) {
@@ -182,9 +183,7 @@ impl Learning {
                 Err(e) => tracing::warn!("knowledge: {e}; {name} is looked up without it"),
             }
         }
-        let solo = derive::solo_curves(&apps);
-        let coruns = derive::coruns(&apps, &solo, cpus);
-        Some((solo, coruns))
+        Some(derive::learned(&apps, cpus))
     }
 
     /// Takes the hashes that came since last asked.
@@ -404,9 +403,20 @@ mod tests {
             weighted_secs: 0.0,
             omp: None,
         };
+        // A whole run whose regions lasted at most 0.05 s, epochs of 0.1 s.
+        let mut short = solo(3, 2, 4.0);
+        short.omp = Some(coloc_model::knowledge::OmpTotals {
+            regions: 80,
+            iterations: 0,
+            calls: 0,
+            parallel_secs: 3.8,
+            observed_secs: 4.0,
+            longest_region_secs: Some(0.05),
+            epoch_secs: Some(0.1),
+        });
         Store::open(&db)
             .unwrap()
-            .put_records(&platform, &[solo(1, 1, 6.0), solo(2, 2, 4.0)])
+            .put_records(&platform, &[solo(1, 1, 6.0), solo(2, 2, 4.0), short])
             .unwrap();
 
         let shared = Shared::default();
@@ -425,24 +435,28 @@ mod tests {
         let present = vec![(app, "compress".to_string(), 2)];
         // The first look-up starts the hash; the program is known once it
         // comes (a thread of its own: never waited for by the loop).
-        let (curves, _) = learning.known(&present, 2).expect("looked up");
-        let mut curve = curves.curve("compress");
+        let mut learned = learning.known(&present, 2).expect("looked up");
         let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while curve.is_none() && std::time::Instant::now() < give_up {
+        while learned.solo.curve("compress").is_none() && std::time::Instant::now() < give_up {
             std::thread::sleep(std::time::Duration::from_millis(5));
-            if let Some((curves, _)) = learning.known(&present, 2) {
-                curve = curves.curve("compress");
+            if let Some(l) = learning.known(&present, 2) {
+                learned = l;
             }
         }
         let want: std::collections::BTreeMap<u32, f64> = [(1, 6.0), (2, 4.0)].into();
-        assert_eq!(curve, Some(want));
+        assert_eq!(learned.solo.curve("compress"), Some(want));
+        // And how long its regions last: what the DoP policies read before
+        // cutting its team.
+        let regions = learned.regions.get("compress").expect("region records");
+        assert_eq!(regions.runs, 1);
+        assert_eq!(regions.longest, std::time::Duration::from_millis(50));
         // Nothing changed: the policy has it.
         assert_eq!(learning.known(&present, 2), None);
         // An app whose program is not known yet is looked up, and gives
         // nothing of its own.
         let mut more = present.clone();
         more.push((app + 1, "stranger".into(), 2));
-        let (curves, _) = learning.known(&more, 2).expect("looked up again");
+        let curves = learning.known(&more, 2).expect("looked up again").solo;
         assert_eq!(curves.curve("stranger"), None);
         assert!(curves.curve("compress").is_some());
     }

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use coloc_linux::machine::LinuxMachine;
 use coloc_manager::{serve, Inbox, ManagerError, Recorder, RunOptions, RunSummary};
-use coloc_model::metrics::{CoRuns, SoloCurves};
+use coloc_model::knowledge::derive::Learned;
 use coloc_model::profile::PlatformFingerprint;
 use coloc_model::workload::to_app_name;
 use coloc_model::{AppSpec, Plan, TraceEvent, View};
@@ -109,7 +109,7 @@ pub struct Switch {
     shared: Shared,
     learning: Option<Arc<Mutex<Learning>>>,
     /// What the policy was last given.
-    known: Option<(SoloCurves, CoRuns)>,
+    known: Option<Learned>,
 }
 
 impl Switch {
@@ -129,9 +129,9 @@ impl Switch {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .known(&present, cpus);
-        if let Some((solo, coruns)) = fresh {
-            self.current.learned(&solo, &coruns);
-            self.known = Some((solo, coruns));
+        if let Some(learned) = fresh {
+            self.current.learned(&learned);
+            self.known = Some(learned);
         }
     }
 }
@@ -145,8 +145,8 @@ impl Policy for Switch {
         if let Some(next) = self.shared.lock().switch_to.take() {
             tracing::info!("policy {} -> {}", self.current.name(), next.name());
             self.current = next;
-            if let Some((solo, coruns)) = &self.known {
-                self.current.learned(solo, coruns);
+            if let Some(learned) = &self.known {
+                self.current.learned(learned);
             }
         }
         self.tell(view);

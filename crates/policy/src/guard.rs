@@ -68,12 +68,8 @@ impl Policy for Guarded {
         self.name
     }
 
-    fn learned(
-        &mut self,
-        solo: &coloc_model::metrics::SoloCurves,
-        coruns: &coloc_model::metrics::CoRuns,
-    ) {
-        self.base.learned(solo, coruns);
+    fn learned(&mut self, learned: &coloc_model::knowledge::derive::Learned) {
+        self.base.learned(learned);
     }
 
     fn decide(&mut self, view: &View<'_>) -> Plan {

@@ -80,13 +80,9 @@ impl Policy for Layered {
         self.name
     }
 
-    fn learned(
-        &mut self,
-        solo: &coloc_model::metrics::SoloCurves,
-        coruns: &coloc_model::metrics::CoRuns,
-    ) {
-        self.base.learned(solo, coruns);
-        self.layer.learned(solo, coruns);
+    fn learned(&mut self, learned: &coloc_model::knowledge::derive::Learned) {
+        self.base.learned(learned);
+        self.layer.learned(learned);
     }
 
     fn decide(&mut self, view: &View<'_>) -> Plan {

@@ -71,14 +71,10 @@ pub trait Policy: fmt::Debug + Send {
     /// What was learned of the apps' programs, by app name
     /// (docs/knowledge.md): the node service, whose apps arrive while it
     /// runs, gives it again before each decision whose apps it has not
-    /// looked up, as the harness gives it once in the [`PolicyContext`].
-    /// Policies that read none of it ignore it.
-    fn learned(
-        &mut self,
-        _solo: &coloc_model::metrics::SoloCurves,
-        _coruns: &coloc_model::metrics::CoRuns,
-    ) {
-    }
+    /// looked up, as the harness gives it once in the [`PolicyContext`]
+    /// (its `solo`, `coruns` and `regions`). Policies that read none of it
+    /// ignore it.
+    fn learned(&mut self, _learned: &coloc_model::knowledge::derive::Learned) {}
 }
 
 /// A plan's reasons in words, for tests' failure messages only.

@@ -160,6 +160,12 @@ impl Policy for Scalability {
         "scalability"
     }
 
+    /// The region records of what was learned (the node service's apps
+    /// arrive while it runs): where a cut can be taken back.
+    fn learned(&mut self, learned: &coloc_model::knowledge::derive::Learned) {
+        self.levers.set_records(learned.regions.clone());
+    }
+
     fn decide(&mut self, view: &View<'_>) -> Plan {
         let map = CoreMap::new(view.topology);
         self.climbs

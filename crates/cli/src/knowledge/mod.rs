@@ -10,9 +10,9 @@ mod migrate;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use coloc_model::knowledge::derive::{self, KnownApp};
+use coloc_model::knowledge::derive::{self, KnownApp, Learned};
 use coloc_model::knowledge::{Learner, ProgramKey, Source};
-use coloc_model::metrics::{CoRuns, RegionRecords, SoloCurves, SoloTimes};
+use coloc_model::metrics::{SoloCurves, SoloTimes};
 use coloc_model::profile::PlatformFingerprint;
 use coloc_model::{AppSpec, Trace, TraceEvent, Workload};
 use coloc_store::Store;
@@ -109,19 +109,12 @@ impl Knowledge {
         Ok(apps)
     }
 
-    /// What `auto` reads: the apps' solo times per team size, and their rates
-    /// beside others computed with them.
-    pub fn solo_and_coruns(&self, workload: &Workload) -> Result<(SoloCurves, CoRuns)> {
-        let apps = self.known(workload)?;
-        let solo = derive::solo_curves(&apps);
-        let coruns = derive::coruns(&apps, &solo, self.cpus);
-        Ok((solo, coruns))
-    }
-
-    /// How long the apps' regions lasted in whole earlier runs (the DoP
-    /// policies' reversible-first rule, docs/policies/auto.md).
-    pub fn regions(&self, workload: &Workload) -> Result<RegionRecords> {
-        Ok(derive::region_records(&self.known(workload)?))
+    /// What the policies read of the workload's apps: solo times per team
+    /// size, rates beside others and how long their regions last (the node
+    /// service derives the same of the apps it manages, `coloc_daemon`'s
+    /// `Learning::known`).
+    pub fn learned(&self, workload: &Workload) -> Result<Learned> {
+        Ok(derive::learned(&self.known(workload)?, self.cpus))
     }
 
     /// The apps' solo times per team size (reference points of a mix).

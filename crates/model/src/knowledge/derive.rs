@@ -44,6 +44,29 @@ pub fn region_records(apps: &[KnownApp]) -> RegionRecords {
     out
 }
 
+/// What policies read of the programs of a run's apps, by app name: solo
+/// times per team size, rates beside others and how long their regions
+/// last. The harness derives it once for a workload, the node service each
+/// time the apps present change ([`learned`]); both hand it to the policy
+/// the same way (`Policy::learned`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Learned {
+    pub solo: SoloCurves,
+    pub coruns: CoRuns,
+    pub regions: RegionRecords,
+}
+
+/// What policies read of `apps` on a machine of `cpus` CPUs.
+pub fn learned(apps: &[KnownApp], cpus: u32) -> Learned {
+    let solo = solo_curves(apps);
+    let coruns = coruns(apps, &solo, cpus);
+    Learned {
+        regions: region_records(apps),
+        solo,
+        coruns,
+    }
+}
+
 /// One app of a run and what is known of its program.
 #[derive(Clone, Debug, PartialEq)]
 pub struct KnownApp {

@@ -554,9 +554,10 @@ impl Policy for Auto {
         "auto"
     }
 
-    fn learned(&mut self, solo: &SoloCurves, coruns: &CoRuns) {
-        self.solo = solo.clone();
-        self.coruns = coruns.clone();
+    fn learned(&mut self, learned: &coloc_model::knowledge::derive::Learned) {
+        self.solo = learned.solo.clone();
+        self.coruns = learned.coruns.clone();
+        self.regions = learned.regions.clone();
     }
 
     fn decide(&mut self, view: &View<'_>) -> Plan {

@@ -974,8 +974,11 @@ fn solo_times_learned_while_running_reach_admission() {
             s.tick(|_, _| Some(pthreads(100)));
         }
         if learned {
-            s.auto
-                .learned(&solo, &coloc_model::metrics::CoRuns::default());
+            s.auto.learned(&coloc_model::knowledge::derive::Learned {
+                solo: solo.clone(),
+                regions: short_regions(),
+                ..Default::default()
+            });
         }
         let p = s.arrive(2, 2);
         let rule = admission(&p, third).map(|(_, rule)| rule);

@@ -292,6 +292,12 @@ impl Levers {
         }
     }
 
+    /// Replaces the region records (what was learned changed); the clocks
+    /// of this run are kept.
+    pub fn set_records(&mut self, records: RegionRecords) {
+        self.records = records;
+    }
+
     /// Reversible first (`cores/reversible.rs`): an app whose section would
     /// be sized by a DoP (`need` is [`Need::Parallel`]) while a cut of it
     /// would not be as reversible as a partition keeps its whole team: it is

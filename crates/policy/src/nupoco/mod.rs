@@ -267,6 +267,12 @@ impl Policy for Nupoco {
         }
     }
 
+    /// The region records of what was learned (the node service's apps
+    /// arrive while it runs): where a cut can be taken back.
+    fn learned(&mut self, learned: &coloc_model::knowledge::derive::Learned) {
+        self.levers.set_records(learned.regions.clone());
+    }
+
     /// One decision (§5): profile and size the apps' sections, reserve what the
     /// shared rules give (`cores::board`), then either split the free
     /// cores among steady sections (Algorithms 1 and 2) or hand them to the
