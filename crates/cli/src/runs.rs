@@ -7,7 +7,6 @@
 //! A comparison directory without a manifest (an older coloc) is still read:
 //! policies in name order, the baseline given or `native` or the first.
 
-use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -68,15 +67,9 @@ pub struct SavedComparison {
     pub runs: Vec<(String, Vec<PathBuf>)>,
 }
 
-/// Reads a trace file and checks its app indices ([`Trace::check_app_indices`]).
+/// Reads a trace file and checks its app indices ([`coloc_harness::read_trace`]).
 pub fn read_trace(path: &Path) -> Result<Trace> {
-    let (file, _) = coloc_model::user_file::open_regular(path)?;
-    let trace =
-        Trace::read(BufReader::new(file)).with_context(|| format!("reading {}", path.display()))?;
-    trace
-        .check_app_indices()
-        .with_context(|| format!("reading {}", path.display()))?;
-    Ok(trace)
+    Ok(coloc_harness::read_trace(path)?)
 }
 
 /// What `path` holds: a trace file, a run directory or a comparison directory.

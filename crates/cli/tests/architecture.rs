@@ -23,7 +23,10 @@ const LAYERS: &[(&str, u32)] = &[
     ("linux", 2),
     ("sim", 3),
     ("daemon", 3),
-    ("cli", 4),
+    // Running workloads and procedures for the commands; it will run them on
+    // either backend (linux, sim) through the Manager, hence above both.
+    ("harness", 4),
+    ("cli", 5),
     ("fuzz", 4),
 ];
 

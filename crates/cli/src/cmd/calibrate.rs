@@ -51,7 +51,9 @@ use coloc_model::profile::PlatformFingerprint;
 use coloc_model::topology::human_bytes;
 use coloc_model::Workload;
 
-use crate::cmd::procedure::{read_json, read_traces, stream_kernel, write_json, Runner};
+use coloc_harness::procedure::{read_json, read_traces, write_json};
+
+use crate::cmd::procedure::{stream_kernel, Runner};
 use crate::db::DbArgs;
 use crate::host::{stop_flag, Host};
 use crate::output::default_out_dir;

@@ -61,7 +61,9 @@ use coloc_model::profile::{
 };
 use coloc_model::{AppSpec, Cpu, Workload};
 
-use crate::cmd::procedure::{profile_from_dir, read_json, write_json, Runner};
+use coloc_harness::procedure::{profile_from_dir, read_json, write_json};
+
+use crate::cmd::procedure::Runner;
 use crate::db::DbArgs;
 use crate::host::stop_flag;
 use crate::output::default_out_dir;
@@ -274,7 +276,7 @@ fn recompute(dir: &Path, json: bool) -> Result<()> {
         .apps
         .iter()
         .map(|app| profile_from_dir(dir, &manifest.platform, manifest.signal, app))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
     if json {
         println!("{}", serde_json::to_string_pretty(&profiles)?);
         return Ok(());

@@ -25,7 +25,8 @@ use coloc_model::metrics::{
 };
 use coloc_model::{Trace, Workload};
 
-use crate::cmd::procedure::{read_json, read_traces, write_json};
+use coloc_harness::procedure::{read_json, read_traces, write_json};
+
 use crate::context::policy_context;
 use crate::host::stop_flag;
 use crate::knowledge::Knowledge;
@@ -154,7 +155,7 @@ fn procedure(
 
 /// The trace of each of `runs` under `dir`.
 fn traces(dir: &Path, runs: &[SoloRun]) -> Result<Vec<Trace>> {
-    read_traces(dir, runs.iter().map(|r| r.dir.as_str()))
+    Ok(read_traces(dir, runs.iter().map(|r| r.dir.as_str()))?)
 }
 
 /// Every app of `workload` alone at its own thread count, `repeat` times:
