@@ -19,8 +19,8 @@
 # SIM_REFERENCE_ONLY=REGEX (grep -E) keeps the runs whose file name matches
 # it (`WORKLOAD-PLATFORM-POLICY-sSEED`, `profile-WORKLOAD-PLATFORM`,
 # `bench-paper-nupoco`): a few runs of two builds, to bisect a difference.
-# Profiles are made for every pair all the same (resense, tang and auto read
-# them), and their files written only where the name matches.
+# A pair's profiles are made where any of its runs is kept (resense, tang
+# and auto read them), and their files kept only where the name matches.
 #
 # Traces of version 1 (before plans carried reasons) and 2 compare with
 # sim-outcomes-diff.sh, which leaves out the why and keeps what happened.
@@ -79,9 +79,13 @@ run() {
 export -f run
 export coloc out
 
-# Profiles first: resense, tang and auto read them.
+# Profiles first: resense, tang and auto read them (a pair none of whose
+# runs is asked for is not profiled).
 pairs | while read -r w p; do
   name=$(basename "$w" .toml)-$p
+  wanted=profile-$name
+  for pol in $policies oracle; do wanted+=$'\n'"$name-$pol-s1"$'\n'"$name-$pol-s2"; done
+  grep -qE -- "$only" <<< "$wanted" || continue
   "$coloc" profile --sim "$p" "$w" --repeat 1 --out "$out/.work/profile-$name" \
     > "$out/profile-$name.txt" 2>&1 || true
   normalize "$out/profile-$name.txt"
