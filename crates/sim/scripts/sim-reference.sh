@@ -105,7 +105,8 @@ done
 } | while read -r w p pol seed rest; do
   # Only the runs asked for (the name `run` gives the run's files).
   if grep -qE -- "$only" <<< "$(basename "$w" .toml)-$p-$pol-s$seed"; then
-    echo "$w $p $pol $seed $rest"
+    # No blank at the end: xargs -L would join the next line to this one.
+    echo "$w $p $pol $seed${rest:+ $rest}"
   fi
 done | xargs -P "$jobs" -L 1 bash -c 'run "$@"' _
 
