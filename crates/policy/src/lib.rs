@@ -15,6 +15,7 @@ pub mod guard;
 pub mod invariants;
 pub mod layer;
 pub mod nupoco;
+pub(crate) mod per_topology;
 pub(crate) mod progress;
 mod registry;
 pub mod resense;

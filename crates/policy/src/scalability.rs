@@ -39,6 +39,7 @@ use coloc_model::{AppId, AppPlan, AppView, Plan, Trigger, View};
 use crate::cores::board::{current_cores, reserve, Board, Levers, Need};
 use crate::cores::sample::{section_sample, Unit};
 use crate::cores::{pin_team, CoreMap};
+use crate::per_topology::PerTopology;
 use crate::Policy;
 
 /// Parameters of the hill climb.
@@ -70,6 +71,8 @@ pub struct Scalability {
     cfg: ScalabilityConfig,
     climbs: BTreeMap<AppId, Climb>,
     levers: Levers,
+    /// The core map of the machine it last decided on (`per_topology.rs`).
+    map: PerTopology<CoreMap>,
 }
 
 impl Scalability {
@@ -78,6 +81,7 @@ impl Scalability {
             cfg,
             climbs: BTreeMap::new(),
             levers: Levers::default(),
+            map: PerTopology::default(),
         }
     }
 
@@ -167,7 +171,7 @@ impl Policy for Scalability {
     }
 
     fn decide(&mut self, view: &View<'_>) -> Plan {
-        let map = CoreMap::new(view.topology);
+        let map = self.map.get(view.topology, CoreMap::new);
         self.climbs
             .retain(|id, _| view.apps.iter().any(|a| a.id == *id));
         let running: Vec<&AppView> = view.running().collect();

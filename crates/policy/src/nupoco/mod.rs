@@ -62,6 +62,7 @@ use crate::cores::board::{current_cores, reserve, Board, Levers, Need};
 pub use crate::cores::sample::{SectionSample, Unit};
 pub use crate::cores::Level;
 use crate::cores::{pin_team, CoreMap};
+use crate::per_topology::PerTopology;
 use crate::{Policy, PolicyContext};
 
 /// NuPoCo's parameters (§7.3 gives the defaults).
@@ -131,6 +132,18 @@ pub struct Nupoco {
     tracks: BTreeMap<AppId, Track>,
     swaps: Swaps,
     levers: Levers,
+    /// The core map and the network of the machine it last decided on
+    /// (`per_topology.rs`); the calibration is the policy's own, fixed at
+    /// construction.
+    machine: PerTopology<Machine>,
+}
+
+/// What NuPoCo derives from the topology and its calibration alone.
+#[derive(Debug)]
+struct Machine {
+    map: CoreMap,
+    system: NumaSystem,
+    rates: RatesFrom,
 }
 
 impl Nupoco {
@@ -146,6 +159,7 @@ impl Nupoco {
             tracks: BTreeMap::new(),
             swaps: Swaps::default(),
             levers: Levers::default(),
+            machine: PerTopology::default(),
         }
     }
 
@@ -278,27 +292,32 @@ impl Policy for Nupoco {
     /// cores among steady sections (Algorithms 1 and 2) or hand them to the
     /// sections being profiled.
     fn decide(&mut self, view: &View<'_>) -> Plan {
-        let map = CoreMap::new(view.topology);
-        let (system, rates) = network(view.topology, &map, self.calibration.as_ref());
+        let calibration = self.calibration.as_ref();
+        let machine = self.machine.get(view.topology, |topology| {
+            let map = CoreMap::new(topology);
+            let (system, rates) = network(topology, &map, calibration);
+            Machine { map, system, rates }
+        });
+        let (map, rates) = (&machine.map, machine.rates.clone());
         let cfg = self.cfg.clone();
         let model = Model {
             cfg: &cfg,
-            map: &map,
-            system: &system,
+            map,
+            system: &machine.system,
         };
         let needs = self.needs(&model, view);
         let pending: Vec<&AppView> = view.pending().collect();
-        let mut board = Board::new(&map);
-        let admitted = reserve(&map, &mut board, &needs, &pending);
+        let mut board = Board::new(map);
+        let admitted = reserve(map, &mut board, &needs, &pending);
         let (profiling, steady) = self.sections(&needs);
         let mut reasons = vec![PlanReason::Rates(rates)];
         if profiling.is_empty() {
             self.split_steady(&model, view, &steady, &mut board, &mut reasons);
         } else {
-            share_for_profiling(&map, &steady, &profiling, &mut board);
+            share_for_profiling(map, &steady, &profiling, &mut board);
         }
-        board.finish(&map, view, &needs);
-        let mut plan = self.plan(view, &map, &needs, &admitted, &board);
+        board.finish(map, view, &needs);
+        let mut plan = self.plan(view, map, &needs, &admitted, &board);
         plan.reasons = reasons;
         self.levers.restore(view, &mut plan);
         plan

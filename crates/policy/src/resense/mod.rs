@@ -41,12 +41,15 @@ use coloc_model::{AppPlan, CpuSet, Placement, Plan, Topology, View};
 
 use self::assign::{assign, Assignment, Request};
 use self::scores::{vectors, ScoreSource};
+use crate::per_topology::PerTopology;
 use crate::Policy;
 
 /// The ReSense policy and its fixed-sign variants.
 #[derive(Debug, Clone)]
 pub struct ReSense {
     source: ScoreSource,
+    /// The levels of the machine it last decided on (`per_topology.rs`).
+    levels: PerTopology<Vec<SharedResource>>,
 }
 
 impl ReSense {
@@ -54,6 +57,7 @@ impl ReSense {
     pub fn new(profiles: Vec<AppProfile>) -> Self {
         Self {
             source: ScoreSource::Profiles(profiles),
+            levels: PerTopology::default(),
         }
     }
 
@@ -61,6 +65,7 @@ impl ReSense {
     pub fn fixed_positive() -> Self {
         Self {
             source: ScoreSource::Fixed(1.0),
+            levels: PerTopology::default(),
         }
     }
 
@@ -68,6 +73,7 @@ impl ReSense {
     pub fn fixed_negative() -> Self {
         Self {
             source: ScoreSource::Fixed(-1.0),
+            levels: PerTopology::default(),
         }
     }
 }
@@ -102,7 +108,7 @@ impl Policy for ReSense {
     }
 
     fn decide(&mut self, view: &View<'_>) -> Plan {
-        let levels = levels(view.topology);
+        let levels = self.levels.get(view.topology, levels);
         let (scores, missing) = vectors(view, &levels, &self.source);
         let requests: Vec<Request> = view
             .apps
