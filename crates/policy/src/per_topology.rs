@@ -53,17 +53,13 @@ mod tests {
         let (small, big) = (topo("package:1 core:2"), topo("package:2 core:4"));
         let mut memo = PerTopology::default();
         let mut calls = 0;
-        let mut cores = |t: &Topology| {
-            memo.get(t, |t| {
+        for (t, want) in [(&small, 2), (&small.clone(), 2), (&big, 8), (&small, 2)] {
+            let cores = memo.get(t, |t| {
                 calls += 1;
                 t.cores().len()
-            })
-        };
-        assert_eq!(*cores(&small), 2);
-        assert_eq!(*cores(&small.clone()), 2);
-        assert_eq!(*cores(&big), 8);
-        assert_eq!(*cores(&small), 2);
-        drop(cores);
+            });
+            assert_eq!(*cores, want);
+        }
         assert_eq!(calls, 3);
     }
 }
