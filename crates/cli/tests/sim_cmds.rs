@@ -735,3 +735,28 @@ fn why_tells_an_apps_decisions_from_the_trace() {
     let err = fails(&["why", "c", s(&run)]);
     assert!(err.contains("no app `c`") && err.contains("a, b"), "{err}");
 }
+
+/// `coloc sim search` runs the mixes it is asked for and prints the worst
+/// ratios and the counterexamples; no mixes is refused naming the flag.
+#[test]
+fn sim_search_reports_the_worst_mixes() {
+    let (out, _) = ok(&[
+        "sim",
+        "search",
+        "--platform",
+        "kvm-2cpu",
+        "--mixes",
+        "3",
+        "--seed",
+        "100",
+    ]);
+    assert!(
+        out.contains("3 mixes on kvm-2cpu (seeds 100..=102)"),
+        "{out}"
+    );
+    assert!(out.contains("worst auto/native: "), "{out}");
+    assert!(out.contains("worst auto/equal: "), "{out}");
+    assert!(out.contains("above 1.02x native or equal"), "{out}");
+    let err = fails(&["sim", "search", "--platform", "kvm-2cpu", "--mixes", "0"]);
+    assert!(err.contains("--mixes"), "{err}");
+}

@@ -17,3 +17,4 @@ pub mod earlier;
 pub mod gen;
 pub mod oracle;
 pub mod papers;
+pub mod search;

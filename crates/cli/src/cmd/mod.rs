@@ -17,6 +17,7 @@ pub mod report;
 pub mod run;
 pub mod service;
 pub mod sim;
+pub mod sim_search;
 pub mod solo;
 pub mod topo;
 pub mod why;

@@ -5,13 +5,16 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use clap::Args;
+use clap::{Args, Subcommand};
 
 use crate::cmd::run::{run_one, RunOpts};
 use crate::target::{resolve_platform, Target};
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct SimArgs {
+    #[command(subcommand)]
+    pub cmd: Option<SimCmd>,
     /// Workload file whose apps name a `model` (see examples/sim/).
     #[arg(required_unless_present_any = ["list_platforms", "list_models"])]
     pub workload: Option<PathBuf>,
@@ -33,7 +36,20 @@ pub struct SimArgs {
     pub list_models: bool,
 }
 
+/// What `coloc sim` does besides running a workload.
+#[derive(Debug, Subcommand)]
+pub enum SimCmd {
+    /// The adversarial search: random mixes of apps auto has never seen,
+    /// each run under auto, native and equal; prints the worst ratios and
+    /// the seeds of every mix where auto is more than 2% slower than either
+    /// (docs/simulator.md, Adversarial search).
+    Search(crate::cmd::sim_search::SearchArgs),
+}
+
 pub fn main(args: SimArgs) -> Result<()> {
+    if let Some(SimCmd::Search(a)) = args.cmd {
+        return crate::cmd::sim_search::main(a);
+    }
     if args.list_platforms {
         for p in coloc_sim::platforms() {
             println!(

@@ -1,0 +1,184 @@
+//! The adversarial search (docs/simulator.md, Adversarial search): random
+//! mixes of apps auto has never seen (`mix.rs`), each run on a modeled
+//! platform under `auto` and under the two plain arrangements it must not
+//! lose to, `native` (Linux alone) and `equal` (a CPU partition per app),
+//! with nothing stored beforehand. A mix where auto's makespan exceeds
+//! [`LIMIT`] times either one's is a counterexample, named by its seed.
+//!
+//! Mixes run in parallel (rayon), each one alone in its own simulator
+//! seeded by the mix's seed, and are reported in seed order: the outcome is
+//! the same whatever the number of worker threads.
+
+pub mod mix;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use coloc_manager::{run, RunOptions, DEFAULT_EPOCH};
+use coloc_model::TraceEvent;
+use coloc_policy::by_name;
+use rayon::prelude::*;
+
+pub use self::mix::{mix, Mix, MixSpec, Structure};
+use crate::platform::Platform;
+use crate::SimMachine;
+
+/// Auto's makespan may exceed native's and equal's by at most this factor
+/// (issue's bound: 1.02).
+pub const LIMIT: f64 = 1.02;
+
+/// The policies every mix runs under: auto, and the two it is judged against.
+pub const POLICIES: [&str; 3] = ["auto", "native", "equal"];
+
+/// Why a mix could not be judged.
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    #[error("mix {seed} under {policy}: {source}")]
+    Run {
+        seed: u64,
+        policy: &'static str,
+        source: coloc_manager::ManagerError,
+    },
+    #[error("mix {seed} under {policy}: {failed} app instance(s) failed")]
+    Failed {
+        seed: u64,
+        policy: &'static str,
+        failed: usize,
+    },
+    #[error("no worker threads: {0}")]
+    Pool(String),
+}
+
+/// One mix's makespans, seconds: auto's, native's and equal's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Outcome {
+    pub seed: u64,
+    pub auto: f64,
+    pub native: f64,
+    pub equal: f64,
+}
+
+impl Outcome {
+    /// Auto's makespan over native's.
+    pub fn vs_native(&self) -> f64 {
+        self.auto / self.native
+    }
+
+    /// Auto's makespan over equal's.
+    pub fn vs_equal(&self) -> f64 {
+        self.auto / self.equal
+    }
+
+    /// Whether auto lost to either by more than [`LIMIT`].
+    pub fn counterexample(&self) -> bool {
+        self.vs_native() > LIMIT || self.vs_equal() > LIMIT
+    }
+}
+
+/// The makespan (first arrival at 0 to last exit), seconds, of `m` under
+/// `policy` on `platform`.
+pub fn makespan(platform: &Platform, m: &Mix, policy: &'static str) -> Result<f64, SearchError> {
+    let mut machine = SimMachine::new(platform.clone(), m.seed).with_models(m.models.clone());
+    let mut p = by_name(policy).expect("a registry policy");
+    let opts = RunOptions::simulated(m.workload.epoch.unwrap_or(DEFAULT_EPOCH), m.seed);
+    let mut trace = Vec::new();
+    let summary =
+        run(&mut machine, p.as_mut(), &m.workload, &opts, &mut trace).map_err(|source| {
+            SearchError::Run {
+                seed: m.seed,
+                policy,
+                source,
+            }
+        })?;
+    if summary.failed > 0 {
+        return Err(SearchError::Failed {
+            seed: m.seed,
+            policy,
+            failed: summary.failed,
+        });
+    }
+    let end = trace
+        .iter()
+        .filter_map(|e| match e {
+            TraceEvent::Exit { t, .. } => Some(*t),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(Duration::ZERO);
+    Ok(end.as_secs_f64())
+}
+
+/// The outcome of the mix of `seed`.
+pub fn judge(platform: &Platform, spec: &MixSpec, seed: u64) -> Result<Outcome, SearchError> {
+    let m = mix(spec, seed);
+    let [auto, native, equal] = POLICIES.map(|p| makespan(platform, &m, p));
+    Ok(Outcome {
+        seed,
+        auto: auto?,
+        native: native?,
+        equal: equal?,
+    })
+}
+
+/// What a search found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    /// Every mix's outcome, in seed order.
+    pub outcomes: Vec<Outcome>,
+}
+
+impl Report {
+    /// The mix with the largest auto / native.
+    pub fn worst_vs_native(&self) -> Option<&Outcome> {
+        self.outcomes
+            .iter()
+            .max_by(|a, b| a.vs_native().total_cmp(&b.vs_native()))
+    }
+
+    /// The mix with the largest auto / equal.
+    pub fn worst_vs_equal(&self) -> Option<&Outcome> {
+        self.outcomes
+            .iter()
+            .max_by(|a, b| a.vs_equal().total_cmp(&b.vs_equal()))
+    }
+
+    /// The counterexamples, worst first.
+    pub fn counterexamples(&self) -> Vec<&Outcome> {
+        let mut v: Vec<&Outcome> = self
+            .outcomes
+            .iter()
+            .filter(|o| o.counterexample())
+            .collect();
+        let worst = |o: &Outcome| o.vs_native().max(o.vs_equal());
+        v.sort_by(|a, b| worst(b).total_cmp(&worst(a)));
+        v
+    }
+}
+
+/// Judges the mixes of seeds `first..first + mixes` on `platform` with
+/// `threads` workers; `progress` is called with the count done after each
+/// mix (from any worker).
+pub fn search(
+    platform: &Platform,
+    spec: &MixSpec,
+    (first, mixes): (u64, u64),
+    threads: usize,
+    progress: &(dyn Fn(usize) + Sync),
+) -> Result<Report, SearchError> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build()
+        .map_err(|e| SearchError::Pool(e.to_string()))?;
+    let done = AtomicUsize::new(0);
+    let outcomes = pool.install(|| {
+        (first..first.saturating_add(mixes))
+            .into_par_iter()
+            .map(|seed| {
+                let o = judge(platform, spec, seed);
+                progress(done.fetch_add(1, Ordering::Relaxed) + 1);
+                o
+            })
+            .collect::<Result<Vec<_>, _>>()
+    })?;
+    Ok(Report { outcomes })
+}

@@ -1,0 +1,92 @@
+//! The adversarial search (docs/simulator.md, Adversarial search): random
+//! mixes of apps auto has never seen, with nothing stored, judged against
+//! native and equal on the simulator's `kvm-2cpu`.
+
+use coloc_sim::platform;
+use coloc_sim::search::{judge, search, MixSpec, Outcome, LIMIT};
+use proptest::prelude::*;
+
+fn kvm() -> (coloc_sim::Platform, MixSpec) {
+    let p = platform("kvm-2cpu").unwrap();
+    let spec = MixSpec::for_platform(2, p.params.freq_ghz);
+    (p, spec)
+}
+
+/// The same report whatever the worker count: each mix runs alone, seeded
+/// by its own seed, and the report is in seed order.
+#[test]
+fn a_search_is_the_same_whatever_the_thread_count() {
+    let (p, spec) = kvm();
+    let one = search(&p, &spec, (100, 6), 1, &|_| {}).unwrap();
+    let two = search(&p, &spec, (100, 6), 2, &|_| {}).unwrap();
+    assert_eq!(one, two);
+    let seeds: Vec<u64> = one.outcomes.iter().map(|o| o.seed).collect();
+    assert_eq!(seeds, (100..106).collect::<Vec<_>>());
+}
+
+/// The bound on one mix: auto within LIMIT of native and of equal.
+fn within_the_limit(seed: u64) {
+    let (p, spec) = kvm();
+    let o = judge(&p, &spec, seed).unwrap();
+    assert!(o.vs_native() <= LIMIT, "seed {seed}: {o:?}");
+    assert!(o.vs_equal() <= LIMIT, "seed {seed}: {o:?}");
+}
+
+// Counterexamples the search found (seeds 1..=1000 on kvm-2cpu at the
+// commit that added it: 45 of 1,000 mixes above 1.02x, worst 1.076x
+// equal's and 1.028x native's; auto is between equal and native in all but
+// 4). Not fixed: each is ignored with why, and
+// runs with `cargo test -p coloc-sim --test search -- --ignored`.
+
+/// A serial-phase program (no barriers, memory traffic 9.3 per 1000
+/// instructions) beside a one-long-region program, neither malleable: the
+/// trial's windows read own / Linux 0.82–0.88 (a window's progress depends
+/// on which phase it lands in), so it went back to Linux after 4 pairs,
+/// while own partitions (equal) finish the mix 7.82 s against native's
+/// 8.90 s; auto 8.24 s (1.053x equal).
+#[test]
+#[ignore = "not fixed: the trial's per-window progress misreads serial-phase programs (docs/policies/auto.md, Not done yet)"]
+fn counterexample_103_serial_phases_beside_one_long_region_misread_by_the_trial() {
+    within_the_limit(103);
+}
+
+/// The worst against native: auto 11.17 s ties equal's 11.14 s, and
+/// native's 10.86 s beats both (1.028x). Not diagnosed.
+#[test]
+#[ignore = "not fixed, not diagnosed: the worst against native of the 1,000-mix sample"]
+fn counterexample_306_worst_against_native() {
+    within_the_limit(306);
+}
+
+/// The worst against equal in the 1,000-mix sample: auto 7.86 s, native
+/// 8.19 s, equal 7.31 s (1.076x). Not diagnosed.
+#[test]
+#[ignore = "not fixed, not diagnosed: the worst of the 1,000-mix sample"]
+fn counterexample_224_worst_against_equal() {
+    within_the_limit(224);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 12,
+        // A seed names a whole mix: shrinking it gives another mix, not a
+        // smaller one, so failures are reported by seed (reproduce with
+        // `coloc sim search --platform kvm-2cpu --mixes 1 --seed S`) and
+        // kept as named tests rather than in a regressions file.
+        failure_persistence: None,
+        max_shrink_iters: 0,
+        ..ProptestConfig::default()
+    })]
+
+    /// Auto is never slower than native, or than equal, by more than LIMIT
+    /// on a random mix. Ignored: about 5% of mixes break it (above), so
+    /// 12 random seeds fail about every other run.
+    #[test]
+    #[ignore = "the issue's property does not hold yet: 45 of 1,000 mixes break it (the counterexamples above)"]
+    fn auto_is_within_the_limit_of_native_and_equal(seed in 10_000u64..1_000_000) {
+        let (p, spec) = kvm();
+        let o: Outcome = judge(&p, &spec, seed).unwrap();
+        prop_assert!(o.vs_native() <= LIMIT, "seed {seed}: {o:?}");
+        prop_assert!(o.vs_equal() <= LIMIT, "seed {seed}: {o:?}");
+    }
+}
