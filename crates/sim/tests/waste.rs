@@ -102,8 +102,12 @@ fn exit_of(trace: &[TraceEvent], app: AppId) -> Duration {
         .expect("the app exits")
 }
 
+/// Case 3 of the traces (a team held below what is free by its
+/// DoP raised no waste event: the check counted only waiting threads), on
+/// the case 1 mix: the `underused` event is in the trace at every
+/// observation from an epoch after the co-runner left.
 #[test]
-fn a_dop_cut_that_strands_one_long_region_is_seen_as_underused() {
+fn case_3_a_team_held_below_what_is_free_by_its_dop_is_seen_as_underused() {
     let (summary, trace) = run_under(&mut CutWhileShared);
     let left = exit_of(&trace, EARLY);
     let done = exit_of(&trace, LONG);
