@@ -14,7 +14,9 @@
 # error; the output of a build at one commit is the reference for
 # another: `diff -r OUT_A OUT_B` is empty when simulated outcomes did not
 # change. Runs go JOBS at a time (default 2); the profile store is a fresh
-# one under OUT_DIR/.data, so the user's is not touched.
+# one under OUT_DIR/.data, so the user's is not touched, and each run starts
+# from a copy of it holding the profiles alone (runs learn into the store,
+# and auto reads what they learned).
 #
 # SIM_REFERENCE_ONLY=REGEX (grep -E) keeps the runs whose file name matches
 # it (`WORKLOAD-PLATFORM-POLICY-sSEED`, `profile-WORKLOAD-PLATFORM`,
@@ -32,7 +34,7 @@ out=$(realpath -m "$2")
 jobs=${3:-2}
 only=${SIM_REFERENCE_ONLY:-.}
 [ ! -e "$out" ] || { echo "$out exists; give a new directory" >&2; exit 2; }
-mkdir -p "$out/.work"
+mkdir -p "$out/.work" "$out/.data"
 export XDG_DATA_HOME="$out/.data"
 
 # Workload and platform(s), one pair a line.
@@ -70,6 +72,13 @@ run() {
   local name
   name=$(basename "$w" .toml)-$p-$pol-s$seed
   local dir="$out/.work/$name"
+  # Its own copy of the store the profiles went into: every run learns
+  # into the store and auto reads what was learned (co-run rates), so with
+  # one store shared a run's plans depended on which runs ended before it
+  # (with JOBS > 1, on timing; with SIM_REFERENCE_ONLY, on the subset).
+  mkdir -p "$dir.data"
+  cp -r "$out/.data/." "$dir.data/"
+  export XDG_DATA_HOME="$dir.data"
   if "$coloc" sim "$w" --platform "$p" --policy "$pol" --seed "$seed" --out "$dir" "$@" \
       > "$out/$name.out" 2>&1; then
     jq -c 'del(.decide, .started_unix)' "$dir/trace.jsonl" > "$out/$name.trace.jsonl"
