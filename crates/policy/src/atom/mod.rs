@@ -57,6 +57,7 @@ use coloc_model::topology::symmetry::{Space, SymTree};
 use coloc_model::{AppId, AppPlan, AppView, Plan, View};
 
 pub use self::signal::Signal;
+use crate::per_topology::PerTopology;
 use crate::tang::levels::{Choice, Levels, Sharing};
 use crate::tang::{core_budget, latency_apps, plan_with, wanted};
 use crate::Policy;
@@ -177,6 +178,8 @@ pub struct Atom {
     comps: Vec<Option<Competition>>,
     /// Competitions held so far.
     pub competitions: u32,
+    /// The levels of the machine it last decided on (`per_topology.rs`).
+    levels: PerTopology<Levels>,
 }
 
 impl Atom {
@@ -492,7 +495,7 @@ impl Policy for Atom {
             plan.reasons.push(PlanReason::NoLatencyApp);
             return plan;
         }
-        let levels = Levels::new(view.topology);
+        let levels = self.levels.get(view.topology, Levels::new);
         // Each app keeps its own competition when an earlier one leaves (it
         // then competes again for its new co-runners, not as a new app).
         let mut old = std::mem::take(&mut self.comps);

@@ -31,6 +31,7 @@ use coloc_model::{AppId, AppPlan, AppView, Placement, Plan, View};
 
 use self::algorithm::{Line, Thresholds, Traits};
 use self::levels::{Choice, Levels};
+use crate::per_topology::PerTopology;
 use crate::Policy;
 
 /// The `tang` policy.
@@ -38,6 +39,8 @@ use crate::Policy;
 pub struct Tang {
     profiles: Vec<AppProfile>,
     thresholds: Thresholds,
+    /// The levels of the machine it last decided on (`per_topology.rs`).
+    levels: PerTopology<Levels>,
 }
 
 impl Tang {
@@ -45,6 +48,7 @@ impl Tang {
         Self {
             profiles,
             thresholds: Thresholds::default(),
+            levels: PerTopology::default(),
         }
     }
 
@@ -194,7 +198,7 @@ impl Policy for Tang {
     }
 
     fn decide(&mut self, view: &View<'_>) -> Plan {
-        let levels = Levels::new(view.topology);
+        let levels = self.levels.get(view.topology, Levels::new);
         let decisions = self.decisions(view, &levels);
         let latency: Vec<(AppId, Vec<usize>)> =
             decisions.iter().map(|d| (d.app, d.cores.clone())).collect();
