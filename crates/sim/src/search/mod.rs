@@ -12,10 +12,11 @@
 pub mod mix;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use coloc_manager::{run, RunOptions, DEFAULT_EPOCH};
-use coloc_model::TraceEvent;
+use coloc_model::metrics::RunMetrics;
+use coloc_model::trace::TraceError;
+use coloc_model::Trace;
 use coloc_policy::by_name;
 use rayon::prelude::*;
 
@@ -44,6 +45,12 @@ pub enum SearchError {
         seed: u64,
         policy: &'static str,
         failed: usize,
+    },
+    #[error("mix {seed} under {policy}: its trace: {source}")]
+    Trace {
+        seed: u64,
+        policy: &'static str,
+        source: TraceError,
     },
     #[error("no worker threads: {0}")]
     Pool(String),
@@ -97,15 +104,14 @@ pub fn makespan(platform: &Platform, m: &Mix, policy: &'static str) -> Result<f6
             failed: summary.failed,
         });
     }
-    let end = trace
-        .iter()
-        .filter_map(|e| match e {
-            TraceEvent::Exit { t, .. } => Some(*t),
-            _ => None,
-        })
-        .max()
-        .unwrap_or(Duration::ZERO);
-    Ok(end.as_secs_f64())
+    let trace = Trace::from_events(trace).map_err(|source| SearchError::Trace {
+        seed: m.seed,
+        policy,
+        source,
+    })?;
+    Ok(RunMetrics::from_trace(&trace, None)
+        .makespan_secs()
+        .unwrap_or(0.0))
 }
 
 /// The outcome of the mix of `seed`.
