@@ -18,7 +18,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use common::hostile;
-use common::service::{as_uid, is_root, wait_for, RootUntouched, Service, Started};
+use common::service::{as_uid, is_root, wait_for, RootUntouched, Started};
 use common::{text, SHARE_MACHINE};
 use users::TestUser;
 
@@ -62,6 +62,22 @@ fn manager(dir: &Path, args: &[&str]) -> Command {
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     c
+}
+
+/// `coloc daemon --foreground` with its socket (`d.sock`) and state in
+/// `dir`.
+fn daemon_in(dir: &Path) -> Command {
+    manager(
+        dir,
+        &[
+            "daemon",
+            "--foreground",
+            "--socket",
+            dir.join("d.sock").to_str().unwrap(),
+            "--state",
+            dir.join("d.state").to_str().unwrap(),
+        ],
+    )
 }
 
 /// `coloc run w.toml` of `dir`.
@@ -193,18 +209,12 @@ fn roots_run_beside_a_users_daemon_is_refused_naming_it() {
     };
     let (a, b) = (scratch(Some(&alice)), scratch(None));
     let mut started = Started::default();
-    let daemon_cmd = manager(
-        a.path(),
-        &[
-            "daemon",
-            "--foreground",
-            "--socket",
-            a.path().join("d.sock").to_str().unwrap(),
-            "--state",
-            a.path().join("d.state").to_str().unwrap(),
-        ],
+    let daemon = registered(
+        daemon_in(a.path()),
+        Some(&alice),
+        Stdio::piped(),
+        &mut started,
     );
-    let daemon = registered(daemon_cmd, Some(&alice), Stdio::piped(), &mut started);
     let root = RootUntouched::new(&mut started, Some(daemon));
     let err = refused_naming(run_in(b.path()), None, daemon, &alice.name);
     assert!(err.contains(" daemon "), "{err}");
@@ -230,25 +240,13 @@ fn a_users_fake_registration_does_not_stop_roots_daemon() {
     wait_for("the fake registration", || {
         registrations().contains(&format!("@coloc-manager.{fake_pid}."))
     });
-    let svc = Service::new();
-    let log = svc.dir.path().join("daemon.log");
-    let mut daemon = manager(
-        svc.dir.path(),
-        &[
-            "daemon",
-            "--foreground",
-            "--socket",
-            svc.socket().to_str().unwrap(),
-        ],
-    );
-    daemon
-        .arg("--state")
-        .arg(svc.dir.path().join("daemon.state"));
+    let dir = scratch(None);
+    let log = dir.path().join("daemon.log");
     let log_file = std::fs::File::create(&log).unwrap();
-    let daemon = registered(daemon, None, log_file.into(), &mut started);
+    let daemon = registered(daemon_in(dir.path()), None, log_file.into(), &mut started);
     let root = RootUntouched::new(&mut started, Some(daemon));
     wait_for("the daemon's socket", || {
-        std::os::unix::net::UnixStream::connect(svc.socket()).is_ok()
+        std::os::unix::net::UnixStream::connect(dir.path().join("d.sock")).is_ok()
     });
     let said = std::fs::read_to_string(&log).unwrap();
     assert!(
