@@ -104,6 +104,7 @@ pub fn refresh<P: AsRef<str>>(
     if reads.regions {
         ctx.regions = learned.regions;
     }
+    ctx.provenance = learned.provenance;
     Ok(())
 }
 

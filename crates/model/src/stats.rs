@@ -94,7 +94,7 @@ fn logs(values: &[f64]) -> Option<Vec<f64>> {
 }
 
 /// The `p` quantile of Student's t with `df` degrees of freedom.
-fn t_quantile(p: f64, df: f64) -> Option<f64> {
+pub(crate) fn t_quantile(p: f64, df: f64) -> Option<f64> {
     Some(StudentsT::new(0.0, 1.0, df).ok()?.inverse_cdf(p))
 }
 

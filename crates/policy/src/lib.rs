@@ -58,6 +58,11 @@ pub struct PolicyContext {
     /// it before cutting a team (`cores/reversible.rs`). Empty when none
     /// were recorded.
     pub regions: coloc_model::metrics::RegionRecords,
+    /// Which records each app's solo times, rates and region records come
+    /// from, and which groups of its records were dropped for predicting
+    /// badly (docs/knowledge.md, Checked against what happened next); the
+    /// policies that read them name them in their reasons.
+    pub provenance: coloc_model::knowledge::provenance::Provenance,
 }
 
 /// A placement / parallelism / scheduling policy.

@@ -107,6 +107,7 @@ pub const POLICIES: &[PolicyInfo] = &[
                     .with_solo(ctx.solo.clone())
                     .with_coruns(ctx.coruns.clone())
                     .with_regions(ctx.regions.clone())
+                    .with_provenance(ctx.provenance.clone())
                     .with_profiles(ctx.profiles.clone()),
             )
         },

@@ -12,9 +12,12 @@
 
 use std::collections::BTreeMap;
 
+use super::check::{self, Checks};
+pub use super::provenance::Provenance;
 use super::{Arrangement, OmpTotals, Partner, ProgramKey, Record};
 use crate::metrics::corun::{BesideRun, CoRun, SharedRun};
 use crate::metrics::{CoRuns, RegionRecord, RegionRecords, SoloCurves, SoloTimes};
+use crate::reason::records::RecordKind;
 
 /// Overlaps shorter than this (weighted seconds) say too little to record a
 /// rate: half a second, five epochs at the default epoch.
@@ -46,24 +49,47 @@ pub fn region_records(apps: &[KnownApp]) -> RegionRecords {
 
 /// What policies read of the programs of a run's apps, by app name: solo
 /// times per team size, rates beside others and how long their regions
-/// last. The harness derives it once for a workload, the node service each
-/// time the apps present change ([`learned`]); both hand it to the policy
-/// the same way (`Policy::learned`).
+/// last, from the groups of records that predicted well
+/// ([`check`]), and which those were. The harness derives it
+/// once for a workload, the node service each time the apps present change
+/// ([`learned`]); both hand it to the policy the same way
+/// (`Policy::learned`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Learned {
     pub solo: SoloCurves,
     pub coruns: CoRuns,
     pub regions: RegionRecords,
+    pub provenance: Provenance,
 }
 
-/// What policies read of `apps` on a machine of `cpus` CPUs.
+/// What policies read of `apps` on a machine of `cpus` CPUs: each app's
+/// records checked, and each kind derived from the groups kept.
 pub fn learned(apps: &[KnownApp], cpus: u32) -> Learned {
-    let solo = solo_curves(apps);
-    let coruns = coruns(apps, &solo, cpus);
+    let checked: Vec<Checks> = apps
+        .iter()
+        .map(|a| check::checks(&a.records, cpus))
+        .collect();
+    let keep = |kind: RecordKind| -> Vec<KnownApp> {
+        apps.iter()
+            .zip(&checked)
+            .map(|(a, c)| KnownApp {
+                records: a
+                    .records
+                    .iter()
+                    .filter(|r| c.uses(kind, r))
+                    .cloned()
+                    .collect(),
+                ..a.clone()
+            })
+            .collect()
+    };
+    let solo = solo_curves(&keep(RecordKind::SoloTime));
+    let coruns = coruns(&keep(RecordKind::Rate), &solo, cpus);
     Learned {
-        regions: region_records(apps),
+        regions: region_records(&keep(RecordKind::Regions)),
         solo,
         coruns,
+        provenance: Provenance::of(apps.iter().map(|a| a.name.clone()).zip(checked)),
     }
 }
 

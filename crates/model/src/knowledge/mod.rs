@@ -19,8 +19,10 @@
 //! records from trace events, one at a time: the harness feeds it a finished
 //! run's trace, the node service its events as they happen.
 
+pub mod check;
 pub mod derive;
 mod learn;
+pub mod provenance;
 #[cfg(test)]
 mod tests;
 

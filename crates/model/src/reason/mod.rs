@@ -15,6 +15,7 @@
 //! only where it was written.
 
 pub mod levers;
+pub mod records;
 pub mod render;
 
 use serde::{Deserialize, Serialize};
@@ -76,6 +77,9 @@ pub enum Reason {
     Tranquilizer(TranquilizerStep),
     /// AToM: where the app's competition stands (`atom/`).
     Competition(Competition),
+    /// The learned records the decision used, and the groups of them no
+    /// longer used for predicting badly (docs/knowledge.md).
+    Records(records::Records),
 }
 
 /// Plan-wide reasons: what the whole decision rested on.

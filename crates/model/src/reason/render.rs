@@ -148,7 +148,71 @@ impl Display for Reason {
             Reason::Climb(c) => c.fmt(f),
             Reason::Tranquilizer(t) => t.fmt(f),
             Reason::Competition(c) => c.fmt(f),
+            Reason::Records(r) => r.fmt(f),
         }
+    }
+}
+
+impl Display for super::records::RecordGroup {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        use super::records::RecordKind;
+        let kind = match self.kind {
+            RecordKind::SoloTime => "solo times",
+            RecordKind::Rate => "rates",
+            RecordKind::Regions => "region spans",
+        };
+        write!(f, "{kind} ({}", self.arrangement)?;
+        if let Some(k) = self.threads {
+            write!(f, ", {k} thread(s)")?;
+        }
+        match (&self.partner, self.kind) {
+            (Some(p), _) => write!(f, ", beside {p})"),
+            (None, RecordKind::Rate) => write!(f, ", beside others)"),
+            (None, _) => write!(f, ")"),
+        }
+    }
+}
+
+impl Display for super::records::Records {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let date = |unix: i64| {
+            let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix.max(0) as u64);
+            humantime::format_rfc3339_seconds(t).to_string()
+        };
+        write!(f, "records:")?;
+        for (i, u) in self.used.iter().enumerate() {
+            let sep = if i == 0 { " used" } else { "," };
+            write!(
+                f,
+                "{sep} {} x{} (newest {})",
+                u.group,
+                u.records,
+                date(u.newest_unix)
+            )?;
+        }
+        for (i, d) in self.dropped.iter().enumerate() {
+            let sep = if i == 0 && self.used.is_empty() {
+                " "
+            } else if i == 0 {
+                "; "
+            } else {
+                ", "
+            };
+            write!(
+                f,
+                "{sep}{} dropped: {} of {} predictions missed, the latest {:.3} for {:.3} \
+                 (noise bounds {:.3}..{:.3}, {})",
+                d.group,
+                d.missed,
+                d.checks,
+                d.last.measured,
+                d.last.predicted,
+                d.last.low,
+                d.last.high,
+                date(d.last.at_unix)
+            )?;
+        }
+        Ok(())
     }
 }
 

@@ -132,6 +132,8 @@ pub struct Auto {
     /// How long the apps' regions lasted in whole earlier runs, by app name
     /// (reversible first: `cores/reversible.rs`).
     regions: RegionRecords,
+    /// Which records those come from (named in the reasons).
+    provenance: coloc_model::knowledge::provenance::Provenance,
     /// Placement from stored profiles and memory policy from observed rates.
     placer: Placer,
     /// Observations taken in: under gang time sharing, the app in the
@@ -267,6 +269,16 @@ impl Auto {
     /// (`cores/reversible.rs`).
     pub fn with_regions(mut self, regions: RegionRecords) -> Self {
         self.regions = regions;
+        self
+    }
+
+    /// With which records the solo times, rates and region records come
+    /// from, to name in the reasons of the decisions that use them.
+    pub fn with_provenance(
+        mut self,
+        provenance: coloc_model::knowledge::provenance::Provenance,
+    ) -> Self {
+        self.provenance = provenance;
         self
     }
 
@@ -558,6 +570,7 @@ impl Policy for Auto {
         self.solo = learned.solo.clone();
         self.coruns = learned.coruns.clone();
         self.regions = learned.regions.clone();
+        self.provenance = learned.provenance.clone();
     }
 
     fn decide(&mut self, view: &View<'_>) -> Plan {
@@ -589,11 +602,13 @@ impl Policy for Auto {
             });
         }
         reasons.extend(cut.placed_by.iter().cloned());
-        Plan {
+        let mut plan = Plan {
             apps,
             reasons,
             verdicts: vec![arranged.verdict.clone()],
             legacy_note: None,
-        }
+        };
+        self.provenance.annotate(view, &mut plan);
+        plan
     }
 }

@@ -999,6 +999,135 @@ fn solo_times_learned_while_running_reach_admission() {
     }
 }
 
+/// Solo times that stopped predicting are not used, and the decision says
+/// so (docs/knowledge.md, Checked against what happened next): the third
+/// app's program ran alone in 10 s with one thread and 8 s with two, three
+/// times each, then twice in about double (its input changed). Both of its
+/// groups missed twice in a row: dropped, so its arrival is held by thread
+/// counts as if nothing were known, and its plan names the dropped groups.
+/// Without the change, the same records admit it by solo times and its plan
+/// names the records used: how many, of which kind and arrangement.
+#[test]
+fn solo_times_that_stopped_predicting_are_dropped_and_named() {
+    use coloc_model::knowledge::derive::{learned, KnownApp};
+    use coloc_model::knowledge::{Arrangement, Partner, ProgramKey, Record, Source};
+    use coloc_model::reason::records::{RecordKind, Records};
+    let record = |name: &str, n: i64, threads: u32, wall: f64| Record {
+        program: ProgramKey::model(name),
+        name: name.into(),
+        instance: format!("{name}/{n}"),
+        threads: Some(threads),
+        arrangement: Arrangement::Alone,
+        partner: Partner::None,
+        source: Source::Solo,
+        at_unix: 1_700_000_000 + n,
+        ended: true,
+        wall_secs: wall,
+        cpu_secs: None,
+        shared_secs: 0.0,
+        weighted_secs: 0.0,
+        omp: None,
+    };
+    let app = |name: &str, walls: &[(u32, f64)]| KnownApp {
+        name: name.into(),
+        program: ProgramKey::model(name),
+        threads: 2,
+        records: walls
+            .iter()
+            .enumerate()
+            .map(|(n, (k, w))| record(name, n as i64, *k, *w))
+            .collect(),
+    };
+    let steady = |one: f64, two: f64| -> Vec<(u32, f64)> {
+        [1, 2]
+            .into_iter()
+            .flat_map(|k| std::iter::repeat_n((k, if k == 1 { one } else { two }), 3))
+            .collect()
+    };
+    let third = AppId { app: 2, rep: 0 };
+    for changed in [false, true] {
+        let mut walls = steady(10.0, 8.0);
+        if changed {
+            walls.extend([(1, 20.0), (1, 20.5), (2, 16.0), (2, 16.4)]);
+        }
+        let known = learned(
+            &[
+                app("app0", &steady(5.0, 5.0)),
+                app("app1", &steady(20.0, 20.0)),
+                app("app2", &walls),
+            ],
+            2,
+        );
+        assert_eq!(known.solo.curve("app2").is_none(), changed);
+        let mut s = Script::new(Objective::Makespan);
+        s.start(0, 2, false);
+        s.start(1, 2, false);
+        for _ in 0..TRIAL_TICKS + 1 {
+            s.tick(|_, _| Some(pthreads(100)));
+        }
+        s.auto.learned(&known);
+        let p = s.arrive(2, 2);
+        let rule = admission(&p, third).map(|(_, rule)| rule);
+        let records: Vec<&Records> = p
+            .for_app(third)
+            .unwrap()
+            .reasons
+            .iter()
+            .filter_map(|r| match r {
+                Reason::Records(r) => Some(r),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(records.len(), 1, "{}", note(&p));
+        let r = records[0];
+        if changed {
+            assert!(
+                matches!(rule, Some(AdmissionRule::EveryCpuTaken { .. })),
+                "{}",
+                note(&p)
+            );
+            assert!(r.used.is_empty(), "{r:?}");
+            let dropped: Vec<_> = r
+                .dropped
+                .iter()
+                .map(|d| (d.group.kind, d.group.threads, d.missed))
+                .collect();
+            assert_eq!(
+                dropped,
+                [
+                    (RecordKind::SoloTime, Some(1), 2),
+                    (RecordKind::SoloTime, Some(2), 2)
+                ]
+            );
+            assert!(
+                note(&p)
+                    .contains("solo times (alone, 2 thread(s)) dropped: 2 of 3 predictions missed"),
+                "{}",
+                note(&p)
+            );
+        } else {
+            assert!(
+                matches!(rule, Some(AdmissionRule::SoloTimes { .. })),
+                "{}",
+                note(&p)
+            );
+            assert!(r.dropped.is_empty(), "{r:?}");
+            let used: Vec<_> = r
+                .used
+                .iter()
+                .map(|u| (u.group.kind, u.group.threads, u.records))
+                .collect();
+            assert_eq!(
+                used,
+                [
+                    (RecordKind::SoloTime, Some(1), 3),
+                    (RecordKind::SoloTime, Some(2), 3)
+                ]
+            );
+        }
+    }
+}
+
 /// Stored solo times that say a malleable app is faster with fewer threads
 /// (OpenBLAS on small matrices: 0.13 s alone with 1 thread, 1.89 s with 2)
 /// cap its DoP once its lever acts, alone and beside another app, in both
