@@ -4,6 +4,7 @@
 //! raw observations, the trace, and the metrics computed from it. Everything here is
 //! shared by the Linux backend, the simulator, the policies and the CLI.
 
+pub mod arrangement;
 pub mod calibration;
 pub mod cpuset;
 pub mod explain;

@@ -30,7 +30,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{derive, Partner, Record};
+use super::{rate, Partner, Record};
 use crate::reason::records::{Checked, RecordGroup, RecordKind, RecordsDropped, RecordsUsed};
 
 /// The prediction intervals' probability.
@@ -247,7 +247,7 @@ pub fn checks(records: &[Record], cpus: u32) -> Checks {
         })
         .reduce(f64::min);
     for r in &ended {
-        if let Some(rate) = fastest.and_then(|t| derive::rate(r, t)) {
+        if let Some(rate) = fastest.and_then(|t| rate::rate(r, t)) {
             out.take(RecordKind::Rate, r, (rate, 0.0));
         }
     }

@@ -19,9 +19,7 @@ use crate::metrics::corun::{BesideRun, CoRun, SharedRun};
 use crate::metrics::{CoRuns, RegionRecord, RegionRecords, SoloCurves, SoloTimes};
 use crate::reason::records::RecordKind;
 
-/// Overlaps shorter than this (weighted seconds) say too little to record a
-/// rate: half a second, five epochs at the default epoch.
-pub const MIN_SHARED_SECS: f64 = 0.5;
+pub use super::rate::{rate, MIN_SHARED_SECS};
 
 /// How long the apps' regions lasted in whole earlier runs (records of
 /// instances that ended, with the spans their observations saw), by app
@@ -133,17 +131,6 @@ pub fn solo_times(apps: &[KnownApp]) -> SoloTimes {
         }
     }
     times
-}
-
-/// `r`'s rate beside others with its app's fastest solo time `fastest`: None
-/// below [`MIN_SHARED_SECS`] shared, or outside (0, 2].
-pub fn rate(r: &Record, fastest: f64) -> Option<f64> {
-    if !r.ended || r.weighted_secs < MIN_SHARED_SECS {
-        return None;
-    }
-    let alone = r.wall_secs - r.shared_secs;
-    let rate = (fastest - alone) / r.weighted_secs;
-    (rate > 0.0 && rate <= 2.0).then_some(rate)
 }
 
 /// Every app's rates beside others, and beside each other app of `apps`

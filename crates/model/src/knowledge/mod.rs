@@ -23,6 +23,7 @@ pub mod check;
 pub mod derive;
 mod learn;
 pub mod provenance;
+pub mod rate;
 #[cfg(test)]
 mod tests;
 
@@ -31,6 +32,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub use self::learn::{Learner, HELD, SNAPSHOT_EVERY};
+pub use crate::arrangement::Arrangement;
 use crate::profile::{AppIdentity, AppSource};
 
 /// Records kept per program, team size, arrangement, partner and kind
@@ -112,46 +114,6 @@ impl fmt::Display for ProgramKey {
             Some(a) => write!(f, "{exe} {}", a.join(" ")),
             None => write!(f, "{exe} (any arguments)"),
         }
-    }
-}
-
-/// How the machine was shared while a record was measured: what the
-/// placement in force for the instance was, over the time it counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Arrangement {
-    /// No other instance ran while it did, and it could use every CPU: its
-    /// time is a solo time.
-    Alone,
-    /// No other instance ran, but it was kept to fewer CPUs than the machine
-    /// has.
-    Confined,
-    /// Beside others, on CPUs no other running app could use.
-    Partitioned,
-    /// Beside others, placed by Linux (no placement, or every CPU).
-    Linux,
-    /// Beside others, on CPUs some other app could use too.
-    Pinned,
-    /// No one arrangement held for [`HELD`] of the time.
-    Mixed,
-}
-
-impl Arrangement {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Arrangement::Alone => "alone",
-            Arrangement::Confined => "confined",
-            Arrangement::Partitioned => "partitioned",
-            Arrangement::Linux => "linux",
-            Arrangement::Pinned => "pinned",
-            Arrangement::Mixed => "mixed",
-        }
-    }
-}
-
-impl fmt::Display for Arrangement {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

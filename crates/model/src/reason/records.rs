@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::knowledge::Arrangement;
+use crate::arrangement::Arrangement;
 
 /// A kind of learned record a decision can rest on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
