@@ -134,14 +134,21 @@ fn a_truncated_store_is_set_aside_and_the_daemon_goes_on() {
     assert!(started.children[daemon].try_wait().unwrap().is_none());
 }
 
-/// `kernel:barrier`: thousands of short parallel regions (microseconds
-/// alone), a few seconds alone on two CPUs; one run of it under the daemon
-/// leaves the record of how long its regions last.
-const BARRIER: &[&str] = &["kernel:barrier", "--regions", "10000"];
+/// `kernel:barrier`: tens of thousands of short parallel regions
+/// (microseconds each), a few seconds alone on two CPUs of the simulator's
+/// `kvm-2cpu` when quiet (10,000 took 0.9 s there, too short to be watched
+/// beside a co-runner); one run of it under the daemon leaves the record of
+/// how long its regions last.
+const BARRIER: &[&str] = &["kernel:barrier", "--regions", "40000"];
 
-/// `coloc exec` of [`BARRIER`] named `bar`, malleable, two threads, among
-/// the test's children; its index there.
-fn exec_barrier(svc: &Service, started: &mut Started) -> usize {
+/// The same kernel with so many regions it runs for minutes: the first,
+/// unknown instance, which the test kills once it has watched it (another
+/// argv, so another program to the store).
+const BARRIER_LONG: &[&str] = &["kernel:barrier", "--regions", "10000000"];
+
+/// `coloc exec` of `barrier` ([`BARRIER`] or [`BARRIER_LONG`]) named `bar`,
+/// malleable, two threads, among the test's children; its index there.
+fn exec_barrier(svc: &Service, started: &mut Started, barrier: &[&str]) -> usize {
     let child = svc
         .coloc(&[
             "exec",
@@ -152,7 +159,7 @@ fn exec_barrier(svc: &Service, started: &mut Started) -> usize {
             "2",
             "--",
         ])
-        .args(BARRIER)
+        .args(barrier)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -234,7 +241,7 @@ fn regions_learned_by_the_daemon_let_auto_cut_a_team() {
     // Nothing known: never cut beside a one-thread co-runner (three threads
     // on two CPUs: auto partitions), over 2 s of it running.
     let co = exec_co(&svc, &mut started);
-    let first = exec_barrier(&svc, &mut started);
+    let first = exec_barrier(&svc, &mut started, BARRIER_LONG);
     wait_for("bar placed", || dop_of(&svc, "bar").is_some());
     let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
     while std::time::Instant::now() < until {
@@ -252,7 +259,7 @@ fn regions_learned_by_the_daemon_let_auto_cut_a_team() {
     end(&svc, "co", &mut started, co);
 
     // One whole run of it alone on both CPUs, learned.
-    let whole = exec_barrier(&svc, &mut started);
+    let whole = exec_barrier(&svc, &mut started, BARRIER);
     let status = started.children[whole].wait().unwrap();
     assert!(status.success(), "{}", svc.log());
     wait_for("bar's record", || {
@@ -264,13 +271,14 @@ fn regions_learned_by_the_daemon_let_auto_cut_a_team() {
     // trial measures Linux's arrangement in some windows, with the whole
     // team: those are not judged.)
     exec_co(&svc, &mut started);
-    exec_barrier(&svc, &mut started);
+    exec_barrier(&svc, &mut started, BARRIER);
     let mut judged = Vec::new();
     let mut seen = Vec::new();
     let mut notes = Vec::new();
     let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while judged.len() < 3 && std::time::Instant::now() < until {
         let Some((dop, pid)) = dop_of(&svc, "bar") else {
+            std::thread::sleep(std::time::Duration::from_millis(50));
             continue;
         };
         seen.push(dop);
