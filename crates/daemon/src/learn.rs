@@ -365,7 +365,6 @@ fn open(path: &Path, said: &mut Vec<String>) -> Option<Store> {
 
 #[cfg(test)]
 mod tests {
-    use coloc_model::knowledge::{Arrangement, Partner};
     use coloc_model::Topology;
 
     use super::*;
@@ -387,21 +386,16 @@ mod tests {
         let platform =
             PlatformFingerprint::of(&Topology::synthetic("p", "package:1 core:2").unwrap());
         let db = dir.path().join("store.sqlite");
-        let solo = |n: u32, threads: u32, wall: f64| Record {
-            program: program.clone(),
-            name: "xz".into(),
-            instance: format!("run/{n}"),
-            threads: Some(threads),
-            arrangement: Arrangement::Alone,
-            partner: Partner::None,
-            source: Source::Solo,
-            at_unix: 1_700_000_000 + i64::from(n),
-            ended: true,
-            wall_secs: wall,
-            cpu_secs: None,
-            shared_secs: 0.0,
-            weighted_secs: 0.0,
-            omp: None,
+        let solo = |n: u32, threads: u32, wall: f64| {
+            Record::solo_time(
+                program.clone(),
+                "xz".into(),
+                format!("run/{n}"),
+                threads,
+                wall,
+                Source::Solo,
+                1_700_000_000 + i64::from(n),
+            )
         };
         // A whole run whose regions lasted at most 0.05 s, epochs of 0.1 s.
         let mut short = solo(3, 2, 4.0);

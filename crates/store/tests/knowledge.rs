@@ -27,20 +27,16 @@ fn xz(level: &str) -> ProgramKey {
 /// An ended solo-time record of `program` at `at`, instance `n`.
 fn record(program: ProgramKey, n: u32, at: i64, wall: f64) -> Record {
     Record {
-        program,
-        name: "xz".into(),
-        instance: format!("run/{n}"),
-        threads: Some(2),
-        arrangement: Arrangement::Alone,
-        partner: Partner::None,
-        source: Source::Run,
-        at_unix: at,
-        ended: true,
-        wall_secs: wall,
         cpu_secs: Some(wall * 2.0),
-        shared_secs: 0.0,
-        weighted_secs: 0.0,
-        omp: None,
+        ..Record::solo_time(
+            program,
+            "xz".into(),
+            format!("run/{n}"),
+            2,
+            wall,
+            Source::Run,
+            at,
+        )
     }
 }
 

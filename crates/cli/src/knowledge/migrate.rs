@@ -126,22 +126,15 @@ impl Apps<'_> {
     /// A migrated solo-time record.
     fn solo(&self, file: &Path, n: usize, app: &str, threads: u32, wall: f64) -> Option<Record> {
         let (program, _) = self.program(app)?;
-        Some(Record {
+        Some(Record::solo_time(
             program,
-            name: app.to_string(),
-            instance: format!("migrated:{}:{n}", file.display()),
-            threads: Some(threads),
-            arrangement: Arrangement::Alone,
-            partner: Partner::None,
-            source: Source::Migrated,
-            at_unix: modified(file),
-            ended: true,
-            wall_secs: wall,
-            cpu_secs: None,
-            shared_secs: 0.0,
-            weighted_secs: 0.0,
-            omp: None,
-        })
+            app.to_string(),
+            format!("migrated:{}:{n}", file.display()),
+            threads,
+            wall,
+            Source::Migrated,
+            modified(file),
+        ))
     }
 
     fn of_times(&self, file: &Path, t: &SoloTimes) -> Vec<Record> {

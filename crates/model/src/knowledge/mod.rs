@@ -260,6 +260,36 @@ pub struct Record {
 }
 
 impl Record {
+    /// An ended run of `program` alone on the whole machine with a team of
+    /// `threads`, `wall_secs` long: a solo time, as `coloc solo` measures
+    /// one, a migrated file holds one, or a test states one.
+    pub fn solo_time(
+        program: ProgramKey,
+        name: String,
+        instance: String,
+        threads: u32,
+        wall_secs: f64,
+        source: Source,
+        at_unix: i64,
+    ) -> Record {
+        Record {
+            program,
+            name,
+            instance,
+            threads: Some(threads),
+            arrangement: Arrangement::Alone,
+            partner: Partner::None,
+            source,
+            at_unix,
+            ended: true,
+            wall_secs,
+            cpu_secs: None,
+            shared_secs: 0.0,
+            weighted_secs: 0.0,
+            omp: None,
+        }
+    }
+
     /// Whether it can serve as a solo time: it ended, ran alone on the whole
     /// machine at one team size.
     pub fn is_solo_time(&self) -> bool {

@@ -1010,23 +1010,18 @@ fn solo_times_learned_while_running_reach_admission() {
 #[test]
 fn solo_times_that_stopped_predicting_are_dropped_and_named() {
     use coloc_model::knowledge::derive::{learned, KnownApp};
-    use coloc_model::knowledge::{Arrangement, Partner, ProgramKey, Record, Source};
+    use coloc_model::knowledge::{ProgramKey, Record, Source};
     use coloc_model::reason::records::{RecordKind, Records};
-    let record = |name: &str, n: i64, threads: u32, wall: f64| Record {
-        program: ProgramKey::model(name),
-        name: name.into(),
-        instance: format!("{name}/{n}"),
-        threads: Some(threads),
-        arrangement: Arrangement::Alone,
-        partner: Partner::None,
-        source: Source::Solo,
-        at_unix: 1_700_000_000 + n,
-        ended: true,
-        wall_secs: wall,
-        cpu_secs: None,
-        shared_secs: 0.0,
-        weighted_secs: 0.0,
-        omp: None,
+    let record = |name: &str, n: i64, threads: u32, wall: f64| {
+        Record::solo_time(
+            ProgramKey::model(name),
+            name.into(),
+            format!("{name}/{n}"),
+            threads,
+            wall,
+            Source::Solo,
+            1_700_000_000 + n,
+        )
     };
     let app = |name: &str, walls: &[(u32, f64)]| KnownApp {
         name: name.into(),
