@@ -83,6 +83,23 @@ pub trait Policy: fmt::Debug + Send {
     fn learned(&mut self, _learned: &coloc_model::knowledge::derive::Learned) {}
 }
 
+/// Tests' records of earlier runs in which every region of apps 0 to 9
+/// ended within an observation interval of `epoch`: their DoP may be cut
+/// (`cores/reversible.rs`).
+#[cfg(test)]
+pub(crate) fn short_regions(epoch: std::time::Duration) -> coloc_model::metrics::RegionRecords {
+    (0..10)
+        .map(|i| {
+            let r = coloc_model::metrics::RegionRecord {
+                runs: 1,
+                longest: std::time::Duration::ZERO,
+                epoch,
+            };
+            (format!("app{i}"), r)
+        })
+        .collect()
+}
+
 /// A plan's reasons in words, for tests' failure messages only.
 #[cfg(test)]
 pub(crate) fn note(plan: &Plan) -> String {

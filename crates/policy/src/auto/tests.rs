@@ -16,7 +16,7 @@ use coloc_model::{
     ThreadSample, Topology, Trigger, View,
 };
 
-use coloc_model::metrics::{RegionRecord, RegionRecords};
+use coloc_model::metrics::RegionRecords;
 use coloc_model::reason::Reversibility;
 
 use super::{partitions, Auto, Objective, ART_NICE_STEP, LATENCY_NICE};
@@ -30,16 +30,7 @@ const TICK: Duration = Duration::from_millis(100);
 /// within an interval: their DoP may be cut (`cores/reversible.rs`). Every
 /// script runs with them unless it says otherwise.
 fn short_regions() -> RegionRecords {
-    (0..10)
-        .map(|i| {
-            let r = RegionRecord {
-                runs: 1,
-                longest: Duration::ZERO,
-                epoch: TICK,
-            };
-            (format!("app{i}"), r)
-        })
-        .collect()
+    crate::short_regions(TICK)
 }
 
 /// What an app did over one tick: regions ended, iterations done, whether it

@@ -21,7 +21,7 @@ use proptest::prelude::*;
 use super::*;
 use crate::invariants::{check, check_exclusive};
 use crate::scalability::{Scalability, ScalabilityConfig};
-use coloc_model::metrics::{RegionRecord, RegionRecords};
+use coloc_model::metrics::RegionRecords;
 use coloc_model::queueing::Demand;
 
 fn ms(n: u64) -> Duration {
@@ -35,16 +35,7 @@ fn id(app: u32) -> AppId {
 /// Records of earlier runs in which every region of apps 0 to 9 ended
 /// within a 50 ms interval: their DoP may be cut (`cores/reversible.rs`).
 fn short_regions() -> RegionRecords {
-    (0..10)
-        .map(|i| {
-            let r = RegionRecord {
-                runs: 1,
-                longest: Duration::ZERO,
-                epoch: ms(50),
-            };
-            (format!("app{i}"), r)
-        })
-        .collect()
+    crate::short_regions(ms(50))
 }
 
 fn malleable(mut a: AppView) -> AppView {
