@@ -33,6 +33,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use coloc_model::knowledge::derive::Provenance;
 use coloc_model::reason::{self, Admission, AdmissionRule, Reason};
 use coloc_model::{AppId, AppPlan, AppView, Plan, Trigger, View};
 
@@ -89,6 +90,13 @@ impl Scalability {
     /// can be taken back (`cores/reversible.rs`).
     pub fn with_regions(mut self, regions: coloc_model::metrics::RegionRecords) -> Self {
         self.levers = Levers::with_records(regions);
+        self
+    }
+
+    /// With where those records come from, named in the reasons of the
+    /// decisions that rest on them (docs/knowledge.md).
+    pub fn with_provenance(mut self, provenance: Provenance) -> Self {
+        self.levers = std::mem::take(&mut self.levers).with_provenance(provenance);
         self
     }
 
@@ -167,7 +175,7 @@ impl Policy for Scalability {
     /// The region records of what was learned (the node service's apps
     /// arrive while it runs): where a cut can be taken back.
     fn learned(&mut self, learned: &coloc_model::knowledge::derive::Learned) {
-        self.levers.set_records(learned.regions.clone());
+        self.levers.set_learned(learned);
     }
 
     fn decide(&mut self, view: &View<'_>) -> Plan {
@@ -264,6 +272,7 @@ impl Policy for Scalability {
             .collect();
         let mut plan = Plan::of(apps);
         self.levers.restore(view, &mut plan);
+        self.levers.name_records(view, &mut plan);
         plan
     }
 }

@@ -43,6 +43,7 @@
 
 use std::collections::BTreeMap;
 
+use coloc_model::knowledge::derive::{Learned, Provenance};
 use coloc_model::metrics::RegionRecords;
 use coloc_model::{AppId, AppView, Plan, Reason, View};
 
@@ -277,6 +278,10 @@ pub(crate) struct Levers {
     clocks: BTreeMap<AppId, RegionClock>,
     /// How long the apps' regions lasted in whole earlier runs.
     records: RegionRecords,
+    /// Which records those come from, and which groups were dropped for
+    /// predicting badly (docs/knowledge.md): named in the plans whose DoP
+    /// rested on them ([`Levers::name_records`]).
+    provenance: Provenance,
     /// Apps placed with their whole team at this decision, since a cut of
     /// them would not be reversible ([`Levers::reversible_first`]), and what
     /// the rule found.
@@ -292,10 +297,26 @@ impl Levers {
         }
     }
 
-    /// Replaces the region records (what was learned changed); the clocks
-    /// of this run are kept.
-    pub fn set_records(&mut self, records: RegionRecords) {
-        self.records = records;
+    /// With where the region records come from (`PolicyContext::provenance`).
+    pub fn with_provenance(mut self, provenance: Provenance) -> Self {
+        self.provenance = provenance;
+        self
+    }
+
+    /// Replaces the region records and where they come from (what was
+    /// learned changed); the clocks of this run are kept.
+    pub fn set_learned(&mut self, learned: &Learned) {
+        self.records = learned.regions.clone();
+        self.provenance = learned.provenance.clone();
+    }
+
+    /// Adds to each app's plan the learned records its DoP rested on (a cut
+    /// made where its records say regions are short, a team kept whole by
+    /// them) and the groups of its records dropped, as `auto` does
+    /// (`Provenance::annotate`). After [`Levers::restore`], whose reasons it
+    /// reads.
+    pub fn name_records(&self, view: &View<'_>, plan: &mut Plan) {
+        self.provenance.annotate(view, plan);
     }
 
     /// Reversible first (`cores/reversible.rs`): an app whose section would

@@ -47,6 +47,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use coloc_model::calibration::MemoryCalibration;
+use coloc_model::knowledge::derive::Provenance;
 use coloc_model::reason::{
     Admission, AdmissionRule, PlanReason, RatesFrom, Reason, Section, SectionPhase,
 };
@@ -169,12 +170,20 @@ impl Nupoco {
     pub fn from_context(ctx: &PolicyContext, variant: Variant) -> Self {
         Self::new(NupocoConfig::default(), variant, ctx.calibration.clone())
             .with_regions(ctx.regions.clone())
+            .with_provenance(ctx.provenance.clone())
     }
 
     /// With the region records of earlier runs, which say where a DoP cut
     /// can be taken back (`cores/reversible.rs`).
     pub fn with_regions(mut self, regions: coloc_model::metrics::RegionRecords) -> Self {
         self.levers = Levers::with_records(regions);
+        self
+    }
+
+    /// With where those records come from, named in the reasons of the
+    /// decisions that rest on them (docs/knowledge.md).
+    pub fn with_provenance(mut self, provenance: Provenance) -> Self {
+        self.levers = std::mem::take(&mut self.levers).with_provenance(provenance);
         self
     }
 
@@ -284,7 +293,7 @@ impl Policy for Nupoco {
     /// The region records of what was learned (the node service's apps
     /// arrive while it runs): where a cut can be taken back.
     fn learned(&mut self, learned: &coloc_model::knowledge::derive::Learned) {
-        self.levers.set_records(learned.regions.clone());
+        self.levers.set_learned(learned);
     }
 
     /// One decision (§5): profile and size the apps' sections, reserve what the
@@ -320,6 +329,7 @@ impl Policy for Nupoco {
         let mut plan = self.plan(view, map, &needs, &admitted, &board);
         plan.reasons = reasons;
         self.levers.restore(view, &mut plan);
+        self.levers.name_records(view, &mut plan);
         plan
     }
 }

@@ -1209,3 +1209,113 @@ fn profiling(plan: &Plan) -> bool {
 fn measured_by(plan: &Plan, app: u32, method: Method) -> bool {
     section(plan, app).is_some_and(|s| s.method.as_deref() == Some(&method.to_string()))
 }
+
+/// What was learned of app 0's program: one ended run whose regions each
+/// ended within a 50 ms interval, as `short_regions` says, but as the node
+/// service hands it over (`Policy::learned`), with where it comes from.
+fn learned_short_regions() -> coloc_model::knowledge::derive::Learned {
+    use coloc_model::knowledge::derive::{learned, KnownApp};
+    use coloc_model::knowledge::{OmpTotals, ProgramKey, Record, Source};
+    let mut run = Record::solo_time(
+        ProgramKey::model("app0"),
+        "app0".into(),
+        "app0/1".into(),
+        48,
+        10.0,
+        Source::Solo,
+        1_700_000_000,
+    );
+    run.omp = Some(OmpTotals {
+        regions: 1000,
+        parallel_secs: 9.0,
+        observed_secs: 10.0,
+        longest_region_secs: Some(0.0),
+        epoch_secs: Some(0.05),
+        ..OmpTotals::default()
+    });
+    let app0 = KnownApp {
+        name: "app0".into(),
+        program: ProgramKey::model("app0"),
+        threads: 48,
+        records: vec![run],
+    };
+    learned(&[app0], 48)
+}
+
+/// NuPoCo and the hill climber cut app 0's team (48 threads) only because
+/// its learned region records say its regions are short (`cores/reversible.rs`);
+/// each plan that cuts it names those records, as `auto`'s do
+/// (docs/knowledge.md): one group of region records, measured alone. Records
+/// given without where they come from (`with_regions`, as the simulator's
+/// tests do) are named nowhere.
+#[test]
+fn a_dop_cut_resting_on_learned_region_records_names_them() {
+    use coloc_model::reason::records::{RecordKind, Records};
+    let topo = &fixture_topologies()[1];
+    // Each policy, made with learned records (true) or bare ones (false).
+    type Make = fn(bool) -> Box<dyn Policy>;
+    let policies: [(&str, Make); 2] = [
+        ("nupoco", |learn| {
+            let mut p = Nupoco::new(NupocoConfig::default(), Variant::Full, None);
+            if learn {
+                p.learned(&learned_short_regions());
+            } else {
+                p = p.with_regions(short_regions());
+            }
+            Box::new(p)
+        }),
+        ("scalability", |learn| {
+            let mut p = Scalability::new(ScalabilityConfig::default());
+            if learn {
+                p.learned(&learned_short_regions());
+            } else {
+                p = p.with_regions(short_regions());
+            }
+            Box::new(p)
+        }),
+    ];
+    for (name, make) in policies {
+        for learn in [true, false] {
+            let mut p = make(learn);
+            let mut actors = climbing_next_to_serial();
+            let times: Vec<u64> = (0..4).map(|k| 1000 + 50 * k).collect();
+            let plans = drive(p.as_mut(), topo, &mut actors, &times, false, follow_dop);
+            let cuts: Vec<&AppPlan> = plans
+                .iter()
+                .map(|p| p.for_app(id(0)).unwrap())
+                .filter(|a| a.dop.is_some_and(|d| d < 48))
+                .collect();
+            assert!(!cuts.is_empty(), "{name}: no cut of app 0: {plans:#?}");
+            for a in cuts {
+                let named: Vec<&Records> = a
+                    .reasons
+                    .iter()
+                    .filter_map(|r| match r {
+                        Reason::Records(r) => Some(r),
+                        _ => None,
+                    })
+                    .collect();
+                if !learn {
+                    assert!(named.is_empty(), "{name}: {named:?}");
+                    continue;
+                }
+                assert_eq!(named.len(), 1, "{name}: {:?}", a.reasons);
+                let used: Vec<_> = named[0]
+                    .used
+                    .iter()
+                    .map(|u| (u.group.kind, u.group.arrangement, u.records))
+                    .collect();
+                assert_eq!(
+                    used,
+                    [(
+                        RecordKind::Regions,
+                        coloc_model::arrangement::Arrangement::Alone,
+                        1
+                    )],
+                    "{name}"
+                );
+                assert!(named[0].dropped.is_empty(), "{name}");
+            }
+        }
+    }
+}
