@@ -83,6 +83,21 @@ pub trait Policy: fmt::Debug + Send {
     fn learned(&mut self, _learned: &coloc_model::knowledge::derive::Learned) {}
 }
 
+/// Tests' view of the learned records an app's plan names
+/// (`Reason::Records`).
+#[cfg(test)]
+pub(crate) fn records_named(
+    plan: &coloc_model::AppPlan,
+) -> Vec<&coloc_model::reason::records::Records> {
+    plan.reasons
+        .iter()
+        .filter_map(|r| match r {
+            coloc_model::Reason::Records(r) => Some(r),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Tests' records of earlier runs in which every region of apps 0 to 9
 /// ended within an observation interval of `epoch`: their DoP may be cut
 /// (`cores/reversible.rs`).

@@ -1002,7 +1002,7 @@ fn solo_times_learned_while_running_reach_admission() {
 fn solo_times_that_stopped_predicting_are_dropped_and_named() {
     use coloc_model::knowledge::derive::{learned, KnownApp};
     use coloc_model::knowledge::{ProgramKey, Record, Source};
-    use coloc_model::reason::records::{RecordKind, Records};
+    use coloc_model::reason::records::RecordKind;
     let record = |name: &str, n: i64, threads: u32, wall: f64| {
         Record::solo_time(
             ProgramKey::model(name),
@@ -1054,16 +1054,7 @@ fn solo_times_that_stopped_predicting_are_dropped_and_named() {
         s.auto.learned(&known);
         let p = s.arrive(2, 2);
         let rule = admission(&p, third).map(|(_, rule)| rule);
-        let records: Vec<&Records> = p
-            .for_app(third)
-            .unwrap()
-            .reasons
-            .iter()
-            .filter_map(|r| match r {
-                Reason::Records(r) => Some(r),
-                _ => None,
-            })
-            .collect();
+        let records = crate::records_named(p.for_app(third).unwrap());
         assert_eq!(records.len(), 1, "{}", note(&p));
         let r = records[0];
         if changed {

@@ -1250,7 +1250,7 @@ fn learned_short_regions() -> coloc_model::knowledge::derive::Learned {
 /// tests do) are named nowhere.
 #[test]
 fn a_dop_cut_resting_on_learned_region_records_names_them() {
-    use coloc_model::reason::records::{RecordKind, Records};
+    use coloc_model::reason::records::RecordKind;
     let topo = &fixture_topologies()[1];
     // Each policy, made with learned records (true) or bare ones (false).
     type Make = fn(bool) -> Box<dyn Policy>;
@@ -1287,14 +1287,7 @@ fn a_dop_cut_resting_on_learned_region_records_names_them() {
                 .collect();
             assert!(!cuts.is_empty(), "{name}: no cut of app 0: {plans:#?}");
             for a in cuts {
-                let named: Vec<&Records> = a
-                    .reasons
-                    .iter()
-                    .filter_map(|r| match r {
-                        Reason::Records(r) => Some(r),
-                        _ => None,
-                    })
-                    .collect();
+                let named = crate::records_named(a);
                 if !learn {
                     assert!(named.is_empty(), "{name}: {named:?}");
                     continue;
