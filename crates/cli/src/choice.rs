@@ -12,12 +12,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, ValueEnum};
+use coloc_harness::Target;
 use coloc_model::Workload;
 use coloc_policy::{Policy, PolicyContext};
 use coloc_sim::oracle::{self, Metric, OracleError, OracleOptions, OraclePolicy};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-
-use crate::target::Target;
 
 /// The name that selects the oracle: not in `coloc_policy::POLICIES`, because
 /// it is not a pure policy of a View but a search that simulates.

@@ -5,6 +5,7 @@
 //! registry entry reads them ([`coloc_policy::Reads`]).
 
 use anyhow::Result;
+use coloc_harness::Target;
 use coloc_model::calibration::MemoryCalibration;
 use coloc_model::profile::{find, AppProfile, AppSource, PlatformFingerprint};
 use coloc_model::Workload;
@@ -13,7 +14,6 @@ use coloc_store::Store;
 
 use crate::db::DbArgs;
 use crate::knowledge::Knowledge;
-use crate::target::Target;
 
 /// What `policies` may know before running `workload` on `target`, from the
 /// profile store at its default path ([`DbArgs::path`]):
@@ -198,7 +198,7 @@ mod tests {
     use coloc_model::Topology;
 
     use super::*;
-    use crate::host::Host;
+    use coloc_harness::Host;
 
     fn sim(name: &str) -> Target {
         Target::Sim {
@@ -211,6 +211,8 @@ mod tests {
         Target::Host(Host {
             topology: Topology::synthetic("host", "package:1 l3(8M):1 core:2").unwrap(),
             process_events: true,
+            // No run is made: the context's choices need the topology only.
+            journal_dir: "/nonexistent".into(),
         })
     }
 

@@ -1,16 +1,17 @@
-//! This machine: where coloc keeps its journal and data, and how a run on the real
-//! machine is set up (docs/safety.md: stale journals are restored at every start).
+//! This machine: where coloc keeps its journal and data, and how the real
+//! machine is made ready for runs ([`start`]; docs/safety.md: stale journals
+//! are restored at every start).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use coloc_harness::Host;
 use coloc_linux::machine::{
-    recover_stale_journals, remove_stale_dop_records, secure_dir, LinuxMachine, LinuxOptions,
-    RecoveryError, RecoveryReport,
+    recover_stale_journals, remove_stale_dop_records, secure_dir, LinuxOptions, RecoveryError,
+    RecoveryReport,
 };
-use coloc_model::Topology;
 
 /// The variable that names the journal directory instead of the defaults
 /// (docs/safety.md, The journal): tests and experiments that run several
@@ -124,17 +125,6 @@ pub fn data_dir() -> PathBuf {
     }
 }
 
-/// The real machine, ready for runs: its topology, with settings left by a crashed
-/// coloc restored first.
-#[derive(Debug)]
-pub struct Host {
-    pub topology: Topology,
-    /// Track threads by the kernel's process connector where it is available
-    /// ([`LinuxOptions::process_events`]); on unless a benchmark measures
-    /// polling.
-    pub process_events: bool,
-}
-
 /// Root's daemon directory: reachable by every user (the daemon checks each
 /// caller's credentials), writable by root alone; it holds root's socket.
 pub const ROOT_DAEMON_DIR: &str = "/run/coloc-daemon";
@@ -144,43 +134,25 @@ pub fn root_socket() -> PathBuf {
     Path::new(ROOT_DAEMON_DIR).join("coloc.sock")
 }
 
-impl Host {
-    pub fn new() -> Result<Self> {
-        let dir = journal_dir()?;
-        crate::one_manager::claim(&dir)?;
-        let report = recover_stale_journals(&dir, Path::new("/proc"))
-            .context("restoring settings from an earlier coloc's journal")?;
-        if !report.is_empty() {
-            eprintln!("coloc: {report}");
-        }
-        remove_dop_records();
-        let topology =
-            coloc_linux::topology::host_topology().context("reading the topology from sysfs")?;
-        Ok(Self {
-            topology,
-            process_events: true,
-        })
+/// The real machine, ready for runs: this process claims it (one manager per
+/// machine), settings left by a crashed coloc are restored first, and its
+/// topology is read.
+pub fn start() -> Result<Host> {
+    let dir = journal_dir()?;
+    crate::one_manager::claim(&dir)?;
+    let report = recover_stale_journals(&dir, Path::new("/proc"))
+        .context("restoring settings from an earlier coloc's journal")?;
+    if !report.is_empty() {
+        eprintln!("coloc: {report}");
     }
-
-    /// A fresh backend for one run whose apps' output goes to `out`.
-    pub fn machine(&self, out: &Path) -> Result<LinuxMachine> {
-        self.machine_with(self.options(out)?)
-    }
-
-    /// The backend's options for a run whose apps' output goes to `out`.
-    pub fn options(&self, out: &Path) -> Result<LinuxOptions> {
-        Ok(LinuxOptions {
-            out_dir: out.to_path_buf(),
-            journal_dir: journal_dir()?,
-            process_events: self.process_events,
-            ..LinuxOptions::default()
-        })
-    }
-
-    /// A fresh backend with `opts`.
-    pub fn machine_with(&self, opts: LinuxOptions) -> Result<LinuxMachine> {
-        LinuxMachine::new(self.topology.clone(), opts).context("setting up the Linux backend")
-    }
+    remove_dop_records();
+    let topology =
+        coloc_linux::topology::host_topology().context("reading the topology from sysfs")?;
+    Ok(Host {
+        topology,
+        process_events: true,
+        journal_dir: dir,
+    })
 }
 
 /// Every signal whose default action ends the process and that a process may

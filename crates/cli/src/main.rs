@@ -11,7 +11,6 @@ mod db;
 mod host;
 mod html;
 mod knowledge;
-mod load;
 mod one_manager;
 mod output;
 mod progress;

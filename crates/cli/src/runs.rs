@@ -32,7 +32,7 @@ pub struct Manifest {
 
 impl Manifest {
     pub fn write(&self, dir: &Path) -> Result<()> {
-        crate::output::create_out_dir(dir)?;
+        coloc_harness::output::create_out_dir(dir)?;
         let path = dir.join(MANIFEST);
         let write = || -> std::io::Result<()> {
             use std::io::Write;

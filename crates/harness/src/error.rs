@@ -4,8 +4,16 @@
 use std::io;
 use std::path::PathBuf;
 
+use coloc_machine::MachineError;
+use coloc_manager::ManagerError;
+use coloc_model::topology::hwloc::HwlocError;
 use coloc_model::trace::TraceError;
 use coloc_model::user_file::UserFileError;
+use coloc_model::workload::WorkloadError;
+use coloc_model::CpuSet;
+use coloc_policy::LayerError;
+use coloc_sim::platform::PlatformError;
+use coloc_workloads::KernelError;
 
 /// Why a harness step failed.
 #[derive(Debug, thiserror::Error)]
@@ -58,5 +66,99 @@ pub enum HarnessError {
         run: String,
         app: String,
         args: Vec<String>,
+    },
+    /// A workload file could not be read, or is not a workload.
+    #[error(transparent)]
+    Workload(#[from] WorkloadError),
+    /// A workload for the real machine names an app that only the simulator
+    /// runs.
+    #[error(
+        "app \"{app}\" names the simulated model {model:?} and no command: run this workload \
+         with `coloc sim`"
+    )]
+    SimulatedOnly { app: String, model: String },
+    /// An app's `command` names a built-in kernel that could not be made ready.
+    #[error("app \"{app}\": field `command`")]
+    Command {
+        app: String,
+        #[source]
+        source: KernelError,
+    },
+    /// An app's static mapping names CPUs this machine does not let coloc use.
+    #[error(
+        "app \"{app}\": field `cpus` names CPU(s) {foreign} that coloc may not use here \
+         (usable: {usable})"
+    )]
+    ForeignCpus {
+        app: String,
+        foreign: CpuSet,
+        usable: CpuSet,
+    },
+    /// A simulated workload's app has a command and no model.
+    #[error(
+        "app \"{app}\" has a `command` and no `model`: the simulator runs models (add \
+         `model = \"...\"`; known models: {})",
+        coloc_sim::model::model_names()
+    )]
+    NoModel { app: String },
+    /// A simulated workload's app names a model the simulator does not have.
+    #[error(
+        "app \"{app}\": field `model`: unknown model \"{model}\" (known: {})",
+        coloc_sim::model::model_names()
+    )]
+    UnknownModel { app: String, model: String },
+    /// `--sim` names neither a built-in platform nor a file.
+    #[error(
+        "--sim {arg}: no built-in platform of that name and no such file (built-in: {})",
+        coloc_sim::platform::platform_names()
+    )]
+    NoPlatform { arg: String },
+    /// `--sim` names a file that is neither hwloc XML nor a platform file.
+    #[error(
+        "--sim {arg}: expected a built-in platform name, a .xml hwloc file or a .toml platform \
+         file"
+    )]
+    PlatformKind { arg: String },
+    /// An hwloc XML file is not a topology coloc reads.
+    #[error(transparent)]
+    Hwloc(#[from] HwlocError),
+    /// A TOML platform file is not a platform.
+    #[error("platform file {}", path.display())]
+    PlatformFile {
+        path: PathBuf,
+        #[source]
+        source: PlatformError,
+    },
+    /// A policy name could not be made a policy.
+    #[error(transparent)]
+    Policy(#[from] LayerError),
+    /// The Linux backend could not be set up for a run.
+    #[error("setting up the Linux backend")]
+    LinuxBackend(#[source] MachineError),
+    /// A run failed.
+    #[error("running {workload} under {policy}")]
+    Run {
+        workload: String,
+        policy: String,
+        #[source]
+        source: ManagerError,
+    },
+    /// A run directory would be reached through another user's symlink.
+    #[error(
+        "{} is a symlink of uid {uid}'s: a run does not write through another user's link \
+         (give the directory it points to)",
+        path.display()
+    )]
+    ForeignLink { path: PathBuf, uid: u32 },
+    /// A trace file could not be created new.
+    #[error(
+        "creating the trace {} (an existing file or link is never overwritten; choose another \
+         --out)",
+        path.display()
+    )]
+    CreateTrace {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
     },
 }

@@ -3,16 +3,25 @@
 //! files parse arguments, call it and render (anyhow stays at the binary's
 //! edge).
 //!
-//! Here so far: reading traces back ([`trace_file`]) and the steps of a
-//! measurement procedure that need no machine ([`procedure`]: a planned run's
-//! workload, its traces, the profile they give, the procedure's manifest),
-//! which `coloc profile`, `coloc calibrate` and `coloc solo` share. Running
-//! a workload on a backend (the CLI's `target.rs`), comparisons and solo runs
-//! are still the CLI's.
+//! Here so far: where a workload runs and running it there ([`target`]: the
+//! real machine, [`host`], or a simulated platform, through the one Manager
+//! loop), loading a workload for the real machine ([`load`]), run
+//! directories and trace files ([`output`]), reading traces back
+//! ([`trace_file`]) and the steps of a measurement procedure that need no
+//! machine ([`procedure`]: a planned run's workload, its traces, the profile
+//! they give, the procedure's manifest), which `coloc profile`, `coloc
+//! calibrate` and `coloc solo` share. Comparisons and solo runs are still
+//! the CLI's.
 
 pub mod error;
+pub mod host;
+pub mod load;
+pub mod output;
 pub mod procedure;
+pub mod target;
 pub mod trace_file;
 
 pub use error::HarnessError;
+pub use host::Host;
+pub use target::{resolve_platform, Target};
 pub use trace_file::read_trace;

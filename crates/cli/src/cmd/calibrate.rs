@@ -51,14 +51,14 @@ use coloc_model::profile::PlatformFingerprint;
 use coloc_model::topology::human_bytes;
 use coloc_model::Workload;
 
+use coloc_harness::output::default_out_dir;
 use coloc_harness::procedure::{read_json, read_traces, write_json};
+use coloc_harness::{resolve_platform, Target};
 
 use crate::cmd::procedure::{stream_kernel, Runner};
 use crate::db::DbArgs;
-use crate::host::{stop_flag, Host};
-use crate::output::default_out_dir;
+use crate::host::stop_flag;
 use crate::progress::Progress;
-use crate::target::{resolve_platform, Target};
 
 #[derive(Debug, Args)]
 pub struct CalibrateArgs {
@@ -167,7 +167,7 @@ pub fn main(args: CalibrateArgs) -> Result<()> {
 /// `out/stream/RUN`, then the cache ladder under `out/cache/RUN`, with a
 /// progress bar.
 fn measure(runs: &[StreamRun], cache: &[CacheRun], args: &CalibrateArgs, out: &Path) -> Result<()> {
-    let target = Target::Host(Host::new()?);
+    let target = Target::Host(crate::host::start()?);
     let argv = [
         "kernel:stream",
         "--mb",

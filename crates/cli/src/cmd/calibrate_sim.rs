@@ -17,6 +17,8 @@ use std::sync::atomic::Ordering;
 
 use anyhow::{bail, ensure, Context, Result};
 use clap::Args;
+use coloc_harness::output::default_out_dir;
+use coloc_harness::{resolve_platform, Target};
 use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::metrics::RunMetrics;
 use coloc_model::Trace;
@@ -25,10 +27,8 @@ use coloc_sim::calibrate::{self, Case, Effect, Measured, Row, Side, FITTED, KNOW
 use coloc_sim::Platform;
 use procfs::{CurrentSI, KernelStats};
 
-use crate::host::{stop_flag, Host};
-use crate::output::default_out_dir;
+use crate::host::stop_flag;
 use crate::progress::Progress;
-use crate::target::{resolve_platform, Target};
 
 /// The error the issue asks every case to stay within.
 const TARGET_ERROR: f64 = 0.15;
@@ -282,7 +282,7 @@ fn beyond_target(cases: &[Case], rows: &[Row]) -> String {
 /// Runs every case `args.reps` times on this machine and keeps, per case, the
 /// run with the shortest makespan; returns the times and their TSV.
 fn measure(cases: &[Case], args: &CalibrateSimArgs) -> Result<(Vec<Measured>, String)> {
-    let target = Target::Host(Host::new()?);
+    let target = Target::Host(crate::host::start()?);
     let stop = stop_flag()?;
     let out = args
         .out

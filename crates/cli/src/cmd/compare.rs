@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use clap::Args;
+use coloc_harness::output::default_out_dir;
+use coloc_harness::Target;
 use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::knowledge::Source;
 use coloc_model::metrics::mixes::Reference;
@@ -22,10 +24,10 @@ use crate::cmd::report::write_html;
 use crate::context::{policy_context_with, refresh};
 use crate::host::stop_flag;
 use crate::knowledge::Knowledge;
-use crate::output::{default_out_dir, text_out};
+use crate::output::text_out;
 use crate::progress::Progress;
 use crate::runs::{open, Manifest, Saved};
-use crate::target::{MachineArgs, Target};
+use crate::target::MachineArgs;
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
@@ -83,7 +85,7 @@ pub struct Plan<'a> {
 }
 
 pub fn main(args: CompareArgs) -> Result<()> {
-    let target = Target::new(&args.machine)?;
+    let target = args.machine.target()?;
     let workload = target.load(&args.workload)?;
     let baseline = args
         .baseline

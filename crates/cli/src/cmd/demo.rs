@@ -6,13 +6,12 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
+use coloc_harness::output::default_out_dir;
+use coloc_harness::Target;
 use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::workload::parse_workload;
 
 use crate::cmd::compare::{check_policies, run_comparison, write_comparison_html, Plan};
-use crate::host::Host;
-use crate::output::default_out_dir;
-use crate::target::Target;
 
 /// The demo workload, built in so that `coloc demo` needs no files.
 pub const DEMO_WORKLOAD: &str = include_str!("demo.toml");
@@ -42,7 +41,7 @@ pub fn main(args: DemoArgs) -> Result<()> {
         return Ok(());
     }
     check_policies(&args.policies, &args.policies[0], args.repeat)?;
-    let target = Target::Host(Host::new()?);
+    let target = Target::Host(crate::host::start()?);
     let workload = target.resolve(parse_workload("<built-in demo>", DEMO_WORKLOAD)?)?;
     let out = args
         .out

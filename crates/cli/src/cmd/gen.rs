@@ -20,13 +20,13 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{ArgGroup, Args};
+use coloc_harness::resolve_platform;
 use coloc_model::workload::to_toml;
 use coloc_model::Workload;
 use coloc_sim::gen::{self, GenSpec, Size};
 use coloc_sim::Platform;
 
 use crate::suite::Suite;
-use crate::target::resolve_platform;
 
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("kind").required(true).args(["size", "static_count", "suite"])))]

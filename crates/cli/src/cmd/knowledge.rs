@@ -201,7 +201,7 @@ fn show(what: &str, at: &Where) -> Result<()> {
 /// fastest solo time on them).
 fn cpus_of(at: &Where) -> Result<u32> {
     let topology = match &at.sim {
-        Some(p) => crate::target::resolve_platform(p)?.topology,
+        Some(p) => coloc_harness::resolve_platform(p)?.topology,
         None => {
             coloc_linux::topology::host_topology().context("reading the topology from sysfs")?
         }

@@ -23,6 +23,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use coloc_harness::output::default_out_dir;
+use coloc_harness::Target;
 use coloc_manager::{waste_of, Waste, DEFAULT_EPOCH};
 use coloc_model::explain::last_verdicts;
 use coloc_model::metrics::mixes::{across_mixes, best_other, MixOutcome, Reference};
@@ -32,12 +34,9 @@ use coloc_model::{AppSpec, TraceEvent, Workload};
 
 use crate::cmd::compare::{check_policies, run_comparison, Plan};
 use crate::cmd::solo;
-use crate::host::Host;
 use crate::knowledge::Knowledge;
-use crate::output::default_out_dir;
 use crate::runs::{open, read_trace, Saved};
 use crate::suite::Suite;
-use crate::target::Target;
 
 #[derive(Debug, Args)]
 pub struct MixesArgs {
@@ -222,7 +221,7 @@ fn from_traces(dir: &Path) -> Result<String> {
 
 pub fn main(args: MixesArgs) -> Result<()> {
     check_policies(&args.policies, "native", args.repeat)?;
-    let target = Target::Host(Host::new()?);
+    let target = Target::Host(crate::host::start()?);
     let cpus = target.topology().cpus().len() as u32;
     let out = args
         .out

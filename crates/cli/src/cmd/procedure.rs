@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use coloc_harness::procedure::pinned_workload;
+use coloc_harness::Target;
 use coloc_model::profile::procedure::PlannedRun;
 use coloc_model::profile::substitute::PROBE;
 use coloc_model::workload::MetricSpec;
@@ -20,7 +21,6 @@ use coloc_model::{AppSpec, Workload};
 use coloc_policy::PolicyContext;
 
 use crate::progress::Progress;
-use crate::target::Target;
 
 /// The stream probe's argv: three 64 MiB arrays (beyond any LLC), ten sweeps,
 /// well under a second on one core of a current machine.

@@ -61,14 +61,15 @@ use coloc_model::profile::{
 };
 use coloc_model::{AppSpec, Cpu, Workload};
 
+use coloc_harness::output::default_out_dir;
 use coloc_harness::procedure::{profile_from_dir, read_json, write_json};
+use coloc_harness::Target;
 
 use crate::cmd::procedure::Runner;
 use crate::db::DbArgs;
 use crate::host::stop_flag;
-use crate::output::default_out_dir;
 use crate::progress::Progress;
-use crate::target::{MachineArgs, Target};
+use crate::target::MachineArgs;
 
 #[derive(Debug, Args)]
 pub struct ProfileArgs {
@@ -121,7 +122,7 @@ pub fn main(args: ProfileArgs) -> Result<()> {
     if let Some(dir) = &args.from {
         return recompute(dir, args.json);
     }
-    let target = Target::new(&args.machine)?;
+    let target = args.machine.target()?;
     let workload = target.load(args.workload.as_deref().expect("clap requires it"))?;
     let apps = selected(&workload, &args.apps)?;
     let plan = characterization_plan(target.topology());
@@ -476,7 +477,6 @@ mod tests {
     use coloc_model::{CpuSet, Placement, TraceEvent};
 
     use super::*;
-    use crate::host::Host;
 
     #[test]
     fn unknown_app_names_the_known_ones() {
@@ -524,7 +524,7 @@ mod tests {
     /// CPU i. A failing app gives a reason, not a figure.
     #[test]
     fn a_host_run_measures_the_pinned_app() {
-        let target = Target::Host(Host::new().unwrap());
+        let target = Target::Host(crate::host::start().unwrap());
         let cpus: Vec<Cpu> = target.topology().cpus().iter().take(2).collect();
         let dir = tempfile::tempdir().unwrap();
         let argv = ["kernel:compute", "--iters", "1000000"].map(String::from);

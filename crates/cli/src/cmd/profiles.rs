@@ -20,12 +20,12 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
+use coloc_harness::resolve_platform;
 use coloc_model::metrics::table::{finish, new_table, NONE};
 use coloc_model::profile::{render, PlatformFingerprint};
 use coloc_store::{ImportReport, ProfileSummary, Store};
 
 use crate::db::DbArgs;
-use crate::target::resolve_platform;
 
 #[derive(Debug, Args)]
 pub struct ProfilesArgs {

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
+use coloc_harness::output::default_out_dir;
+use coloc_harness::Target;
 use coloc_manager::{Waste, WasteSeen, DEFAULT_EPOCH};
 use coloc_model::explain::last_verdicts;
 use coloc_model::knowledge::Source;
@@ -17,9 +19,9 @@ use crate::choice::{choose, OracleArgs};
 use crate::context::policy_context_with;
 use crate::host::stop_flag;
 use crate::knowledge::Knowledge;
-use crate::output::{default_out_dir, text_out};
+use crate::output::text_out;
 use crate::progress::Progress;
-use crate::target::{MachineArgs, Target};
+use crate::target::MachineArgs;
 
 /// What `run` and `sim` share.
 #[derive(Debug, Args)]
@@ -58,7 +60,7 @@ pub struct RunArgs {
 }
 
 pub fn main(args: RunArgs) -> Result<()> {
-    let target = Target::new(&args.machine)?;
+    let target = args.machine.target()?;
     run_one(&target, &args.workload, &args.opts)
 }
 

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
+use coloc_harness::{resolve_platform, Target};
 
 use crate::cmd::run::{run_one, RunOpts};
-use crate::target::{resolve_platform, Target};
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]

@@ -7,10 +7,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use clap::Args;
+use coloc_harness::resolve_platform;
 use coloc_sim::search::{search, MixSpec, Outcome, LIMIT};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-
-use crate::target::resolve_platform;
 
 #[derive(Debug, Args)]
 pub struct SearchArgs {

@@ -25,14 +25,15 @@ use coloc_model::metrics::{
 };
 use coloc_model::{Trace, Workload};
 
+use coloc_harness::output::default_out_dir;
 use coloc_harness::procedure::{read_json, read_traces, write_json};
+use coloc_harness::Target;
 
 use crate::context::policy_context;
 use crate::host::stop_flag;
 use crate::knowledge::Knowledge;
-use crate::output::default_out_dir;
 use crate::progress::Progress;
-use crate::target::{MachineArgs, Target};
+use crate::target::MachineArgs;
 
 #[derive(Debug, Args)]
 pub struct SoloArgs {
@@ -208,7 +209,7 @@ pub fn main(args: SoloArgs) -> Result<()> {
         args.threads.iter().all(|k| *k >= 1),
         "--threads: thread counts must be at least 1"
     );
-    let target = Target::new(&args.machine)?;
+    let target = args.machine.target()?;
     let workload = target.load(args.workload.as_deref().expect("clap requires it"))?;
     let out = args
         .out

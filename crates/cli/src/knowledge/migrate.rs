@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 use anyhow::Result;
+use coloc_harness::Target;
 use coloc_model::knowledge::{Arrangement, Partner, ProgramKey, Record, Source};
 use coloc_model::metrics::corun::CoRun;
 use coloc_model::metrics::{CoRuns, SoloCurves, SoloTimes};
@@ -22,7 +23,6 @@ use serde::de::DeserializeOwned;
 
 use super::Knowledge;
 use crate::host::data_dir;
-use crate::target::Target;
 
 /// Migrates whichever of `workload`'s files on `target` exist and were not
 /// migrated; says what it did with each.

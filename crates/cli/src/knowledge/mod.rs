@@ -10,6 +10,7 @@ mod migrate;
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use coloc_harness::Target;
 use coloc_model::knowledge::derive::{self, KnownApp, Learned};
 use coloc_model::knowledge::{Learner, ProgramKey, Source};
 use coloc_model::metrics::{SoloCurves, SoloTimes};
@@ -18,7 +19,6 @@ use coloc_model::{AppSpec, Trace, TraceEvent, Workload};
 use coloc_store::Store;
 
 use crate::db::DbArgs;
-use crate::target::Target;
 
 /// The store, opened for one workload on one target.
 #[derive(Debug)]

@@ -29,16 +29,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
+use coloc_harness::output::default_out_dir;
+use coloc_harness::Target;
 use coloc_manager::{RunSummary, DEFAULT_EPOCH};
 use coloc_model::metrics::RunMetrics;
 use coloc_model::workload::parse_workload;
 use coloc_model::{AppId, AppState, AppView, Topology, Trace, TraceEvent, Trigger, View, Workload};
 
 use crate::context::policy_context;
-use crate::host::{stop_flag, Host};
-use crate::output::default_out_dir;
+use crate::host::stop_flag;
 use crate::progress::Progress;
-use crate::target::Target;
 
 /// The default workload of `bench overhead`.
 const BENCH_WORKLOAD: &str = include_str!("bench-overhead.toml");
@@ -232,7 +232,7 @@ fn bench_run(
 }
 
 fn overhead(path: Option<PathBuf>, policy: &str, epoch: Duration) -> Result<()> {
-    let target = Target::Host(Host::new()?);
+    let target = Target::Host(crate::host::start()?);
     let workload = match &path {
         Some(p) => target.load(p)?,
         None => target.resolve(parse_workload("<built-in bench-overhead>", BENCH_WORKLOAD)?)?,
@@ -327,7 +327,7 @@ fn scaling(
     polling: bool,
 ) -> Result<()> {
     debug_build_note();
-    let mut host = Host::new()?;
+    let mut host = crate::host::start()?;
     host.process_events = !polling;
     let target = Target::Host(host);
     let exe = std::env::current_exe()?;

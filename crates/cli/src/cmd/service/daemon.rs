@@ -14,6 +14,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use coloc_daemon::requests::PolicyFactory;
 use coloc_daemon::DaemonOptions;
+use coloc_harness::{Host, Target};
 use coloc_linux::cgroup::Cpusets;
 use coloc_linux::machine::SLICE;
 use coloc_model::Workload;
@@ -22,8 +23,7 @@ use super::client::{root_dir, SocketArgs};
 use crate::choice::Choice;
 use crate::context::policy_context_with;
 use crate::db::DbArgs;
-use crate::host::{journal_dir, stop_flag, Host};
-use crate::target::Target;
+use crate::host::{journal_dir, stop_flag};
 
 #[derive(Debug, Args)]
 pub struct DaemonArgs {
@@ -137,6 +137,7 @@ fn make_policy(
     let target = Target::Host(Host {
         topology: topology.clone(),
         process_events: true,
+        journal_dir: journal_dir()?,
     });
     let workload = Workload {
         name: "daemon".into(),
@@ -156,7 +157,7 @@ pub fn main(a: DaemonArgs) -> Result<()> {
     if let Some(log) = &a.log_file {
         rotate_log_while_running(log.clone());
     }
-    let host = Host::new()?;
+    let host = crate::host::start()?;
     let policy = make_policy(&host.topology, &a.policy)?;
     let topology = host.topology.clone();
     let factory: PolicyFactory =
@@ -174,7 +175,7 @@ pub fn main(a: DaemonArgs) -> Result<()> {
         knowledge: (!a.no_learning).then(|| a.db.path()),
         metrics: a.metrics,
     };
-    let mut options = host.options(&journal_dir()?.join("daemon-out"))?;
+    let mut options = host.options(&journal_dir()?.join("daemon-out"));
     if nix::unistd::geteuid().is_root() {
         // Other users' malleable programs preload the shim from here.
         options.shim_dir = Some(root_dir()?);

@@ -26,8 +26,7 @@ use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
 use clap::Args;
-
-use crate::output::default_out_dir;
+use coloc_harness::output::default_out_dir;
 
 /// The papers `coloc bench paper` reproduces.
 pub const PAPERS: [&str; 4] = ["nupoco", "resense", "tranquilizer", "tang"];

@@ -26,7 +26,7 @@ use coloc_model::Workload;
 
 use crate::cmd::compare::{run_comparison, Plan};
 use crate::cmd::solo;
-use crate::target::{MachineArgs, Target};
+use crate::target::MachineArgs;
 
 /// Table 2's scenarios, as example workloads.
 pub const SCENARIOS: [(&str, &str); 10] = [
@@ -148,14 +148,15 @@ pub fn nupoco_table(
     out: &Path,
     progress: &dyn Fn(&str),
 ) -> Result<NupocoTable> {
-    let target = Target::new(&MachineArgs {
+    let target = MachineArgs {
         sim: Some(paper.platform.to_string()),
         seed: 1,
-    })?;
+    }
+    .target()?;
     let workloads: Vec<Workload> = workloads
         .iter()
         .map(|w| target.resolve(w.clone()))
-        .collect::<Result<_>>()?;
+        .collect::<Result<_, _>>()?;
     // Every model alone once (apps are named after their model in every
     // scenario, so one set of solo times serves them all).
     let mut all = Workload {

@@ -5,13 +5,14 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
 use coloc_model::user_file::{read_user_text, MAX_WORKLOAD};
 use coloc_model::workload::{parse_workload, StaticMapping, WorkloadError};
 use coloc_model::{CpuSet, Topology, Workload};
 
+use crate::HarnessError;
+
 /// Reads and validates a workload file (no machine needed).
-pub fn read_workload(path: &Path) -> Result<Workload> {
+pub fn read_workload(path: &Path) -> Result<Workload, HarnessError> {
     let name = path.display().to_string();
     let text = read_user_text(path, MAX_WORKLOAD)
         .map_err(|e| WorkloadError::unreadable(&name, &e.into_io()))?;
@@ -19,20 +20,22 @@ pub fn read_workload(path: &Path) -> Result<Workload> {
 }
 
 /// Resolves a parsed workload against this machine.
-pub fn resolve_for_host(mut w: Workload, topo: &Topology) -> Result<Workload> {
+pub fn resolve_for_host(mut w: Workload, topo: &Topology) -> Result<Workload, HarnessError> {
     let usable = topo.cpus();
     for app in &mut w.apps {
         let Some(argv) = &app.command else {
-            bail!(
-                "app \"{}\" names the simulated model {:?} and no command: run this workload with `coloc sim`",
-                app.name,
-                app.model.as_deref().unwrap_or("")
-            );
+            return Err(HarnessError::SimulatedOnly {
+                app: app.name.clone(),
+                model: app.model.clone().unwrap_or_default(),
+            });
         };
-        app.command = Some(
-            coloc_workloads::resolve_argv(argv)
-                .with_context(|| format!("app \"{}\": field `command`", app.name))?,
-        );
+        app.command =
+            Some(
+                coloc_workloads::resolve_argv(argv).map_err(|source| HarnessError::Command {
+                    app: app.name.clone(),
+                    source,
+                })?,
+            );
         let sets: Vec<&CpuSet> = match &app.cpus {
             None => Vec::new(),
             Some(StaticMapping::Shared(s)) => vec![s],
@@ -41,12 +44,11 @@ pub fn resolve_for_host(mut w: Workload, topo: &Topology) -> Result<Workload> {
         for s in sets {
             let foreign = s.difference(usable);
             if !foreign.is_empty() {
-                bail!(
-                    "app \"{}\": field `cpus` names CPU(s) {} that coloc may not use here (usable: {})",
-                    app.name,
+                return Err(HarnessError::ForeignCpus {
+                    app: app.name.clone(),
                     foreign,
-                    usable
-                );
+                    usable: usable.clone(),
+                });
             }
         }
     }
