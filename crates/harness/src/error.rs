@@ -161,4 +161,7 @@ pub enum HarnessError {
         #[source]
         source: io::Error,
     },
+    /// A run was stopped (a signal) before its apps ended.
+    #[error("interrupted; settings were restored")]
+    Interrupted,
 }

@@ -7,17 +7,18 @@
 //! real machine, [`host`], or a simulated platform, through the one Manager
 //! loop), loading a workload for the real machine ([`load`]), run
 //! directories and trace files ([`output`]), reading traces back
-//! ([`trace_file`]) and the steps of a measurement procedure that need no
-//! machine ([`procedure`]: a planned run's workload, its traces, the profile
-//! they give, the procedure's manifest), which `coloc profile`, `coloc
-//! calibrate` and `coloc solo` share. Comparisons and solo runs are still
-//! the CLI's.
+//! ([`trace_file`]), a measurement procedure's planned runs made on a
+//! target ([`runner`]) and its steps that need no machine ([`procedure`]: a
+//! planned run's workload, its traces, the profile they give, the
+//! procedure's manifest), which `coloc profile`, `coloc calibrate` and
+//! `coloc solo` share. Comparisons and solo runs are still the CLI's.
 
 pub mod error;
 pub mod host;
 pub mod load;
 pub mod output;
 pub mod procedure;
+pub mod runner;
 pub mod target;
 pub mod trace_file;
 

@@ -53,9 +53,9 @@ use coloc_model::Workload;
 
 use coloc_harness::output::default_out_dir;
 use coloc_harness::procedure::{read_json, read_traces, write_json};
+use coloc_harness::runner::{stream_kernel, Runner};
 use coloc_harness::{resolve_platform, Target};
 
-use crate::cmd::procedure::{stream_kernel, Runner};
 use crate::db::DbArgs;
 use crate::host::stop_flag;
 use crate::progress::Progress;

@@ -10,7 +10,6 @@ pub mod gen;
 pub mod knowledge;
 pub mod list;
 pub mod mixes;
-pub mod procedure;
 pub mod profile;
 pub mod profiles;
 pub mod report;

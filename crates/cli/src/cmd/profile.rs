@@ -63,9 +63,9 @@ use coloc_model::{AppSpec, Cpu, Workload};
 
 use coloc_harness::output::default_out_dir;
 use coloc_harness::procedure::{profile_from_dir, read_json, write_json};
+use coloc_harness::runner::Runner;
 use coloc_harness::Target;
 
-use crate::cmd::procedure::Runner;
 use crate::db::DbArgs;
 use crate::host::stop_flag;
 use crate::progress::Progress;

@@ -2,7 +2,7 @@
 //! ([`coloc_model::profile::procedure`]): every run goes through the same
 //! Manager and Machine as `coloc run`, under the `static` policy, and writes an
 //! ordinary trace; every figure is then computed from the trace files on disk
-//! by [`coloc_harness::procedure`], the code `coloc profile --from DIR` uses,
+//! by [`crate::procedure`], the code `coloc profile --from DIR` uses,
 //! so a recomputation gives exactly what the run printed (docs/trace-format.md,
 //! Measurement procedures).
 
@@ -11,22 +11,22 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
-use coloc_harness::procedure::pinned_workload;
-use coloc_harness::Target;
+use coloc_manager::Recorder;
 use coloc_model::profile::procedure::PlannedRun;
 use coloc_model::profile::substitute::PROBE;
 use coloc_model::workload::MetricSpec;
 use coloc_model::{AppSpec, Workload};
 use coloc_policy::PolicyContext;
 
-use crate::progress::Progress;
+use crate::procedure::pinned_workload;
+use crate::{HarnessError, Target};
 
 /// The stream probe's argv: three 64 MiB arrays (beyond any LLC), ten sweeps,
 /// well under a second on one core of a current machine.
 const PROBE_ARGV: [&str; 5] = ["kernel:stream", "--mb", "64", "--iters", "10"];
 
 /// Planned runs on one machine, traces under `out/APP/RUN`.
+#[derive(Debug)]
 pub struct Runner<'a> {
     pub target: &'a Target,
     pub workload: &'a Workload,
@@ -49,8 +49,8 @@ impl Runner<'_> {
         app: &str,
         run: &PlannedRun,
         specs: &[AppSpec],
-        progress: &mut Progress,
-    ) -> Result<()> {
+        progress: &mut dyn Recorder,
+    ) -> Result<(), HarnessError> {
         let pinned = pinned_workload(self.workload, run, specs)?;
         let (summary, _) = self.target.run(
             &pinned,
@@ -63,7 +63,7 @@ impl Runner<'_> {
             progress,
         )?;
         if summary.interrupted {
-            bail!("interrupted; settings were restored");
+            return Err(HarnessError::Interrupted);
         }
         Ok(())
     }
@@ -74,8 +74,8 @@ impl Runner<'_> {
         &self,
         app: &AppSpec,
         runs: &[PlannedRun],
-        progress: &mut Progress,
-    ) -> Result<()> {
+        progress: &mut dyn Recorder,
+    ) -> Result<(), HarnessError> {
         let mut specs = vec![app.clone()];
         if runs.iter().flat_map(|r| &r.apps).any(|a| a.name == PROBE) {
             specs.push(stream_probe(self.target)?);
@@ -88,14 +88,18 @@ impl Runner<'_> {
 }
 
 /// The stream probe as an app of this machine.
-fn stream_probe(target: &Target) -> Result<AppSpec> {
+fn stream_probe(target: &Target) -> Result<AppSpec, HarnessError> {
     stream_kernel(target, PROBE, PROBE_ARGV.map(String::from).to_vec())
 }
 
 /// The `stream` kernel run as `argv` (`kernel:stream …`), one thread, as the
 /// app called `name` of this machine, its bandwidth read from its
 /// `coloc-metric` line.
-pub fn stream_kernel(target: &Target, name: &str, argv: Vec<String>) -> Result<AppSpec> {
+pub fn stream_kernel(
+    target: &Target,
+    name: &str,
+    argv: Vec<String>,
+) -> Result<AppSpec, HarnessError> {
     let mut app = AppSpec::program(name, argv, 1);
     app.metric = Some(MetricSpec {
         regex: r"coloc-metric: ([0-9.eE+-]+)".into(),
