@@ -67,9 +67,42 @@ pub struct Learning {
 /// An app's executable being hashed as its user.
 #[derive(Debug)]
 struct Identifying {
-    hash: Receiver<io::Result<Result<String, String>>>,
+    hash: Receiver<io::Result<Result<String, NotIdentified>>>,
     name: String,
     argv: Vec<String>,
+}
+
+/// Why an app's program was not identified (said in the debug log; the app
+/// is then a co-runner of others with no record of its own).
+#[derive(Debug, thiserror::Error)]
+enum NotIdentified {
+    /// The app left before it could be looked at.
+    #[error("not registered")]
+    NotRegistered,
+    /// An attached process's command line could not be read.
+    #[error("reading {}: {source}", path.display())]
+    Cmdline { path: PathBuf, source: io::Error },
+    /// The process's owner could not be read.
+    #[error("reading the credentials of process {pid}: {source}")]
+    Credentials { pid: u32, source: io::Error },
+    /// The executable could not be found or read.
+    #[error("{0}")]
+    Program(#[from] coloc_linux::program::ProgramError),
+    /// The executable is not a regular file that may be opened.
+    #[error("{0}")]
+    File(#[from] coloc_model::user_file::UserFileError),
+    /// The executable is too large to hash ([`MAX_PROGRAM`]).
+    #[error("{} is over {MAX_PROGRAM} bytes: not hashed", path.display())]
+    TooLarge { path: PathBuf },
+    /// The thread that hashes as the app's user could not be started.
+    #[error("starting the hash of its program: {0}")]
+    Start(io::Error),
+    /// Taking the app's user's credentials on that thread failed.
+    #[error("hashing as the app's user: {0}")]
+    AsUser(io::Error),
+    /// That thread ended without an answer.
+    #[error("the hashing thread ended")]
+    ThreadEnded,
 }
 
 /// One app present, as the policy knows it: its id in the loop
@@ -222,8 +255,8 @@ impl Learning {
             Err(TryRecvError::Empty) => return None,
             Ok(Ok(Ok(hash))) => Ok(hash),
             Ok(Ok(Err(why))) => Err(why),
-            Ok(Err(e)) => Err(format!("hashing as the app's user: {e}")),
-            Err(TryRecvError::Disconnected) => Err("the hashing thread ended".into()),
+            Ok(Err(e)) => Err(NotIdentified::AsUser(e)),
+            Err(TryRecvError::Disconnected) => Err(NotIdentified::ThreadEnded),
         };
         let waiting = self.pending.remove(&app)?;
         let hash = match hash {
@@ -282,10 +315,10 @@ impl Learning {
     /// runs and its command line. The executable is hashed on a thread of
     /// its own, as the user of the process, and only a regular file of at
     /// most [`MAX_PROGRAM`] bytes.
-    fn identify(&mut self, app: u32, pid: u32) -> Result<Identifying, String> {
+    fn identify(&mut self, app: u32, pid: u32) -> Result<Identifying, NotIdentified> {
         let (name, kind, program, argv) = {
             let state = self.shared.lock();
-            let e = state.apps.get(&app).ok_or("not registered")?;
+            let e = state.apps.get(&app).ok_or(NotIdentified::NotRegistered)?;
             (e.name.clone(), e.kind, e.program.clone(), e.argv.clone())
         };
         let dir = self.proc_root.join(pid.to_string());
@@ -293,8 +326,12 @@ impl Learning {
             // Not exec'd yet: resolved by the thread, as the user.
             Kind::Exec | Kind::Task => (None, argv),
             Kind::Attach | Kind::Readopted => {
-                let cmdline = std::fs::read(dir.join("cmdline"))
-                    .map_err(|e| format!("reading {}: {e}", dir.join("cmdline").display()))?;
+                let cmdline = std::fs::read(dir.join("cmdline")).map_err(|source| {
+                    NotIdentified::Cmdline {
+                        path: dir.join("cmdline"),
+                        source,
+                    }
+                })?;
                 let argv = cmdline
                     .split(|b| *b == 0)
                     .filter(|a| !a.is_empty())
@@ -304,7 +341,7 @@ impl Learning {
             }
         };
         let creds = Creds::of(&self.proc_root, pid)
-            .map_err(|e| format!("reading the credentials of process {pid}: {e}"))?;
+            .map_err(|source| NotIdentified::Credentials { pid, source })?;
         let cwd = dir.join("cwd");
         let path = std::env::var_os("PATH");
         let hash = spawn_as(
@@ -313,22 +350,17 @@ impl Learning {
                 let exe = match exe {
                     Some(exe) => exe,
                     None if program.contains('/') => cwd.join(&program),
-                    None => coloc_linux::program::executable_path(&program, path.as_deref())
-                        .map_err(|e| e.to_string())?,
+                    None => coloc_linux::program::executable_path(&program, path.as_deref())?,
                 };
-                let (_, len) =
-                    coloc_model::user_file::open_regular(&exe).map_err(|e| e.to_string())?;
+                let (_, len) = coloc_model::user_file::open_regular(&exe)?;
                 if len > MAX_PROGRAM {
-                    return Err(format!(
-                        "{} is over {MAX_PROGRAM} bytes: not hashed",
-                        exe.display()
-                    ));
+                    return Err(NotIdentified::TooLarge { path: exe });
                 }
-                coloc_linux::program::file_hash(&exe).map_err(|e| e.to_string())
+                Ok(coloc_linux::program::file_hash(&exe)?)
             },
             || {},
         )
-        .map_err(|e| format!("starting the hash of its program: {e}"))?;
+        .map_err(NotIdentified::Start)?;
         Ok(Identifying { hash, name, argv })
     }
 }

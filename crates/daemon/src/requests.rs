@@ -23,6 +23,9 @@ use crate::protocol::{AppWhy, Reply, Request, Status};
 use crate::shared::{Answer, Check, Entry, Kind, Release, Shared, Waker};
 
 /// Builds a policy by name (the CLI's choice of policies), for `policy set`.
+/// Its error is text on purpose: it is the refusal the client is sent over
+/// the socket (`Reply::Error`), and the factory is the binary's, which
+/// renders its own error chain into it; nothing here inspects it.
 pub type PolicyFactory = Arc<dyn Fn(&str) -> Result<Box<dyn Policy>, String> + Send + Sync>;
 
 /// Most apps one user may have registered at once (docs/service.md, Limits).

@@ -40,12 +40,17 @@ impl CycleMeter {
     }
 }
 
+/// Cycles cannot be counted here: the kernel's reason.
+#[derive(Debug, thiserror::Error)]
+#[error("perf_event_open(cycles): {0}")]
+pub struct NoCycles(pub io::Error);
+
 /// Whether cycles can be counted here; the kernel's reason when not (most VMs
 /// and containers do not expose the PMU).
-pub fn cycles_available() -> Result<(), String> {
+pub fn cycles_available() -> Result<(), NoCycles> {
     Inherited::open(Hardware::CPU_CYCLES)
         .map(drop)
-        .map_err(|e| format!("perf_event_open(cycles): {e}"))
+        .map_err(NoCycles)
 }
 
 /// One event counted on the calling thread and everything it starts from now
@@ -150,6 +155,7 @@ mod tests {
         match cycles_available() {
             Ok(()) => eprintln!("this machine counts cycles; the fallback is not exercised"),
             Err(why) => {
+                let why = why.to_string();
                 assert!(why.starts_with("perf_event_open(cycles): "), "{why}");
                 assert!(CycleMeter::start().is_err());
             }

@@ -301,7 +301,7 @@ impl Machine for SimMachine {
                 self.engine.set_sched(p.app, p.sched);
                 if let Some(dop) = p.dop {
                     if let Err(reason) = self.engine.set_dop(p.app, dop) {
-                        out.refused.push(reason);
+                        out.refused.push(reason.to_string());
                     }
                 }
                 out

@@ -216,9 +216,7 @@ impl Instance {
                 };
                 self.pages
                     .interleave(proc, pid, nodes, PAGES_PER_APPLY, Instant::now(), |runs| {
-                        journal
-                            .append(&Entry::changed(&main, Original::PageNodes(runs.to_vec())))
-                            .map_err(|e| e.to_string())
+                        journal.append(&Entry::changed(&main, Original::PageNodes(runs.to_vec())))
                     })
             }
             MemPolicy::Local | MemPolicy::Default if self.pages.has_moved() => {

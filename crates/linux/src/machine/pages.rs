@@ -133,8 +133,11 @@ pub(crate) enum PagesError {
     },
     #[error("move_pages on pid {pid}: {errno}")]
     MovePages { pid: u32, errno: Errno },
+    /// The originals of the pages about to move could not be journaled
+    /// (the journal's own error: this module is below the journal, which
+    /// stores its `PageRun`s, so it does not name the journal's type).
     #[error("{0}: no page moved")]
-    Journal(String),
+    Journal(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// One app's pages walked in passes, and what was moved.
@@ -180,14 +183,14 @@ impl PageMover {
     /// among `nodes`; None while resting between passes. A pass begins with
     /// a read of `maps` and `numa_maps`. `journal` receives the originals of
     /// the pages about to move and must have them on disk when it returns.
-    pub fn interleave(
+    pub fn interleave<E: Into<Box<dyn std::error::Error + Send + Sync>>>(
         &mut self,
         proc: &ProcRoot,
         pid: u32,
         nodes: &[u32],
         budget: usize,
         now: Instant,
-        mut journal: impl FnMut(&[PageRun]) -> Result<(), String>,
+        mut journal: impl FnMut(&[PageRun]) -> Result<(), E>,
     ) -> Result<Option<PageMoves>, PagesError> {
         if self.pass.as_ref().is_some_and(|p| p.nodes != nodes) {
             self.pass = None;
@@ -264,7 +267,7 @@ impl PageMover {
             if move_addrs.is_empty() {
                 continue;
             }
-            journal(&runs).map_err(PagesError::Journal)?;
+            journal(&runs).map_err(|e| PagesError::Journal(e.into()))?;
             self.originals.extend(runs);
             let mut moved = vec![0; move_addrs.len()];
             sys::move_pages(pid, &move_addrs, Some(&targets), &mut moved)
@@ -435,7 +438,9 @@ mod tests {
         let at = |ms| t0 + Duration::from_millis(ms);
         let mut m = PageMover::default();
         let walk = |m: &mut PageMover, nodes: &[u32], ms| {
-            m.interleave(&root, pid, nodes, 34, at(ms), |_| Ok(()))
+            m.interleave(&root, pid, nodes, 34, at(ms), |_| {
+                Ok::<_, std::io::Error>(())
+            })
         };
         // Pass 1 reads the files at 0 ms; removed, they are not read again
         // until the pass is over: 34 + 34 pages, then the last 1 (< 34) ends
@@ -486,7 +491,7 @@ mod tests {
                 &[0],
                 PAGES_PER_APPLY,
                 Instant::now(),
-                |_| Ok(()),
+                |_| Ok::<_, std::io::Error>(()),
             )
             .unwrap()
             .unwrap();

@@ -33,6 +33,16 @@ pub use self::state::{SimApp, SimThread, ThreadStats};
 use crate::model::{AppModel, PhaseKind};
 use crate::platform::{Params, Platform, LINE_BYTES};
 
+/// Why a team size was not set ([`Engine::set_dop`]); the machine reports it
+/// as a refused setting.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DopRefused {
+    #[error("{id} is not running")]
+    NotRunning { id: AppId },
+    #[error("dop: {model} is not malleable (needs an OpenMP model and `malleable = true`)")]
+    NotMalleable { model: String },
+}
+
 /// What the engine reports while time passes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum EngineEvent {
@@ -258,15 +268,12 @@ impl Engine {
     }
 
     /// Sets the team size of the app's next parallel phases.
-    pub fn set_dop(&mut self, id: AppId, dop: u32) -> Result<(), String> {
-        let a = self
-            .app_mut(id)
-            .ok_or_else(|| format!("{id} is not running"))?;
+    pub fn set_dop(&mut self, id: AppId, dop: u32) -> Result<(), DopRefused> {
+        let a = self.app_mut(id).ok_or(DopRefused::NotRunning { id })?;
         if !a.malleable {
-            return Err(format!(
-                "dop: {} is not malleable (needs an OpenMP model and `malleable = true`)",
-                a.model.name
-            ));
+            return Err(DopRefused::NotMalleable {
+                model: a.model.name.clone(),
+            });
         }
         a.dop = dop.max(1);
         Ok(())

@@ -471,7 +471,7 @@ mod tests {
             ),
         ];
         for (m, field) in cases {
-            let err = m.validate().unwrap_err();
+            let err = m.validate().unwrap_err().to_string();
             assert!(err.contains(field), "{err}");
         }
     }

@@ -108,7 +108,7 @@ impl AppModel {
     }
 
     /// Checks the ranges the contention model relies on, naming the field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ModelError> {
         let fractions = [
             ("reuse", self.reuse),
             ("shared_fraction", self.shared_fraction),
@@ -117,10 +117,11 @@ impl AppModel {
         ];
         for (field, v) in fractions {
             if !(0.0..=1.0).contains(&v) {
-                return Err(format!(
-                    "model {}: `{field}` must be in [0, 1], found {v}",
-                    self.name
-                ));
+                return Err(ModelError::NotAFraction {
+                    model: self.name.clone(),
+                    field,
+                    value: v,
+                });
             }
         }
         let non_negative = [
@@ -132,18 +133,20 @@ impl AppModel {
         ];
         for (field, v) in non_negative {
             if !(v.is_finite() && v >= 0.0) {
-                return Err(format!(
-                    "model {}: `{field}` must be >= 0, found {v}",
-                    self.name
-                ));
+                return Err(ModelError::Negative {
+                    model: self.name.clone(),
+                    field,
+                    value: v,
+                });
             }
         }
         for (field, v) in [("cpi", self.cpi), ("mlp", self.mlp)] {
             if !(v.is_finite() && v > 0.0) {
-                return Err(format!(
-                    "model {}: `{field}` must be > 0, found {v}",
-                    self.name
-                ));
+                return Err(ModelError::NotPositive {
+                    model: self.name.clone(),
+                    field,
+                    value: v,
+                });
             }
         }
         if self.phases.is_empty()
@@ -152,11 +155,36 @@ impl AppModel {
                 .iter()
                 .any(|p| p.ginstr.is_nan() || p.ginstr <= 0.0)
         {
-            return Err(format!(
-                "model {}: needs at least one phase, each with work > 0",
-                self.name
-            ));
+            return Err(ModelError::NoWork {
+                model: self.name.clone(),
+            });
         }
         Ok(())
     }
+}
+
+/// A model field out of the range the contention model relies on
+/// ([`AppModel::validate`]), naming the model and the field.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    #[error("model {model}: `{field}` must be in [0, 1], found {value}")]
+    NotAFraction {
+        model: String,
+        field: &'static str,
+        value: f64,
+    },
+    #[error("model {model}: `{field}` must be >= 0, found {value}")]
+    Negative {
+        model: String,
+        field: &'static str,
+        value: f64,
+    },
+    #[error("model {model}: `{field}` must be > 0, found {value}")]
+    NotPositive {
+        model: String,
+        field: &'static str,
+        value: f64,
+    },
+    #[error("model {model}: needs at least one phase, each with work > 0")]
+    NoWork { model: String },
 }
