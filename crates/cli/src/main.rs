@@ -14,7 +14,6 @@ mod knowledge;
 mod one_manager;
 mod output;
 mod progress;
-mod runs;
 mod suite;
 mod target;
 

@@ -35,7 +35,7 @@ pub enum HarnessError {
         #[source]
         source: io::Error,
     },
-    /// A procedure's manifest is not the JSON it should be.
+    /// A manifest (a procedure's, a comparison's) is not the JSON it should be.
     #[error("reading {}", path.display())]
     Manifest {
         path: PathBuf,
@@ -164,4 +164,17 @@ pub enum HarnessError {
     /// A run was stopped (a signal) before its apps ended.
     #[error("interrupted; settings were restored")]
     Interrupted,
+    /// A file or directory could not be read.
+    #[error("reading {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// A directory given as a run's or a comparison's holds neither.
+    #[error(
+        "{} holds neither trace.jsonl (a run) nor POLICY-K/trace.jsonl directories (a comparison)",
+        path.display()
+    )]
+    NothingSaved { path: PathBuf },
 }

@@ -7,7 +7,7 @@
 //! real machine, [`host`], or a simulated platform, through the one Manager
 //! loop), loading a workload for the real machine ([`load`]), run
 //! directories and trace files ([`output`]), reading traces back
-//! ([`trace_file`]), a measurement procedure's planned runs made on a
+//! ([`trace_file`]) and what runs and comparisons saved ([`saved`]), a measurement procedure's planned runs made on a
 //! target ([`runner`]) and its steps that need no machine ([`procedure`]: a
 //! planned run's workload, its traces, the profile they give, the
 //! procedure's manifest), which `coloc profile`, `coloc calibrate` and
@@ -19,6 +19,7 @@ pub mod load;
 pub mod output;
 pub mod procedure;
 pub mod runner;
+pub mod saved;
 pub mod target;
 pub mod trace_file;
 

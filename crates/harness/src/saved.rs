@@ -1,4 +1,5 @@
-//! Reading what `run`, `sim`, `compare` and `demo` wrote, for `coloc report`.
+//! Reading what `run`, `sim`, `compare` and `demo` wrote, for `coloc report`
+//! (and a comparison's manifest, written by `compare`).
 //!
 //! A run's directory holds `trace.jsonl`. A comparison's directory holds one
 //! run directory per run, named `POLICY-K` (K counts from 1), and
@@ -9,10 +10,12 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
 use coloc_model::metrics::{Comparison, RunMetrics, SoloTimes};
 use coloc_model::Trace;
 use serde::{Deserialize, Serialize};
+
+use crate::output::create_out_dir;
+use crate::{read_trace, HarnessError};
 
 /// The comparison's description, in its directory.
 pub const MANIFEST: &str = "compare.json";
@@ -31,8 +34,8 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    pub fn write(&self, dir: &Path) -> Result<()> {
-        coloc_harness::output::create_out_dir(dir)?;
+    pub fn write(&self, dir: &Path) -> Result<(), HarnessError> {
+        create_out_dir(dir)?;
         let path = dir.join(MANIFEST);
         let write = || -> std::io::Result<()> {
             use std::io::Write;
@@ -46,7 +49,11 @@ impl Manifest {
                 .open(&path)?;
             f.write_all(serde_json::to_string_pretty(self)?.as_bytes())
         };
-        write().with_context(|| format!("writing {}", path.display()))
+        write().map_err(|source| HarnessError::Write {
+            what: "writing",
+            path,
+            source,
+        })
     }
 }
 
@@ -67,14 +74,9 @@ pub struct SavedComparison {
     pub runs: Vec<(String, Vec<PathBuf>)>,
 }
 
-/// Reads a trace file and checks its app indices ([`coloc_harness::read_trace`]).
-pub fn read_trace(path: &Path) -> Result<Trace> {
-    Ok(coloc_harness::read_trace(path)?)
-}
-
 /// What `path` holds: a trace file, a run directory or a comparison directory.
 /// `baseline` overrides the manifest's (or, without one, the default).
-pub fn open(path: &Path, baseline: Option<&str>) -> Result<Saved> {
+pub fn open(path: &Path, baseline: Option<&str>) -> Result<Saved, HarnessError> {
     if !path.is_dir() {
         return Ok(Saved::Run(path.to_path_buf()));
     }
@@ -83,8 +85,12 @@ pub fn open(path: &Path, baseline: Option<&str>) -> Result<Saved> {
         return Ok(Saved::Run(trace));
     }
     let mut found: Vec<(String, u32, PathBuf)> = Vec::new();
-    for entry in std::fs::read_dir(path).with_context(|| format!("reading {}", path.display()))? {
-        let entry = entry.with_context(|| format!("reading {}", path.display()))?;
+    let unreadable = |source| HarnessError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    for entry in std::fs::read_dir(path).map_err(unreadable)? {
+        let entry = entry.map_err(unreadable)?;
         let trace = entry.path().join("trace.jsonl");
         let name = entry.file_name().to_string_lossy().into_owned();
         let Some((policy, k)) = name.rsplit_once('-') else {
@@ -95,18 +101,22 @@ pub fn open(path: &Path, baseline: Option<&str>) -> Result<Saved> {
         }
     }
     if found.is_empty() {
-        bail!(
-            "{} holds neither trace.jsonl (a run) nor POLICY-K/trace.jsonl directories (a comparison)",
-            path.display()
-        );
+        return Err(HarnessError::NothingSaved {
+            path: path.to_path_buf(),
+        });
     }
     found.sort();
     let manifest_path = path.join(MANIFEST);
     let mut manifest = if manifest_path.exists() {
-        let text = std::fs::read_to_string(&manifest_path)
-            .with_context(|| format!("reading {}", manifest_path.display()))?;
-        serde_json::from_str::<Manifest>(&text)
-            .with_context(|| format!("reading {}", manifest_path.display()))?
+        let text =
+            std::fs::read_to_string(&manifest_path).map_err(|source| HarnessError::Read {
+                path: manifest_path.clone(),
+                source,
+            })?;
+        serde_json::from_str::<Manifest>(&text).map_err(|source| HarnessError::Manifest {
+            path: manifest_path.clone(),
+            source,
+        })?
     } else {
         let mut policies: Vec<String> = found.iter().map(|(p, _, _)| p.clone()).collect();
         policies.dedup();
@@ -148,7 +158,7 @@ pub fn open(path: &Path, baseline: Option<&str>) -> Result<Saved> {
 impl SavedComparison {
     /// Every run's metrics, compared as `compare` did (each trace is read,
     /// measured and dropped, so a large comparison needs one trace in memory).
-    pub fn comparison(&self) -> Result<Comparison> {
+    pub fn comparison(&self) -> Result<Comparison, HarnessError> {
         let solo = self.manifest.solo.as_ref();
         let runs = self
             .runs
@@ -157,15 +167,15 @@ impl SavedComparison {
                 let metrics = traces
                     .iter()
                     .map(|t| Ok(RunMetrics::from_trace(&read_trace(t)?, solo)))
-                    .collect::<Result<Vec<_>>>()?;
+                    .collect::<Result<Vec<_>, HarnessError>>()?;
                 Ok((policy.clone(), metrics))
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>, HarnessError>>()?;
         Ok(Comparison::new(&self.manifest.baseline, runs))
     }
 
     /// The first run of each policy that has one: policy, trace, metrics.
-    pub fn first_runs(&self) -> Result<Vec<(String, Trace, RunMetrics)>> {
+    pub fn first_runs(&self) -> Result<Vec<(String, Trace, RunMetrics)>, HarnessError> {
         self.runs
             .iter()
             .filter_map(|(p, traces)| Some((p, traces.first()?)))
@@ -175,10 +185,5 @@ impl SavedComparison {
                 Ok((p.clone(), trace, metrics))
             })
             .collect()
-    }
-
-    /// The comparison's page.
-    pub fn html(&self, cmp: &Comparison) -> Result<String> {
-        crate::html::comparison_page(&self.manifest.workload, cmp, &self.first_runs()?)
     }
 }

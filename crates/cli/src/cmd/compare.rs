@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use clap::Args;
 use coloc_harness::output::default_out_dir;
+use coloc_harness::saved::{open, Manifest, Saved};
 use coloc_harness::Target;
 use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::knowledge::Source;
@@ -26,7 +27,6 @@ use crate::host::stop_flag;
 use crate::knowledge::Knowledge;
 use crate::output::text_out;
 use crate::progress::Progress;
-use crate::runs::{open, Manifest, Saved};
 use crate::target::MachineArgs;
 
 #[derive(Debug, Args)]
@@ -166,7 +166,7 @@ pub fn write_comparison_html(out: &Path, cmp: &Comparison, file: &Path) -> Resul
     let Saved::Comparison(saved) = open(out, Some(&cmp.baseline))? else {
         bail!("{} is not a comparison's directory", out.display());
     };
-    write_html(file, || saved.html(cmp))
+    write_html(file, || crate::html::saved_comparison_page(&saved, cmp))
 }
 
 /// Refuses unknown policies, a baseline not among them and zero repeats before

@@ -13,11 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use coloc_harness::read_trace;
 use coloc_model::workload::to_toml;
 use coloc_model::{Trace, TraceEvent, Workload};
 use coloc_policy::auto::Objective;
-
-use crate::runs::read_trace;
 
 /// Writes `workload` where its fresh runs read it: `dir/workload.toml`.
 pub fn write_workload(workload: &Workload, dir: &Path) -> Result<PathBuf> {

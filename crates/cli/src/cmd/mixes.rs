@@ -24,6 +24,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Args;
 use coloc_harness::output::default_out_dir;
+use coloc_harness::read_trace;
+use coloc_harness::saved::{open, Saved};
 use coloc_harness::Target;
 use coloc_manager::{waste_of, Waste, DEFAULT_EPOCH};
 use coloc_model::explain::last_verdicts;
@@ -35,7 +37,6 @@ use coloc_model::{AppSpec, TraceEvent, Workload};
 use crate::cmd::compare::{check_policies, run_comparison, Plan};
 use crate::cmd::solo;
 use crate::knowledge::Knowledge;
-use crate::runs::{open, read_trace, Saved};
 use crate::suite::Suite;
 
 #[derive(Debug, Args)]

@@ -560,7 +560,7 @@ mod tests {
                     &mut Progress::new("t", 1),
                 )
                 .unwrap();
-            crate::runs::read_trace(&runner.dir(&app.name, run).join("trace.jsonl")).unwrap()
+            coloc_harness::read_trace(&runner.dir(&app.name, run).join("trace.jsonl")).unwrap()
         };
         for n in 1..=cpus.len() {
             let trace = made(&app, &planned(n, &app));

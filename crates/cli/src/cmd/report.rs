@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use coloc_harness::read_trace;
+use coloc_harness::saved::{open, Saved, SavedComparison};
 use coloc_model::metrics::RunMetrics;
-
-use crate::runs::{open, read_trace, Saved, SavedComparison};
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -74,7 +74,7 @@ fn report_comparison(saved: &SavedComparison, args: &ReportArgs) -> Result<()> {
         print!("{}", cmp.render());
     }
     if let Some(file) = &args.html {
-        write_html(file, || saved.html(&cmp))?;
+        write_html(file, || crate::html::saved_comparison_page(saved, &cmp))?;
     }
     Ok(())
 }

@@ -12,10 +12,10 @@ use coloc_model::explain::history::{history, History};
 use coloc_model::AppId;
 
 use coloc_daemon::protocol::{Reply, Request};
+use coloc_harness::read_trace;
 
 use crate::cmd::service::client::{ask, SocketArgs};
 use crate::cmd::service::printable::printable;
-use crate::runs::read_trace;
 
 #[derive(Debug, Args)]
 pub struct WhyArgs {

@@ -32,6 +32,7 @@ mod timeline;
 use std::fmt::Write;
 
 use anyhow::Result;
+use coloc_harness::saved::SavedComparison;
 use coloc_model::metrics::{Comparison, RunMetrics};
 use coloc_model::Trace;
 
@@ -92,6 +93,12 @@ pub fn run_page(trace: &Trace, metrics: &RunMetrics) -> Result<String> {
     let mut body = format!("<h1>{}</h1>\n", esc(&title));
     body += &run_body(trace, metrics, "run")?;
     Ok(page(&format!("coloc: {title}"), &body))
+}
+
+/// The page of a saved comparison: [`comparison_page`] with the first run of
+/// each of its policies read back.
+pub fn saved_comparison_page(saved: &SavedComparison, cmp: &Comparison) -> Result<String> {
+    comparison_page(&saved.manifest.workload, cmp, &saved.first_runs()?)
 }
 
 /// The page of a comparison: the table, per-policy distributions and NTT, then
