@@ -7,9 +7,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use coloc_harness::data::{default_store, open_existing};
 use coloc_store::Store;
-
-use crate::host::data_dir;
 
 /// `--db PATH`, shared by every command that reads or writes the store.
 #[derive(Debug, Clone, Args)]
@@ -23,9 +22,7 @@ pub struct DbArgs {
 impl DbArgs {
     /// The store's path: `--db`, else the default in the data directory.
     pub fn path(&self) -> PathBuf {
-        self.db
-            .clone()
-            .unwrap_or_else(|| data_dir().join("profiles.sqlite"))
+        self.db.clone().unwrap_or_else(default_store)
     }
 
     /// Opens (creating it if needed) the store. The default one's directory is
@@ -52,12 +49,6 @@ impl DbArgs {
     /// a run looking for profiles) treat a missing store as an empty one and do
     /// not create it.
     pub fn open_existing(&self) -> Result<Option<Store>> {
-        let path = self.path();
-        if !path.exists() {
-            return Ok(None);
-        }
-        Store::open(&path)
-            .map(Some)
-            .with_context(|| format!("opening the profile store {}", path.display()))
+        Ok(open_existing(&self.path())?)
     }
 }

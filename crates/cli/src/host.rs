@@ -113,18 +113,6 @@ fn remove_dop_records() {
     }
 }
 
-/// coloc's data directory (solo times, profiles): `$XDG_DATA_HOME/coloc`, else
-/// `~/.local/share/coloc`.
-pub fn data_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
-        return Path::new(&d).join("coloc");
-    }
-    match std::env::var_os("HOME") {
-        Some(h) => Path::new(&h).join(".local/share/coloc"),
-        None => std::env::temp_dir().join("coloc-data"),
-    }
-}
-
 /// Root's daemon directory: reachable by every user (the daemon checks each
 /// caller's credentials), writable by root alone; it holds root's socket.
 pub const ROOT_DAEMON_DIR: &str = "/run/coloc-daemon";

@@ -6,11 +6,9 @@
 
 mod choice;
 mod cmd;
-mod context;
 mod db;
 mod host;
 mod html;
-mod knowledge;
 mod one_manager;
 mod output;
 mod progress;

@@ -13,6 +13,7 @@ use coloc_model::workload::WorkloadError;
 use coloc_model::CpuSet;
 use coloc_policy::LayerError;
 use coloc_sim::platform::PlatformError;
+use coloc_store::StoreError;
 use coloc_workloads::KernelError;
 
 /// Why a harness step failed.
@@ -177,4 +178,29 @@ pub enum HarnessError {
         path.display()
     )]
     NothingSaved { path: PathBuf },
+    /// The knowledge store could not be opened (or made anew).
+    #[error("opening the store {}", path.display())]
+    Store {
+        path: PathBuf,
+        #[source]
+        source: Box<StoreError>,
+    },
+    /// The profile store could not be opened to be read.
+    #[error("opening the profile store {}", path.display())]
+    ProfileStore {
+        path: PathBuf,
+        #[source]
+        source: Box<StoreError>,
+    },
+    /// The store failed a query or a write.
+    #[error(transparent)]
+    StoreQuery(Box<StoreError>),
+}
+
+/// The store's errors are boxed: they are large, and every result of the
+/// harness carries this type.
+impl From<StoreError> for HarnessError {
+    fn from(e: StoreError) -> Self {
+        HarnessError::StoreQuery(Box::new(e))
+    }
 }

@@ -13,8 +13,11 @@
 //! procedure's manifest), which `coloc profile`, `coloc calibrate` and
 //! `coloc solo` share. Comparisons and solo runs are still the CLI's.
 
+pub mod context;
+pub mod data;
 pub mod error;
 pub mod host;
+pub mod knowledge;
 pub mod load;
 pub mod output;
 pub mod procedure;

@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use clap::Args;
+use coloc_harness::context::{policy_context_with, refresh};
+use coloc_harness::knowledge::Knowledge;
 use coloc_harness::output::default_out_dir;
 use coloc_harness::saved::{open, Manifest, Saved};
 use coloc_harness::Target;
@@ -22,9 +24,7 @@ use coloc_policy::PolicyContext;
 use crate::choice::{check_name, choose, Choice, OracleArgs};
 use crate::cmd::fresh::{run_fresh, write_workload, FreshRun};
 use crate::cmd::report::write_html;
-use crate::context::{policy_context_with, refresh};
 use crate::host::stop_flag;
-use crate::knowledge::Knowledge;
 use crate::output::text_out;
 use crate::progress::Progress;
 use crate::target::MachineArgs;

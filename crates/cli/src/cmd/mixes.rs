@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use coloc_harness::knowledge::Knowledge;
 use coloc_harness::output::default_out_dir;
 use coloc_harness::read_trace;
 use coloc_harness::saved::{open, Saved};
@@ -36,7 +37,6 @@ use coloc_model::{AppSpec, TraceEvent, Workload};
 
 use crate::cmd::compare::{check_policies, run_comparison, Plan};
 use crate::cmd::solo;
-use crate::knowledge::Knowledge;
 use crate::suite::Suite;
 
 #[derive(Debug, Args)]

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
+use coloc_harness::context::policy_context_with;
+use coloc_harness::knowledge::Knowledge;
 use coloc_harness::output::default_out_dir;
 use coloc_harness::Target;
 use coloc_manager::{Waste, WasteSeen, DEFAULT_EPOCH};
@@ -16,9 +18,7 @@ use coloc_model::metrics::RunMetrics;
 use coloc_model::{Trace, TraceEvent};
 
 use crate::choice::{choose, OracleArgs};
-use crate::context::policy_context_with;
 use crate::host::stop_flag;
-use crate::knowledge::Knowledge;
 use crate::output::text_out;
 use crate::progress::Progress;
 use crate::target::MachineArgs;

@@ -25,13 +25,13 @@ use coloc_model::metrics::{
 };
 use coloc_model::{Trace, Workload};
 
+use coloc_harness::context::policy_context;
+use coloc_harness::knowledge::Knowledge;
 use coloc_harness::output::default_out_dir;
 use coloc_harness::procedure::{read_json, read_traces, write_json};
 use coloc_harness::Target;
 
-use crate::context::policy_context;
 use crate::host::stop_flag;
-use crate::knowledge::Knowledge;
 use crate::progress::Progress;
 use crate::target::MachineArgs;
 

@@ -32,10 +32,10 @@ mod timeline;
 use std::fmt::Write;
 
 use anyhow::Result;
-use coloc_harness::saved::SavedComparison;
 use coloc_model::metrics::{Comparison, RunMetrics};
 use coloc_model::Trace;
 
+use coloc_harness::saved::SavedComparison;
 use timeline::{Timeline, MAX_BINS};
 
 /// App colours (matplotlib's tab10 and two more), by workload app index.

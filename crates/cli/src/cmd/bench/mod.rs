@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
+use coloc_harness::context::policy_context;
 use coloc_harness::output::default_out_dir;
 use coloc_harness::Target;
 use coloc_manager::{RunSummary, DEFAULT_EPOCH};
@@ -36,7 +37,6 @@ use coloc_model::metrics::RunMetrics;
 use coloc_model::workload::parse_workload;
 use coloc_model::{AppId, AppState, AppView, Topology, Trace, TraceEvent, Trigger, View, Workload};
 
-use crate::context::policy_context;
 use crate::host::stop_flag;
 use crate::progress::Progress;
 

@@ -14,6 +14,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use coloc_daemon::requests::PolicyFactory;
 use coloc_daemon::DaemonOptions;
+use coloc_harness::context::policy_context_with;
 use coloc_harness::{Host, Target};
 use coloc_linux::cgroup::Cpusets;
 use coloc_linux::machine::SLICE;
@@ -21,7 +22,6 @@ use coloc_model::Workload;
 
 use super::client::{root_dir, SocketArgs};
 use crate::choice::Choice;
-use crate::context::policy_context_with;
 use crate::db::DbArgs;
 use crate::host::{journal_dir, stop_flag};
 

@@ -13,8 +13,6 @@
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
-use anyhow::Result;
-use coloc_harness::Target;
 use coloc_model::knowledge::{Arrangement, Partner, ProgramKey, Record, Source};
 use coloc_model::metrics::corun::CoRun;
 use coloc_model::metrics::{CoRuns, SoloCurves, SoloTimes};
@@ -22,11 +20,16 @@ use coloc_model::Workload;
 use serde::de::DeserializeOwned;
 
 use super::Knowledge;
-use crate::host::data_dir;
+use crate::data::data_dir;
+use crate::{HarnessError, Target};
 
 /// Migrates whichever of `workload`'s files on `target` exist and were not
 /// migrated; says what it did with each.
-pub fn legacy_files(k: &Knowledge, target: &Target, workload: &Workload) -> Result<Vec<String>> {
+pub fn legacy_files(
+    k: &Knowledge,
+    target: &Target,
+    workload: &Workload,
+) -> Result<Vec<String>, HarnessError> {
     let dir = data_dir().join("solo");
     let base = format!("{}-{}", workload.name, target.key());
     let mut said = Vec::new();
@@ -89,7 +92,7 @@ fn parse<T: DeserializeOwned>(
 }
 
 /// Stores `records` as migrated from `file` (once), then renames the file.
-fn put(k: &Knowledge, file: &Path, records: Vec<Record>) -> Result<Option<String>> {
+fn put(k: &Knowledge, file: &Path, records: Vec<Record>) -> Result<Option<String>, HarnessError> {
     let name = file.display().to_string();
     let added = k.store.put_migrated(&name, &k.platform, &records)?;
     let mut done = file.as_os_str().to_owned();

@@ -9,8 +9,6 @@ mod migrate;
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
-use coloc_harness::Target;
 use coloc_model::knowledge::derive::{self, KnownApp, Learned};
 use coloc_model::knowledge::{Learner, ProgramKey, Source};
 use coloc_model::metrics::{SoloCurves, SoloTimes};
@@ -18,7 +16,8 @@ use coloc_model::profile::PlatformFingerprint;
 use coloc_model::{AppSpec, Trace, TraceEvent, Workload};
 use coloc_store::Store;
 
-use crate::db::DbArgs;
+use crate::data::default_store;
+use crate::{HarnessError, Target};
 
 /// The store, opened for one workload on one target.
 #[derive(Debug)]
@@ -50,7 +49,7 @@ impl Knowledge {
     /// for it. None, with a warning, when the store cannot be opened: a run
     /// goes on without what it would have learned.
     pub fn open_or_warn(target: &Target, workload: &Workload) -> Option<Knowledge> {
-        match Knowledge::open(&DbArgs { db: None }.path(), target, workload) {
+        match Knowledge::open(&default_store(), target, workload) {
             Ok(k) => Some(k),
             Err(e) => {
                 eprintln!("coloc: warning: {e:#}; running without what earlier runs learned");
@@ -60,12 +59,23 @@ impl Knowledge {
     }
 
     /// [`Knowledge::open_or_warn`] on the store at `path`, its error returned.
-    pub fn open(path: &Path, target: &Target, workload: &Workload) -> Result<Knowledge> {
+    pub fn open(
+        path: &Path,
+        target: &Target,
+        workload: &Workload,
+    ) -> Result<Knowledge, HarnessError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(|source| HarnessError::Write {
+                what: "creating",
+                path: dir.to_path_buf(),
+                source,
+            })?;
         }
-        let (store, aside) = Store::open_or_set_aside(path)
-            .with_context(|| format!("opening the store {}", path.display()))?;
+        let (store, aside) =
+            Store::open_or_set_aside(path).map_err(|source| HarnessError::Store {
+                path: path.to_path_buf(),
+                source: Box::new(source),
+            })?;
         if let Some(a) = aside {
             eprintln!(
                 "coloc: warning: {}; it was moved to {} and a new store started",
@@ -95,7 +105,7 @@ impl Knowledge {
     }
 
     /// The workload's identified apps with their programs' records.
-    fn known(&self, workload: &Workload) -> Result<Vec<KnownApp>> {
+    fn known(&self, workload: &Workload) -> Result<Vec<KnownApp>, HarnessError> {
         let mut apps = Vec::new();
         for (a, program) in workload.apps.iter().zip(&self.programs) {
             let Some(program) = program else { continue };
@@ -113,25 +123,30 @@ impl Knowledge {
     /// size, rates beside others and how long their regions last (the node
     /// service derives the same of the apps it manages, `coloc_daemon`'s
     /// `Learning::known`).
-    pub fn learned(&self, workload: &Workload) -> Result<Learned> {
+    pub fn learned(&self, workload: &Workload) -> Result<Learned, HarnessError> {
         Ok(derive::learned(&self.known(workload)?, self.cpus))
     }
 
     /// The apps' solo times per team size (reference points of a mix).
-    pub fn solo_curves(&self, workload: &Workload) -> Result<SoloCurves> {
+    pub fn solo_curves(&self, workload: &Workload) -> Result<SoloCurves, HarnessError> {
         Ok(derive::solo_curves(&self.known(workload)?))
     }
 
     /// The apps' solo times at their own thread counts (speedups), None when
     /// none is known.
-    pub fn solo_times(&self, workload: &Workload) -> Result<Option<SoloTimes>> {
+    pub fn solo_times(&self, workload: &Workload) -> Result<Option<SoloTimes>, HarnessError> {
         let times = derive::solo_times(&self.known(workload)?);
         Ok((times != SoloTimes::default()).then_some(times))
     }
 
     /// Adds the records of a run of `workload` (its trace);
     /// returns how many.
-    pub fn learn(&self, workload: &Workload, trace: &Trace, source: Source) -> Result<usize> {
+    pub fn learn(
+        &self,
+        workload: &Workload,
+        trace: &Trace,
+        source: Source,
+    ) -> Result<usize, HarnessError> {
         let mut learner = Learner::new(source);
         for (i, (a, program)) in workload.apps.iter().zip(&self.programs).enumerate() {
             if let Some(p) = program {
@@ -143,7 +158,12 @@ impl Knowledge {
 
     /// Adds the records of a run of the workload's app `app` alone (its
     /// only app, as `coloc solo` runs it).
-    pub fn learn_app(&self, app: usize, trace: &Trace, source: Source) -> Result<usize> {
+    pub fn learn_app(
+        &self,
+        app: usize,
+        trace: &Trace,
+        source: Source,
+    ) -> Result<usize, HarnessError> {
         let mut learner = Learner::new(source);
         if let Some(Some(p)) = self.programs.get(app) {
             learner.identify(0, p.clone(), &self.names[app]);
@@ -151,7 +171,7 @@ impl Knowledge {
         self.put(learner, trace)
     }
 
-    fn put(&self, mut learner: Learner, trace: &Trace) -> Result<usize> {
+    fn put(&self, mut learner: Learner, trace: &Trace) -> Result<usize, HarnessError> {
         let header = TraceEvent::Header(Box::new(trace.header.clone()));
         let records: Vec<_> = std::iter::once(&header)
             .chain(&trace.events)

@@ -4,19 +4,18 @@
 //! beside others; docs/knowledge.md), looked up only for the policies whose
 //! registry entry reads them ([`coloc_policy::Reads`]).
 
-use anyhow::Result;
-use coloc_harness::Target;
 use coloc_model::calibration::MemoryCalibration;
 use coloc_model::profile::{find, AppProfile, AppSource, PlatformFingerprint};
 use coloc_model::Workload;
 use coloc_policy::{PolicyContext, Reads};
 use coloc_store::Store;
 
-use crate::db::DbArgs;
+use crate::data::{default_store, open_existing};
 use crate::knowledge::Knowledge;
+use crate::{HarnessError, Target};
 
 /// What `policies` may know before running `workload` on `target`, from the
-/// profile store at its default path ([`DbArgs::path`]):
+/// profile store at its default path ([`default_store`]):
 ///
 /// - calibration (NuPoCo §4.3), for the nupoco policies and `tranquilizer` (its
 ///   measured LLC capacity): on this machine the one
@@ -27,7 +26,7 @@ use crate::knowledge::Knowledge;
 /// - profiles (ReSense §2.2), for `resense`, `tang` and `tranquilizer`: every stored profile of the
 ///   target's platform ([`coloc_store::Store::for_platform`]); on this machine
 ///   only those whose executable is still the one measured (see
-///   [`is_current`]). Each app with no matching profile
+///   `is_current`). Each app with no matching profile
 ///   ([`coloc_model::profile::find`]) gets a one-line warning naming the
 ///   `coloc profile` command that makes one; it counts as unprofiled (resense
 ///   scores it 0, tang spreads it, tranquilizer without counters classifies it
@@ -52,7 +51,7 @@ pub fn policy_context<P: AsRef<str>>(
     target: &Target,
     workload: &Workload,
     policies: &[P],
-) -> Result<PolicyContext> {
+) -> Result<PolicyContext, HarnessError> {
     let reads = coloc_policy::reads_of(policies);
     let knowledge = if reads.solo || reads.regions {
         Knowledge::open_or_warn(target, workload)
@@ -69,11 +68,11 @@ pub fn policy_context_with<P: AsRef<str>>(
     workload: &Workload,
     policies: &[P],
     knowledge: Option<&Knowledge>,
-) -> Result<PolicyContext> {
+) -> Result<PolicyContext, HarnessError> {
     let reads = coloc_policy::reads_of(policies);
     let needs_store = reads.profiles || (reads.calibration && matches!(target, Target::Host(_)));
     let store = if needs_store {
-        DbArgs { db: None }.open_existing()?
+        open_existing(&default_store())?
     } else {
         None
     };
@@ -92,7 +91,7 @@ pub fn refresh<P: AsRef<str>>(
     knowledge: Option<&Knowledge>,
     workload: &Workload,
     policies: &[P],
-) -> Result<()> {
+) -> Result<(), HarnessError> {
     let reads = coloc_policy::reads_of(policies);
     let Some(k) = knowledge.filter(|_| reads.solo || reads.regions) else {
         return Ok(());
@@ -115,7 +114,7 @@ fn context_from(
     store: Option<&Store>,
     workload: &Workload,
     reads: Reads,
-) -> Result<(PolicyContext, Vec<String>)> {
+) -> Result<(PolicyContext, Vec<String>), HarnessError> {
     let platform = PlatformFingerprint::of(target.topology());
     let mut ctx = PolicyContext::default();
     let mut warnings = Vec::new();
@@ -198,7 +197,7 @@ mod tests {
     use coloc_model::Topology;
 
     use super::*;
-    use coloc_harness::Host;
+    use crate::Host;
 
     fn sim(name: &str) -> Target {
         Target::Sim {
