@@ -2,6 +2,7 @@
 
 use std::io;
 
+use coloc_harness::watch::{RunWatch, Watch};
 use coloc_manager::Recorder;
 use coloc_model::TraceEvent;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -40,5 +41,21 @@ impl Recorder for Progress {
             _ => {}
         }
         Ok(())
+    }
+}
+
+impl RunWatch for Progress {
+    fn finish(&self, line: String) {
+        Progress::finish(self, line);
+    }
+}
+
+/// Watches the harness's runs with a progress bar each.
+#[derive(Debug, Clone, Copy)]
+pub struct Bars;
+
+impl Watch for Bars {
+    fn run(&self, label: &str, instances: u64) -> Box<dyn RunWatch> {
+        Box::new(Progress::new(label, instances))
     }
 }

@@ -162,6 +162,9 @@ pub enum HarnessError {
         #[source]
         source: io::Error,
     },
+    /// A run's events are not a trace (no header first).
+    #[error(transparent)]
+    Events(TraceError),
     /// A run was stopped (a signal) before its apps ended.
     #[error("interrupted; settings were restored")]
     Interrupted,
@@ -203,4 +206,17 @@ impl From<StoreError> for HarnessError {
     fn from(e: StoreError) -> Self {
         HarnessError::StoreQuery(Box::new(e))
     }
+}
+
+/// An error and its sources, `: `-separated, as the binary prints an error
+/// (anyhow's `{:#}`): for the warnings said when a step fails and the rest
+/// goes on.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text += &format!(": {s}");
+        source = s.source();
+    }
+    text
 }

@@ -11,7 +11,8 @@
 //! target ([`runner`]) and its steps that need no machine ([`procedure`]: a
 //! planned run's workload, its traces, the profile they give, the
 //! procedure's manifest), which `coloc profile`, `coloc calibrate` and
-//! `coloc solo` share. Comparisons and solo runs are still the CLI's.
+//! `coloc solo` share, and solo runs ([`solo`]), watched by what the
+//! command shows ([`watch`]). Comparisons and mixes are still the CLI's.
 
 pub mod context;
 pub mod data;
@@ -23,8 +24,10 @@ pub mod output;
 pub mod procedure;
 pub mod runner;
 pub mod saved;
+pub mod solo;
 pub mod target;
 pub mod trace_file;
+pub mod watch;
 
 pub use error::HarnessError;
 pub use host::Host;

@@ -274,7 +274,10 @@ pub fn run_choices(target: &Target, plan: &Plan<'_>, choices: &[Choice]) -> Resu
                     // service.
                     if let Some(k) = &knowledge {
                         if let Err(e) = k.learn(plan.workload, &trace, Source::Run) {
-                            eprintln!("coloc: warning: {e:#}; run {label} was not learned");
+                            eprintln!(
+                                "coloc: warning: {}; run {label} was not learned",
+                                coloc_harness::error::chain(&e)
+                            );
                         }
                     }
                     refresh(&mut ctx, knowledge.as_ref(), plan.workload, plan.policies)?;

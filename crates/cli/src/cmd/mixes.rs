@@ -27,6 +27,7 @@ use coloc_harness::knowledge::Knowledge;
 use coloc_harness::output::default_out_dir;
 use coloc_harness::read_trace;
 use coloc_harness::saved::{open, Saved};
+use coloc_harness::solo::Solo;
 use coloc_harness::Target;
 use coloc_manager::{waste_of, Waste, DEFAULT_EPOCH};
 use coloc_model::explain::last_verdicts;
@@ -36,7 +37,8 @@ use coloc_model::workload::suite::SeedRange;
 use coloc_model::{AppSpec, TraceEvent, Workload};
 
 use crate::cmd::compare::{check_policies, run_comparison, Plan};
-use crate::cmd::solo;
+use crate::host::stop_flag;
+use crate::progress::Bars;
 use crate::suite::Suite;
 
 #[derive(Debug, Args)]
@@ -166,7 +168,13 @@ fn program_curves(
         apps,
     };
     let threads: Vec<u32> = (1..=cpus).collect();
-    solo::measure_curves(target, &programs, &threads, repeat, out, learn)
+    Ok(Solo {
+        target,
+        stop: &stop_flag()?,
+        watch: &Bars,
+        learn,
+    }
+    .measure_curves(&programs, &threads, repeat, out)?)
 }
 
 /// What a mix's traces say beyond times: per policy, how often the Manager
@@ -313,14 +321,20 @@ pub fn main(args: MixesArgs) -> Result<()> {
     for (mix, cmp) in runs {
         let curves = match &shared {
             Some(c) => Some(c.clone()),
-            None if args.fresh => Some(solo::measure_curves(
-                &target,
-                &mix.workload,
-                &(1..=cpus).collect::<Vec<_>>(),
-                args.solo_repeat,
-                &out.join(&mix.workload.name).join("solo"),
-                false,
-            )?),
+            None if args.fresh => Some(
+                Solo {
+                    target: &target,
+                    stop: &stop_flag()?,
+                    watch: &Bars,
+                    learn: false,
+                }
+                .measure_curves(
+                    &mix.workload,
+                    &(1..=cpus).collect::<Vec<_>>(),
+                    args.solo_repeat,
+                    &out.join(&mix.workload.name).join("solo"),
+                )?,
+            ),
             None => stored_curves(&target, &mix.workload)?,
         };
         outcomes.push(MixOutcome {
@@ -356,14 +370,13 @@ fn curves_before(
         }
     }
     let threads: Vec<u32> = (1..=cpus).collect();
-    solo::measure_curves(
+    Ok(Solo {
         target,
-        &mix.workload,
-        &threads,
-        args.solo_repeat,
-        &dir.join("solo"),
-        true,
-    )
+        stop: &stop_flag()?,
+        watch: &Bars,
+        learn: true,
+    }
+    .measure_curves(&mix.workload, &threads, args.solo_repeat, &dir.join("solo"))?)
 }
 
 /// The solo times per team size the knowledge store holds of `workload`'s

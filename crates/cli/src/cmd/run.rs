@@ -138,7 +138,10 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
                 "learned: {n} record(s) added to {} (`coloc knowledge list`)",
                 path.display()
             ),
-            Some((_, Err(e))) => eprintln!("coloc: warning: {e:#}; this run was not learned"),
+            Some((_, Err(e))) => eprintln!(
+                "coloc: warning: {}; this run was not learned",
+                coloc_harness::error::chain(&e)
+            ),
             None => {}
         }
         for line in &levers {

@@ -1,38 +1,20 @@
-//! `coloc solo`: each app of a workload alone on the machine, under `native`, to
-//! give Hmean speedup its denominator (Tang et al. and NuPoCo report speedups over
-//! solo runs). Every run is stored as a record of its program in the knowledge
-//! store (docs/knowledge.md), where `compare`, `bench` and `auto` find it: a
-//! way to seed what coloc otherwise learns from every run.
-//! With `--threads 1,2,…` each app runs alone at each thread count instead, for
-//! the reference points of a mix (`coloc_model::metrics::reference`).
-//!
-//! A measurement procedure (docs/trace-format.md, Measurement procedures;
-//! [`coloc_model::metrics::solo_runs`]): the output directory holds
-//! `solo.json` and one trace per run, the times are computed from those traces
-//! on disk, and `coloc solo --from DIR` recomputes them without running.
+//! `coloc solo`: each app of a workload alone on the machine, under `native`,
+//! stored as its program's solo runs (docs/knowledge.md); with `--threads
+//! 1,2,…` at each thread count. The runs are the harness's
+//! ([`coloc_harness::solo`]); `--from DIR` recomputes the times from the
+//! traces a run wrote, without running.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
-use coloc_manager::DEFAULT_EPOCH;
-use coloc_model::knowledge::Source;
-use coloc_model::metrics::{
-    solo_curves, solo_runs, solo_times, RunMetrics, SoloCurves, SoloManifest, SoloRun, SoloTimes,
-    SOLO_MANIFEST,
-};
-use coloc_model::{Trace, Workload};
-
-use coloc_harness::context::policy_context;
-use coloc_harness::knowledge::Knowledge;
 use coloc_harness::output::default_out_dir;
-use coloc_harness::procedure::{read_json, read_traces, write_json};
-use coloc_harness::Target;
+use coloc_harness::procedure::read_json;
+use coloc_harness::solo::{traces, Solo};
+use coloc_model::metrics::{solo_curves, solo_times, SoloManifest, SOLO_MANIFEST};
 
 use crate::host::stop_flag;
-use crate::progress::Progress;
+use crate::progress::Bars;
 use crate::target::MachineArgs;
 
 #[derive(Debug, Args)]
@@ -58,132 +40,6 @@ pub struct SoloArgs {
     pub threads: Vec<u32>,
     #[command(flatten)]
     pub machine: MachineArgs,
-}
-
-/// Makes `run`: its app of `workload` alone under `native`, `repeat` times
-/// back to back, with the run's thread count when it has one; its trace in
-/// `out/DIR`.
-fn alone(
-    target: &Target,
-    workload: &Workload,
-    knowledge: Option<&Knowledge>,
-    run: &SoloRun,
-    repeat: u32,
-    out: &Path,
-    stop: &Arc<AtomicBool>,
-) -> Result<()> {
-    let index = workload
-        .apps
-        .iter()
-        .position(|a| a.name == run.app)
-        .with_context(|| format!("run {}: no app \"{}\"", run.dir, run.app))?;
-    let app = &workload.apps[index];
-    let mut alone = app.clone();
-    alone.arrive_at = std::time::Duration::ZERO;
-    alone.repeat = repeat;
-    if let Some(k) = run.threads {
-        alone.threads = k;
-    }
-    let single = Workload {
-        name: format!("{}-solo-{}", workload.name, run.dir),
-        epoch: workload.epoch,
-        apps: vec![alone],
-    };
-    let ctx = policy_context(target, &single, &["native"])?;
-    let mut progress = Progress::new(&format!("solo {}", run.dir), u64::from(repeat));
-    let (summary, events) = target.run(
-        &single,
-        "native",
-        &ctx,
-        &out.join(&run.dir),
-        workload.epoch.unwrap_or(DEFAULT_EPOCH),
-        0,
-        Some(stop.clone()),
-        &mut progress,
-    )?;
-    anyhow::ensure!(!summary.interrupted, "interrupted; settings were restored");
-    let trace = Trace::from_events(events)?;
-    if let Some(k) = knowledge {
-        if let Err(e) = k.learn_app(index, &trace, Source::Solo) {
-            eprintln!("coloc: warning: {e:#}; this solo run was not stored");
-        }
-    }
-    let walls = RunMetrics::from_trace(&trace, None).wall_times_secs();
-    progress.finish(match walls.len() {
-        0 => "no successful run".into(),
-        n => format!("{:.2} s", walls.iter().sum::<f64>() / n as f64),
-    });
-    Ok(())
-}
-
-/// Makes the solo runs of every app of `workload` (at each of `threads`, or
-/// at its own count when empty), `repeat` times each, writes `out/solo.json`,
-/// and returns the runs and their traces read back from `out`. With `learn`
-/// each run is stored as its program's record (docs/knowledge.md).
-fn procedure(
-    target: &Target,
-    workload: &Workload,
-    threads: &[u32],
-    repeat: u32,
-    out: &Path,
-    learn: bool,
-) -> Result<(Vec<SoloRun>, Vec<Trace>)> {
-    let stop = stop_flag()?;
-    let apps: Vec<&str> = workload.apps.iter().map(|a| a.name.as_str()).collect();
-    let manifest = SoloManifest {
-        runs: solo_runs(&apps, threads),
-    };
-    let knowledge = if learn {
-        Knowledge::open_or_warn(target, workload)
-    } else {
-        None
-    };
-    for run in &manifest.runs {
-        alone(
-            target,
-            workload,
-            knowledge.as_ref(),
-            run,
-            repeat,
-            out,
-            &stop,
-        )?;
-    }
-    write_json(out, SOLO_MANIFEST, &manifest)?;
-    let traces = traces(out, &manifest.runs)?;
-    Ok((manifest.runs, traces))
-}
-
-/// The trace of each of `runs` under `dir`.
-fn traces(dir: &Path, runs: &[SoloRun]) -> Result<Vec<Trace>> {
-    Ok(read_traces(dir, runs.iter().map(|r| r.dir.as_str()))?)
-}
-
-/// Every app of `workload` alone at its own thread count, `repeat` times:
-/// the wall times Hmean speedup divides by; stored with `learn`.
-pub fn measure(
-    target: &Target,
-    workload: &Workload,
-    repeat: u32,
-    out: &Path,
-    learn: bool,
-) -> Result<SoloTimes> {
-    let (runs, traces) = procedure(target, workload, &[], repeat, out, learn)?;
-    Ok(solo_times(&runs, &traces))
-}
-
-/// Every app of `workload` alone at each of `threads`, `repeat` times;
-/// stored with `learn`.
-pub fn measure_curves(
-    target: &Target,
-    workload: &Workload,
-    threads: &[u32],
-    repeat: u32,
-    out: &Path,
-    learn: bool,
-) -> Result<SoloCurves> {
-    let (runs, traces) = procedure(target, workload, threads, repeat, out, learn)?;
-    Ok(solo_curves(&runs, &traces))
 }
 
 /// `coloc solo --from DIR`: the times again from the traces `solo.json` in
@@ -214,12 +70,18 @@ pub fn main(args: SoloArgs) -> Result<()> {
     let out = args
         .out
         .unwrap_or_else(|| default_out_dir(&workload.name, "solo"));
+    let solo = Solo {
+        target: &target,
+        stop: &stop_flag()?,
+        watch: &Bars,
+        learn: true,
+    };
     if !args.threads.is_empty() {
-        let curves = measure_curves(&target, &workload, &args.threads, args.repeat, &out, true)?;
+        let curves = solo.measure_curves(&workload, &args.threads, args.repeat, &out)?;
         print!("{}", curves.render());
     } else {
-        let solo = measure(&target, &workload, args.repeat, &out, true)?;
-        print!("{}", solo.render());
+        let times = solo.measure(&workload, args.repeat, &out)?;
+        print!("{}", times.render());
     }
     println!(
         "stored as each program's solo runs in {} (`coloc knowledge list`)",

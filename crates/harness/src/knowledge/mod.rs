@@ -52,7 +52,10 @@ impl Knowledge {
         match Knowledge::open(&default_store(), target, workload) {
             Ok(k) => Some(k),
             Err(e) => {
-                eprintln!("coloc: warning: {e:#}; running without what earlier runs learned");
+                eprintln!(
+                    "coloc: warning: {}; running without what earlier runs learned",
+                    crate::error::chain(&e)
+                );
                 None
             }
         }

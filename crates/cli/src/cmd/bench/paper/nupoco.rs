@@ -19,13 +19,15 @@ use std::fmt::{self, Write as _};
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use coloc_harness::solo::Solo;
 use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::metrics::{Comparison, PolicyStats, SoloTimes};
 use coloc_model::workload::parse_workload;
 use coloc_model::Workload;
 
 use crate::cmd::compare::{run_comparison, Plan};
-use crate::cmd::solo;
+use crate::host::stop_flag;
+use crate::progress::Bars;
 use crate::target::MachineArgs;
 
 /// Table 2's scenarios, as example workloads.
@@ -170,7 +172,13 @@ pub fn nupoco_table(
         }
     }
     progress(&format!("{}: solo runs", paper.platform));
-    let solo: SoloTimes = solo::measure(&target, &all, 1, &out.join("solo"), true)?;
+    let solo: SoloTimes = Solo {
+        target: &target,
+        stop: &stop_flag()?,
+        watch: &Bars,
+        learn: true,
+    }
+    .measure(&all, 1, &out.join("solo"))?;
     let policies: Vec<String> = MODES.iter().map(|m| m.to_string()).collect();
     let mut scenarios = Vec::new();
     for w in &workloads {
