@@ -26,8 +26,12 @@
 //!   the one-sided 95% lower confidence bound (Student's t) is at least
 //!   1 − [`BOUND`]; Linux when the upper bound is below it; otherwise the
 //!   windows disagree and measuring goes on, alternating, up to [`MAX_PAIRS`]
-//!   pairs, after which Linux is kept (own was not shown to be within the
-//!   bound: doing nothing is the safe default).
+//!   pairs, after which the point estimate decides: own when the pairs'
+//!   geometric mean of own / Linux is at least [`UNDECIDED_OWN`], else
+//!   Linux. Either verdict is undone the same way (re-checks, hysteresis),
+//!   so neither is the safe one; auto is held to a symmetric bound (within
+//!   [`BOUND`] of Linux and of its own partitions), and the side the
+//!   estimate lies on is the one with the smaller expected loss.
 //! - **Re-checks.** Once settled, the other arrangement is measured for one
 //!   window whenever that keeps the time spent in it since settling within
 //!   [`SHARE`] of that time; the new pair joins the estimate, so a wrong early
@@ -73,8 +77,13 @@ pub const WINDOW: u32 = 3;
 pub const BOUND: f64 = 0.02;
 /// Pairs before any verdict (one pair has no spread).
 pub const MIN_PAIRS: usize = 2;
-/// Pairs after which an open estimate settles on Linux.
+/// Pairs after which an open estimate settles on the side of its point
+/// estimate.
 pub const MAX_PAIRS: usize = 4;
+/// An open estimate after [`MAX_PAIRS`] keeps own when its ratio (own /
+/// Linux) is at least this: the middle of the band [1 − BOUND, 1 + BOUND]
+/// in which neither arrangement loses by more than the bound.
+pub const UNDECIDED_OWN: f64 = 1.0;
 /// Pairs the estimate keeps, latest: older phases of the programs drop out.
 pub const KEEP_PAIRS: usize = 8;
 /// Once settled, the most of the time since settling spent measuring the
@@ -115,7 +124,8 @@ fn estimate_of(logs: &[f64]) -> Option<Estimate> {
 
 /// What an estimate decides, given the verdict in force `now`: own (true),
 /// Linux (false), or open (module docs). An open trial settles on the first
-/// side its bounds reach, and on Linux after [`MAX_PAIRS`]; a settled one
+/// side its bounds reach, and on its point estimate's side after
+/// [`MAX_PAIRS`] ([`UNDECIDED_OWN`]); a settled one
 /// turns only when the bound on the other side is reached (hysteresis: the
 /// estimate wandering between the two bounds is noise, and changes
 /// nothing).
@@ -129,7 +139,8 @@ fn settles(e: &Estimate, now: Option<bool>) -> Option<bool> {
     let linux = high < 1.0 - BOUND;
     match now {
         None if own => Some(true),
-        None if linux || e.pairs >= MAX_PAIRS => Some(false),
+        None if linux => Some(false),
+        None if e.pairs >= MAX_PAIRS => Some(e.ratio >= UNDECIDED_OWN),
         None => None,
         Some(true) => Some(!linux),
         Some(false) => Some(own),
@@ -596,9 +607,12 @@ mod tests {
             // Clearly slower: Linux.
             (0.8, 1.0, 0.0, Some(false), MIN_PAIRS),
             (0.8, 1.0, 0.02, Some(false), MIN_PAIRS),
-            // Equal rates under 10% noise: the windows disagree, measuring goes
-            // on, and Linux is kept (own not shown within the bound).
-            (1.0, 1.0, 0.1, Some(false), MAX_PAIRS),
+            // Rates 3% apart under 10% noise: the windows disagree, measuring
+            // goes on, and after MAX_PAIRS the point estimate's side is kept:
+            // own when it is the faster, Linux when it is (before, Linux
+            // either way).
+            (1.03, 1.0, 0.1, Some(true), MAX_PAIRS),
+            (0.97, 1.0, 0.1, Some(false), MAX_PAIRS),
             // 3% slower without noise: beyond the bound, Linux.
             (0.97, 1.0, 0.0, Some(false), MIN_PAIRS),
         ];
