@@ -172,3 +172,99 @@ impl Solo<'_> {
 pub fn traces(dir: &Path, runs: &[SoloRun]) -> Result<Vec<Trace>, HarnessError> {
     read_traces(dir, runs.iter().map(|r| r.dir.as_str()))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use coloc_manager::Recorder;
+    use coloc_model::{AppSpec, TraceEvent};
+
+    use super::*;
+    use crate::watch::RunWatch;
+
+    /// The runs watched: label, instances, the exits seen and the closing
+    /// line of each.
+    type Runs = Arc<Mutex<Vec<(String, u64, u32, String)>>>;
+
+    #[derive(Default)]
+    struct Seen(Runs);
+
+    struct SeenRun(Runs);
+
+    impl Watch for Seen {
+        fn run(&self, label: &str, instances: u64) -> Box<dyn RunWatch> {
+            self.0
+                .lock()
+                .unwrap()
+                .push((label.into(), instances, 0, String::new()));
+            Box::new(SeenRun(self.0.clone()))
+        }
+    }
+
+    impl Recorder for SeenRun {
+        fn record(&mut self, event: &TraceEvent) -> std::io::Result<()> {
+            if let TraceEvent::Exit { .. } = event {
+                self.0.lock().unwrap().last_mut().unwrap().2 += 1;
+            }
+            Ok(())
+        }
+    }
+
+    impl RunWatch for SeenRun {
+        fn finish(&self, line: String) {
+            self.0.lock().unwrap().last_mut().unwrap().3 = line;
+        }
+    }
+
+    /// Solo runs on the simulator, through the library alone: each app of
+    /// the workload runs alone at each thread count asked,
+    /// watched run by run; the procedure's manifest and traces are on disk
+    /// and give the same times again.
+    #[test]
+    fn solo_runs_on_the_simulator_are_watched_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = Target::Sim {
+            platform: coloc_sim::platform("kvm-2cpu").unwrap(),
+            seed: 1,
+        };
+        let workload = Workload {
+            name: "w".into(),
+            epoch: None,
+            apps: vec![
+                AppSpec::model("a", "content-analyzer", 2),
+                AppSpec::model("b", "stitcher", 2),
+            ],
+        };
+        let seen = Seen::default();
+        let solo = Solo {
+            target: &target,
+            stop: &Arc::new(AtomicBool::new(false)),
+            watch: &seen,
+            learn: false,
+        };
+        let curves = solo
+            .measure_curves(&workload, &[1, 2], 1, dir.path())
+            .unwrap();
+        let runs = seen.0.lock().unwrap().clone();
+        let labels: Vec<(&str, u64, u32)> = runs
+            .iter()
+            .map(|(l, n, exits, _)| (l.as_str(), *n, *exits))
+            .collect();
+        assert_eq!(
+            labels,
+            vec![
+                ("solo a-1", 1, 1),
+                ("solo a-2", 1, 1),
+                ("solo b-1", 1, 1),
+                ("solo b-2", 1, 1)
+            ]
+        );
+        assert!(runs.iter().all(|r| r.3.ends_with(" s")), "{runs:?}");
+        let manifest: SoloManifest =
+            crate::procedure::read_json(dir.path(), SOLO_MANIFEST).unwrap();
+        let again = solo_curves(&manifest.runs, &traces(dir.path(), &manifest.runs).unwrap());
+        assert_eq!(again, curves);
+        assert!(!curves.is_empty());
+    }
+}
