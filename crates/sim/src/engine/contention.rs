@@ -27,10 +27,11 @@
 //!   solved to a fixed point, the queues one damped step per round.
 //! - **Teams**: a parallel phase proceeds at the pace of its slowest member
 //!   (bulk-synchronous), its lock's serialization, sleeping waiters and
-//!   handoffs included (`lock.rs`), plus the cost of each barrier: ⌈log2 n⌉ levels, doubled across packages, and half a
-//!   time slice when a member shares its CPU (a spinning waiter holds its CPU
-//!   until the teammate it waits for is scheduled again) unless the team waits
-//!   passively (an OpenMP runtime that started with more threads than CPUs,
+//!   handoffs included (`lock.rs`), plus the cost of each barrier: ⌈log2 n⌉ levels, doubled across packages, and, when a
+//!   member shares its CPU, the time a waiter spins for a teammate that is not
+//!   running — until the teammate is scheduled again (half a slice on average)
+//!   or libgomp's spin count runs out and the waiter sleeps, whichever comes
+//!   first ([`spin_wait_s`]) — unless the team waits passively (an OpenMP runtime that started with more threads than CPUs,
 //!   or plain threads sleeping in `pthread_barrier_wait`),
 //!   in proportion to the co-runners' share of that CPU's weight (a nice-19
 //!   co-runner beside a nice-0 team barely delays its barriers).
@@ -506,9 +507,10 @@ fn crowding(runners: &[Runner<'_>], count_on: &[usize], j: usize) -> f64 {
 
 /// Seconds of barriers per instruction of a member of `team` (None unless
 /// it is a parallel team of two or more): ⌈log2 n⌉ levels, doubled across
-/// packages, plus half a slice when time-shared threads spin for a teammate
-/// that is not running, scaled by how crowded its most crowded member's CPU
-/// is ([`crowding`]), unless the team waits passively.
+/// packages, plus the spin of a waiter whose teammate is not running
+/// ([`spin_wait_s`]: half a slice, or less when libgomp's spin count runs out
+/// first), scaled by how crowded its most crowded member's CPU is
+/// ([`crowding`]), unless the team waits passively.
 fn barrier_pi(
     layout: &Layout,
     params: &Params,
@@ -526,9 +528,36 @@ fn barrier_pi(
     let spans = packages.clone().min() != packages.max();
     let mut barrier = params.barrier_ns * 1e-9 * levels * if spans { 2.0 } else { 1.0 };
     if !team.passive {
-        barrier += crowded * team.slice_s / 2.0;
+        barrier += crowded * spin_wait_s(team.slice_s, params.freq_ghz);
     }
     Some(m.barriers_per_ginstr * 1e-9 * barrier)
+}
+
+/// libgomp's spin count when neither `OMP_WAIT_POLICY` nor `GOMP_SPINCOUNT`
+/// is set: a waiter spins this many rounds, then sleeps on a futex
+/// (libgomp's manual, GOMP_SPINCOUNT; docs/simulator.md, Teams).
+const GOMP_SPINS: f64 = 300_000.0;
+
+/// Core cycles of one round of libgomp's spin loop: a load of the futex word
+/// and a PAUSE, about 10 cycles on the papers' pre-Skylake Intel and AMD cores
+/// (docs/simulator.md, Teams).
+const CYCLES_PER_SPIN: f64 = 10.0;
+
+/// Expected seconds a spinning waiter loses per barrier while the teammate it
+/// waits for is descheduled. The teammate comes back after U·S (S the slice,
+/// U uniform on [0, 1]: where in its co-runner's slice the barrier fell) and
+/// the waiter gives its CPU up after spinning T = [`GOMP_SPINS`] ×
+/// [`CYCLES_PER_SPIN`] cycles, so it loses E[min(U·S, T)] = T − T²/(2S) when
+/// T < S, else S/2 (a short slice ends before the spin does). At 2.4 GHz T is
+/// 1.25 ms: a 3 ms slice costs 0.99 ms per barrier, a 100 ms one 1.24 ms, not
+/// the 50 ms of a waiter that spins until its teammate runs.
+fn spin_wait_s(slice_s: f64, freq_ghz: f64) -> f64 {
+    let spin = GOMP_SPINS * CYCLES_PER_SPIN / (freq_ghz * 1e9);
+    if spin < slice_s {
+        spin - spin * spin / (2.0 * slice_s)
+    } else {
+        slice_s / 2.0
+    }
 }
 
 /// Instructions per second of each member of `team`: a bulk-synchronous team

@@ -157,13 +157,17 @@ fn time_sharing_and_slowest_member() {
     }
 }
 
-/// Barriers cost ⌈log2 n⌉ levels of `barrier_ns` (0.5 µs), plus half a time slice
-/// (3 ms / 2) when a member shares its CPU and spins. A 2-thread team doing
-/// 9.8e9 instructions with 1000 barriers per 1e9 instructions of each thread:
+/// Barriers cost ⌈log2 n⌉ levels of `barrier_ns` (0.5 µs), plus, when a member
+/// shares its CPU and its teammates spin, the spin: the teammate returns after
+/// U · 3 ms (U uniform) and libgomp's waiter sleeps after T = 300,000 spins ×
+/// 10 cycles / 2.45 GHz = 1.2245 ms, so a barrier loses E[min(U · 3 ms, T)] =
+/// T − T²/(2 · 3 ms) = 0.9746 ms (half the slice, 1.5 ms, were the waiter to
+/// spin until its teammate runs). A 2-thread team doing 9.8e9 instructions
+/// with 1000 barriers per 1e9 instructions of each thread:
 /// - spread: per thread 4.9e9 instructions, time = 4.9e9/4.9e9 + 4.9 · 1000 ·
 ///   0.5e-6 = 1 + 0.00245 s;
-/// - with an intruder on CPU 1: 4.9e9/2.45e9 + 4900 · (0.5e-6 + 1.5e-3) =
-///   2 + 7.3524 s — oversubscribed barrier-heavy teams collapse;
+/// - with an intruder on CPU 1: 4.9e9/2.45e9 + 4900 · (0.5e-6 + 0.9746e-3) =
+///   2 + 4.778 s — oversubscribed barrier-heavy teams collapse;
 /// - both threads started on CPU 0 alone: the OpenMP runtime saw one CPU for
 ///   two threads and waits passively, so no slice is lost: 4.9e9/2.45e9 +
 ///   4900 · 0.5e-6 = 2.00245 s;
@@ -171,10 +175,12 @@ fn time_sharing_and_slowest_member() {
 ///   `pthread_barrier_wait`, so no slice is lost either: 2.00245 s.
 #[test]
 fn barriers_and_oversubscription() {
+    let spin = 300_000.0 * 10.0 / 2.45e9;
+    let spin_wait = spin - spin * spin / (2.0 * 3e-3);
     // (cpus, intruder, OpenMP, want)
     let cases = [
         ("0-1", false, true, 1.00245),
-        ("0-1", true, true, 2.0 + 4900.0 * (0.5e-6 + 1.5e-3)),
+        ("0-1", true, true, 2.0 + 4900.0 * (0.5e-6 + spin_wait)),
         ("0", false, true, 2.00245),
         ("0-1", true, false, 2.00245),
     ];
