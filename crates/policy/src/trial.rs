@@ -122,6 +122,40 @@ fn estimate_of(logs: &[f64]) -> Option<Estimate> {
     }
 }
 
+/// Progress per second of `key` in a window's tally, None when it made
+/// none.
+fn rate(t: &Tally, key: &(AppId, Measure)) -> Option<f64> {
+    t.get(key)
+        .copied()
+        .filter(|(w, s)| *w > 0.0 && *s > 0.0)
+        .map(|(w, s)| w / s)
+}
+
+/// One app's own / Linux over its phases (module docs, "Phases"): the ratio
+/// of its parallel phases' work rates and of its serial phases' CPU rates,
+/// each where both windows measured it, combined as the time of a program
+/// that spends the pair's share of serial time in its serial phases would
+/// be; None when neither phase was measured both ways.
+fn phases_ratio(id: AppId, own: &Tally, linux: &Tally) -> Option<f64> {
+    let both = |m| rate(own, &(id, m)).zip(rate(linux, &(id, m)));
+    let parallel = both(Measure::Work).map(|(o, l)| o / l);
+    let serial = both(Measure::Serial).map(|(o, l)| o / l);
+    let secs = |m| {
+        [own, linux]
+            .iter()
+            .filter_map(|t| t.get(&(id, m)))
+            .map(|(_, s)| s)
+            .sum::<f64>()
+    };
+    match (parallel, serial) {
+        (Some(p), Some(s)) => {
+            let share = secs(Measure::Serial) / (secs(Measure::Serial) + secs(Measure::Work));
+            Some(1.0 / (share / s + (1.0 - share) / p))
+        }
+        (p, s) => p.or(s),
+    }
+}
+
 /// What an estimate decides, given the verdict in force `now`: own (true),
 /// Linux (false), or open (module docs). An open trial settles on the first
 /// side its bounds reach, and on its point estimate's side after
@@ -399,6 +433,15 @@ impl Trial {
             return;
         }
         for &(id, (m, w, s)) in work {
+            // An interval in a serial phase, or entering or leaving one, is
+            // not one of the parallel phase's: its work would read the phase
+            // a window lands in as a speed.
+            let phased = |p: &(AppId, Progress)| {
+                p.0 == id && matches!(p.1 .0, Measure::Serial | Measure::Boundary)
+            };
+            if m == Measure::Work && work.iter().any(phased) {
+                continue;
+            }
             let e = self.window.entry((id, m)).or_default();
             e.0 += w;
             e.1 += s;
@@ -486,19 +529,14 @@ impl Trial {
     /// A pair's ratio, own / Linux (module docs); None when no app progressed
     /// both ways.
     fn ratio(&self, own: &Tally, linux: &Tally) -> Option<f64> {
-        fn rate(t: &Tally, key: &(AppId, Measure)) -> Option<f64> {
-            t.get(key)
-                .copied()
-                .filter(|(w, s)| *w > 0.0 && *s > 0.0)
-                .map(|(w, s)| w / s)
-        }
         let both = |key| rate(own, &key).zip(rate(linux, &key));
         let mut logs: Vec<f64> = Vec::new();
         let (mut cpu, mut linux_cpu, mut cpu_apps) = (0.0, 0.0, 0usize);
         for id in &self.set {
-            if let Some((o, l)) = both((*id, Measure::Work)).or_else(|| both((*id, Measure::Calls)))
+            if let Some(r) = phases_ratio(*id, own, linux)
+                .or_else(|| both((*id, Measure::Calls)).map(|(o, l)| o / l))
             {
-                logs.push((o / l).ln());
+                logs.push(r.ln());
             } else if let Some((o, l)) = both((*id, Measure::Cpu)) {
                 cpu += o;
                 linux_cpu += l;
@@ -670,6 +708,49 @@ mod tests {
                 t.verdict(Judge::Auto)
             );
         }
+    }
+
+    /// A program with serial phases longer than an interval (the
+    /// simulator's search, seed 103): 4 intervals of a parallel phase, 4 of
+    /// a serial one, the first interval of each entering it (a boundary),
+    /// so that a phase lasts a window and the phases line up with the pairs.
+    /// Its parallel phase runs as fast either way (200 work/s); its serial
+    /// thread has a CPU of its own in its partition and 0.6 of one under
+    /// Linux, so own is faster. Before, a window's work said which phase it
+    /// landed in (a serial interval reports none): every own window here
+    /// held the serial phase's start, every Linux window a parallel phase,
+    /// each pair read 0.5, and the trial went back to Linux. By phase, each
+    /// pair reads 1.25 (the serial ratio 1/0.6, weighted by its share of the
+    /// time, with the parallel ratio 1) and own is kept.
+    #[test]
+    fn a_serial_phase_is_not_read_as_a_loss() {
+        let app = AppId { app: 0, rep: 0 };
+        let mut t = Trial::new(vec![app], 1, Duration::ZERO);
+        let secs = TICK.as_secs_f64();
+        let ticks = MAX_PAIRS as u32 * 2 * (SETTLE + WINDOW);
+        for k in 0..ticks {
+            let serial = ((k + 2) / 4) % 2 == 1;
+            let boundary = (k + 2) % 4 == 0;
+            let own = t.space();
+            let (work, cpu) = match (serial, own) {
+                (false, _) => (200.0, 2.0),
+                (true, true) => (0.0, 1.0),
+                (true, false) => (0.0, 0.6),
+            };
+            let mut seen = vec![
+                (app, (Measure::Work, work * secs, secs)),
+                (app, (Measure::Cpu, cpu * secs, secs)),
+            ];
+            if boundary {
+                seen.push((app, (Measure::Boundary, 0.0, secs)));
+            } else if serial {
+                seen.push((app, (Measure::Serial, cpu * secs, secs)));
+            }
+            t.record(TICK * k, TICK * (k + 1), &seen, true, &Past::default());
+        }
+        let e = t.estimate().expect("pairs");
+        assert_eq!(t.verdict, Some(true), "{}", t.verdict(Judge::Auto));
+        assert!((e.ratio - 1.25).abs() < 0.01, "{e:?}");
     }
 
     /// Once settled, the other arrangement is re-measured within SHARE of the
