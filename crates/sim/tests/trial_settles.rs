@@ -19,7 +19,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use coloc_manager::{run, RunOptions};
-use coloc_model::reason::{Arrangement, Judge, TrialState};
+use coloc_model::metrics::{trial_switches, TrialSwitches};
+use coloc_model::reason::Judge;
 use coloc_model::workload::parse_workload;
 use coloc_model::{AppId, Shortage, TraceEvent};
 use coloc_policy::by_name;
@@ -114,52 +115,14 @@ fn makespan(trace: &[TraceEvent]) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// The arrangement a trial runs in a state (None: no trial runs).
-fn arrangement(s: TrialState) -> Option<Arrangement> {
-    match s {
-        TrialState::Open(a) => Some(a),
-        TrialState::OwnKept | TrialState::Waiting | TrialState::Rechecking(Arrangement::Linux) => {
-            Some(Arrangement::Own)
-        }
-        TrialState::BackToLinux | TrialState::Rechecking(Arrangement::Own) => {
-            Some(Arrangement::Linux)
-        }
-        TrialState::NothingToActOn | TrialState::NotTried => None,
-    }
-}
-
-/// Changes of the running set (an arrival or an exit changes every other
-/// app's co-runners), sets of two or more co-running apps the trial had
-/// something to act on, and the switches between its arrangements within
-/// them.
-fn changes_sets_and_switches(trace: &[TraceEvent]) -> (usize, usize, usize) {
-    let mut last: Option<(Vec<AppId>, Option<Arrangement>)> = None;
-    let (mut changes, mut sets, mut switches) = (0, 0, 0);
-    let verdicts = trace.iter().flat_map(|e| match e {
-        TraceEvent::Plan { plan, .. } => plan.verdicts.clone(),
-        _ => Vec::new(),
-    });
-    for v in verdicts.filter(|v| v.judge == Judge::Auto) {
-        let now = arrangement(v.state);
-        match &last {
-            Some((apps, was)) if *apps == v.apps => {
-                switches += usize::from(was.is_some() && now.is_some() && *was != now);
-            }
-            Some(_) => {
-                changes += 1;
-                sets += usize::from(now.is_some() && v.apps.len() > 1);
-            }
-            None => sets += usize::from(now.is_some() && v.apps.len() > 1),
-        }
-        last = Some((v.apps.clone(), now));
-    }
-    (changes, sets, switches)
-}
-
 #[test]
 fn case_2_staggered_arrivals_switch_at_most_once_per_change_of_co_runners() {
     let auto = trace_of("auto");
-    let (changes, sets, switches) = changes_sets_and_switches(&auto);
+    let TrialSwitches {
+        changes,
+        sets,
+        switches,
+    } = trial_switches(&auto, Judge::Auto);
     assert!(sets >= 4, "{sets} sets: the co-runners change");
     assert!(
         switches <= changes,

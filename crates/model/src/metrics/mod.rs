@@ -22,6 +22,8 @@
 //!   instance that shared it.
 //! - How long an app's OpenMP regions last ([`regions`](mod@regions)), from
 //!   its whole runs: what a DoP cut may cost.
+//! - How often a trial switched arrangements per change of co-runners
+//!   ([`switches`](mod@switches)).
 //!
 //! Everything here is pure: no I/O, tables rendered to strings with fixed decimals.
 
@@ -33,6 +35,7 @@ pub mod reference;
 pub mod regions;
 mod run;
 mod solo;
+pub mod switches;
 pub mod table;
 #[cfg(test)]
 mod tests;
@@ -49,3 +52,4 @@ pub use run::{RunFigures, RunMetrics};
 pub use solo::{
     solo_curves, solo_runs, solo_times, SoloManifest, SoloRun, SoloTimes, SOLO_MANIFEST,
 };
+pub use switches::{trial_switches, TrialSwitches};
