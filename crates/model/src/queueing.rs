@@ -101,11 +101,22 @@ impl FiniteSource {
     /// no traffic a request finds the server idle: 1/μ. When T_N overflows the
     /// server is saturated (U = 1) and eq. 3 is N/μ − 1/MRR.
     pub fn response_time(&self) -> f64 {
-        let rho = self.load();
-        if self.customers == 0 || rho.is_nan() || rho <= 0.0 {
+        if self.idle() {
             return 1.0 / self.mu;
         }
-        let before = self.excess(self.customers - 1);
+        self.response_after(self.excess(self.customers - 1))
+    }
+
+    /// Whether a request finds the server idle: no customers or no traffic
+    /// ([`Self::response_time`] is then 1/μ).
+    fn idle(&self) -> bool {
+        let rho = self.load();
+        self.customers == 0 || rho.is_nan() || rho <= 0.0
+    }
+
+    /// [`Self::response_time`] of a server with traffic, from T_{N−1}.
+    fn response_after(&self, before: f64) -> f64 {
+        let rho = self.load();
         let t = f64::from(self.customers) * rho * (1.0 + before);
         if t == 0.0 {
             1.0 / self.mu
@@ -125,6 +136,55 @@ impl FiniteSource {
     /// L = X · MRT (Little's law).
     pub fn mean_queue(&self) -> f64 {
         self.throughput() * self.response_time()
+    }
+}
+
+/// Servers whose recurrences [`response_times`] runs side by side.
+const LANES: usize = 4;
+
+/// [`FiniteSource::response_time`] of each of `sources`, into `out` in the
+/// same order, bit for bit the same numbers. The recurrence T_j =
+/// jρ(1 + T_{j−1}) is a chain of dependent operations, each waiting for
+/// the last; the simulator's memory queues ask for every loaded server's
+/// response time at each round of its fixed point (docs/simulator.md,
+/// Speed), so the chains of four servers are run in one loop, each
+/// step of each server the same arithmetic as alone, and the processor
+/// overlaps them.
+pub fn response_times(sources: &[FiniteSource], out: &mut Vec<f64>) {
+    out.clear();
+    for group in sources.chunks(LANES) {
+        // T_{N−1} of each server with traffic (steps 1..=N−1, stopping at
+        // infinity as `excess` does); 0 steps for the others.
+        let mut steps = [0u32; LANES];
+        let mut rho = [0.0; LANES];
+        for (k, q) in group.iter().enumerate() {
+            if !q.idle() {
+                steps[k] = q.customers - 1;
+                rho[k] = q.load();
+            }
+        }
+        let mut t = [0.0f64; LANES];
+        let longest = steps.iter().copied().max().unwrap_or(0);
+        for j in 1..=longest {
+            let mut going = false;
+            for k in 0..LANES {
+                let next = f64::from(j) * rho[k] * (1.0 + t[k]);
+                if j <= steps[k] && t[k] != f64::INFINITY {
+                    t[k] = next;
+                    going |= j < steps[k] && next != f64::INFINITY;
+                }
+            }
+            if !going {
+                break;
+            }
+        }
+        for (k, q) in group.iter().enumerate() {
+            out.push(if q.idle() {
+                1.0 / q.mu
+            } else {
+                q.response_after(t[k])
+            });
+        }
     }
 }
 
@@ -524,7 +584,52 @@ impl NumaSystem {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    /// Servers side by side give each the bits it gives alone: idle ones
+    /// (no customers, no traffic), one customer, saturated ones whose sum
+    /// overflows after a few steps and light ones that run every step,
+    /// mixed in groups of every size.
+    #[test]
+    fn servers_side_by_side_answer_as_each_alone() {
+        let table = [
+            FiniteSource::new(0, 1.0, 2.0),
+            FiniteSource::new(8, 0.0, 2.0),
+            FiniteSource::new(1, 0.3, 1.0),
+            FiniteSource::new(400, 1.0, 1.0),
+            FiniteSource::new(37, 1e-8, 156.25e6),
+            FiniteSource::new(300, 4e7, 9.375e7),
+            FiniteSource::new(5, 1.0, 0.0),
+            FiniteSource::new(64, 3.1e6, 1.5625e8),
+            FiniteSource::new(2, f64::NAN, 1.0),
+        ];
+        for n in 0..=table.len() {
+            let group = &table[..n];
+            let mut out = Vec::new();
+            response_times(group, &mut out);
+            let alone: Vec<u64> = group.iter().map(|q| q.response_time().to_bits()).collect();
+            let together: Vec<u64> = out.iter().map(|r| r.to_bits()).collect();
+            assert_eq!(together, alone, "first {n} servers");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn response_times_are_each_servers_response_time(
+            servers in proptest::collection::vec((0u32..500, 0.0f64..2e8, 1e6f64..2e8), 0..11),
+        ) {
+            let sources: Vec<FiniteSource> =
+                servers.iter().map(|&(n, mrr, mu)| FiniteSource::new(n, mrr, mu)).collect();
+            let mut out = Vec::new();
+            response_times(&sources, &mut out);
+            prop_assert_eq!(out.len(), sources.len());
+            for (q, r) in sources.iter().zip(&out) {
+                prop_assert_eq!(r.to_bits(), q.response_time().to_bits(), "{:?}", q);
+            }
+        }
+    }
 
     /// Eq. 4 summed term by term with explicit falling factorials, independently of
     /// the Horner evaluation in `p0`.

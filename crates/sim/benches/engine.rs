@@ -10,12 +10,19 @@
 //!   remembered: the per-event cost every other event pays);
 //! - `native` and `equal`: a two-app mix of NPB models run to the end
 //!   through the Manager under the Linux balancer model (the most events)
-//!   and pinned (the fewest).
+//!   and pinned (the fewest);
+//! - `memory_queues_16_servers`: the response times of 16 loaded memory
+//!   servers, as a round of the fixed point asks for them
+//!   (`coloc_model::queueing::response_times`);
+//! - `placement_cpus_64_threads`: the CPUs of a placement pinning 64
+//!   threads one per CPU, a union of `CpuSet`s the Manager and the
+//!   policies take at every epoch.
 
 use std::hint::black_box;
 use std::sync::Arc;
 
 use coloc_manager::{run, RunOptions, DEFAULT_EPOCH};
+use coloc_model::queueing::{response_times, FiniteSource};
 use coloc_model::workload::parse_workload;
 use coloc_model::{AppId, CpuSet, MemPolicy, Placement, SchedSettings, TraceEvent};
 use coloc_policy::PolicyContext;
@@ -128,5 +135,29 @@ fn engine(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, engine);
+fn hot_functions(c: &mut Criterion) {
+    let mut group = c.benchmark_group("sim_hot");
+    // Controllers and links of a loaded 64-core machine: tens to hundreds
+    // of requests in flight, from light to saturated.
+    let servers: Vec<FiniteSource> = (0..16u32)
+        .map(|k| FiniteSource::new(20 + 23 * k, 2e6 * f64::from(k + 1), 1.5625e8))
+        .collect();
+    let mut out = Vec::new();
+    group.bench_function("memory_queues_16_servers", |b| {
+        b.iter(|| {
+            response_times(black_box(&servers), &mut out);
+            out[0]
+        })
+    });
+    let placement = Placement::PerThread {
+        threads: (0..64u32).map(|k| (1000 + k, CpuSet::single(k))).collect(),
+        rest: CpuSet::new(),
+    };
+    group.bench_function("placement_cpus_64_threads", |b| {
+        b.iter(|| black_box(&placement).cpus().len())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, engine, hot_functions);
 criterion_main!(benches);

@@ -44,7 +44,7 @@
 //! §3.3's SMP model, and a controller saturates at its service rate μ however
 //! its customers are spread.
 
-use coloc_model::queueing::FiniteSource;
+use coloc_model::queueing::{response_times, FiniteSource};
 
 use super::layout::{CpuIdx, Layout};
 
@@ -113,6 +113,10 @@ pub(crate) struct Queues {
     /// (scratch, so that a round allocates nothing).
     ctrl_load: Vec<(f64, f64)>,
     link_load: Vec<(f64, f64)>,
+    /// This round's loaded servers, controllers then links, and their
+    /// response times (scratch).
+    sources: Vec<FiniteSource>,
+    responses: Vec<f64>,
 }
 
 impl Queues {
@@ -127,6 +131,8 @@ impl Queues {
             link: link_idle.clone(),
             ctrl_load: vec![(0.0, 0.0); layout.mem_nodes],
             link_load: vec![(0.0, 0.0); link_mu.len()],
+            sources: Vec::new(),
+            responses: Vec::new(),
             link_mu,
             ctrl_idle,
             link_idle,
@@ -173,6 +179,22 @@ impl Queues {
                 }
             }
         }
+        // Every loaded server's response time at once (`response_times`
+        // overlaps their recurrences), in the order of the updates below.
+        self.sources.clear();
+        for (m, &load) in self.ctrl_load.iter().enumerate() {
+            if load.0 != 0.0 {
+                self.sources.push(queue(load, layout.numa.mu[m]));
+            }
+        }
+        for (l, &load) in self.link_load.iter().enumerate() {
+            if self.link_mu[l].is_finite() && load.0 != 0.0 {
+                self.sources.push(queue(load, self.link_mu[l]));
+            }
+        }
+        response_times(&self.sources, &mut self.responses);
+        let mut responses = self.responses.iter().copied();
+        let mut loaded = || responses.next().expect("a response per loaded server");
         let mut delta: f64 = 0.0;
         // Damped: undamped, a saturated round and an idle one can alternate.
         // A server without customers that is already at its service time
@@ -185,25 +207,22 @@ impl Queues {
             *slot = 0.5 * (*slot + next);
         };
         for (m, slot) in self.ctrl.iter_mut().enumerate() {
-            let load = self.ctrl_load[m];
-            if load.0 == 0.0 {
+            if self.ctrl_load[m].0 == 0.0 {
                 if *slot != self.ctrl_idle[m] {
                     update(slot, self.ctrl_idle[m]);
                 }
             } else {
-                update(slot, queue(load, layout.numa.mu[m]));
+                update(slot, loaded());
             }
         }
         for (l, slot) in self.link.iter_mut().enumerate() {
-            let mu = self.link_mu[l];
-            if mu.is_finite() {
-                let load = self.link_load[l];
-                if load.0 == 0.0 {
+            if self.link_mu[l].is_finite() {
+                if self.link_load[l].0 == 0.0 {
                     if *slot != self.link_idle[l] {
                         update(slot, self.link_idle[l]);
                     }
                 } else {
-                    update(slot, queue(load, mu));
+                    update(slot, loaded());
                 }
             }
         }
@@ -219,15 +238,12 @@ fn add_stream(load: &mut (f64, f64), r: f64, k: f64) {
     }
 }
 
-/// Response time of an M/M/1/N/N server of rate `mu` whose customers are
-/// the streams summed in `load` (customers, Σ rate × customers): their
-/// number rounded to a whole customer, at their mean rate.
-fn queue((n, sum): (f64, f64), mu: f64) -> f64 {
-    if n == 0.0 {
-        return 1.0 / mu;
-    }
+/// The M/M/1/N/N server of rate `mu` whose customers are the streams
+/// summed in `load` (customers, Σ rate × customers; some): their number
+/// rounded to a whole customer, at their mean rate.
+fn queue((n, sum): (f64, f64), mu: f64) -> FiniteSource {
     let customers = n.round().max(1.0) as u32;
-    FiniteSource::new(customers, sum / n, mu).response_time()
+    FiniteSource::new(customers, sum / n, mu)
 }
 
 #[cfg(test)]
