@@ -49,8 +49,10 @@ pub enum KnowledgeCommand {
     /// What is known of one program: solo times per team size, region
     /// structure and progress, rates beside others, and its profiles.
     Show {
-        /// The program: a name it ran under, or the start of its key (the
-        /// executable's hash, or `model:NAME`).
+        /// The program: a name it ran under (every build of it), or, when no
+        /// program has that name, the start of its key (the executable's
+        /// hash, at least 4 characters, or `model:NAME`) shared by no other
+        /// executable.
         program: String,
         #[command(flatten)]
         at: Where,
@@ -132,41 +134,79 @@ fn list_table(programs: &[ProgramSummary]) -> String {
     finish(&table)
 }
 
-/// The programs `what` names on `platform`: by a name they ran under, or by
-/// the start of their key (with or without `sha256:`).
+/// The shortest start of an executable's hash that names a program (git's
+/// shortest abbreviation): a shorter argument is only a name, so a typo or a
+/// one-letter name never reaches another program's records (`forget` deletes
+/// what it names).
+const MIN_KEY_START: usize = 4;
+
+/// The programs `what` names on `platform` ([`choose`]).
 fn chosen(
     store: &Store,
     platform: &PlatformFingerprint,
     what: &str,
 ) -> Result<Vec<ProgramSummary>> {
     let all = store.programs(Some(platform))?;
-    let key_start = |p: &ProgramKey| {
-        let key = p.key();
-        key.starts_with(what)
-            || key
-                .strip_prefix("sha256:")
-                .is_some_and(|k| k.starts_with(what))
-    };
-    let found: Vec<ProgramSummary> = all
-        .iter()
-        .filter(|p| p.name == what || key_start(&p.program))
-        .cloned()
-        .collect();
-    if found.is_empty() {
+    choose(&all, what).map_err(|why| {
         let mut names: Vec<&str> = all.iter().map(|p| p.name.as_str()).collect();
         names.sort_unstable();
         names.dedup();
-        bail!(
-            "no program \"{what}\" known on {platform} in {} (known: {})",
+        anyhow::anyhow!(
+            "{why} on {platform} in {} (known: {})",
             store.path().display(),
             if names.is_empty() {
                 "none".into()
             } else {
                 names.join(", ")
             }
-        );
+        )
+    })
+}
+
+/// The programs `what` names among `all`: those that ran under that name
+/// (every build of it); else, when no program has that name, those whose
+/// key starts with `what` (with or without `sha256:`, at least
+/// [`MIN_KEY_START`] characters), all of one executable. An error says why
+/// nothing was chosen: no such name, too short a start, or a start shared
+/// by several executables (listed).
+fn choose(all: &[ProgramSummary], what: &str) -> Result<Vec<ProgramSummary>, String> {
+    let named: Vec<ProgramSummary> = all.iter().filter(|p| p.name == what).cloned().collect();
+    if !named.is_empty() {
+        return Ok(named);
     }
-    Ok(found)
+    let start = what.strip_prefix("sha256:").unwrap_or(what);
+    if start.chars().count() < MIN_KEY_START {
+        return Err(format!(
+            "no program named \"{what}\" (a key's start needs at least {MIN_KEY_START} characters)"
+        ));
+    }
+    let found: Vec<ProgramSummary> = all
+        .iter()
+        .filter(|p| {
+            let key = p.program.key();
+            key.starts_with(what)
+                || key
+                    .strip_prefix("sha256:")
+                    .is_some_and(|k| k.starts_with(start))
+        })
+        .cloned()
+        .collect();
+    let mut exes: Vec<&str> = found.iter().map(|p| p.program.exe.as_str()).collect();
+    exes.sort_unstable();
+    exes.dedup();
+    match exes.len() {
+        0 => Err(format!("no program \"{what}\"")),
+        1 => Ok(found),
+        _ => Err(format!(
+            "\"{what}\" starts the keys of {} executables ({}): give more of it",
+            exes.len(),
+            found
+                .iter()
+                .map(|p| format!("{} {}", p.name, p.program))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
 }
 
 fn show(what: &str, at: &Where) -> Result<()> {
@@ -311,4 +351,63 @@ fn import(file: &Path, at: &Where) -> Result<()> {
         store.path().display()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(name: &str, exe: &str, args: &[&str]) -> ProgramSummary {
+        let argv: Vec<String> = std::iter::once(name)
+            .chain(args.iter().copied())
+            .map(String::from)
+            .collect();
+        ProgramSummary {
+            platform: "p".into(),
+            program: ProgramKey::program(exe, &argv),
+            name: name.into(),
+            records: 1,
+            first_unix: 0,
+            last_unix: 0,
+        }
+    }
+
+    /// What each argument chooses among three programs: `c` run with two
+    /// argument lists, `job4` (whose hash starts with c) and `b`. A name
+    /// wins over a key's start, a start shorter than four characters chooses
+    /// nothing, and one shared by two executables chooses nothing either:
+    /// before, `forget c` also deleted `job4`'s records.
+    #[test]
+    fn an_argument_chooses_a_name_or_a_long_enough_start_of_one_executable() {
+        let c = "sha256:aa11c0ffee";
+        let job4 = "sha256:cb6f3b5033b2";
+        let b = "sha256:cb6f0000ffff";
+        let all = [
+            summary("c", c, &["1"]),
+            summary("c", c, &["2"]),
+            summary("job4", job4, &[]),
+            summary("b", b, &[]),
+        ];
+        let table: [(&str, Result<&[&str], &str>); 8] = [
+            ("c", Ok(&["c", "c"])),
+            ("job4", Ok(&["job4"])),
+            ("cb6f3", Ok(&["job4"])),
+            ("sha256:cb6f3", Ok(&["job4"])),
+            ("aa11", Ok(&["c", "c"])),
+            ("cb6", Err("at least 4 characters")),
+            ("cb6f", Err("keys of 2 executables")),
+            ("dead", Err("no program \"dead\"")),
+        ];
+        for (what, want) in table {
+            let got = choose(&all, what);
+            match (got, want) {
+                (Ok(got), Ok(want)) => {
+                    let names: Vec<&str> = got.iter().map(|p| p.name.as_str()).collect();
+                    assert_eq!(names, want, "{what}");
+                }
+                (Err(e), Err(want)) => assert!(e.contains(want), "{what}: {e}"),
+                (got, want) => panic!("{what}: {got:?}, wanted {want:?}"),
+            }
+        }
+    }
 }
