@@ -267,6 +267,12 @@ fn a_users_waiting_request_never_adopts_a_root_process_that_took_its_pid() {
     let mut theirs = theirs;
     theirs.kill().unwrap();
     theirs.wait().unwrap();
+    // A start time counts clock ticks (10 ms at the usual 100 Hz): a pid
+    // taken again within the tick its first process started in cannot be
+    // told from it by its start, and only the owner's check refuses it (a
+    // quiet machine gets here that fast). Two ticks later, the start time
+    // tells them apart, which is what this test is about.
+    std::thread::sleep(Duration::from_millis(50));
     let Some(root_proc) = spawn_at_pid(pid, Command::new("sleep").arg("600")) else {
         eprintln!("skipped: pid {pid} could not be taken again (other processes took it)");
         let mut waiting = waiting;
