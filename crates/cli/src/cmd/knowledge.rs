@@ -184,10 +184,9 @@ fn choose(all: &[ProgramSummary], what: &str) -> Result<Vec<ProgramSummary>, Str
         .iter()
         .filter(|p| {
             let key = p.program.key();
-            key.starts_with(what)
-                || key
-                    .strip_prefix("sha256:")
-                    .is_some_and(|k| k.starts_with(start))
+            key.strip_prefix("sha256:")
+                .unwrap_or(&key)
+                .starts_with(start)
         })
         .cloned()
         .collect();
