@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, ValueEnum};
-use coloc_harness::Target;
+use coloc_harness::compare::{check_plan, Contender};
+use coloc_harness::{HarnessError, Target};
 use coloc_model::Workload;
 use coloc_policy::{Policy, PolicyContext};
 use coloc_sim::oracle::{self, Metric, OracleError, OracleOptions, OraclePolicy};
@@ -96,12 +97,31 @@ impl Choice {
     }
 
     /// A fresh policy for one run.
-    pub fn make(&self, ctx: &PolicyContext) -> Result<Box<dyn Policy>> {
+    pub fn make(&self, ctx: &PolicyContext) -> Result<Box<dyn Policy>, HarnessError> {
         Ok(match self {
             Choice::Named(n) => coloc_policy::build(n, ctx)?,
             Choice::Oracle(p) => Box::new(p.clone()),
         })
     }
+}
+
+impl Contender for Choice {
+    fn name(&self) -> &str {
+        Choice::name(self)
+    }
+
+    fn make(&self, ctx: &PolicyContext) -> Result<Box<dyn Policy>, HarnessError> {
+        Choice::make(self, ctx)
+    }
+}
+
+/// Refuses unknown policies, a baseline not among them and zero repeats before
+/// anything runs.
+pub fn check_policies(policies: &[String], baseline: &str, repeat: u32) -> Result<()> {
+    for p in policies {
+        check_name(p)?;
+    }
+    Ok(check_plan(policies, baseline, repeat)?)
 }
 
 /// Checks that `name` selects a policy: a registry name, `oracle`, or a

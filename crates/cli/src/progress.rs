@@ -1,6 +1,6 @@
 //! Progress output for long runs: a bar per run counting finished app instances.
 
-use std::io;
+use std::io::{self, IsTerminal};
 
 use coloc_harness::watch::{RunWatch, Watch};
 use coloc_manager::Recorder;
@@ -57,5 +57,46 @@ pub struct Bars;
 impl Watch for Bars {
     fn run(&self, label: &str, instances: u64) -> Box<dyn RunWatch> {
         Box::new(Progress::new(label, instances))
+    }
+}
+
+/// Watches a comparison's runs: a progress bar each, and a line for each
+/// run that ends (and for each run made outside this process) where stderr
+/// is no terminal to draw the bars on.
+#[derive(Debug, Clone, Copy)]
+pub struct Listed;
+
+impl Watch for Listed {
+    fn run(&self, label: &str, instances: u64) -> Box<dyn RunWatch> {
+        Box::new(ListedRun {
+            progress: Progress::new(label, instances),
+            label: label.to_string(),
+        })
+    }
+
+    fn note(&self, label: &str, line: &str) {
+        eprintln!("run {label}: {line}");
+    }
+}
+
+/// One run of [`Listed`].
+#[derive(Debug)]
+struct ListedRun {
+    progress: Progress,
+    label: String,
+}
+
+impl Recorder for ListedRun {
+    fn record(&mut self, event: &TraceEvent) -> io::Result<()> {
+        self.progress.record(event)
+    }
+}
+
+impl RunWatch for ListedRun {
+    fn finish(&self, line: String) {
+        self.progress.finish(line.clone());
+        if !io::stderr().is_terminal() {
+            eprintln!("run {}: {line}", self.label);
+        }
     }
 }

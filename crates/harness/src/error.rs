@@ -195,6 +195,16 @@ pub enum HarnessError {
         #[source]
         source: Box<StoreError>,
     },
+    /// A comparison's baseline is not among its policies.
+    #[error("--baseline {baseline} is not one of --policies {policies}")]
+    Baseline { baseline: String, policies: String },
+    /// A comparison of zero repeats.
+    #[error("--repeat must be at least 1")]
+    NoRepeat,
+    /// A run with nothing stored beforehand failed (its error names the
+    /// policy and where the run's output is).
+    #[error(transparent)]
+    Fresh(Box<dyn std::error::Error + Send + Sync>),
     /// The store failed a query or a write.
     #[error(transparent)]
     StoreQuery(Box<StoreError>),

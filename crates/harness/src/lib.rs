@@ -11,9 +11,11 @@
 //! target ([`runner`]) and its steps that need no machine ([`procedure`]: a
 //! planned run's workload, its traces, the profile they give, the
 //! procedure's manifest), which `coloc profile`, `coloc calibrate` and
-//! `coloc solo` share, and solo runs ([`solo`]), watched by what the
-//! command shows ([`watch`]). Comparisons and mixes are still the CLI's.
+//! `coloc solo` share, solo runs ([`solo`]) and comparisons of several
+//! policies ([`compare`]), watched by what the command shows ([`watch`]).
+//! Mixes are still the CLI's.
 
+pub mod compare;
 pub mod context;
 pub mod data;
 pub mod error;

@@ -175,47 +175,10 @@ pub fn traces(dir: &Path, runs: &[SoloRun]) -> Result<Vec<Trace>, HarnessError> 
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
-
-    use coloc_manager::Recorder;
-    use coloc_model::{AppSpec, TraceEvent};
+    use coloc_model::AppSpec;
 
     use super::*;
-    use crate::watch::RunWatch;
-
-    /// The runs watched: label, instances, the exits seen and the closing
-    /// line of each.
-    type Runs = Arc<Mutex<Vec<(String, u64, u32, String)>>>;
-
-    #[derive(Default)]
-    struct Seen(Runs);
-
-    struct SeenRun(Runs);
-
-    impl Watch for Seen {
-        fn run(&self, label: &str, instances: u64) -> Box<dyn RunWatch> {
-            self.0
-                .lock()
-                .unwrap()
-                .push((label.into(), instances, 0, String::new()));
-            Box::new(SeenRun(self.0.clone()))
-        }
-    }
-
-    impl Recorder for SeenRun {
-        fn record(&mut self, event: &TraceEvent) -> std::io::Result<()> {
-            if let TraceEvent::Exit { .. } = event {
-                self.0.lock().unwrap().last_mut().unwrap().2 += 1;
-            }
-            Ok(())
-        }
-    }
-
-    impl RunWatch for SeenRun {
-        fn finish(&self, line: String) {
-            self.0.lock().unwrap().last_mut().unwrap().3 = line;
-        }
-    }
+    use crate::watch::seen::Seen;
 
     /// Solo runs on the simulator, through the library alone: each app of
     /// the workload runs alone at each thread count asked,
@@ -246,10 +209,10 @@ mod tests {
         let curves = solo
             .measure_curves(&workload, &[1, 2], 1, dir.path())
             .unwrap();
-        let runs = seen.0.lock().unwrap().clone();
+        let runs = seen.runs();
         let labels: Vec<(&str, u64, u32)> = runs
             .iter()
-            .map(|(l, n, exits, _)| (l.as_str(), *n, *exits))
+            .map(|r| (r.label.as_str(), r.instances, r.exits))
             .collect();
         assert_eq!(
             labels,
@@ -260,7 +223,7 @@ mod tests {
                 ("solo b-2", 1, 1)
             ]
         );
-        assert!(runs.iter().all(|r| r.3.ends_with(" s")), "{runs:?}");
+        assert!(runs.iter().all(|r| r.line.ends_with(" s")), "{runs:?}");
         let manifest: SoloManifest =
             crate::procedure::read_json(dir.path(), SOLO_MANIFEST).unwrap();
         let again = solo_curves(&manifest.runs, &traces(dir.path(), &manifest.runs).unwrap());

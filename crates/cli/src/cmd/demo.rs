@@ -11,7 +11,10 @@ use coloc_harness::Target;
 use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::workload::parse_workload;
 
-use crate::cmd::compare::{check_policies, run_comparison, write_comparison_html, Plan};
+use coloc_harness::compare::Plan;
+
+use crate::choice::check_policies;
+use crate::cmd::compare::{run_comparison, write_comparison_html};
 
 /// The demo workload, built in so that `coloc demo` needs no files.
 pub const DEMO_WORKLOAD: &str = include_str!("demo.toml");
@@ -64,7 +67,7 @@ pub fn main(args: DemoArgs) -> Result<()> {
             epoch: workload.epoch.unwrap_or(DEFAULT_EPOCH),
             solo: None,
             objective: Default::default(),
-            fresh: false,
+            fresh: None,
         },
     )?;
     print!("{}", cmp.render());

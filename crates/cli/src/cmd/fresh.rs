@@ -5,45 +5,37 @@
 //! repeat or `coloc solo` measured, whatever it keeps and wherever in the
 //! data directory it keeps it. `coloc compare`'s in-process runs, by
 //! contrast, share one policy context across repeats and record co-run rates
-//! for later ones.
+//! for later ones. The harness's comparisons make these runs through
+//! [`Child`] (`coloc_harness::compare::Fresh`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use coloc_harness::compare::{Fresh, FreshRun};
 use coloc_harness::read_trace;
-use coloc_model::workload::to_toml;
-use coloc_model::{Trace, TraceEvent, Workload};
-use coloc_policy::auto::Objective;
+use coloc_model::{Trace, TraceEvent};
 
-/// Writes `workload` where its fresh runs read it: `dir/workload.toml`.
-pub fn write_workload(workload: &Workload, dir: &Path) -> Result<PathBuf> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let file = dir.join("workload.toml");
-    std::fs::write(&file, to_toml(workload))
-        .with_context(|| format!("writing {}", file.display()))?;
-    Ok(file)
-}
+/// Makes fresh runs as child `coloc run` processes of this binary.
+#[derive(Debug, Clone, Copy)]
+pub struct Child;
 
-/// What one fresh run needs.
-pub struct FreshRun<'a> {
-    /// The workload file (from [`write_workload`]).
-    pub workload: &'a Path,
-    pub policy: &'a str,
-    pub objective: Objective,
-    pub epoch: Duration,
-    /// The run's directory: its trace, the apps' output, `coloc-run.txt`
-    /// (what `coloc run` printed) and `data/`, its data directory.
-    pub out: &'a Path,
+impl Fresh for Child {
+    fn run(
+        &self,
+        run: &FreshRun<'_>,
+        stop: &AtomicBool,
+    ) -> Result<Trace, Box<dyn std::error::Error + Send + Sync>> {
+        run_fresh(run, stop).map_err(Into::into)
+    }
 }
 
 /// Runs `coloc run` on the run's workload in a new, empty data directory and
 /// returns its trace. An interrupt (`stop`) is an error; a run whose apps
 /// all failed is not (its trace counts them), but a run that left no
 /// complete trace is.
-pub fn run_fresh(run: &FreshRun<'_>, stop: &AtomicBool) -> Result<Trace> {
+fn run_fresh(run: &FreshRun<'_>, stop: &AtomicBool) -> Result<Trace> {
     let data = run.out.join("data");
     if data.exists() {
         std::fs::remove_dir_all(&data)

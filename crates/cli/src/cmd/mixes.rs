@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use coloc_harness::compare::{Fresh, Plan};
 use coloc_harness::knowledge::Knowledge;
 use coloc_harness::output::default_out_dir;
 use coloc_harness::read_trace;
@@ -36,7 +37,9 @@ use coloc_model::metrics::{Comparison, SoloCurves};
 use coloc_model::workload::suite::SeedRange;
 use coloc_model::{AppSpec, TraceEvent, Workload};
 
-use crate::cmd::compare::{check_policies, run_comparison, Plan};
+use crate::choice::check_policies;
+use crate::cmd::compare::run_comparison;
+use crate::cmd::fresh::Child;
 use crate::host::stop_flag;
 use crate::progress::Bars;
 use crate::suite::Suite;
@@ -278,7 +281,7 @@ pub fn main(args: MixesArgs) -> Result<()> {
                 epoch: workload.epoch.unwrap_or(DEFAULT_EPOCH),
                 solo: reference.as_ref().map(|r| &r.solo),
                 objective: args.objective,
-                fresh: args.fresh,
+                fresh: args.fresh.then_some(&Child as &dyn Fresh),
             },
         )?;
         let note = if mix.note.is_empty() {

@@ -147,7 +147,7 @@ fn make_policy(
     // The service's workload has no app yet: what was learned of its apps'
     // programs is given to the policy as they arrive (`coloc_daemon::Switch`).
     let ctx = policy_context_with(&target, &workload, &[name], None)?;
-    choice.make(&ctx)
+    Ok(choice.make(&ctx)?)
 }
 
 pub fn main(a: DaemonArgs) -> Result<()> {

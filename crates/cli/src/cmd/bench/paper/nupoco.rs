@@ -19,13 +19,14 @@ use std::fmt::{self, Write as _};
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use coloc_harness::compare::Plan;
 use coloc_harness::solo::Solo;
 use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::metrics::{Comparison, PolicyStats, SoloTimes};
 use coloc_model::workload::parse_workload;
 use coloc_model::Workload;
 
-use crate::cmd::compare::{run_comparison, Plan};
+use crate::cmd::compare::run_comparison;
 use crate::host::stop_flag;
 use crate::progress::Bars;
 use crate::target::MachineArgs;
@@ -194,7 +195,7 @@ pub fn nupoco_table(
                 epoch: w.epoch.unwrap_or(DEFAULT_EPOCH),
                 solo: Some(&solo),
                 objective: Default::default(),
-                fresh: false,
+                fresh: None,
             },
         )?;
         scenarios.push(ScenarioResult {
