@@ -61,6 +61,12 @@ pub trait Fresh {
     ) -> Result<Trace, Box<dyn std::error::Error + Send + Sync>>;
 }
 
+impl std::fmt::Debug for dyn Fresh + '_ {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Fresh")
+    }
+}
+
 /// What to compare, resolved.
 pub struct Plan<'a> {
     pub workload: &'a Workload,
@@ -124,18 +130,22 @@ pub fn write_workload(workload: &Workload, dir: &Path) -> Result<PathBuf, Harnes
 }
 
 /// Where comparisons run: their machine, the flag a signal sets to stop
-/// them, and what watches them.
+/// them, what watches them, and whether the runs made in this process read
+/// the knowledge store and add to it (docs/knowledge.md; without, the
+/// policies know nothing stored).
 #[derive(Clone, Copy)]
 pub struct Compare<'a> {
     pub target: &'a Target,
     pub stop: &'a Arc<AtomicBool>,
     pub watch: &'a dyn Watch,
+    pub learn: bool,
 }
 
 impl std::fmt::Debug for Compare<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Compare")
             .field("target", &self.target)
+            .field("learn", &self.learn)
             .finish_non_exhaustive()
     }
 }
@@ -193,7 +203,10 @@ impl<'a, 'p> Runs<'a, 'p> {
             let file = write_workload(plan.workload, plan.out)?;
             (Some(file), None, PolicyContext::default())
         } else {
-            let knowledge = Knowledge::open_or_warn(on.target, plan.workload);
+            let knowledge = on
+                .learn
+                .then(|| Knowledge::open_or_warn(on.target, plan.workload))
+                .flatten();
             let ctx =
                 policy_context_with(on.target, plan.workload, plan.policies, knowledge.as_ref())?;
             (None, knowledge, ctx)
@@ -290,7 +303,7 @@ impl<'a, 'p> Runs<'a, 'p> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::Mutex;
 
     use coloc_model::workload::parse_workload;
@@ -301,7 +314,7 @@ mod tests {
     use crate::watch::seen::Seen;
 
     /// A registry policy by name.
-    struct Named(&'static str);
+    pub(crate) struct Named(pub &'static str);
 
     impl Contender for Named {
         fn name(&self) -> &str {
@@ -359,6 +372,7 @@ mod tests {
             target: &target,
             stop: &Arc::new(AtomicBool::new(false)),
             watch: &seen,
+            learn: false,
         };
         let cmp = compare
             .run(
@@ -444,6 +458,7 @@ mod tests {
             target: &target,
             stop: &Arc::new(AtomicBool::new(false)),
             watch: &seen,
+            learn: false,
         };
         let cmp = compare
             .run(

@@ -205,6 +205,9 @@ pub enum HarnessError {
     /// policy and where the run's output is).
     #[error(transparent)]
     Fresh(Box<dyn std::error::Error + Send + Sync>),
+    /// A directory of mixes holds no mix file.
+    #[error("no *.toml mix in {}", dir.display())]
+    NoMixes { dir: PathBuf },
     /// The store failed a query or a write.
     #[error(transparent)]
     StoreQuery(Box<StoreError>),

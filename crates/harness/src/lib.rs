@@ -11,9 +11,9 @@
 //! target ([`runner`]) and its steps that need no machine ([`procedure`]: a
 //! planned run's workload, its traces, the profile they give, the
 //! procedure's manifest), which `coloc profile`, `coloc calibrate` and
-//! `coloc solo` share, solo runs ([`solo`]) and comparisons of several
-//! policies ([`compare`]), watched by what the command shows ([`watch`]).
-//! Mixes are still the CLI's.
+//! `coloc solo` share, solo runs ([`solo`]), comparisons of several
+//! policies ([`compare`]) and mixes judged against their solo runs
+//! ([`mixes`]), watched by what the command shows ([`watch`]).
 
 pub mod compare;
 pub mod context;
@@ -22,6 +22,7 @@ pub mod error;
 pub mod host;
 pub mod knowledge;
 pub mod load;
+pub mod mixes;
 pub mod output;
 pub mod procedure;
 pub mod runner;

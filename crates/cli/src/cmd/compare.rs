@@ -168,6 +168,7 @@ pub fn run_choices(target: &Target, plan: &Plan<'_>, choices: &[Choice]) -> Resu
         target,
         stop: &stop_flag()?,
         watch: &Listed,
+        learn: true,
     };
     Ok(compare.run(plan, &contenders)?)
 }

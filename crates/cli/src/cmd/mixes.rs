@@ -15,33 +15,26 @@
 //! beforehand: no solo runs first, each run a `coloc run` in an empty data
 //! directory (`crate::cmd::fresh`), and the solo runs after all mixes.
 //! Times on a machine shared with other work are noisy: the table is a
-//! measurement of that machine at that time.
+//! measurement of that machine at that time. The runs are the harness's
+//! ([`coloc_harness::mixes`]); here the mixes are chosen and the tables
+//! printed.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use coloc_harness::compare::{Fresh, Plan};
-use coloc_harness::knowledge::Knowledge;
+use coloc_harness::compare::{Contender, Fresh};
+use coloc_harness::mixes::{mix_files, Mix, MixRun, MixTraces, Mixes, MixesPlan};
 use coloc_harness::output::default_out_dir;
-use coloc_harness::read_trace;
-use coloc_harness::saved::{open, Saved};
-use coloc_harness::solo::Solo;
 use coloc_harness::Target;
-use coloc_manager::{waste_of, Waste, DEFAULT_EPOCH};
-use coloc_model::explain::last_verdicts;
-use coloc_model::metrics::mixes::{across_mixes, best_other, MixOutcome, Reference};
-use coloc_model::metrics::{Comparison, SoloCurves};
+use coloc_model::metrics::mixes::{across_mixes, best_other};
 use coloc_model::workload::suite::SeedRange;
-use coloc_model::{AppSpec, TraceEvent, Workload};
 
-use crate::choice::check_policies;
-use crate::cmd::compare::run_comparison;
+use crate::choice::{check_policies, Choice};
 use crate::cmd::fresh::Child;
 use crate::host::stop_flag;
-use crate::progress::Bars;
+use crate::progress::{Bars, Listed};
 use crate::suite::Suite;
 
 #[derive(Debug, Args)]
@@ -92,25 +85,6 @@ pub struct MixesArgs {
     pub objective: coloc_policy::auto::Objective,
 }
 
-/// A mix to run: its file, its workload (resolved), what to say about it.
-struct Mix {
-    path: PathBuf,
-    workload: Workload,
-    note: String,
-}
-
-/// The mix files of `dir`, by name.
-fn mix_files(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    files.sort();
-    anyhow::ensure!(!files.is_empty(), "no *.toml mix in {}", dir.display());
-    Ok(files)
-}
-
 /// The mixes `args` name: the directory's files, or the suite's mix of each
 /// seed, written to `out/mixes/` (all checked before anything runs).
 fn mixes(args: &MixesArgs, target: &Target, out: &Path) -> Result<Vec<Mix>> {
@@ -145,249 +119,95 @@ fn mixes(args: &MixesArgs, target: &Target, out: &Path) -> Result<Vec<Mix>> {
     Ok(mixes)
 }
 
-/// Every app of the suite's mixes alone at 1 to `cpus` threads (each program
-/// once, however many mixes it is in; names are unique in a suite); stored
-/// with `learn`.
-fn program_curves(
-    target: &Target,
-    mixes: &[Mix],
-    cpus: u32,
-    repeat: u32,
-    out: &Path,
-    learn: bool,
-) -> Result<SoloCurves> {
-    let mut apps: Vec<AppSpec> = Vec::new();
-    for a in mixes.iter().flat_map(|m| &m.workload.apps) {
-        if !apps.iter().any(|b| b.name == a.name) {
-            apps.push(AppSpec {
-                arrive_at: Duration::ZERO,
-                ..a.clone()
-            });
-        }
-    }
-    let programs = Workload {
-        name: "suite-programs".into(),
-        epoch: None,
-        apps,
-    };
-    let threads: Vec<u32> = (1..=cpus).collect();
-    Ok(Solo {
-        target,
-        stop: &stop_flag()?,
-        watch: &Bars,
-        learn,
-    }
-    .measure_curves(&programs, &threads, repeat, out)?)
-}
-
-/// What a mix's traces say beyond times: per policy, how often the Manager
-/// saw CPUs wasted, by kind (`docs/trace-format.md`: CPUs idle while an
-/// app's threads waited, idle while an app ran below what it could use, CPU
-/// time burnt with no progress), and per run of `auto` or a guarded policy
-/// (`BASE+guard`) what it last measured against Linux for each app set
-/// (`docs/policies/auto.md`, "Checked against outcomes"), so the table says
-/// where the policy knew it was no better than doing nothing.
-fn from_traces(dir: &Path) -> Result<String> {
-    let Saved::Comparison(saved) = open(dir, None)? else {
-        return Ok(String::new());
-    };
-    let mut idle = Vec::new();
-    let mut auto = String::new();
-    for (policy, traces) in &saved.runs {
-        let mut events = [0usize; 3];
-        for (n, path) in traces.iter().enumerate() {
-            let trace = read_trace(path)?;
-            for e in &trace.events {
-                match waste_of(e) {
-                    Some((_, Waste::IdleWhileWaiting)) => events[0] += 1,
-                    Some((_, Waste::Underused)) => events[1] += 1,
-                    Some((_, Waste::NoProgress)) => events[2] += 1,
-                    None => {}
-                }
-            }
-            if policy == "auto" || policy.ends_with("+guard") {
-                let plans = trace.events.iter().filter_map(|e| match e {
-                    TraceEvent::Plan { plan, .. } => Some(plan),
-                    _ => None,
-                });
-                for verdict in last_verdicts(plans) {
-                    let _ = writeln!(auto, "  {policy} run {}: {verdict}", n + 1);
-                }
-            }
-        }
-        idle.push(format!(
-            "{policy} {}/{}/{}",
-            events[0], events[1], events[2]
-        ));
-    }
+/// What a mix's traces say beyond times, as lines: the waste events per
+/// policy, and where `auto` or a guarded policy knew it was no better than
+/// doing nothing.
+fn render_traces(t: &MixTraces) -> String {
+    let idle: Vec<String> = t
+        .waste
+        .iter()
+        .map(|(policy, w)| {
+            format!(
+                "{policy} {}/{}/{}",
+                w.idle_while_waiting, w.underused, w.no_progress
+            )
+        })
+        .collect();
     let mut out = format!(
         "waste events over all runs (idle_while_waiting/underused/no_progress): {}\n",
         idle.join(", ")
     );
-    if !auto.is_empty() {
+    if !t.verdicts.is_empty() {
         out.push_str("against Linux, per app set (last estimate):\n");
-        out.push_str(&auto);
+        for (policy, run, verdict) in &t.verdicts {
+            let _ = writeln!(out, "  {policy} run {run}: {verdict}");
+        }
     }
-    Ok(out)
+    out
+}
+
+/// One mix's tables, as soon as it ran.
+fn print_mix(run: MixRun<'_>) {
+    let (mix, cmp) = (run.mix, run.comparison);
+    let note = if mix.note.is_empty() {
+        String::new()
+    } else {
+        format!(", {}", mix.note)
+    };
+    println!("## {} ({}{note})\n", mix.workload.name, mix.path.display());
+    if let Some(c) = run.curves {
+        print!("{}", c.render());
+        println!();
+    }
+    print!("{}", cmp.render());
+    println!();
+    if let Some(r) = run.reference {
+        print!("{}", r.table(cmp).1);
+    }
+    print!("{}", render_traces(run.traces));
+    if let Some((best, m)) = best_other(&cmp.policies, "auto") {
+        let own = cmp.policies.iter().find(|p| p.policy == "auto");
+        if let Some(a) = own.and_then(|p| p.makespan?.gmean) {
+            println!("auto / best other ({best}): {:.3}", a / m);
+        }
+    }
+    println!();
 }
 
 pub fn main(args: MixesArgs) -> Result<()> {
     check_policies(&args.policies, "native", args.repeat)?;
+    let choices = args
+        .policies
+        .iter()
+        .map(|p| Choice::named(p))
+        .collect::<Result<Vec<_>>>()?;
+    let contenders: Vec<&dyn Contender> = choices.iter().map(|c| c as &dyn Contender).collect();
     let target = Target::Host(crate::host::start()?);
-    let cpus = target.topology().cpus().len() as u32;
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| default_out_dir("mixes", "bench"));
     let mixes = mixes(&args, &target, &out)?;
-    // The suite's programs alone, once for all mixes; after them when
-    // nothing may be stored beforehand.
-    let mut shared = match (&args.suite, args.fresh) {
-        (Some(_), false) => Some(program_curves(
-            &target,
-            &mixes,
-            cpus,
-            args.solo_repeat,
-            &out.join("solo"),
-            true,
-        )?),
-        _ => None,
+    let on = Mixes {
+        target: &target,
+        stop: &stop_flag()?,
+        runs: &Listed,
+        solo: &Bars,
+        learn: true,
     };
-    let mut runs: Vec<(&Mix, Comparison)> = Vec::new();
-    for mix in &mixes {
-        let workload = &mix.workload;
-        let dir = out.join(&workload.name);
-        let curves = if args.fresh {
-            None
-        } else {
-            Some(curves_before(
-                &args,
-                &target,
-                mix,
-                shared.as_ref(),
-                cpus,
-                &dir,
-            )?)
-        };
-        let reference = curves.as_ref().map(|c| Reference::of(workload, c, cpus));
-        let cmp = run_comparison(
-            &target,
-            &Plan {
-                workload,
-                policies: &args.policies,
-                baseline: "native",
-                repeat: args.repeat,
-                out: &dir,
-                epoch: workload.epoch.unwrap_or(DEFAULT_EPOCH),
-                solo: reference.as_ref().map(|r| &r.solo),
-                objective: args.objective,
-                fresh: args.fresh.then_some(&Child as &dyn Fresh),
-            },
-        )?;
-        let note = if mix.note.is_empty() {
-            String::new()
-        } else {
-            format!(", {}", mix.note)
-        };
-        println!("## {} ({}{note})\n", workload.name, mix.path.display());
-        if let Some(c) = &curves {
-            print!("{}", c.render());
-            println!();
-        }
-        print!("{}", cmp.render());
-        println!();
-        if let Some(r) = &reference {
-            print!("{}", r.table(&cmp).1);
-        }
-        print!("{}", from_traces(&dir)?);
-        if let Some((best, m)) = best_other(&cmp.policies, "auto") {
-            let own = cmp.policies.iter().find(|p| p.policy == "auto");
-            if let Some(a) = own.and_then(|p| p.makespan?.gmean) {
-                println!("auto / best other ({best}): {:.3}", a / m);
-            }
-        }
-        println!();
-        runs.push((mix, cmp));
-    }
-    // Nothing stored after either, with --fresh.
-    if args.fresh && args.suite.is_some() {
-        shared = Some(program_curves(
-            &target,
-            &mixes,
-            cpus,
-            args.solo_repeat,
-            &out.join("solo"),
-            false,
-        )?);
-    }
-    let mut outcomes = Vec::new();
-    for (mix, cmp) in runs {
-        let curves = match &shared {
-            Some(c) => Some(c.clone()),
-            None if args.fresh => Some(
-                Solo {
-                    target: &target,
-                    stop: &stop_flag()?,
-                    watch: &Bars,
-                    learn: false,
-                }
-                .measure_curves(
-                    &mix.workload,
-                    &(1..=cpus).collect::<Vec<_>>(),
-                    args.solo_repeat,
-                    &out.join(&mix.workload.name).join("solo"),
-                )?,
-            ),
-            None => stored_curves(&target, &mix.workload)?,
-        };
-        outcomes.push(MixOutcome {
-            mix: mix.workload.name.clone(),
-            note: mix.note.clone(),
-            bound: curves.and_then(|c| Reference::of(&mix.workload, &c, cpus).points.cpu_bound),
-            comparison: cmp,
-        });
-    }
+    let plan = MixesPlan {
+        policies: &args.policies,
+        repeat: args.repeat,
+        solo_repeat: args.solo_repeat,
+        reuse_solo: args.reuse_solo,
+        suite: args.suite.is_some(),
+        objective: args.objective,
+        out: &out,
+        fresh: args.fresh.then_some(&Child as &dyn Fresh),
+    };
+    let outcomes = on.run(&mixes, &plan, &contenders, &mut print_mix)?;
     println!("## All {} mixes\n", outcomes.len());
     print!("{}", across_mixes(&outcomes, "auto").render());
     println!("traces: {}", out.display());
     Ok(())
-}
-
-/// A mix's solo curves before its runs: the suite's programs', those the
-/// store holds of its programs with `--reuse-solo`, or measured now (and
-/// stored as its programs' solo runs, where its policies find them).
-fn curves_before(
-    args: &MixesArgs,
-    target: &Target,
-    mix: &Mix,
-    shared: Option<&SoloCurves>,
-    cpus: u32,
-    dir: &Path,
-) -> Result<SoloCurves> {
-    if let Some(c) = shared {
-        return Ok(c.clone());
-    }
-    if args.reuse_solo {
-        if let Some(c) = stored_curves(target, &mix.workload)? {
-            return Ok(c);
-        }
-    }
-    let threads: Vec<u32> = (1..=cpus).collect();
-    Ok(Solo {
-        target,
-        stop: &stop_flag()?,
-        watch: &Bars,
-        learn: true,
-    }
-    .measure_curves(&mix.workload, &threads, args.solo_repeat, &dir.join("solo"))?)
-}
-
-/// The solo times per team size the knowledge store holds of `workload`'s
-/// programs; None when it holds none (or cannot be opened, said).
-fn stored_curves(target: &Target, workload: &Workload) -> Result<Option<SoloCurves>> {
-    let Some(k) = Knowledge::open_or_warn(target, workload) else {
-        return Ok(None);
-    };
-    let c = k.solo_curves(workload)?;
-    Ok((!c.is_empty()).then_some(c))
 }
