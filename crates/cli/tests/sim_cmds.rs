@@ -760,3 +760,28 @@ fn sim_search_reports_the_worst_mixes() {
     let err = fails(&["sim", "search", "--platform", "kvm-2cpu", "--mixes", "0"]);
     assert!(err.contains("--mixes"), "{err}");
 }
+
+/// The Manager's waste warnings of every mix stay out of `coloc sim
+/// search`'s output at the default log level: on yorkfield, seeds 1–5 flag
+/// idle CPUs under auto and equal (2 and 8 episodes), and the search counts
+/// them into its report instead of logging them.
+#[test]
+fn sim_search_counts_the_mixes_warnings_instead_of_logging_them() {
+    let (out, err) = ok(&[
+        "sim",
+        "search",
+        "--platform",
+        "yorkfield",
+        "--mixes",
+        "5",
+        "--seed",
+        "1",
+    ]);
+    assert!(!err.contains("more than an epoch"), "{err}");
+    assert!(out.contains("waste the Manager flagged"), "{out}");
+    let flagged = out
+        .lines()
+        .filter(|l| l.trim_start().starts_with("equal: idle while waiting "))
+        .any(|l| !l.contains("idle while waiting 0,"));
+    assert!(flagged, "equal's idle CPUs counted: {out}");
+}

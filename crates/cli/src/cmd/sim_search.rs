@@ -1,14 +1,15 @@
 //! `coloc sim search`: the adversarial search of docs/simulator.md
 //! (Adversarial search): random mixes on a modeled platform, each run under
 //! auto, native and equal, reporting the worst ratios and every mix where
-//! auto loses by more than `coloc_sim::search::LIMIT`.
+//! auto loses by more than `coloc_sim::search::LIMIT`. The Manager's
+//! per-mix waste warnings are counted into the report, not logged.
 
 use std::time::Instant;
 
 use anyhow::{bail, Result};
 use clap::Args;
 use coloc_harness::resolve_platform;
-use coloc_sim::search::{search, MixSpec, Outcome, LIMIT};
+use coloc_sim::search::{search, MixSpec, Outcome, WasteCount, LIMIT, POLICIES};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 #[derive(Debug, Args)]
@@ -73,6 +74,10 @@ pub fn main(args: SearchArgs) -> Result<()> {
     };
     line("native", report.worst_vs_native(), Outcome::vs_native);
     line("equal", report.worst_vs_equal(), Outcome::vs_equal);
+    println!("waste the Manager flagged for more than an epoch (episodes, over every mix):");
+    for (policy, w) in POLICIES.iter().zip(report.waste()) {
+        println!("  {policy}: {} (in {} mix(es))", waste(&w), w.mixes);
+    }
     let bad = report.counterexamples();
     println!(
         "{} mix(es) with auto above {LIMIT:.2}x native or equal:",
@@ -80,14 +85,23 @@ pub fn main(args: SearchArgs) -> Result<()> {
     );
     for o in bad {
         println!(
-            "  seed {}: auto/native {:.3}, auto/equal {:.3} (auto {:.2} s, native {:.2} s, equal {:.2} s)",
+            "  seed {}: auto/native {:.3}, auto/equal {:.3} (auto {:.2} s, native {:.2} s, equal {:.2} s; auto's waste: {})",
             o.seed,
             o.vs_native(),
             o.vs_equal(),
             o.auto,
             o.native,
-            o.equal
+            o.equal,
+            waste(&WasteCount::of(&o.waste[0])),
         );
     }
     Ok(())
+}
+
+/// Waste episodes per kind, as the report prints them.
+fn waste(w: &WasteCount) -> String {
+    format!(
+        "idle while waiting {}, underused {}, no progress {}",
+        w.idle_while_waiting, w.underused, w.no_progress
+    )
 }

@@ -8,12 +8,19 @@
 //! Mixes run in parallel (rayon), each one alone in its own simulator
 //! seeded by the mix's seed, and are reported in seed order: the outcome is
 //! the same whatever the number of worker threads.
+//!
+//! The Manager logs each waste it flags (docs/policies/auto.md, case 3: a
+//! CPU idle for more than an epoch while an app waits or runs below what it
+//! could use) as a warning. Over thousands of mixes those warnings would be
+//! the search's whole output, so a mix runs with no log subscriber and its
+//! waste is counted into its [`Outcome`] instead, per policy, from the
+//! run's summary (`coloc_manager::WasteSeen`: each episode one warning).
 
 pub mod mix;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use coloc_manager::{run, RunOptions, DEFAULT_EPOCH};
+use coloc_manager::{run, RunOptions, WasteSeen, DEFAULT_EPOCH};
 use coloc_model::metrics::RunMetrics;
 use coloc_model::trace::TraceError;
 use coloc_model::Trace;
@@ -63,6 +70,16 @@ pub struct Outcome {
     pub auto: f64,
     pub native: f64,
     pub equal: f64,
+    /// The waste the Manager flagged in each run, in [`POLICIES`] order.
+    pub waste: [WasteSeen; 3],
+}
+
+/// What one policy's run of a mix gave: its makespan, seconds, and the
+/// waste the Manager flagged.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RunOutcome {
+    pub makespan: f64,
+    pub waste: WasteSeen,
 }
 
 impl Outcome {
@@ -83,20 +100,26 @@ impl Outcome {
 }
 
 /// The makespan (first arrival at 0 to last exit), seconds, of `m` under
-/// `policy` on `platform`.
-pub fn makespan(platform: &Platform, m: &Mix, policy: &'static str) -> Result<f64, SearchError> {
+/// `policy` on `platform`, and the waste flagged on the way; the Manager's
+/// log is silent (module docs).
+pub fn run_mix(
+    platform: &Platform,
+    m: &Mix,
+    policy: &'static str,
+) -> Result<RunOutcome, SearchError> {
     let mut machine = SimMachine::new(platform.clone(), m.seed).with_models(m.models.clone());
     let mut p = by_name(policy).expect("a registry policy");
     let opts = RunOptions::simulated(m.workload.epoch.unwrap_or(DEFAULT_EPOCH), m.seed);
     let mut trace = Vec::new();
-    let summary =
-        run(&mut machine, p.as_mut(), &m.workload, &opts, &mut trace).map_err(|source| {
-            SearchError::Run {
-                seed: m.seed,
-                policy,
-                source,
-            }
-        })?;
+    let silent = tracing::subscriber::NoSubscriber::default();
+    let summary = tracing::subscriber::with_default(silent, || {
+        run(&mut machine, p.as_mut(), &m.workload, &opts, &mut trace)
+    })
+    .map_err(|source| SearchError::Run {
+        seed: m.seed,
+        policy,
+        source,
+    })?;
     if summary.failed > 0 {
         return Err(SearchError::Failed {
             seed: m.seed,
@@ -109,21 +132,53 @@ pub fn makespan(platform: &Platform, m: &Mix, policy: &'static str) -> Result<f6
         policy,
         source,
     })?;
-    Ok(RunMetrics::from_trace(&trace, None)
+    let makespan = RunMetrics::from_trace(&trace, None)
         .makespan_secs()
-        .unwrap_or(0.0))
+        .unwrap_or(0.0);
+    Ok(RunOutcome {
+        makespan,
+        waste: summary.waste,
+    })
 }
 
 /// The outcome of the mix of `seed`.
 pub fn judge(platform: &Platform, spec: &MixSpec, seed: u64) -> Result<Outcome, SearchError> {
     let m = mix(spec, seed);
-    let [auto, native, equal] = POLICIES.map(|p| makespan(platform, &m, p));
+    let [auto, native, equal] = POLICIES.map(|p| run_mix(platform, &m, p));
+    let [auto, native, equal] = [auto?, native?, equal?];
     Ok(Outcome {
         seed,
-        auto: auto?,
-        native: native?,
-        equal: equal?,
+        auto: auto.makespan,
+        native: native.makespan,
+        equal: equal.makespan,
+        waste: [auto.waste, native.waste, equal.waste],
     })
+}
+
+/// Waste episodes summed over mixes, per kind (each one warning the
+/// Manager logs when it runs alone), and the mixes that had any.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WasteCount {
+    pub idle_while_waiting: usize,
+    pub underused: usize,
+    pub no_progress: usize,
+    pub mixes: usize,
+}
+
+impl WasteCount {
+    /// One run's waste.
+    pub fn of(w: &WasteSeen) -> Self {
+        let mut c = Self::default();
+        c.add(w);
+        c
+    }
+
+    fn add(&mut self, w: &WasteSeen) {
+        self.idle_while_waiting += w.idle_while_waiting.episodes;
+        self.underused += w.underused.episodes;
+        self.no_progress += w.no_progress.episodes;
+        self.mixes += usize::from(!w.is_empty());
+    }
 }
 
 /// What a search found.
@@ -146,6 +201,19 @@ impl Report {
         self.outcomes
             .iter()
             .max_by(|a, b| a.vs_equal().total_cmp(&b.vs_equal()))
+    }
+
+    /// Per policy ([`POLICIES`] order): the waste episodes flagged over
+    /// every mix, and how many mixes flagged any.
+    pub fn waste(&self) -> [WasteCount; 3] {
+        std::array::from_fn(|i| {
+            self.outcomes
+                .iter()
+                .fold(WasteCount::default(), |mut sum, o| {
+                    sum.add(&o.waste[i]);
+                    sum
+                })
+        })
     }
 
     /// The counterexamples, worst first.
