@@ -35,6 +35,21 @@ pub trait Contender {
     fn make(&self, ctx: &PolicyContext) -> Result<Box<dyn Policy>, HarnessError>;
 }
 
+/// A policy of the registry (`coloc_policy::POLICIES`, with its layers:
+/// `nupoco+guard`) by name, built afresh for every run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Registry(pub String);
+
+impl Contender for Registry {
+    fn name(&self) -> &str {
+        &self.0
+    }
+
+    fn make(&self, ctx: &PolicyContext) -> Result<Box<dyn Policy>, HarnessError> {
+        Ok(coloc_policy::build(&self.0, ctx)?)
+    }
+}
+
 /// What one run with nothing stored beforehand needs.
 #[derive(Debug)]
 pub struct FreshRun<'a> {
@@ -303,7 +318,7 @@ impl<'a, 'p> Runs<'a, 'p> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use std::sync::Mutex;
 
     use coloc_model::workload::parse_workload;
@@ -312,19 +327,6 @@ pub(crate) mod tests {
     use super::*;
     use crate::saved::{open, Saved};
     use crate::watch::seen::Seen;
-
-    /// A registry policy by name.
-    pub(crate) struct Named(pub &'static str);
-
-    impl Contender for Named {
-        fn name(&self) -> &str {
-            self.0
-        }
-
-        fn make(&self, ctx: &PolicyContext) -> Result<Box<dyn Policy>, HarnessError> {
-            Ok(coloc_policy::build(self.0, ctx)?)
-        }
-    }
 
     fn kvm() -> Target {
         Target::Sim {
@@ -377,7 +379,7 @@ pub(crate) mod tests {
         let cmp = compare
             .run(
                 &plan(&workload, &policies, dir.path()),
-                &[&Named("native"), &Named("equal")],
+                &[&Registry("native".into()), &Registry("equal".into())],
             )
             .unwrap();
         let runs = seen.runs();
@@ -466,7 +468,7 @@ pub(crate) mod tests {
                     fresh: Some(&fresh),
                     ..plan(&workload, &policies, dir.path())
                 },
-                &[&Named("native")],
+                &[&Registry("native".into())],
             )
             .unwrap();
         let file = dir.path().join("workload.toml");

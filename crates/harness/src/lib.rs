@@ -12,8 +12,9 @@
 //! planned run's workload, its traces, the profile they give, the
 //! procedure's manifest), which `coloc profile`, `coloc calibrate` and
 //! `coloc solo` share, solo runs ([`solo`]), comparisons of several
-//! policies ([`compare`]) and mixes judged against their solo runs
-//! ([`mixes`]), watched by what the command shows ([`watch`]).
+//! policies ([`compare`]), mixes judged against their solo runs
+//! ([`mixes`]) and NuPoCo's Table 2 ([`nupoco_table`]), watched by what the
+//! command shows ([`watch`]).
 
 pub mod compare;
 pub mod context;
@@ -23,6 +24,7 @@ pub mod host;
 pub mod knowledge;
 pub mod load;
 pub mod mixes;
+pub mod nupoco_table;
 pub mod output;
 pub mod procedure;
 pub mod runner;

@@ -350,7 +350,7 @@ mod tests {
     use coloc_model::AppSpec;
 
     use super::*;
-    use crate::compare::tests::Named;
+    use crate::compare::Registry;
     use crate::watch::seen::Seen;
 
     fn mix(name: &str, apps: &[(&str, &str)]) -> Mix {
@@ -408,7 +408,7 @@ mod tests {
             .run(
                 &mixes,
                 &plan,
-                &[&Named("native"), &Named("equal")],
+                &[&Registry("native".into()), &Registry("equal".into())],
                 &mut |run| {
                     let curves = run.curves.expect("solo runs came first");
                     assert!(!curves.is_empty());

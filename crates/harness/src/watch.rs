@@ -15,6 +15,12 @@ pub trait Watch {
     fn note(&self, _label: &str, _line: &str) {}
 }
 
+impl std::fmt::Debug for dyn Watch + '_ {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Watch")
+    }
+}
+
 /// Watches one run: every event of it, then a line that says how it ended.
 pub trait RunWatch: Recorder {
     fn finish(&self, line: String);

@@ -12,7 +12,7 @@
 //!   Figures 23–24 (AToM against every static mapping).
 //!
 //! The experiments themselves live in `coloc_sim::papers` (nupoco's in
-//! [`nupoco`], as `coloc compare --sim` runs it), where the regression tests
+//! `coloc_harness::nupoco_table`, as `coloc compare --sim` runs it), where the regression tests
 //! run them at a reduced scale; this module runs them at full scale and
 //! renders the tables.
 
@@ -26,7 +26,11 @@ use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
 use clap::Args;
+use coloc_harness::nupoco_table::{nupoco_table, scenarios, Watched, PAPER};
 use coloc_harness::output::default_out_dir;
+
+use crate::host::stop_flag;
+use crate::progress::{Bars, Listed};
 
 /// The papers `coloc bench paper` reproduces.
 pub const PAPERS: [&str; 4] = ["nupoco", "resense", "tranquilizer", "tang"];
@@ -120,7 +124,7 @@ fn command_line() -> String {
 
 fn run_nupoco(args: &PaperArgs, progress: &dyn Fn(&str)) -> Result<()> {
     ensure!(args.repeat >= 1, "--repeat must be at least 1");
-    let workloads = nupoco::scenarios(&args.scenarios)?;
+    let workloads = scenarios(&args.scenarios)?;
     ensure!(
         !workloads.is_empty(),
         "--scenarios {}: no scenario of Table 2 matches (s01 … s10)",
@@ -131,18 +135,21 @@ fn run_nupoco(args: &PaperArgs, progress: &dyn Fn(&str)) -> Result<()> {
         .clone()
         .unwrap_or_else(|| default_out_dir("nupoco-table2", "bench-paper"));
     let platforms: Vec<String> = if args.platforms.is_empty() {
-        nupoco::PAPER
-            .iter()
-            .map(|p| p.platform.to_string())
-            .collect()
+        PAPER.iter().map(|p| p.platform.to_string()).collect()
     } else {
         args.platforms.clone()
+    };
+    let on = Watched {
+        stop: &stop_flag()?,
+        runs: &Listed,
+        solo: &Bars,
+        learn: true,
     };
     // Every platform is checked before anything runs.
     let figures = platforms
         .iter()
         .map(|name| {
-            nupoco::PAPER
+            PAPER
                 .iter()
                 .find(|p| p.platform == name)
                 .with_context(|| {
@@ -151,14 +158,15 @@ fn run_nupoco(args: &PaperArgs, progress: &dyn Fn(&str)) -> Result<()> {
         })
         .collect::<Result<Vec<_>>>()?;
     for figures in figures {
-        let table = nupoco::nupoco_table(
+        let table = nupoco_table(
             *figures,
             &workloads,
             args.repeat,
             &out.join(figures.platform),
+            on,
             progress,
         )?;
-        println!("{table}");
+        println!("{}", nupoco::Table(&table));
     }
     println!("traces: {}", out.display());
     Ok(())
