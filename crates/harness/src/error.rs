@@ -208,6 +208,14 @@ pub enum HarnessError {
     /// A directory of mixes holds no mix file.
     #[error("no *.toml mix in {}", dir.display())]
     NoMixes { dir: PathBuf },
+    /// This machine's cycles counter could not be started or read around a
+    /// run.
+    #[error("{what}")]
+    Cycles {
+        what: &'static str,
+        #[source]
+        source: io::Error,
+    },
     /// The store failed a query or a write.
     #[error(transparent)]
     StoreQuery(Box<StoreError>),

@@ -11,11 +11,13 @@
 //! target ([`runner`]) and its steps that need no machine ([`procedure`]: a
 //! planned run's workload, its traces, the profile they give, the
 //! procedure's manifest), which `coloc profile`, `coloc calibrate` and
-//! `coloc solo` share, solo runs ([`solo`]), comparisons of several
+//! `coloc solo` share, `coloc profile`'s characterization
+//! ([`characterize`]), solo runs ([`solo`]), comparisons of several
 //! policies ([`compare`]), mixes judged against their solo runs
 //! ([`mixes`]) and NuPoCo's Table 2 ([`nupoco_table`]), watched by what the
 //! command shows ([`watch`]).
 
+pub mod characterize;
 pub mod compare;
 pub mod context;
 pub mod data;

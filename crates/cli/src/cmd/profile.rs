@@ -43,16 +43,13 @@
 //! [`coloc_linux::program::program_identity`]) and platform fingerprint. Apps of
 //! one workload that run the same thing are characterized once.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use coloc_linux::usage::{cycles_available, CycleMeter};
+use coloc_linux::usage::cycles_available;
 use coloc_manager::DEFAULT_EPOCH;
-use coloc_model::profile::procedure::{
-    level_runs, ManifestApp, ManifestLevel, ProcedureManifest, MANIFEST,
-};
+use coloc_model::profile::procedure::{ProcedureManifest, MANIFEST};
 use coloc_model::profile::shared_cache::{shared_cache_plan, SharedCachePlan};
 use coloc_model::profile::substitute::{corun_cpus, sharing_runs};
 use coloc_model::profile::ProcedureError;
@@ -61,14 +58,15 @@ use coloc_model::profile::{
 };
 use coloc_model::{AppSpec, Cpu, Workload};
 
+use coloc_harness::characterize::{Characterization, Measure};
 use coloc_harness::output::default_out_dir;
-use coloc_harness::procedure::{profile_from_dir, read_json, write_json};
+use coloc_harness::procedure::{profile_from_dir, read_json};
 use coloc_harness::runner::Runner;
 use coloc_harness::Target;
 
 use crate::db::DbArgs;
 use crate::host::stop_flag;
-use crate::progress::Progress;
+use crate::progress::Bars;
 use crate::target::MachineArgs;
 
 #[derive(Debug, Args)]
@@ -177,6 +175,7 @@ pub fn main(args: ProfileArgs) -> Result<()> {
         // Only this machine's cycles are counted outside the trace.
         meter_cycles: signal == Signal::Cycles && matches!(target, Target::Host(_)),
         repeat: args.repeat,
+        watch: &Bars,
     };
     // Tang et al.'s characteristics: the simulator counts what the paper
     // counts; this machine has no LLC counters, hence the stream probe.
@@ -217,37 +216,15 @@ pub fn main(args: ProfileArgs) -> Result<()> {
                 .with_context(|| format!("app \"{}\": field `command`", a.name))
         })?,
     };
-    let mut manifest = ProcedureManifest {
-        platform: platform.clone(),
-        signal,
-        apps: Vec::new(),
-    };
-    let mut profiles = Vec::new();
-    for (app, identity) in identified {
-        let levels = runs.levels(app, &plan)?;
-        let sharing_runs = sharing_plan(&app.name);
-        if let Ok(planned) = &sharing_runs {
-            let mut progress =
-                Progress::new(&format!("sharing {}", app.name), planned.len() as u64);
-            runs.runner.sharing_runs(app, planned, &mut progress)?;
-            progress.finish("done".into());
-        }
-        let entry = ManifestApp {
-            name: app.name.clone(),
-            identity,
-            levels,
-            sharing_not_measured: sharing_runs.as_ref().err().map(ToString::to_string),
-            sharing_runs: sharing_runs.unwrap_or_default(),
-        };
-        profiles.push(profile_from_dir(
-            &runs.runner.out,
-            &platform,
+    let (_, profiles) = runs.profiles(
+        &identified,
+        &Measure {
+            platform: &platform,
             signal,
-            &entry,
-        )?);
-        manifest.apps.push(entry);
-    }
-    write_json(&runs.runner.out, MANIFEST, &manifest)?;
+            plan: &plan,
+            sharing: &sharing_plan,
+        },
+    )?;
     println!(
         "traces in {}; `coloc profile --from {}` recomputes the profiles from them",
         runs.runner.out.display(),
@@ -414,59 +391,6 @@ fn cpu_list(cpus: &[Cpu]) -> String {
         .join(",")
 }
 
-/// Characterization runs on this machine or in the simulator.
-struct Characterization<'a> {
-    runner: Runner<'a>,
-    /// Count each run's cycles around it (this machine's traces lack them).
-    meter_cycles: bool,
-    repeat: u32,
-}
-
-impl Characterization<'_> {
-    /// `app`'s ReSense levels as planned and run (a level that cannot be
-    /// characterized runs nothing), with each run's cycles where they are
-    /// counted around it.
-    fn levels(&self, app: &AppSpec, plan: &[LevelPlan]) -> Result<Vec<ManifestLevel>> {
-        let mut levels: Vec<ManifestLevel> = plan
-            .iter()
-            .map(|l| match &l.setup {
-                Err(reason) => ManifestLevel {
-                    level: l.level.clone(),
-                    threads: 0,
-                    runs: Vec::new(),
-                    not_characterizable: Some(reason.clone()),
-                    metered_cycles: BTreeMap::new(),
-                },
-                Ok(c) => ManifestLevel {
-                    level: l.level.clone(),
-                    threads: c.threads as u32,
-                    runs: level_runs(&app.name, &l.label(), c, self.repeat),
-                    not_characterizable: None,
-                    metered_cycles: BTreeMap::new(),
-                },
-            })
-            .collect();
-        let total = levels.iter().map(|l| l.runs.len()).sum::<usize>();
-        let mut progress = Progress::new(&format!("profile {}", app.name), total as u64);
-        for level in &mut levels {
-            for run in &level.runs {
-                let meter = match self.meter_cycles {
-                    true => Some(CycleMeter::start().context("counting cycles")?),
-                    false => None,
-                };
-                self.runner
-                    .run(&app.name, run, std::slice::from_ref(app), &mut progress)?;
-                if let Some(meter) = meter {
-                    let counted = meter.stop().context("reading the cycles counter")?;
-                    level.metered_cycles.insert(run.dir.clone(), counted as f64);
-                }
-            }
-        }
-        progress.finish("done".into());
-        Ok(levels)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::AtomicBool;
@@ -477,6 +401,7 @@ mod tests {
     use coloc_model::{CpuSet, Placement, TraceEvent};
 
     use super::*;
+    use crate::progress::Progress;
 
     #[test]
     fn unknown_app_names_the_known_ones() {
