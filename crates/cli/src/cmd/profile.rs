@@ -11,7 +11,8 @@
 //!
 //! On this machine the characterization is a measurement procedure
 //! (docs/trace-format.md, Measurement procedures): planned runs
-//! ([`level_runs`]), each the app alone under the `static` policy with thread
+//! ([`coloc_model::profile::procedure::level_runs`], made by
+//! [`coloc_harness::characterize`]), each the app alone under the `static` policy with thread
 //! i pinned to the configuration's CPU i (the same Manager and Linux backend as
 //! `coloc run`, writing an ordinary trace), with `OMP_NUM_THREADS` set to the
 //! configuration's thread count. A run's figure is the total CPU time of all
