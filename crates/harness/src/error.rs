@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use coloc_machine::MachineError;
 use coloc_manager::ManagerError;
+use coloc_model::calibration::CalibrationRunError;
 use coloc_model::topology::hwloc::HwlocError;
 use coloc_model::trace::TraceError;
 use coloc_model::user_file::UserFileError;
@@ -216,6 +217,16 @@ pub enum HarnessError {
         #[source]
         source: io::Error,
     },
+    /// One of a procedure's runs failed (what the run was, then why).
+    #[error("{run}")]
+    InRun {
+        run: String,
+        #[source]
+        source: Box<HarnessError>,
+    },
+    /// A calibration's traces give no calibration (the run at fault named).
+    #[error(transparent)]
+    Calibration(#[from] CalibrationRunError),
     /// The store failed a query or a write.
     #[error(transparent)]
     StoreQuery(Box<StoreError>),

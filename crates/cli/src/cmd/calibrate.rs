@@ -33,32 +33,26 @@
 //! platform's definition, which every run in the simulator reads afresh, so a
 //! stored copy could only go stale when the platform's figures are refitted.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::UNIX_EPOCH;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use coloc_manager::DEFAULT_EPOCH;
-use coloc_model::calibration::cache::{
-    cache_runs, cache_samples, effective_llc, CacheRun, CacheSample, CACHE_SPEEDUP,
-};
-use coloc_model::calibration::procedure::{
-    calibration_from_traces, calibration_runs, CalibrationManifest, StreamRun, MANIFEST, STREAM,
-};
+use coloc_model::calibration::cache::{cache_runs, CacheSample};
+use coloc_model::calibration::procedure::{calibration_runs, CalibrationManifest, MANIFEST};
 use coloc_model::calibration::{MemoryCalibration, StreamRate, StreamSample, DEFAULT_LINE_BYTES};
 use coloc_model::metrics::table::{finish, fixed, new_table, NONE};
 use coloc_model::profile::PlatformFingerprint;
 use coloc_model::topology::human_bytes;
-use coloc_model::Workload;
 
+use coloc_harness::calibrate::{from_dir, measure, StreamSize};
 use coloc_harness::output::default_out_dir;
-use coloc_harness::procedure::{read_json, read_traces, write_json};
-use coloc_harness::runner::{stream_kernel, Runner};
+use coloc_harness::procedure::{read_json, write_json};
 use coloc_harness::{resolve_platform, Target};
 
 use crate::db::DbArgs;
 use crate::host::stop_flag;
-use crate::progress::Progress;
+use crate::progress::Bars;
 
 #[derive(Debug, Args)]
 pub struct CalibrateArgs {
@@ -146,7 +140,17 @@ pub fn main(args: CalibrateArgs) -> Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| default_out_dir("calibrate", "calibrate"));
-    measure(&manifest.runs, &manifest.cache_runs, &args, &out)?;
+    measure(
+        &Target::Host(crate::host::start()?),
+        &manifest,
+        StreamSize {
+            mb: args.mb,
+            iters: args.iters,
+        },
+        &out,
+        &stop_flag()?,
+        &Bars,
+    )?;
     write_json(&out, MANIFEST, &manifest)?;
     let (samples, cache, calibration) = from_dir(&out, &manifest)?;
     store.put_calibration(&platform, &calibration)?;
@@ -161,99 +165,6 @@ pub fn main(args: CalibrateArgs) -> Result<()> {
         out.display()
     );
     Ok(())
-}
-
-/// Makes every planned stream run on this machine, traces under
-/// `out/stream/RUN`, then the cache ladder under `out/cache/RUN`, with a
-/// progress bar.
-fn measure(runs: &[StreamRun], cache: &[CacheRun], args: &CalibrateArgs, out: &Path) -> Result<()> {
-    let target = Target::Host(crate::host::start()?);
-    let argv = [
-        "kernel:stream",
-        "--mb",
-        &args.mb.to_string(),
-        "--iters",
-        &args.iters.to_string(),
-    ]
-    .map(String::from)
-    .to_vec();
-    let stream = stream_kernel(&target, STREAM, argv)?;
-    let workload = Workload {
-        name: "calibrate".into(),
-        epoch: None,
-        apps: vec![stream.clone()],
-    };
-    let runner = Runner {
-        target: &target,
-        workload: &workload,
-        out: out.to_path_buf(),
-        epoch: DEFAULT_EPOCH,
-        stop: stop_flag()?,
-    };
-    let mut progress = Progress::new("calibrate", (runs.len() + cache.len()) as u64);
-    for r in runs {
-        runner
-            .run(STREAM, &r.run, std::slice::from_ref(&stream), &mut progress)
-            .with_context(|| {
-                format!(
-                    "stream run on CPU node {} -> memory node {}, {} thread(s)",
-                    r.cpu_node, r.mem_node, r.threads
-                )
-            })?;
-    }
-    // The ladder's runs give their own sizes; the kernel alone otherwise.
-    let bare = stream_kernel(&target, STREAM, vec!["kernel:stream".into()])?;
-    let cache_runner = Runner {
-        out: out.join(CACHE_DIR),
-        ..runner
-    };
-    for r in cache {
-        cache_runner
-            .run(STREAM, &r.run, std::slice::from_ref(&bare), &mut progress)
-            .with_context(|| format!("cache run with {} MiB per array", r.mib))?;
-    }
-    progress.finish("done".into());
-    Ok(())
-}
-
-/// Where the cache ladder's traces go, under the calibration's directory.
-const CACHE_DIR: &str = "cache";
-
-/// The samples, the cache ladder's and the calibration from the traces under
-/// `dir`, by the same functions whether the runs were just made or long ago.
-fn from_dir(
-    dir: &Path,
-    manifest: &CalibrationManifest,
-) -> Result<(Vec<StreamSample>, Vec<CacheSample>, MemoryCalibration)> {
-    let traces = read_traces(
-        &dir.join(STREAM),
-        manifest.runs.iter().map(|r| r.run.dir.as_str()),
-    )?;
-    let (samples, mut calibration) =
-        calibration_from_traces(&manifest.runs, manifest.line_bytes, &traces)
-            .map_err(anyhow::Error::msg)?;
-    if manifest.cache_runs.is_empty() {
-        return Ok((samples, Vec::new(), calibration));
-    }
-    let traces = read_traces(
-        &dir.join(CACHE_DIR).join(STREAM),
-        manifest.cache_runs.iter().map(|r| r.run.dir.as_str()),
-    )?;
-    let cache = cache_samples(&manifest.cache_runs, &traces).map_err(anyhow::Error::msg)?;
-    match effective_llc(&cache) {
-        Ok(bytes) => {
-            calibration.llc_bytes = Some(bytes);
-            calibration.notes.push(format!(
-                "LLC capacity one thread gets: {} (the largest working set at least {CACHE_SPEEDUP} \
-                 times as fast as the largest measured)",
-                human_bytes(bytes)
-            ));
-        }
-        Err(why) => calibration
-            .notes
-            .push(format!("LLC capacity not measured: {why}")),
-    }
-    Ok((samples, cache, calibration))
 }
 
 /// The cache ladder: each working set's best GB/s.
@@ -353,7 +264,70 @@ pub fn render(c: &MemoryCalibration) -> String {
 
 #[cfg(test)]
 mod tests {
+    use coloc_harness::calibrate::CACHE_DIR;
+    use coloc_harness::watch::{RunWatch, Watch};
+    use coloc_model::calibration::cache::cache_runs;
+
     use super::*;
+
+    /// Counts what the calibration's one watched run saw.
+    #[derive(Default)]
+    struct Count(std::sync::Arc<std::sync::Mutex<Vec<(String, u64)>>>);
+
+    struct Counting;
+
+    impl coloc_manager::Recorder for Counting {
+        fn record(&mut self, _: &coloc_model::TraceEvent) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl RunWatch for Counting {
+        fn finish(&self, _: String) {}
+    }
+
+    impl Watch for Count {
+        fn run(&self, label: &str, instances: u64) -> Box<dyn RunWatch> {
+            self.0.lock().unwrap().push((label.into(), instances));
+            Box::new(Counting)
+        }
+    }
+
+    /// The harness's calibration on this machine, small (one thread per
+    /// path, 8 MiB arrays, the ladder's two smallest working sets): every
+    /// planned run is made under the one watched run, and the traces it
+    /// left give a sample per stream run, a positive rate for every
+    /// memory node, and a cache sample per ladder run.
+    #[test]
+    fn a_small_calibration_is_measured_and_computed_from_its_traces() {
+        let target = Target::Host(crate::host::start().unwrap());
+        let topology = target.topology().clone();
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = CalibrationManifest {
+            platform: PlatformFingerprint::of(&topology),
+            line_bytes: DEFAULT_LINE_BYTES,
+            runs: calibration_runs(&topology, Some(1), 1),
+            cache_runs: cache_runs(&topology, 1).into_iter().take(2).collect(),
+        };
+        let count = Count::default();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let size = StreamSize { mb: 8, iters: 2 };
+        measure(&target, &manifest, size, dir.path(), &stop, &count).unwrap();
+        let planned = (manifest.runs.len() + manifest.cache_runs.len()) as u64;
+        assert_eq!(
+            *count.0.lock().unwrap(),
+            [("calibrate".to_string(), planned)]
+        );
+        assert!(dir.path().join(CACHE_DIR).is_dir());
+        let (samples, cache, calibration) = from_dir(dir.path(), &manifest).unwrap();
+        assert_eq!(samples.len(), manifest.runs.len());
+        assert_eq!(cache.len(), manifest.cache_runs.len());
+        assert!(!calibration.node_service_rate.is_empty());
+        assert!(
+            calibration.node_service_rate.iter().all(|mu| *mu > 0.0),
+            "{calibration:?}"
+        );
+    }
 
     fn sample(cpu_node: usize, mem_node: usize, threads: u32, gbs: f64) -> StreamSample {
         StreamSample {
