@@ -60,26 +60,32 @@ impl Watch for Bars {
     }
 }
 
-/// Watches a comparison's runs: a progress bar each, and a line for each
-/// run that ends (and for each run made outside this process) where stderr
-/// is no terminal to draw the bars on.
+/// Watches a command's runs: a progress bar each, and a line `PREFIX
+/// LABEL: LINE` for each run that ends where stderr is no terminal to draw
+/// the bars on (and for each run made outside this process).
 #[derive(Debug, Clone, Copy)]
-pub struct Listed;
+pub struct Listed {
+    /// Before each run's label in its line (`run ` for comparisons).
+    pub prefix: &'static str,
+}
+
+/// A comparison's runs, listed as `run LABEL: …`.
+pub const COMPARISON_RUNS: Listed = Listed { prefix: "run " };
 
 impl Watch for Listed {
     fn run(&self, label: &str, instances: u64) -> Box<dyn RunWatch> {
         Box::new(ListedRun {
             progress: Progress::new(label, instances),
-            label: label.to_string(),
+            label: format!("{}{label}", self.prefix),
         })
     }
 
     fn note(&self, label: &str, line: &str) {
-        eprintln!("run {label}: {line}");
+        eprintln!("{}{label}: {line}", self.prefix);
     }
 }
 
-/// One run of [`Listed`].
+/// One run of [`Listed`], its label with the prefix.
 #[derive(Debug)]
 struct ListedRun {
     progress: Progress,
@@ -96,7 +102,7 @@ impl RunWatch for ListedRun {
     fn finish(&self, line: String) {
         self.progress.finish(line.clone());
         if !io::stderr().is_terminal() {
-            eprintln!("run {}: {line}", self.label);
+            eprintln!("{}: {line}", self.label);
         }
     }
 }

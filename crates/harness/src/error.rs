@@ -227,6 +227,16 @@ pub enum HarnessError {
     /// A calibration's traces give no calibration (the run at fault named).
     #[error(transparent)]
     Calibration(#[from] CalibrationRunError),
+    /// A calibration case's app did not run to a successful end.
+    #[error("case {case}: an app did not run to a successful end")]
+    CaseFailed { case: String },
+    /// A /proc file could not be read.
+    #[error("reading {path}")]
+    Proc {
+        path: &'static str,
+        #[source]
+        source: procfs::ProcError,
+    },
     /// The store failed a query or a write.
     #[error(transparent)]
     StoreQuery(Box<StoreError>),

@@ -12,12 +12,14 @@
 //! planned run's workload, its traces, the profile they give, the
 //! procedure's manifest), which `coloc profile`, `coloc calibrate` and
 //! `coloc solo` share, `coloc profile`'s characterization
-//! ([`characterize`]) and `coloc calibrate`'s runs ([`calibrate`]), solo runs ([`solo`]), comparisons of several
+//! ([`characterize`]), `coloc calibrate`'s runs ([`calibrate`]) and
+//! `coloc calibrate-sim`'s measured cases ([`calibrate_sim`]), solo runs ([`solo`]), comparisons of several
 //! policies ([`compare`]), mixes judged against their solo runs
 //! ([`mixes`]) and NuPoCo's Table 2 ([`nupoco_table`]), watched by what the
 //! command shows ([`watch`]).
 
 pub mod calibrate;
+pub mod calibrate_sim;
 pub mod characterize;
 pub mod compare;
 pub mod context;

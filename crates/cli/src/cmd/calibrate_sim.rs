@@ -7,36 +7,26 @@
 //! and compared app by app with measured times: by default those recorded on
 //! this machine and shipped with coloc (`crates/sim/data/kvm-2cpu-kernels.tsv`),
 //! else a TSV file (`--measured`), else measured now (`--measure`) through the
-//! same Manager and Linux backend as `coloc run`. The table says which cases
+//! same Manager and Linux backend as `coloc run`
+//! ([`coloc_harness::calibrate_sim`]). The table says which cases
 //! the model is known to miss and which machine figures were fitted (only
 //! machine figures: the kernel models come from the kernels' code).
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 
 use anyhow::{bail, ensure, Context, Result};
 use clap::Args;
+use coloc_harness::calibrate_sim::measure_cases;
 use coloc_harness::output::default_out_dir;
 use coloc_harness::{resolve_platform, Target};
-use coloc_manager::DEFAULT_EPOCH;
-use coloc_model::metrics::RunMetrics;
-use coloc_model::Trace;
-use coloc_policy::PolicyContext;
 use coloc_sim::calibrate::{self, Case, Effect, Measured, Row, Side, FITTED, KNOWN_GAPS};
 use coloc_sim::Platform;
-use procfs::{CurrentSI, KernelStats};
 
 use crate::host::stop_flag;
-use crate::progress::Progress;
+use crate::progress::Listed;
 
 /// The error the issue asks every case to stay within.
 const TARGET_ERROR: f64 = 0.15;
-
-/// CPU seconds the rest of the machine may use per second of a measured run
-/// before the run is called disturbed: a tenth of a CPU (coloc's own share is
-/// under 1 %).
-const BUSY: f64 = 0.1;
 
 #[derive(Debug, Args)]
 pub struct CalibrateSimArgs {
@@ -279,110 +269,22 @@ fn beyond_target(cases: &[Case], rows: &[Row]) -> String {
     s
 }
 
-/// Runs every case `args.reps` times on this machine and keeps, per case, the
-/// run with the shortest makespan; returns the times and their TSV.
+/// Runs every case `args.reps` times on this machine through the harness
+/// and keeps, per case, the run with the shortest makespan; returns the
+/// times and their TSV.
 fn measure(cases: &[Case], args: &CalibrateSimArgs) -> Result<(Vec<Measured>, String)> {
     let target = Target::Host(crate::host::start()?);
-    let stop = stop_flag()?;
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| default_out_dir("calibrate-sim", "measure"));
-    let tty = std::io::stderr().is_terminal();
-    let reps = args.reps.max(1);
-    let mut measured = Vec::new();
-    let mut tsv = format!("{}\n", calibrate::MEASURED_HEADER);
-    for (i, case) in cases.iter().enumerate() {
-        let workload = target.resolve(case.workload(Side::Real))?;
-        let mut best: Option<(Vec<f64>, f64)> = None;
-        for rep in 0..reps {
-            let label = format!("{}/{} {} #{}", i + 1, cases.len(), case.name, rep + 1);
-            let mut progress = Progress::new(&label, workload.apps.len() as u64);
-            let before = Cpu::now()?;
-            let (summary, events) = target.run(
-                &workload,
-                case.policy,
-                &PolicyContext::default(),
-                &out.join(format!("{}-{}", case.name, rep + 1)),
-                DEFAULT_EPOCH,
-                u64::from(rep),
-                Some(stop.clone()),
-                &mut progress,
-            )?;
-            let others = Cpu::now()?.others_since(&before);
-            if summary.interrupted || stop.load(Ordering::Relaxed) {
-                bail!("interrupted; settings were restored");
-            }
-            let metrics = RunMetrics::from_trace(&Trace::from_events(events)?, None);
-            let wall_s = metrics
-                .apps
-                .iter()
-                .map(|a| match a.reps.first() {
-                    Some(r) if r.succeeded() => r.wall_secs,
-                    _ => None,
-                })
-                .collect::<Option<Vec<f64>>>()
-                .with_context(|| {
-                    format!("case {}: an app did not run to a successful end", case.name)
-                })?;
-            let makespan = |w: &[f64]| w.iter().copied().fold(0.0, f64::max);
-            let line = format!(
-                "{} s, rest of the machine {others:.2} s CPU{}",
-                wall_s
-                    .iter()
-                    .map(|w| format!("{w:.2}"))
-                    .collect::<Vec<_>>()
-                    .join(" / "),
-                if others > BUSY * makespan(&wall_s) {
-                    " (busy: this run is disturbed)"
-                } else {
-                    ""
-                }
-            );
-            progress.finish(line.clone());
-            if !tty {
-                eprintln!("{label}: {line}");
-            }
-            if best
-                .as_ref()
-                .is_none_or(|(b, _)| makespan(&wall_s) < makespan(b))
-            {
-                best = Some((wall_s, others));
-            }
-        }
-        let (wall_s, others) = best.context("at least one run per case")?;
-        tsv += &calibrate::measured_lines(case, &wall_s, others);
-        measured.push(Measured {
-            case: case.name.clone(),
-            wall_s,
-        });
-    }
-    Ok((measured, tsv))
-}
-
-/// CPU time of the whole machine and of coloc's finished children, seconds:
-/// their difference over a run is what the rest of the machine (coloc itself
-/// included) used meanwhile — how disturbed the measurement was.
-struct Cpu {
-    busy: f64,
-    children: f64,
-}
-
-impl Cpu {
-    fn now() -> Result<Self> {
-        let ticks = procfs::ticks_per_second() as f64;
-        let t = KernelStats::current().context("reading /proc/stat")?.total;
-        let busy = t.user + t.nice + t.system + t.irq.unwrap_or(0) + t.softirq.unwrap_or(0);
-        let me = procfs::process::Process::myself()
-            .and_then(|p| p.stat())
-            .context("reading /proc/self/stat")?;
-        Ok(Self {
-            busy: busy as f64 / ticks,
-            children: (me.cutime + me.cstime) as f64 / ticks,
-        })
-    }
-
-    fn others_since(&self, before: &Cpu) -> f64 {
-        ((self.busy - before.busy) - (self.children - before.children)).max(0.0)
-    }
+    Ok(measure_cases(
+        &target,
+        Side::Real,
+        cases,
+        args.reps,
+        &out,
+        &stop_flag()?,
+        &Listed { prefix: "" },
+    )?)
 }

@@ -23,7 +23,7 @@ use crate::choice::{check_policies, choose, Choice, OracleArgs};
 use crate::cmd::report::write_html;
 use crate::host::stop_flag;
 use crate::output::text_out;
-use crate::progress::Listed;
+use crate::progress::COMPARISON_RUNS;
 use crate::target::MachineArgs;
 
 #[derive(Debug, Args)]
@@ -167,7 +167,7 @@ pub fn run_choices(target: &Target, plan: &Plan<'_>, choices: &[Choice]) -> Resu
     let compare = Compare {
         target,
         stop: &stop_flag()?,
-        watch: &Listed,
+        watch: &COMPARISON_RUNS,
         learn: true,
     };
     Ok(compare.run(plan, &contenders)?)

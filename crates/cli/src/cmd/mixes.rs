@@ -34,7 +34,7 @@ use coloc_model::workload::suite::SeedRange;
 use crate::choice::{check_policies, Choice};
 use crate::cmd::fresh::Child;
 use crate::host::stop_flag;
-use crate::progress::{Bars, Listed};
+use crate::progress::{Bars, COMPARISON_RUNS};
 use crate::suite::Suite;
 
 #[derive(Debug, Args)]
@@ -191,7 +191,7 @@ pub fn main(args: MixesArgs) -> Result<()> {
     let on = Mixes {
         target: &target,
         stop: &stop_flag()?,
-        runs: &Listed,
+        runs: &COMPARISON_RUNS,
         solo: &Bars,
         learn: true,
     };

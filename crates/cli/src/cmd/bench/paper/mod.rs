@@ -30,7 +30,7 @@ use coloc_harness::nupoco_table::{nupoco_table, scenarios, Watched, PAPER};
 use coloc_harness::output::default_out_dir;
 
 use crate::host::stop_flag;
-use crate::progress::{Bars, Listed};
+use crate::progress::{Bars, COMPARISON_RUNS};
 
 /// The papers `coloc bench paper` reproduces.
 pub const PAPERS: [&str; 4] = ["nupoco", "resense", "tranquilizer", "tang"];
@@ -141,7 +141,7 @@ fn run_nupoco(args: &PaperArgs, progress: &dyn Fn(&str)) -> Result<()> {
     };
     let on = Watched {
         stop: &stop_flag()?,
-        runs: &Listed,
+        runs: &COMPARISON_RUNS,
         solo: &Bars,
         learn: true,
     };
