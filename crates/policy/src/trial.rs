@@ -19,8 +19,11 @@
 //!   ([`Measure::Work`]), else library calls both ways ([`Measure::Calls`]:
 //!   OpenBLAS at a DoP of 1 runs serially and reports no work, but asks for
 //!   its thread count before every call), with its own ratio; the others, measured in CPU time
-//!   ([`Measure::Cpu`]), each with the ratio of their summed CPU rates, since
-//!   CPU time moved from one of them to another is no progress for the mix.
+//!   ([`Measure::Cpu`]), each with the ratio of the whole set's summed CPU
+//!   rates, since CPU time moved from one app to another is no progress for
+//!   the mix: from one judged by CPU time it is a gain and a loss that
+//!   cancel, and from one judged by its progress that app's loss is already
+//!   counted in its own ratio.
 //!   Adjacent windows cancel slow drift (program phases, other load).
 //! - **Verdict** on the log-ratios of the last [`KEEP_PAIRS`] pairs: own when
 //!   the one-sided 95% lower confidence bound (Student's t) is at least
@@ -531,15 +534,20 @@ impl Trial {
     fn ratio(&self, own: &Tally, linux: &Tally) -> Option<f64> {
         let both = |key| rate(own, &key).zip(rate(linux, &key));
         let mut logs: Vec<f64> = Vec::new();
+        // Every app's CPU rates, summed: the set's, for the apps judged by
+        // CPU time (module docs, "Pairs").
         let (mut cpu, mut linux_cpu, mut cpu_apps) = (0.0, 0.0, 0usize);
         for id in &self.set {
+            let cpu_both = both((*id, Measure::Cpu));
+            if let Some((o, l)) = cpu_both {
+                cpu += o;
+                linux_cpu += l;
+            }
             if let Some(r) = phases_ratio(*id, own, linux)
                 .or_else(|| both((*id, Measure::Calls)).map(|(o, l)| o / l))
             {
                 logs.push(r.ln());
-            } else if let Some((o, l)) = both((*id, Measure::Cpu)) {
-                cpu += o;
-                linux_cpu += l;
+            } else if cpu_both.is_some() {
                 cpu_apps += 1;
             }
         }
