@@ -15,7 +15,8 @@
 //! ([`characterize`]), `coloc calibrate`'s runs ([`calibrate`]) and
 //! `coloc calibrate-sim`'s measured cases ([`calibrate_sim`]), solo runs ([`solo`]), comparisons of several
 //! policies ([`compare`]), mixes judged against their solo runs
-//! ([`mixes`]) and NuPoCo's Table 2 ([`nupoco_table`]), watched by what the
+//! ([`mixes`]), NuPoCo's Table 2 ([`nupoco_table`]) and `bench overhead`'s
+//! runs ([`overhead`]), watched by what the
 //! command shows ([`watch`]).
 
 pub mod calibrate;
@@ -31,6 +32,7 @@ pub mod load;
 pub mod mixes;
 pub mod nupoco_table;
 pub mod output;
+pub mod overhead;
 pub mod procedure;
 pub mod runner;
 pub mod saved;

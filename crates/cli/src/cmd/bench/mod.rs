@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use coloc_harness::context::policy_context;
 use coloc_harness::output::default_out_dir;
+use coloc_harness::overhead::{page_walks, run_once, PageWalks};
 use coloc_harness::Target;
 use coloc_manager::{RunSummary, DEFAULT_EPOCH};
 use coloc_model::metrics::RunMetrics;
@@ -38,7 +38,7 @@ use coloc_model::workload::parse_workload;
 use coloc_model::{AppId, AppState, AppView, Topology, Trace, TraceEvent, Trigger, View, Workload};
 
 use crate::host::stop_flag;
-use crate::progress::Progress;
+use crate::progress::Bars;
 
 /// The default workload of `bench overhead`.
 const BENCH_WORKLOAD: &str = include_str!("bench-overhead.toml");
@@ -202,8 +202,8 @@ fn debug_build_note() {
 }
 
 /// One run of a benchmark's workload under `policy` into its own output
-/// directory, with a progress bar labelled `label`; an interrupted run is an
-/// error (its figures would mean nothing).
+/// directory, with a progress bar labelled `label`
+/// ([`coloc_harness::overhead::run_once`]).
 fn bench_run(
     target: &Target,
     workload: &Workload,
@@ -212,23 +212,10 @@ fn bench_run(
     stop: Arc<AtomicBool>,
     label: &str,
 ) -> Result<(RunSummary, Vec<TraceEvent>)> {
-    let ctx = policy_context(target, workload, &[policy])?;
     let out = default_out_dir(&workload.name, &format!("bench-{policy}"));
-    let total: u64 = workload.apps.iter().map(|a| u64::from(a.repeat)).sum();
-    let mut progress = Progress::new(label, total);
-    let (summary, events) = target.run(
-        workload,
-        policy,
-        &ctx,
-        &out,
-        epoch,
-        0,
-        Some(stop),
-        &mut progress,
-    )?;
-    progress.finish(String::new());
-    anyhow::ensure!(!summary.interrupted, "interrupted");
-    Ok((summary, events))
+    Ok(run_once(
+        target, workload, policy, epoch, &out, stop, &Bars, label,
+    )?)
 }
 
 fn overhead(path: Option<PathBuf>, policy: &str, epoch: Duration) -> Result<()> {
@@ -238,7 +225,7 @@ fn overhead(path: Option<PathBuf>, policy: &str, epoch: Duration) -> Result<()> 
         None => target.resolve(parse_workload("<built-in bench-overhead>", BENCH_WORKLOAD)?)?,
     };
     let (summary, events) = bench_run(&target, &workload, policy, epoch, stop_flag()?, policy)?;
-    let walks = page_walks(&events);
+    let walks = render_walks(&page_walks(&events));
     let m = RunMetrics::from_trace(&Trace::from_events(events)?, None);
     println!(
         "coloc bench overhead: workload {}, policy {policy}, epoch {} ms",
@@ -284,31 +271,17 @@ fn overhead(path: Option<PathBuf>, policy: &str, epoch: Duration) -> Result<()> 
 }
 
 /// What the page walks that interleave a running app's memory did over the
-/// run (`tranquilizer`, docs/policies/tranquilizer.md, Agent CPU use): the
-/// part of coloc's CPU use that grows with the apps' resident memory. None
-/// when no apply walked pages.
-fn page_walks(events: &[TraceEvent]) -> Option<String> {
-    let mut by_action: Vec<(&str, u64, u64, u64)> = Vec::new();
-    let outcomes = events.iter().flat_map(|e| match e {
-        TraceEvent::Applied { outcomes, .. } => outcomes.as_slice(),
-        _ => &[],
-    });
-    for pages in outcomes.filter_map(|o| o.pages.as_ref()) {
-        let i = match by_action.iter().position(|a| a.0 == pages.action) {
-            Some(i) => i,
-            None => {
-                by_action.push((&pages.action, 0, 0, 0));
-                by_action.len() - 1
-            }
-        };
-        let a = &mut by_action[i];
-        (a.1, a.2, a.3) = (a.1 + 1, a.2 + pages.examined, a.3 + pages.moved);
-    }
-    (!by_action.is_empty()).then(|| {
-        let parts: Vec<String> = by_action
+/// run, in a line (`tranquilizer`, docs/policies/tranquilizer.md, Agent CPU
+/// use); None when no apply walked pages.
+fn render_walks(walks: &[PageWalks]) -> Option<String> {
+    (!walks.is_empty()).then(|| {
+        let parts: Vec<String> = walks
             .iter()
-            .map(|(action, applies, examined, moved)| {
-                format!("{action}: {applies} applies, {examined} pages examined, {moved} moved")
+            .map(|w| {
+                format!(
+                    "{}: {} applies, {} pages examined, {} moved",
+                    w.action, w.applies, w.examined, w.moved
+                )
             })
             .collect();
         format!("page walks: {}", parts.join("; "))
@@ -452,42 +425,23 @@ fn demo_spec(i: u32, threads: u32) -> coloc_model::AppSpec {
 
 #[cfg(test)]
 mod tests {
-    use coloc_model::trace::{ApplyOutcome, PageMoves};
-
     use super::*;
 
-    /// Two interleave walks (3 + 4 pages examined, 1 moved) and a restore,
-    /// summed per action in order of first appearance; no walk, no line.
+    /// Each action's walks in a clause, in the order given; no walk, no
+    /// line (the sums are `coloc_harness::overhead::page_walks`').
     #[test]
-    fn page_walks_are_summed_per_action() {
-        let applied = |pages: Vec<Option<PageMoves>>| TraceEvent::Applied {
-            t: Duration::ZERO,
-            outcomes: pages
-                .into_iter()
-                .map(|pages| ApplyOutcome {
-                    pages,
-                    ..ApplyOutcome::default()
-                })
-                .collect(),
+    fn page_walks_are_rendered_per_action() {
+        let walks = |action: &str, applies, examined, moved| PageWalks {
+            action: action.into(),
+            applies,
+            examined,
+            moved,
         };
-        let moves = |action: &str, examined, moved| {
-            Some(PageMoves {
-                action: action.into(),
-                examined,
-                moved,
-                ..PageMoves::default()
-            })
-        };
-        let events = [
-            applied(vec![moves("interleave", 3, 0), None]),
-            applied(vec![moves("interleave", 4, 1)]),
-            applied(vec![moves("restore", 1, 1)]),
-        ];
         assert_eq!(
-            page_walks(&events).unwrap(),
+            render_walks(&[walks("interleave", 2, 7, 1), walks("restore", 1, 1, 1)]).unwrap(),
             "page walks: interleave: 2 applies, 7 pages examined, 1 moved; \
              restore: 1 applies, 1 pages examined, 1 moved"
         );
-        assert_eq!(page_walks(&[applied(vec![None])]), None);
+        assert_eq!(render_walks(&[]), None);
     }
 }
