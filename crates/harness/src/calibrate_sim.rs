@@ -142,6 +142,7 @@ impl Cpu {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::kvm;
     use crate::watch::seen::Seen;
 
     /// Two cases measured in the simulator (their `Sim` side) through the
@@ -151,10 +152,7 @@ mod tests {
     #[test]
     fn cases_measured_in_the_simulator_keep_one_run_each_and_read_back() {
         let dir = tempfile::tempdir().unwrap();
-        let target = Target::Sim {
-            platform: coloc_sim::platform("kvm-2cpu").unwrap(),
-            seed: 1,
-        };
+        let target = kvm();
         let cases: Vec<Case> = calibrate::cases()
             .into_iter()
             .filter(|c| c.name.starts_with("solo-"))

@@ -11,7 +11,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use coloc_model::knowledge::Source;
@@ -23,9 +22,9 @@ use coloc_policy::{Policy, PolicyContext};
 
 use crate::context::{policy_context_with, refresh};
 use crate::knowledge::Knowledge;
+use crate::runs::Runs;
 use crate::saved::Manifest;
-use crate::watch::Watch;
-use crate::{HarnessError, Target};
+use crate::HarnessError;
 
 /// A policy a comparison runs, by name.
 pub trait Contender {
@@ -83,6 +82,7 @@ impl std::fmt::Debug for dyn Fresh + '_ {
 }
 
 /// What to compare, resolved.
+#[derive(Debug)]
 pub struct Plan<'a> {
     pub workload: &'a Workload,
     pub policies: &'a [String],
@@ -96,21 +96,6 @@ pub struct Plan<'a> {
     /// Nothing stored beforehand: each run made by this, from a workload
     /// file of its own, rather than in this process with the store shared.
     pub fresh: Option<&'a dyn Fresh>,
-}
-
-impl std::fmt::Debug for Plan<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Plan")
-            .field("workload", &self.workload.name)
-            .field("policies", &self.policies)
-            .field("baseline", &self.baseline)
-            .field("repeat", &self.repeat)
-            .field("out", &self.out)
-            .field("epoch", &self.epoch)
-            .field("objective", &self.objective)
-            .field("fresh", &self.fresh.is_some())
-            .finish_non_exhaustive()
-    }
 }
 
 /// Refuses a baseline not among the policies and zero repeats, before
@@ -144,28 +129,12 @@ pub fn write_workload(workload: &Workload, dir: &Path) -> Result<PathBuf, Harnes
     Ok(file)
 }
 
-/// Where comparisons run: their machine, the flag a signal sets to stop
-/// them, what watches them, and whether the runs made in this process read
-/// the knowledge store and add to it (docs/knowledge.md; without, the
-/// policies know nothing stored).
-#[derive(Clone, Copy)]
-pub struct Compare<'a> {
-    pub target: &'a Target,
-    pub stop: &'a Arc<AtomicBool>,
-    pub watch: &'a dyn Watch,
-    pub learn: bool,
-}
+/// Where comparisons run ([`Runs`]; with `learn`, the runs made in this
+/// process read the knowledge store and add to it, docs/knowledge.md;
+/// without, the policies know nothing stored).
+pub type Compare<'a> = Runs<'a>;
 
-impl std::fmt::Debug for Compare<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Compare")
-            .field("target", &self.target)
-            .field("learn", &self.learn)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Compare<'_> {
+impl Runs<'_> {
     /// Runs every contender `plan.repeat` times, interleaved, and compares;
     /// `contenders` are `plan.policies` resolved. The comparison's manifest
     /// is written first, so that `coloc report` reads even an interrupted
@@ -183,7 +152,7 @@ impl Compare<'_> {
             solo: plan.solo.cloned(),
         }
         .write(plan.out)?;
-        let mut runs = Runs::new(self, plan)?;
+        let mut runs = Going::new(self, plan)?;
         let mut results: Vec<(String, Vec<RunMetrics>)> = contenders
             .iter()
             .map(|c| (c.name().to_string(), Vec::new()))
@@ -204,16 +173,16 @@ impl Compare<'_> {
 /// A comparison's runs as they go: fresh ones from a workload file of
 /// their own, the others in this process, sharing the store and one policy
 /// context that each run's learning refreshes.
-struct Runs<'a, 'p> {
-    on: &'a Compare<'a>,
+struct Going<'a, 'p> {
+    on: &'a Runs<'a>,
     plan: &'a Plan<'p>,
     fresh_file: Option<PathBuf>,
     knowledge: Option<Knowledge>,
     ctx: PolicyContext,
 }
 
-impl<'a, 'p> Runs<'a, 'p> {
-    fn new(on: &'a Compare<'a>, plan: &'a Plan<'p>) -> Result<Self, HarnessError> {
+impl<'a, 'p> Going<'a, 'p> {
+    fn new(on: &'a Runs<'a>, plan: &'a Plan<'p>) -> Result<Self, HarnessError> {
         let (fresh_file, knowledge, mut ctx) = if plan.fresh.is_some() {
             let file = write_workload(plan.workload, plan.out)?;
             (Some(file), None, PolicyContext::default())
@@ -227,7 +196,7 @@ impl<'a, 'p> Runs<'a, 'p> {
             (None, knowledge, ctx)
         };
         ctx.objective = plan.objective;
-        Ok(Runs {
+        Ok(Going {
             on,
             plan,
             fresh_file,
@@ -322,29 +291,13 @@ mod tests {
     use std::sync::Mutex;
 
     use coloc_model::workload::parse_workload;
-    use coloc_model::AppSpec;
+
+    use std::sync::Arc;
 
     use super::*;
     use crate::saved::{open, Saved};
+    use crate::testing::{kvm, two_apps};
     use crate::watch::seen::Seen;
-
-    fn kvm() -> Target {
-        Target::Sim {
-            platform: coloc_sim::platform("kvm-2cpu").unwrap(),
-            seed: 1,
-        }
-    }
-
-    fn two_apps() -> Workload {
-        Workload {
-            name: "w".into(),
-            epoch: None,
-            apps: vec![
-                AppSpec::model("a", "content-analyzer", 2),
-                AppSpec::model("b", "stitcher", 2),
-            ],
-        }
-    }
 
     fn plan<'a>(workload: &'a Workload, policies: &'a [String], out: &'a Path) -> Plan<'a> {
         Plan {

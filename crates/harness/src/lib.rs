@@ -35,9 +35,12 @@ pub mod output;
 pub mod overhead;
 pub mod procedure;
 pub mod runner;
+pub mod runs;
 pub mod saved;
 pub mod solo;
 pub mod target;
+#[cfg(test)]
+mod testing;
 pub mod trace_file;
 pub mod watch;
 

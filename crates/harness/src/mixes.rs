@@ -124,22 +124,13 @@ pub struct WasteEvents {
 /// whether runs read the knowledge store and add to it (as
 /// [`Compare::learn`]; without, solo times are measured for every mix and
 /// none is reused).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct Mixes<'a> {
     pub target: &'a Target,
     pub stop: &'a Arc<AtomicBool>,
     pub runs: &'a dyn Watch,
     pub solo: &'a dyn Watch,
     pub learn: bool,
-}
-
-impl std::fmt::Debug for Mixes<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Mixes")
-            .field("target", &self.target)
-            .field("learn", &self.learn)
-            .finish_non_exhaustive()
-    }
 }
 
 impl Mixes<'_> {
@@ -351,6 +342,7 @@ mod tests {
 
     use super::*;
     use crate::compare::Registry;
+    use crate::testing::kvm;
     use crate::watch::seen::Seen;
 
     fn mix(name: &str, apps: &[(&str, &str)]) -> Mix {
@@ -376,10 +368,7 @@ mod tests {
     #[test]
     fn mixes_on_the_simulator_are_judged_by_their_solo_runs() {
         let dir = tempfile::tempdir().unwrap();
-        let target = Target::Sim {
-            platform: coloc_sim::platform("kvm-2cpu").unwrap(),
-            seed: 1,
-        };
+        let target = kvm();
         let mixes = [
             mix("m1", &[("a", "content-analyzer"), ("b", "stitcher")]),
             mix("m2", &[("c", "stitcher"), ("d", "stitcher")]),

@@ -93,9 +93,9 @@ pub fn page_walks(events: &[TraceEvent]) -> Vec<PageWalks> {
 #[cfg(test)]
 mod tests {
     use coloc_model::trace::{ApplyOutcome, PageMoves};
-    use coloc_model::AppSpec;
 
     use super::*;
+    use crate::testing::{kvm, two_apps};
     use crate::watch::seen::Seen;
 
     /// Two interleave walks (3 + 4 pages examined, 1 moved) and a restore,
@@ -144,18 +144,8 @@ mod tests {
     #[test]
     fn a_bench_run_on_the_simulator_is_watched_and_summarized() {
         let dir = tempfile::tempdir().unwrap();
-        let target = Target::Sim {
-            platform: coloc_sim::platform("kvm-2cpu").unwrap(),
-            seed: 1,
-        };
-        let workload = Workload {
-            name: "w".into(),
-            epoch: None,
-            apps: vec![
-                AppSpec::model("a", "content-analyzer", 2),
-                AppSpec::model("b", "stitcher", 2),
-            ],
-        };
+        let target = kvm();
+        let workload = two_apps();
         let seen = Seen::default();
         let (summary, events) = run_once(
             &target,

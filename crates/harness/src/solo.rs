@@ -12,8 +12,6 @@
 //! on disk, and [`traces`] reads them again for `coloc solo --from DIR`.
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::knowledge::Source;
@@ -26,30 +24,14 @@ use coloc_model::{Trace, Workload};
 use crate::context::policy_context;
 use crate::knowledge::Knowledge;
 use crate::procedure::{read_traces, write_json};
-use crate::watch::Watch;
-use crate::{HarnessError, Target};
+use crate::runs::Runs;
+use crate::HarnessError;
 
-/// Where and how solo runs go: their machine, the flag a signal sets to stop
-/// them, what watches them, and whether each is stored as its program's
-/// record (docs/knowledge.md).
-#[derive(Clone, Copy)]
-pub struct Solo<'a> {
-    pub target: &'a Target,
-    pub stop: &'a Arc<AtomicBool>,
-    pub watch: &'a dyn Watch,
-    pub learn: bool,
-}
+/// Where and how solo runs go ([`Runs`]; with `learn`, each run is stored as
+/// its program's record, docs/knowledge.md).
+pub type Solo<'a> = Runs<'a>;
 
-impl std::fmt::Debug for Solo<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Solo")
-            .field("target", &self.target)
-            .field("learn", &self.learn)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Solo<'_> {
+impl Runs<'_> {
     /// Every app of `workload` alone at its own thread count, `repeat` times:
     /// the wall times Hmean speedup divides by; traces under `out`.
     pub fn measure(
@@ -175,9 +157,11 @@ pub fn traces(dir: &Path, runs: &[SoloRun]) -> Result<Vec<Trace>, HarnessError> 
 
 #[cfg(test)]
 mod tests {
-    use coloc_model::AppSpec;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
 
     use super::*;
+    use crate::testing::{kvm, two_apps};
     use crate::watch::seen::Seen;
 
     /// Solo runs on the simulator, through the library alone: each app of
@@ -187,18 +171,8 @@ mod tests {
     #[test]
     fn solo_runs_on_the_simulator_are_watched_and_read_back() {
         let dir = tempfile::tempdir().unwrap();
-        let target = Target::Sim {
-            platform: coloc_sim::platform("kvm-2cpu").unwrap(),
-            seed: 1,
-        };
-        let workload = Workload {
-            name: "w".into(),
-            epoch: None,
-            apps: vec![
-                AppSpec::model("a", "content-analyzer", 2),
-                AppSpec::model("b", "stitcher", 2),
-            ],
-        };
+        let target = kvm();
+        let workload = two_apps();
         let seen = Seen::default();
         let solo = Solo {
             target: &target,
