@@ -14,6 +14,7 @@ pub(crate) mod cores;
 pub mod guard;
 pub mod invariants;
 pub mod layer;
+pub(crate) mod lives;
 pub mod nupoco;
 pub(crate) mod per_topology;
 pub(crate) mod progress;

@@ -68,6 +68,7 @@ pub use coloc_model::reason::Estimate;
 use coloc_model::reason::{Arrangement, Judge, TrialCost, TrialState, Verdict};
 use coloc_model::{AppId, View};
 
+use crate::lives::Lives;
 use crate::progress::{progress, Measure, Progress};
 
 /// Observation intervals skipped after each switch: a new DoP takes effect at
@@ -189,9 +190,8 @@ fn settles(e: &Estimate, now: Option<bool>) -> Option<bool> {
 /// module docs).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct Past {
-    /// Sets that ended, and their lives summed, seconds.
-    sets: u32,
-    lived: f64,
+    /// The lives of the sets that ended.
+    lives: Lives,
     /// Trials that reached a verdict, and how many of them settled on Linux.
     verdicts: u32,
     linux: u32,
@@ -208,8 +208,8 @@ impl Past {
         if trial.idle || !trial.observed {
             return;
         }
-        self.sets += 1;
-        self.lived += now.saturating_sub(trial.born).as_secs_f64();
+        self.lives
+            .ended(now.saturating_sub(trial.born).as_secs_f64());
         if let Some(v) = trial.verdict {
             self.verdicts += 1;
             self.linux += u32::from(!v);
@@ -227,8 +227,7 @@ impl Past {
     /// of the run's earlier sets, or its age when longer (unbounded before
     /// any set ended); a trial needs [`MIN_PAIRS`] pairs before a verdict.
     fn cost(&self, age: Duration, interval: Duration, window: u32) -> TrialCost {
-        let mean = (self.sets > 0).then(|| self.lived / f64::from(self.sets));
-        let life = mean.unwrap_or(f64::INFINITY).max(age.as_secs_f64());
+        let life = self.lives.ahead(age.as_secs_f64()).unwrap_or(f64::INFINITY);
         let least = (interval * (MIN_PAIRS as u32 * 2 * (SETTLE + window))).as_secs_f64();
         let chance = self.linux_chance();
         TrialCost {
@@ -247,6 +246,17 @@ pub(crate) struct Trials {
 }
 
 impl Trials {
+    /// The time the running set has ahead at `now` (`lives.rs`): the same
+    /// expected life the cost of trying reads, the set's age alone before
+    /// any set ended (what a DoP cut reads, `cores/reversible.rs`).
+    pub fn ahead(&self, now: Duration) -> f64 {
+        let age = self
+            .current
+            .as_ref()
+            .map_or(0.0, |t| now.saturating_sub(t.born).as_secs_f64());
+        self.past.lives.ahead(age).unwrap_or(age)
+    }
+
     /// The trial of `set` (sorted) with its own arrangement's `round` at
     /// `now`: a new one, open, when the set or round changed (a change of
     /// co-runners reopens a verdict), the set before it counted in the past.
@@ -876,8 +886,7 @@ mod tests {
         assert_eq!(
             *past,
             Past {
-                sets: 1,
-                lived: (TICK * (decided + 5)).as_secs_f64(),
+                lives: Lives::of(1, (TICK * (decided + 5)).as_secs_f64()),
                 verdicts: 1,
                 linux: 0,
             }
@@ -912,8 +921,7 @@ mod tests {
         ];
         for (sets, life, verdicts, linux, starts) in cases {
             let past = Past {
-                sets,
-                lived: f64::from(sets) * life,
+                lives: Lives::of(sets, f64::from(sets) * life),
                 verdicts,
                 linux,
             };

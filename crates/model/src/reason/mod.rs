@@ -253,25 +253,37 @@ pub struct Lever {
     pub quiet_secs: f64,
 }
 
-/// Whether a DoP cut of an app is undone, on average, as soon as an affinity
-/// partition would react (`cores/reversible.rs`): what is known of how long
-/// its OpenMP regions last, against the longest a cut may be made in (twice
-/// a partition's reaction time of two observation intervals).
+/// Whether a DoP cut of an app is worth what it risks (`cores/reversible.rs`,
+/// docs/policies/auto.md, Reversible first): what is known of how long its
+/// OpenMP regions last and, where that is known, the two costs the rule
+/// weighs. Traces written before the rule weighed costs carry `limit_secs`
+/// (the longest region a cut was made in then) and no `costs`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "regions")]
 pub enum Reversibility {
-    /// Every region is known to last at most `bound_secs`, within
-    /// `limit_secs`: a cut may be made.
-    Short { bound_secs: f64, limit_secs: f64 },
-    /// No whole earlier run of the program was recorded: its regions to come
-    /// are not known.
+    /// Its regions are known to last up to `bound_secs`, and a cut's
+    /// expected cost is below that of keeping the team whole: a cut may be
+    /// made.
+    Short {
+        bound_secs: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit_secs: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        costs: Option<CutCosts>,
+    },
+    /// No whole earlier run of the program was recorded and this run saw no
+    /// region outlast an interval: its regions to come are not known.
     Unknown,
-    /// A region may last `bound_secs`, beyond `limit_secs`: recorded in a whole earlier run (`recorded`), or
-    /// seen in this one.
+    /// A region may last `bound_secs` (recorded in a whole earlier run,
+    /// `recorded`, or seen in this one), and a cut's expected cost is not
+    /// below that of keeping the team whole.
     Long {
         bound_secs: f64,
-        limit_secs: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit_secs: Option<f64>,
         recorded: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        costs: Option<CutCosts>,
     },
 }
 
@@ -280,6 +292,45 @@ impl Reversibility {
     pub fn allows_cut(self) -> bool {
         matches!(self, Reversibility::Short { .. })
     }
+}
+
+/// The two costs reversible first weighs for a region of `bound_secs`, in
+/// CPU-seconds (`cores/reversible.rs`): a cut's expected cost, `chance` ×
+/// `bound_secs`/2 × `idle_cpus`, against that of keeping the team whole in
+/// its share, `overhead` × `share_cpus` × `bound_secs`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CutCosts {
+    /// The time the set of co-running apps has ahead, expected (the mean
+    /// life of the run's earlier sets, or the set's age when longer).
+    pub ahead_secs: f64,
+    /// The chance that the cut's reason goes away within a region:
+    /// L / (L + `ahead_secs`).
+    pub chance: f64,
+    /// CPUs the cut team would leave idle then.
+    pub idle_cpus: u32,
+    /// The cut's expected cost.
+    pub cut_cpu_secs: f64,
+    /// The fraction of its CPUs a team packed into its share loses, and
+    /// where that comes from.
+    pub overhead: f64,
+    pub overhead_from: OverheadFrom,
+    /// The CPUs of its share.
+    pub share_cpus: u32,
+    /// The cost of keeping it whole until its next region, the next chance
+    /// to cut.
+    pub keep_cpu_secs: f64,
+}
+
+/// Where a packed team's overhead comes from (`cores/reversible.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OverheadFrom {
+    /// Its progress per CPU measured this run, packed against fitting its
+    /// CPUs.
+    Measured,
+    /// The bulk-synchronous pace model: a team runs at its slowest
+    /// member's pace, one of ⌈n/c⌉ threads on the most crowded CPU.
+    Pace,
 }
 
 /// Whether a DoP asked now reaches the app.
@@ -712,6 +763,43 @@ pub(crate) mod tests {
             }),
             cost: None,
         }
+    }
+
+    /// A `whole` reason written before reversible first weighed costs (its
+    /// `limit_secs`, no `costs`) still reads and renders as it did; one with
+    /// the two costs round-trips and says both.
+    #[test]
+    fn whole_reads_old_limits_and_says_both_costs() {
+        let old = r#"{"kind":"whole","regions":"long","bound_secs":0.5,"limit_secs":0.4,"recorded":true}"#;
+        let r: Reason = serde_json::from_str(old).unwrap();
+        assert_eq!(
+            r.to_string(),
+            "DoP left whole: a region of up to 500 ms in an earlier run, beyond 400 ms"
+        );
+        let new = Reason::Whole(Reversibility::Long {
+            bound_secs: 0.7,
+            limit_secs: None,
+            recorded: true,
+            costs: Some(CutCosts {
+                ahead_secs: 1.0,
+                chance: 0.7 / 1.7,
+                idle_cpus: 43,
+                cut_cpu_secs: 4.43,
+                overhead: 20.0 / 84.0,
+                overhead_from: OverheadFrom::Pace,
+                share_cpus: 21,
+                keep_cpu_secs: 3.5,
+            }),
+        });
+        let text = serde_json::to_string(&new).unwrap();
+        assert!(!text.contains("limit_secs"), "{text}");
+        assert_eq!(serde_json::from_str::<Reason>(&text).unwrap(), new);
+        assert_eq!(
+            new.to_string(),
+            "DoP left whole: a region of up to 700 ms in an earlier run; a cut risks 4.43 CPU-s \
+             (41% chance its reason goes within a region, 1.0 s ahead, 43 CPUs idle), keeping it \
+             whole costs 3.50 CPU-s (24% of 21 CPUs, pace model)"
+        );
     }
 
     /// Verdicts in words, as `coloc run` prints them.

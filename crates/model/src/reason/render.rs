@@ -5,9 +5,9 @@ use std::fmt::{self, Display, Formatter};
 
 use super::{
     AdmissionRule, Arrangement, AtomSignal, ClassBy, Climb, CoRunFrom, Competition,
-    CompetitionCause, CompetitionPhase, Dop, DopWhy, Judge, Lever, LeverState, Memory, MemoryClass,
-    NoGang, Objective, PlanReason, RatesFrom, Reason, Reversibility, Sched, Section, SectionPhase,
-    ToLinux, TranquilizerStep, TrialState, Verdict,
+    CompetitionCause, CompetitionPhase, CutCosts, Dop, DopWhy, Judge, Lever, LeverState, Memory,
+    MemoryClass, NoGang, Objective, OverheadFrom, PlanReason, RatesFrom, Reason, Reversibility,
+    Sched, Section, SectionPhase, ToLinux, TranquilizerStep, TrialState, Verdict,
 };
 use crate::topology::human_bytes;
 
@@ -49,29 +49,60 @@ impl Display for Reversibility {
             Reversibility::Short {
                 bound_secs,
                 limit_secs,
-            } => write!(
+                costs,
+            } => {
+                write!(f, "regions known under {:.0} ms", ms(bound_secs))?;
+                if let Some(l) = limit_secs {
+                    write!(f, ", within {:.0} ms", ms(l))?;
+                }
+                costs.map_or(Ok(()), |c| write!(f, "; {c}"))
+            }
+            Reversibility::Unknown => write!(
                 f,
-                "regions known under {:.0} ms, within {:.0} ms",
-                ms(bound_secs),
-                ms(limit_secs)
+                "regions not known (no earlier whole run, none long in this one)"
             ),
-            Reversibility::Unknown => write!(f, "regions not known short (no earlier whole run)"),
             Reversibility::Long {
                 bound_secs,
                 limit_secs,
                 recorded,
-            } => write!(
-                f,
-                "a region of up to {:.0} ms {}, beyond {:.0} ms",
-                ms(bound_secs),
-                if *recorded {
-                    "in an earlier run"
-                } else {
-                    "in this run"
-                },
-                ms(limit_secs)
-            ),
+                costs,
+            } => {
+                write!(
+                    f,
+                    "a region of up to {:.0} ms {}",
+                    ms(bound_secs),
+                    if *recorded {
+                        "in an earlier run"
+                    } else {
+                        "in this run"
+                    },
+                )?;
+                if let Some(l) = limit_secs {
+                    write!(f, ", beyond {:.0} ms", ms(l))?;
+                }
+                costs.map_or(Ok(()), |c| write!(f, "; {c}"))
+            }
         }
+    }
+}
+
+impl Display for CutCosts {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "a cut risks {:.2} CPU-s ({:.0}% chance its reason goes within a region, {:.1} s ahead, {} CPUs idle), keeping it whole costs {:.2} CPU-s ({:.0}% of {} CPUs, {})",
+            self.cut_cpu_secs,
+            self.chance * 100.0,
+            self.ahead_secs,
+            self.idle_cpus,
+            self.keep_cpu_secs,
+            self.overhead * 100.0,
+            self.share_cpus,
+            match self.overhead_from {
+                OverheadFrom::Measured => "measured",
+                OverheadFrom::Pace => "pace model",
+            }
+        )
     }
 }
 

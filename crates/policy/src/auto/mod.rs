@@ -113,6 +113,7 @@ use self::evidence::Evidence;
 pub use self::objective::{ART_NICE_STEP, LATENCY_NICE, SRPT_NICE};
 use self::placement::Placer;
 use crate::baseline::topology_order;
+use crate::cores::reversible::Stakes;
 use crate::trial::{Trial, Trials};
 use crate::Policy;
 
@@ -327,15 +328,18 @@ impl Auto {
     }
 
     /// Reversible first (`cores/reversible.rs`): whether a cut of this app
-    /// would be undone, on average, as soon as a partition reacts, by its
-    /// program's region records and what this run saw of its regions.
+    /// is worth what it risks, by its program's region records, what this
+    /// run saw of its regions and the expected life of its set, as its
+    /// trial estimates it.
     fn reversible(&self, view: &View<'_>, a: &AppView) -> Reversibility {
         let clock = self
             .evidence
             .get(&a.id)
             .map(|e| e.clock.clone())
             .unwrap_or_default();
-        crate::cores::reversible::of_app(&self.regions, &clock, view, a)
+        let cpus = topology_order(view).len() as u32;
+        let stakes = Stakes::equal_share(view, a, cpus, self.trial.ahead(view.now));
+        crate::cores::reversible::of_app(&self.regions, &clock, view, a, &stakes)
     }
 
     /// Threads an app runs under auto, in either arrangement: a steered app

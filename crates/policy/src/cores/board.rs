@@ -48,8 +48,9 @@ use coloc_model::metrics::RegionRecords;
 use coloc_model::{AppId, AppView, Plan, Reason, View};
 
 use super::lever::{Lever, RegionClock};
-use super::reversible::{self, Reversibility};
+use super::reversible::{self, Reversibility, Stakes};
 use super::{Core, CoreMap};
+use crate::lives::SetClock;
 
 /// What an app needs from the allocator this decision.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -286,6 +287,9 @@ pub(crate) struct Levers {
     /// them would not be reversible ([`Levers::reversible_first`]), and what
     /// the rule found.
     whole: BTreeMap<AppId, Reversibility>,
+    /// The running set of apps and the lives of the run's earlier sets: a
+    /// cut's chance of outliving its reason (`cores/reversible.rs`).
+    sets: SetClock,
 }
 
 impl Levers {
@@ -372,15 +376,19 @@ impl Levers {
         }
     }
 
-    /// Whether a cut of `app` is as reversible as a partition, by its region
-    /// clock, its records and the last observation interval.
+    /// Whether a cut of `app` is worth what it risks, by its region clock,
+    /// its records, the last observation interval and the set of running
+    /// apps' expected life (`cores/reversible.rs`).
     pub fn reversible(&self, view: &View<'_>, app: &AppView) -> Reversibility {
         let clock = self.clocks.get(&app.id).cloned().unwrap_or_default();
-        reversible::of_app(&self.records, &clock, view, app)
+        let cpus = crate::baseline::topology_order(view).len() as u32;
+        let stakes = Stakes::equal_share(view, app, cpus, self.sets.ahead(view.now));
+        reversible::of_app(&self.records, &clock, view, app, &stakes)
     }
 
-    /// Forgets apps that left.
+    /// Forgets apps that left, and follows the set of running apps.
     pub fn retain(&mut self, view: &View<'_>) {
+        self.sets.follow(view);
         self.whole
             .retain(|id, _| view.apps.iter().any(|a| a.id == *id));
         self.stuck

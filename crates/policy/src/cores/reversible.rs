@@ -1,45 +1,58 @@
-//! Reversible first: whether a DoP cut can be taken back as soon as an
-//! affinity partition can — the rule every policy that sets a DoP applies
-//! before cutting a team (`docs/policies/auto.md`, Reversible first).
+//! Reversible first: whether a DoP cut is worth what it risks, weighed
+//! against keeping the team whole in an affinity partition — the rule every
+//! policy that sets a DoP applies before cutting a team
+//! (`docs/policies/auto.md`, Reversible first).
 //!
 //! Problem: a DoP reaches a program when its next region starts and lasts as
 //! long as that region. When the reason for a cut goes away (a co-runner
 //! exits or goes serial) during a region the cut team started, the team stays
-//! cut until the region ends: a wrong cut costs the region's remaining length
-//! times the CPUs it leaves idle, and a program whose main computation is one
-//! long region pays it for the rest of its run. An affinity partition takes
-//! effect at once and is undone at the next decision.
+//! cut until the region ends, with CPUs idle that it could use; a program
+//! whose main computation is one long region pays that for the rest of its
+//! run. An affinity partition takes effect at once and is undone at the next
+//! decision, but a team packed into fewer CPUs than threads loses part of
+//! them (it runs at its slowest member's pace, and spins at its barriers)
+//! for as long as it is packed.
 //!
-//! Approach: a partition reacts to a co-runner's exit at once and to a change
-//! of phase within `R` = [`REACTION_INTERVALS`] observation intervals (the
-//! one in which the change began and the one that shows it: idle CPUs are
-//! lent on an interval's evidence). A cut reacts when the region it started
-//! ends: with the change equally likely at any moment of a region of length
-//! `L`, it outlasts its reason by `L/2` on average. A cut is made where that
-//! is no longer than the partition's reaction, `L/2 ≤ R`: where every region
-//! of the app is known to last at most [`LIMIT_REACTIONS`]` · R` (four
-//! intervals). Then a wrong cut is, on average, undone no later than a
-//! partition would react, and its gain (a team that fits its CPUs instead of
-//! one packed onto them, spinning at its barriers) comes at no cost beyond the
-//! partition's. Where a region may be longer, a wrong cut's cost grows with
-//! the region and has no bound the policy knows (a program whose main
-//! computation is one long region pays it for the rest of its run), while
-//! waiting costs at most the packing overhead of the partition for as long as
-//! it lasts; the rule partitions. The bound `L` on an app's regions comes from
-//! - earlier runs of the same program, whole (`RegionRecord::bound`): the
-//!   regions still to come of a run are not known from the run so far;
-//! - this run, which can only show a region longer than the bound: a region
-//!   seen to outlast one interval (from its first sighting, or the previous
-//!   region's end, to the observation that saw it end) may have lasted one
-//!   interval more, and one still running at least as long already.
+//! Approach: the rule weighs the two costs, in CPU-seconds, for a region of
+//! length `L` (docs/policies/auto.md, Reversible first, has the derivation):
+//! - **a cut** costs, if its reason goes away within the region, the time it
+//!   outlasts it beyond a partition's own reaction, `(L/2 − R)⁺` (the change
+//!   falls at a uniform moment of the region; a partition reacts within `R` =
+//!   [`REACTION_INTERVALS`] observation intervals), times the CPUs it then
+//!   leaves idle, `min(n, C) − c` for a team of `n` cut to its share `c` of
+//!   `C` CPUs. The chance of that is `L / (L + T)`, `T` the time the set of
+//!   co-running apps has ahead (`lives.rs`: the mean life of the run's
+//!   earlier sets, or the set's age when longer — the trial's expected life,
+//!   its age alone before any set ended);
+//! - **keeping the team whole** costs the packed team's overhead `h` on its
+//!   share until the next chance to cut, the next region: `h · c · L`. `h`
+//!   is measured where the policy has the team's progress per CPU both
+//!   packed and fitting its CPUs, else from the bulk-synchronous pace model:
+//!   a team runs at its slowest member's pace, one of `⌈n/c⌉` threads on the
+//!   most crowded CPU, so `h = 1 − n / (c · ⌈n/c⌉)` (it counts no barrier
+//!   spin, whose rate the policy does not see: a lower bound).
 //!
-//! No constant is tuned: `R` is the partition's own reaction time, and the
-//! factor 2 is the mean of a uniform moment in a region.
+//! A cut is made where its expected cost is below keeping's. Regions that
+//! end within `2R` cost a cut nothing beyond the partition's reaction and are
+//! cut as before; a region of unknown length is not cut: `L` is the bound
+//! from earlier runs of the same program (`RegionRecord::bound`) or from
+//! this run once it saw a region outlast an interval (from its first
+//! sighting, or the previous region's end, to the observation that saw it
+//! end, plus one interval; one still running counts as long as it already
+//! lasted) beyond `2R`, the larger of the two: this run can show a region
+//! long, never short. A program with neither (its first run,
+//! every region so far short) has regions to come that nothing bounds — the
+//! first regions of a program whose main computation is one long region are
+//! short — and is never cut.
+//!
+//! No constant is tuned: `R` is the partition's own reaction time, the
+//! factor 2 the mean of a uniform moment in a region, `L / (L + T)` Gott's
+//! rule for a life with `T` ahead to end within `L`.
 
 use std::time::Duration;
 
 use coloc_model::metrics::{RegionRecord, RegionRecords};
-pub use coloc_model::reason::Reversibility;
+pub use coloc_model::reason::{CutCosts, OverheadFrom, Reversibility};
 use coloc_model::{AppView, View};
 
 use super::lever::RegionClock;
@@ -48,68 +61,147 @@ use super::lever::RegionClock;
 /// phase: the one in which it began and the one that shows it.
 pub const REACTION_INTERVALS: u32 = 2;
 
-/// The longest region a cut may be made in, in partition reactions: a wrong
-/// cut outlasts its reason by half a region on average (module docs).
-pub const LIMIT_REACTIONS: u32 = 2;
+/// What a cut of one app puts at stake: its team `team`, its share
+/// `share` of the machine's `cpus` CPUs (the DoP a cut gives it), the time
+/// `ahead_secs` its set of co-runners has ahead (`lives.rs`), and the
+/// overhead of its team packed into that share.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stakes {
+    pub team: u32,
+    pub share: u32,
+    pub cpus: u32,
+    pub ahead_secs: f64,
+    pub overhead: (f64, OverheadFrom),
+}
+
+impl Stakes {
+    /// For `app` among the view's running apps on `cpus` CPUs: its team,
+    /// an equal share (the policies split the CPUs after the rule, so the
+    /// rule takes the split of equals), and the pace model's overhead.
+    pub fn equal_share(view: &View<'_>, app: &AppView, cpus: u32, ahead_secs: f64) -> Self {
+        let running = view.running().count().max(1) as u32;
+        let team = app.threads_requested.max(app.threads.len() as u32).max(1);
+        let share = (cpus / running).max(1);
+        Self {
+            team,
+            share,
+            cpus: cpus.max(1),
+            ahead_secs,
+            overhead: (pace_overhead(team, share), OverheadFrom::Pace),
+        }
+    }
+}
+
+/// The fraction of `c` CPUs a bulk-synchronous team of `n` threads packed
+/// onto them loses: it runs at its slowest member's pace, one of `⌈n/c⌉`
+/// threads on the most crowded CPU, so `n / ⌈n/c⌉` CPUs' worth of work
+/// gets done on `c`.
+pub fn pace_overhead(n: u32, c: u32) -> f64 {
+    if c == 0 || n <= c {
+        return 0.0;
+    }
+    1.0 - f64::from(n) / f64::from(c * n.div_ceil(c))
+}
 
 /// The rule for `app` in `view`, by its program's `records`, its region
-/// `clock` in this run and the view's last observation interval.
+/// `clock` in this run, the view's last observation interval and what a
+/// cut puts at `stakes`.
 pub fn of_app(
     records: &RegionRecords,
     clock: &RegionClock,
     view: &View<'_>,
     app: &AppView,
+    stakes: &Stakes,
 ) -> Reversibility {
     let interval = view
         .prev
         .zip(view.last)
         .map(|(p, l)| l.at.saturating_sub(p.at));
-    reversibility(records.get(&app.spec.name), clock, interval)
+    reversibility(records.get(&app.spec.name), clock, interval, stakes)
 }
 
 /// The rule (module docs): `record` is what whole earlier runs of the
 /// program said, `clock` what this run saw, `interval` the current
 /// observation interval (None before two observations: the record is then
-/// judged against the epoch of the run that made it, and this run has seen
+/// judged at the epoch of the run that made it, and this run has seen
 /// nothing yet).
 pub fn reversibility(
     record: Option<&RegionRecord>,
     clock: &RegionClock,
     interval: Option<Duration>,
+    stakes: &Stakes,
 ) -> Reversibility {
-    let secs = |d: Duration| d.as_secs_f64();
-    let limit = |i: Duration| i * REACTION_INTERVALS * LIMIT_REACTIONS;
-    if let Some(interval) = interval {
-        // This run: the longest region seen to end, and the one it is in.
-        let inside = if clock.in_parallel && !clock.ended_last {
-            clock.quiet()
-        } else {
-            Duration::ZERO
-        };
-        let seen = clock.longest.max(inside);
-        if seen > interval && seen + interval > limit(interval) {
-            return Reversibility::Long {
-                bound_secs: secs(seen + interval),
-                limit_secs: secs(limit(interval)),
-                recorded: false,
-            };
-        }
-    }
-    let Some(r) = record else {
+    let seen = interval.and_then(|i| this_run_bound(clock, i));
+    let recorded = record.map(RegionRecord::bound);
+    // This run can show a region long, never short: its regions to come
+    // may be longer than any seen so far.
+    let (bound, from_record) = match (recorded, seen) {
+        (None, None) => return Reversibility::Unknown,
+        (Some(r), Some(s)) if s > r => (s, false),
+        (Some(r), _) => (r, true),
+        (None, Some(s)) => (s, false),
+    };
+    let Some(interval) = interval.or(record.map(|r| r.epoch)) else {
         return Reversibility::Unknown;
     };
-    let limit = limit(interval.unwrap_or(r.epoch));
-    if r.bound() > limit {
-        Reversibility::Long {
-            bound_secs: secs(r.bound()),
-            limit_secs: secs(limit),
-            recorded: true,
+    let reaction = interval * REACTION_INTERVALS;
+    let costs = weigh(bound, reaction, stakes);
+    let bound_secs = bound.as_secs_f64();
+    // Within 2R a cut risks nothing a partition does not; beyond, it is
+    // made only where it saves more than it risks (nothing to save, as for
+    // a team that fits its share, is no reason to risk anything).
+    if bound <= 2 * reaction || costs.cut_cpu_secs < costs.keep_cpu_secs {
+        Reversibility::Short {
+            bound_secs,
+            limit_secs: None,
+            costs: Some(costs),
         }
     } else {
-        Reversibility::Short {
-            bound_secs: secs(r.bound()),
-            limit_secs: secs(limit),
+        Reversibility::Long {
+            bound_secs,
+            limit_secs: None,
+            recorded: from_record,
+            costs: Some(costs),
         }
+    }
+}
+
+/// What this run says of the app's regions: a bound once one was seen to
+/// outlast an interval (it may have lasted one interval more) and a cut
+/// made in it would outlast a partition's reaction (beyond `2R`); None
+/// while every region seen was shorter.
+fn this_run_bound(clock: &RegionClock, interval: Duration) -> Option<Duration> {
+    let inside = if clock.in_parallel && !clock.ended_last {
+        clock.quiet()
+    } else {
+        Duration::ZERO
+    };
+    let seen = clock.longest.max(inside);
+    let long = 2 * interval * REACTION_INTERVALS;
+    (seen > interval && seen + interval > long).then_some(seen + interval)
+}
+
+/// The two costs (module docs) for regions of up to `bound`, a partition
+/// reacting within `reaction`.
+pub fn weigh(bound: Duration, reaction: Duration, stakes: &Stakes) -> CutCosts {
+    let l = bound.as_secs_f64();
+    let outlasts = (l / 2.0 - reaction.as_secs_f64()).max(0.0);
+    let chance = if l > 0.0 {
+        l / (l + stakes.ahead_secs.max(0.0))
+    } else {
+        0.0
+    };
+    let idle_cpus = stakes.team.min(stakes.cpus).saturating_sub(stakes.share);
+    let (overhead, overhead_from) = stakes.overhead;
+    CutCosts {
+        ahead_secs: stakes.ahead_secs,
+        chance,
+        idle_cpus,
+        cut_cpu_secs: chance * outlasts * f64::from(idle_cpus),
+        overhead,
+        overhead_from,
+        share_cpus: stakes.share,
+        keep_cpu_secs: overhead * f64::from(stakes.share) * l,
     }
 }
 
@@ -148,62 +240,127 @@ mod tests {
         c
     }
 
-    #[test]
-    fn the_rule_over_records_and_this_run() {
-        // Regions end at every 100 ms observation so far.
-        let short = clock(&[(1, true), (3, true), (6, true), (9, true)]);
-        let short_ = |bound_secs| Reversibility::Short {
-            bound_secs,
-            limit_secs: 0.4,
-        };
-        let cases = [
-            // No earlier run: the regions to come are unknown, however short
-            // those seen so far (the first regions of a program whose main
-            // computation is one long region are short).
-            (None, Reversibility::Unknown),
-            // At 100 ms intervals a partition reacts within 200 ms, so a cut
-            // is made in regions of up to 400 ms. Never seen at two
-            // observations in an earlier run at 100 ms: under 200 ms.
-            (Some(record(0, 100)), short_(0.2)),
-            // Seen inside at three observations 200 ms apart: up to 400 ms.
-            (Some(record(200, 100)), short_(0.4)),
-            // At four, 300 ms apart: up to 500 ms, too long.
-            (
-                Some(record(300, 100)),
-                Reversibility::Long {
-                    bound_secs: 0.5,
-                    limit_secs: 0.4,
-                    recorded: true,
-                },
-            ),
-            // Recorded at a 50 ms epoch: under 100 ms.
-            (Some(record(0, 50)), short_(0.1)),
-        ];
-        for (rec, want) in cases {
-            assert_eq!(
-                reversibility(rec.as_ref(), &short, Some(MS(100))),
-                want,
-                "{rec:?}"
-            );
+    /// Two apps of 2 threads on 2 CPUs, sets that live 10 s: a cut to one
+    /// CPU leaves one idle; packed, two threads on one CPU lose nothing to
+    /// the pace model (h = 0).
+    fn pair() -> Stakes {
+        Stakes {
+            team: 2,
+            share: 1,
+            cpus: 2,
+            ahead_secs: 10.0,
+            overhead: (pace_overhead(2, 1), OverheadFrom::Pace),
+        }
+    }
+
+    /// Three apps of 64 threads on 64 CPUs: a share of 21, h = 1 − 64/84.
+    fn three(ahead_secs: f64) -> Stakes {
+        Stakes {
+            team: 64,
+            share: 21,
+            cpus: 64,
+            ahead_secs,
+            overhead: (pace_overhead(64, 21), OverheadFrom::Pace),
         }
     }
 
     #[test]
-    fn a_region_this_run_saw_outlast_the_limit_forbids_cuts_whatever_the_record() {
+    fn the_pace_model_by_threads_and_cpus() {
+        // (n, c, h): n/⌈n/c⌉ CPUs' worth of work on c.
+        let cases = [
+            (2, 2, 0.0),
+            (2, 1, 0.0),
+            (64, 32, 0.0),
+            (64, 21, 1.0 - 64.0 / 84.0),
+            (64, 48, 1.0 - 64.0 / 96.0),
+            (3, 2, 0.25),
+        ];
+        for (n, c, h) in cases {
+            assert!((pace_overhead(n, c) - h).abs() < 1e-12, "{n} on {c}");
+        }
+    }
+
+    #[test]
+    fn the_two_costs_of_a_region() {
+        // L = 0.5 s, R = 0.1 s: a cut outlasts its reason by 0.15 s beyond
+        // the partition; T = 1 s: chance 0.5/1.5; 43 CPUs idle.
+        let c = weigh(MS(500), MS(100), &three(1.0));
+        assert!((c.chance - 1.0 / 3.0).abs() < 1e-12);
+        assert_eq!(c.idle_cpus, 43);
+        assert!((c.cut_cpu_secs - 0.15 * 43.0 / 3.0).abs() < 1e-9, "{c:?}");
+        // Keeping it whole: h · 21 · 0.5 = (20/84) · 10.5 = 2.5.
+        assert!((c.keep_cpu_secs - 2.5).abs() < 1e-9, "{c:?}");
+        // 2.15 ≤ 2.5: cut. At L = 0.7 s: 0.7/1.7 · 0.25 · 43 = 4.43 against
+        // 3.5: keep, until the set has 1.4 s ahead (0.7/2.1 · 0.25 · 43 =
+        // 3.58, still above; 2 s: 0.7/2.7 · 0.25 · 43 = 2.79, below).
+        let long = |ahead| weigh(MS(700), MS(100), &three(ahead));
+        assert!(long(1.0).cut_cpu_secs > long(1.0).keep_cpu_secs);
+        assert!(long(1.4).cut_cpu_secs > long(1.4).keep_cpu_secs);
+        assert!(long(2.0).cut_cpu_secs <= long(2.0).keep_cpu_secs);
+        // Regions within 2R cost a cut nothing beyond the partition's.
+        assert_eq!(weigh(MS(200), MS(100), &three(0.0)).cut_cpu_secs, 0.0);
+    }
+
+    #[test]
+    fn the_rule_over_records_and_this_run() {
+        // Regions end at every 100 ms observation so far.
+        let short = clock(&[(1, true), (3, true), (6, true), (9, true)]);
+        let cases = [
+            // No earlier run, none long in this one: the regions to come are
+            // unknown, however short those seen so far (the first regions of
+            // a program whose main computation is one long region are
+            // short).
+            (None, None),
+            // At 100 ms intervals a partition reacts within 200 ms, so a cut
+            // costs nothing more in regions of up to 400 ms. Never seen at
+            // two observations in an earlier run at 100 ms: under 200 ms.
+            (Some(record(0, 100)), Some((0.2, true))),
+            // Seen inside at three observations 200 ms apart: up to 400 ms.
+            (Some(record(200, 100)), Some((0.4, true))),
+            // At four, 300 ms apart: up to 500 ms: the cut risks
+            // 0.5/10.5 · 0.05 · 1 CPU-s, and the pace model sees nothing
+            // to save on one CPU: keep.
+            (Some(record(300, 100)), Some((0.5, false))),
+            // Recorded at a 50 ms epoch: under 100 ms.
+            (Some(record(0, 50)), Some((0.1, true))),
+        ];
+        for (rec, want) in cases {
+            let got = reversibility(rec.as_ref(), &short, Some(MS(100)), &pair());
+            match (got, want) {
+                (Reversibility::Unknown, None) => {}
+                (Reversibility::Short { bound_secs, .. }, Some((b, true)))
+                | (Reversibility::Long { bound_secs, .. }, Some((b, false))) => {
+                    assert!((bound_secs - b).abs() < 1e-9, "{rec:?}: {got:?}");
+                }
+                _ => panic!("{rec:?}: {got:?}, want {want:?}"),
+            }
+        }
+        // With 64 threads in a share of 21 the same 500 ms record is cut:
+        // 0.5/10.5 · 0.05 · 43 = 0.10 against 20/84 · 21 · 0.5 = 2.5.
+        let r = record(300, 100);
+        assert!(reversibility(Some(&r), &short, Some(MS(100)), &three(10.0)).allows_cut());
+    }
+
+    #[test]
+    fn a_region_this_run_saw_outlast_the_limit_is_weighed_whatever_the_record() {
         let r = record(0, 100);
         // In one region at five observations, 400 ms: up to 500 ms.
         let inside = clock(&[(3, true), (3, true), (3, true), (3, true), (3, true)]);
-        assert_eq!(
-            reversibility(Some(&r), &inside, Some(MS(100))),
-            Reversibility::Long {
-                bound_secs: 0.5,
-                limit_secs: 0.4,
-                recorded: false,
-            }
+        let got = reversibility(Some(&r), &inside, Some(MS(100)), &pair());
+        assert!(
+            matches!(got, Reversibility::Long { bound_secs, recorded: false, .. } if (bound_secs - 0.5).abs() < 1e-9),
+            "{got:?}"
         );
-        // At three, 200 ms: up to 300 ms, still within the limit.
-        let three = clock(&[(3, true), (3, true), (3, true)]);
-        assert!(reversibility(Some(&r), &three, Some(MS(100))).allows_cut());
+        // Without a record too: this run saw one long.
+        assert!(!reversibility(None, &inside, Some(MS(100)), &pair()).allows_cut());
+        // At three, 200 ms: up to 300 ms, no more than the partition's.
+        let three_ = clock(&[(3, true), (3, true), (3, true)]);
+        assert!(reversibility(Some(&r), &three_, Some(MS(100)), &pair()).allows_cut());
+        // Without a record it is no evidence of short regions: unknown.
+        assert_eq!(
+            reversibility(None, &three_, Some(MS(100)), &pair()),
+            Reversibility::Unknown
+        );
         // The long region, once it ended, is remembered.
         let ended = clock(&[
             (3, true),
@@ -213,13 +370,16 @@ mod tests {
             (3, true),
             (4, false),
         ]);
-        assert!(!reversibility(Some(&r), &ended, Some(MS(100))).allows_cut());
+        assert!(!reversibility(Some(&r), &ended, Some(MS(100)), &pair()).allows_cut());
         // A region seen once and ended by the next observation is short.
         let once = clock(&[(3, false), (3, true), (4, false)]);
-        assert!(reversibility(Some(&r), &once, Some(MS(100))).allows_cut());
+        assert!(reversibility(Some(&r), &once, Some(MS(100)), &pair()).allows_cut());
         // Before two observations, the record alone, at its own epoch.
         let none = RegionClock::default();
-        assert!(reversibility(Some(&r), &none, None).allows_cut());
-        assert_eq!(reversibility(None, &none, None), Reversibility::Unknown);
+        assert!(reversibility(Some(&r), &none, None, &pair()).allows_cut());
+        assert_eq!(
+            reversibility(None, &none, None, &pair()),
+            Reversibility::Unknown
+        );
     }
 }
