@@ -5,6 +5,7 @@
 //! shared by the Linux backend, the simulator, the policies and the CLI.
 
 pub mod arrangement;
+pub mod barrier;
 pub mod calibration;
 pub mod cpuset;
 pub mod explain;

@@ -322,15 +322,14 @@ pub struct CutCosts {
 }
 
 /// Where a packed team's overhead comes from (`cores/reversible.rs`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "from")]
 pub enum OverheadFrom {
-    /// Its progress per CPU measured this run, packed against fitting its
-    /// CPUs.
-    Measured,
-    /// The bulk-synchronous pace model: a team runs at its slowest
-    /// member's pace, one of ⌈n/c⌉ threads on the most crowded CPU.
-    Pace,
+    /// The barrier model: a bulk-synchronous team runs at its slowest
+    /// member's pace, one of ⌈n/c⌉ threads on the most crowded CPU, and
+    /// loses libgomp's spin-then-sleep wait at each of `barriers_per_sec`
+    /// barriers a second (None: no rate seen yet, the pace alone).
+    Model { barriers_per_sec: Option<f64> },
 }
 
 /// Whether a DoP asked now reaches the app.
@@ -786,7 +785,9 @@ pub(crate) mod tests {
                 idle_cpus: 43,
                 cut_cpu_secs: 4.43,
                 overhead: 20.0 / 84.0,
-                overhead_from: OverheadFrom::Pace,
+                overhead_from: OverheadFrom::Model {
+                    barriers_per_sec: None,
+                },
                 share_cpus: 21,
                 keep_cpu_secs: 3.5,
             }),

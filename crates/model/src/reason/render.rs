@@ -86,6 +86,19 @@ impl Display for Reversibility {
     }
 }
 
+impl Display for OverheadFrom {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            OverheadFrom::Model {
+                barriers_per_sec: None,
+            } => write!(f, "pace model"),
+            OverheadFrom::Model {
+                barriers_per_sec: Some(b),
+            } => write!(f, "barrier model at {b:.0} barriers/s"),
+        }
+    }
+}
+
 impl Display for CutCosts {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         write!(
@@ -98,10 +111,7 @@ impl Display for CutCosts {
             self.keep_cpu_secs,
             self.overhead * 100.0,
             self.share_cpus,
-            match self.overhead_from {
-                OverheadFrom::Measured => "measured",
-                OverheadFrom::Pace => "pace model",
-            }
+            self.overhead_from
         )
     }
 }

@@ -51,6 +51,7 @@
 
 use std::time::Duration;
 
+use coloc_model::barrier::spin_wait_s;
 use coloc_model::metrics::{RegionRecord, RegionRecords};
 pub use coloc_model::reason::{CutCosts, OverheadFrom, Reversibility};
 use coloc_model::{AppView, View};
@@ -77,17 +78,24 @@ pub struct Stakes {
 impl Stakes {
     /// For `app` among the view's running apps on `cpus` CPUs: its team,
     /// an equal share (the policies split the CPUs after the rule, so the
-    /// rule takes the split of equals), and the pace model's overhead.
+    /// rule takes the split of equals), and the barrier model's overhead at
+    /// the barrier rate of its last interval.
     pub fn equal_share(view: &View<'_>, app: &AppView, cpus: u32, ahead_secs: f64) -> Self {
         let running = view.running().count().max(1) as u32;
         let team = app.threads_requested.max(app.threads.len() as u32).max(1);
         let share = (cpus / running).max(1);
+        let rate = barrier_rate(view, app);
         Self {
             team,
             share,
             cpus: cpus.max(1),
             ahead_secs,
-            overhead: (pace_overhead(team, share), OverheadFrom::Pace),
+            overhead: (
+                packing_overhead(team, share, cpus, rate.unwrap_or(0.0)),
+                OverheadFrom::Model {
+                    barriers_per_sec: rate,
+                },
+            ),
         }
     }
 }
@@ -101,6 +109,49 @@ pub fn pace_overhead(n: u32, c: u32) -> f64 {
         return 0.0;
     }
     1.0 - f64::from(n) / f64::from(c * n.div_ceil(c))
+}
+
+/// The clock the rule assumes, GHz: the policy does not see the CPU's, and
+/// the papers' machines run at 2.0–3.0 (docs/policies/auto.md, Reversible
+/// first).
+pub const ASSUMED_GHZ: f64 = 2.4;
+
+/// Linux's time slice for a CPU `cpus` CPUs share out, seconds: the base
+/// slice, 0.75 ms, scaled by 1 + ⌊log₂ min(cpus, 8)⌋ (the kernel's default
+/// logarithmic tunable scaling): 3 ms from 8 CPUs on.
+pub fn linux_slice_s(cpus: u32) -> f64 {
+    0.000_75 * f64::from(1 + cpus.clamp(1, 8).ilog2())
+}
+
+/// The barrier model's overhead of a team of `n` threads packed onto `c`
+/// of `cpus` CPUs, passing `barriers` barriers a second: its slowest
+/// member's pace ([`pace_overhead`]) and, at each barrier, libgomp's
+/// spin-then-sleep wait for a descheduled teammate
+/// ([`coloc_model::barrier::spin_wait_s`], `w`): `b·w` of every `1 + b·w`
+/// seconds. Not packed, nothing lost.
+pub fn packing_overhead(n: u32, c: u32, cpus: u32, barriers: f64) -> f64 {
+    if c == 0 || n <= c {
+        return 0.0;
+    }
+    let bw = barriers.max(0.0) * spin_wait_s(linux_slice_s(cpus), ASSUMED_GHZ);
+    1.0 - (1.0 - pace_overhead(n, c)) * (1.0 - bw / (1.0 + bw))
+}
+
+/// Barriers a second `app` passed over the view's last interval: its
+/// team's steps inside regions (barriers, worksharing ends, chunks and
+/// tasks: docs/signals.md, Progress inside a region) and its regions' ends.
+/// None where the view has no interval or the app no OpenMP sample.
+pub fn barrier_rate(view: &View<'_>, app: &AppView) -> Option<f64> {
+    let (prev, last) = view.prev.zip(view.last)?;
+    let secs = last.at.saturating_sub(prev.at).as_secs_f64();
+    let (p, l) = prev.app(app.id).zip(last.app(app.id))?;
+    let (po, lo) = p.omp.as_ref().zip(l.omp.as_ref())?;
+    let steps = l
+        .omp_steps
+        .unwrap_or(0)
+        .saturating_sub(p.omp_steps.unwrap_or(0));
+    let regions = lo.regions_completed.saturating_sub(po.regions_completed);
+    (secs > 0.0).then(|| (steps + regions) as f64 / secs)
 }
 
 /// The rule for `app` in `view`, by its program's `records`, its region
@@ -249,7 +300,12 @@ mod tests {
             share: 1,
             cpus: 2,
             ahead_secs: 10.0,
-            overhead: (pace_overhead(2, 1), OverheadFrom::Pace),
+            overhead: (
+                pace_overhead(2, 1),
+                OverheadFrom::Model {
+                    barriers_per_sec: None,
+                },
+            ),
         }
     }
 
@@ -260,7 +316,12 @@ mod tests {
             share: 21,
             cpus: 64,
             ahead_secs,
-            overhead: (pace_overhead(64, 21), OverheadFrom::Pace),
+            overhead: (
+                pace_overhead(64, 21),
+                OverheadFrom::Model {
+                    barriers_per_sec: None,
+                },
+            ),
         }
     }
 
@@ -277,6 +338,44 @@ mod tests {
         ];
         for (n, c, h) in cases {
             assert!((pace_overhead(n, c) - h).abs() < 1e-12, "{n} on {c}");
+        }
+    }
+
+    /// The barrier model: at 3 ms slices (8 CPUs and more) and 2.4 GHz a
+    /// barrier loses w = 1.25 − 1.25²/6 = 0.990 ms; at 1.5 ms (2 CPUs),
+    /// 1.25 − 1.25²/3 = 0.729 ms.
+    #[test]
+    fn the_barrier_model_by_threads_cpus_and_barriers() {
+        assert_eq!(linux_slice_s(2), 0.0015);
+        assert_eq!(linux_slice_s(64), 0.003);
+        let w64 = 0.00125 - 0.00125 * 0.00125 / 0.006;
+        let w2 = 0.00125 - 0.00125 * 0.00125 / 0.003;
+        // (n, c, cpus, barriers/s, overhead)
+        let cases = [
+            // Fits: nothing lost, whatever the barriers.
+            (64, 64, 64, 500.0, 0.0),
+            // 2 per CPU, no barriers: the pace alone loses nothing.
+            (64, 32, 64, 0.0, 0.0),
+            // 2 per CPU, 170 barriers/s: b·w / (1 + b·w).
+            (64, 32, 64, 170.0, 170.0 * w64 / (1.0 + 170.0 * w64)),
+            // 4 on the most crowded CPU of 21: 20/84 lost to the pace, then
+            // the spin on what is left.
+            (
+                64,
+                21,
+                64,
+                170.0,
+                1.0 - (64.0 / 84.0) * (1.0 / (1.0 + 170.0 * w64)),
+            ),
+            // Two threads on one of kvm-2cpu's CPUs, 100 barriers/s.
+            (2, 1, 2, 100.0, 100.0 * w2 / (1.0 + 100.0 * w2)),
+        ];
+        for (n, c, cpus, b, want) in cases {
+            let got = packing_overhead(n, c, cpus, b);
+            assert!(
+                (got - want).abs() < 1e-9,
+                "{n} on {c} of {cpus} at {b}/s: {got}"
+            );
         }
     }
 
