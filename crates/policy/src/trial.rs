@@ -57,7 +57,8 @@
 //!   the mean life of the run's earlier sets with something to act on, or
 //!   the set's age when longer (Gott: at the median, a life observed at a
 //!   random moment has as much ahead of it as behind; before any such set
-//!   ended, `T` is unbounded). A set
+//!   ended, `T` is unbounded; `lives.rs`, which reversible first reads
+//!   too). A set
 //!   whose trial does not pay yet runs the own arrangement, unmeasured
 //!   ([`TrialState::Waiting`], with the numbers).
 

@@ -21,12 +21,12 @@
 //!   needs them;
 //! - an app whose DoP lever has not acted ([`Levers`]) gets placement for the
 //!   team it runs, like a fixed app, until its region ends;
-//! - an app in a region whose DoP cut would not be as reversible as a
-//!   partition (`cores/reversible.rs`: its regions are not known, from whole
-//!   earlier runs, to end within two observation intervals, or this run saw
-//!   one outlast an interval) gets placement for its whole team, like a fixed
-//!   app: its DoP is never cut, so a region it starts cannot strand a small
-//!   team after its co-runners leave;
+//! - an app in a region whose DoP cut risks more than keeping its team
+//!   whole costs (`cores/reversible.rs`: its regions are not known, from
+//!   whole earlier runs or a long one seen in this run, or a co-runner may
+//!   leave within one, stranding the cut team beside idle CPUs, at a cost
+//!   above the packed team's overhead) gets placement for its whole team,
+//!   like a fixed app;
 //! - cores left over after every app got its share go to fixed apps that have
 //!   more threads than cores ([`Board::finish`]), so that no core idles while
 //!   their threads queue (work conservation), before serial apps keep theirs;

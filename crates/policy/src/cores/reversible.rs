@@ -34,16 +34,17 @@
 //!
 //! A cut is made where its expected cost is below keeping's. Regions that
 //! end within `2R` cost a cut nothing beyond the partition's reaction and are
-//! cut as before; a region of unknown length is not cut: `L` is the bound
-//! from earlier runs of the same program (`RegionRecord::bound`) or from
-//! this run once it saw a region outlast an interval (from its first
-//! sighting, or the previous region's end, to the observation that saw it
-//! end, plus one interval; one still running counts as long as it already
-//! lasted) beyond `2R`, the larger of the two: this run can show a region
-//! long, never short. A program with neither (its first run,
-//! every region so far short) has regions to come that nothing bounds — the
-//! first regions of a program whose main computation is one long region are
-//! short — and is never cut.
+//! cut as before. `L` is the bound from whole earlier runs of the same
+//! program (`RegionRecord::bound`), raised by this run once it saw a region
+//! outlast an interval (from its first sighting, or the previous region's
+//! end, to the observation that saw it end, plus one interval; one still
+//! running counts as long as it already lasted) beyond `2R`: this run can
+//! show a region long, never short (beside co-runners a region runs longer
+//! than alone). A program no whole run recorded is never cut: its regions
+//! to come are bounded by nothing — the first regions of a program whose
+//! main computation is one long region are short, and a long one seen may
+//! be that computation, with more of it to come — and a cut's cost grows
+//! with the square of the region's length.
 //!
 //! No constant is tuned: `R` is the partition's own reaction time, the
 //! factor 2 the mean of a uniform moment in a region, `L / (L + T)` Gott's
@@ -188,9 +189,19 @@ pub fn reversibility(
     // may be longer than any seen so far.
     let (bound, from_record) = match (recorded, seen) {
         (None, None) => return Reversibility::Unknown,
+        // No whole run bounds the regions: the long one seen may be the
+        // main computation, with more to come, and a cut's cost grows with
+        // the square of a region's length; nothing to weigh it with.
+        (None, Some(s)) => {
+            return Reversibility::Long {
+                bound_secs: s.as_secs_f64(),
+                limit_secs: None,
+                recorded: false,
+                costs: None,
+            }
+        }
         (Some(r), Some(s)) if s > r => (s, false),
         (Some(r), _) => (r, true),
-        (None, Some(s)) => (s, false),
     };
     let Some(interval) = interval.or(record.map(|r| r.epoch)) else {
         return Reversibility::Unknown;
@@ -450,8 +461,23 @@ mod tests {
             matches!(got, Reversibility::Long { bound_secs, recorded: false, .. } if (bound_secs - 0.5).abs() < 1e-9),
             "{got:?}"
         );
-        // Without a record too: this run saw one long.
-        assert!(!reversibility(None, &inside, Some(MS(100)), &pair()).allows_cut());
+        // With 64 threads in a share of 21 the same region is weighed, at
+        // this run's 500 ms, and cut (0.10 CPU-s risked against 2.5 saved).
+        let got = reversibility(Some(&r), &inside, Some(MS(100)), &three(10.0));
+        assert!(
+            matches!(got, Reversibility::Short { bound_secs, costs: Some(_), .. } if (bound_secs - 0.5).abs() < 1e-9),
+            "{got:?}"
+        );
+        // Without a record: long, and not weighed (nothing bounds it).
+        assert_eq!(
+            reversibility(None, &inside, Some(MS(100)), &three(10.0)),
+            Reversibility::Long {
+                bound_secs: 0.5,
+                limit_secs: None,
+                recorded: false,
+                costs: None,
+            }
+        );
         // At three, 200 ms: up to 300 ms, no more than the partition's.
         let three_ = clock(&[(3, true), (3, true), (3, true)]);
         assert!(reversibility(Some(&r), &three_, Some(MS(100)), &pair()).allows_cut());
