@@ -98,19 +98,27 @@ impl<'a> Interval<'a> {
 
     /// CPUs that the managed threads last seen on them used for less than
     /// [`IDLE_BELOW`] of the interval.
+    ///
+    /// Each CPU's time is summed in the order of the observation's apps and
+    /// threads, as a per-CPU map would sum it, into a table indexed by CPU
+    /// (the check runs at every observation of every run; docs/simulator.md,
+    /// Speed).
     pub fn idle_cpus(&self, topology: &Topology) -> CpuSet {
-        let mut busy: BTreeMap<u32, f64> = BTreeMap::new();
+        let cpus = topology.cpus();
+        let slots = cpus.iter().next_back().map_or(0, |c| c as usize + 1);
+        let mut busy = vec![0.0f64; slots];
         for s in &self.last.apps {
+            let before = self.prev.app(s.app);
             for t in &s.threads {
-                if let Some(cpu) = t.cpu {
-                    *busy.entry(cpu).or_default() += self.delta(s.app, t.tid, |x| x.run_ns);
-                }
+                let Some(slot) = t.cpu.and_then(|c| busy.get_mut(c as usize)) else {
+                    continue;
+                };
+                let was = before.and_then(|b| b.thread(t.tid)).map_or(0, |x| x.run_ns);
+                *slot += t.run_ns.saturating_sub(was) as f64;
             }
         }
-        topology
-            .cpus()
-            .iter()
-            .filter(|c| busy.get(c).copied().unwrap_or(0.0) < IDLE_BELOW * self.dt)
+        cpus.iter()
+            .filter(|&c| busy[c as usize] < IDLE_BELOW * self.dt)
             .collect()
     }
 }
@@ -295,9 +303,10 @@ impl Conservation {
         let Some(iv) = Interval::new(prev, last) else {
             return Findings::default();
         };
-        let waiting = waiting::shortfalls_in(topology, apps, &iv);
+        let idle = iv.idle_cpus(topology);
+        let waiting = waiting::shortfalls_in(apps, &iv, &idle);
         let waiting_apps: BTreeSet<AppId> = waiting.iter().map(|s| s.app).collect();
-        let underused = underuse::underuses_in(topology, apps, &iv, &waiting_apps);
+        let underused = underuse::underuses_in(topology, apps, &iv, &idle, &waiting_apps);
         let stalled = no_progress::check(apps, &iv, &mut self.counts_inside);
         let now: Vec<Finding> = waiting
             .into_iter()

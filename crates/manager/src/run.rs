@@ -470,22 +470,34 @@ impl<'a> Loop<'a> {
                 .collect::<Vec<_>>()
                 .join("; "),
         })?;
-        rec.record(&TraceEvent::Plan {
+        // The plan goes into its event and back out, not cloned: this runs
+        // at every decision of every simulated run (docs/simulator.md, Speed).
+        let event = TraceEvent::Plan {
             t: now,
             trigger,
-            plan: plan.clone(),
+            plan,
             decide,
-        })?;
+        };
+        rec.record(&event)?;
+        let TraceEvent::Plan { plan, .. } = event else {
+            unreachable!("built as a plan event just above")
+        };
         let started = self.launch_admitted(&plan, rec)?;
         let follow_up = started.first().map(|&id| Trigger::ThreadsChanged(id));
+        let Plan {
+            apps,
+            reasons,
+            verdicts,
+            legacy_note,
+        } = plan;
         let running: Plan = Plan {
-            apps: plan
-                .apps
-                .iter()
+            apps: apps
+                .into_iter()
                 .filter(|p| self.apps.iter().any(|a| a.id == p.app && a.is_running()))
-                .cloned()
                 .collect(),
-            ..plan.clone()
+            reasons,
+            verdicts,
+            legacy_note,
         };
         if running.apps.is_empty() {
             return Ok(follow_up);

@@ -142,18 +142,37 @@ impl CpuSet {
         out
     }
 
+    /// Adds every CPU of `other`: [`CpuSet::union`] in place, without a new
+    /// set per step when many sets are folded into one.
+    pub fn union_with(&mut self, other: &CpuSet) {
+        if self.words.len() < other.words.len() {
+            self.words.resize(other.words.len(), 0);
+        }
+        for (o, s) in self.words.iter_mut().zip(&other.words) {
+            *o |= s;
+        }
+    }
+
     pub fn intersection(&self, other: &CpuSet) -> CpuSet {
-        let words = self.words.iter().zip(&other.words).map(|(a, b)| a & b);
-        Self::from_words(words.collect())
+        let (a, b) = (&self.words[..], &other.words[..]);
+        let used = (0..a.len().min(b.len()))
+            .rev()
+            .find(|&w| a[w] & b[w] != 0)
+            .map_or(0, |w| w + 1);
+        Self {
+            words: (0..used).map(|w| a[w] & b[w]).collect(),
+        }
     }
 
     pub fn difference(&self, other: &CpuSet) -> CpuSet {
-        let words = self
-            .words
-            .iter()
-            .enumerate()
-            .map(|(w, a)| a & !other.word(w));
-        Self::from_words(words.collect())
+        let a = &self.words[..];
+        let used = (0..a.len())
+            .rev()
+            .find(|&w| a[w] & !other.word(w) != 0)
+            .map_or(0, |w| w + 1);
+        Self {
+            words: (0..used).map(|w| a[w] & !other.word(w)).collect(),
+        }
     }
 
     pub fn is_subset(&self, other: &CpuSet) -> bool {
@@ -191,12 +210,6 @@ impl CpuSet {
     /// Word `w`, zero past the last.
     fn word(&self, w: usize) -> u64 {
         self.words.get(w).copied().unwrap_or(0)
-    }
-
-    fn from_words(words: SmallVec<[u64; 2]>) -> Self {
-        let mut set = Self { words };
-        set.trim();
-        set
     }
 
     /// Drops the zero words at the end.
@@ -461,6 +474,10 @@ mod tests {
             // left at the end).
             prop_assert_eq!(x.intersection(&y), y.intersection(&x));
             prop_assert_eq!(x.union(&y).difference(&y), x.difference(&y));
+            let mut folded = x.clone();
+            folded.union_with(&y);
+            prop_assert_eq!(&folded, &x.union(&y));
+            prop_assert_eq!(x.intersection(&y).difference(&x), CpuSet::new());
             let hash = |h: &dyn Fn(&mut DefaultHasher)| {
                 let mut s = DefaultHasher::new();
                 h(&mut s);

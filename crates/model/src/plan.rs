@@ -48,9 +48,13 @@ impl Placement {
         match self {
             Placement::Unmanaged => CpuSet::new(),
             Placement::Shared(c) => c.clone(),
-            Placement::PerThread { threads, rest } => threads
-                .iter()
-                .fold(rest.clone(), |acc, (_, c)| acc.union(c)),
+            Placement::PerThread { threads, rest } => {
+                let mut all = rest.clone();
+                for (_, c) in threads {
+                    all.union_with(c);
+                }
+                all
+            }
         }
     }
 

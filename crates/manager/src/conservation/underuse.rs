@@ -52,20 +52,23 @@ pub fn underuses(
     let Some(iv) = Interval::new(prev, last) else {
         return Vec::new();
     };
-    let waiting: BTreeSet<AppId> = super::waiting::shortfalls_in(topology, apps, &iv)
+    let idle = iv.idle_cpus(topology);
+    let waiting: BTreeSet<AppId> = super::waiting::shortfalls_in(apps, &iv, &idle)
         .iter()
         .map(|s| s.app)
         .collect();
-    underuses_in(topology, apps, &iv, &waiting)
+    underuses_in(topology, apps, &iv, &idle, &waiting)
 }
 
+/// The underused apps of one interval whose idle CPUs are `idle`
+/// ([`Interval::idle_cpus`]).
 pub(super) fn underuses_in(
     topology: &Topology,
     apps: &[AppView],
     iv: &Interval<'_>,
+    idle: &CpuSet,
     waiting: &BTreeSet<AppId>,
 ) -> Vec<Underuse> {
-    let idle = iv.idle_cpus(topology);
     if idle.is_empty() {
         return Vec::new();
     }
@@ -80,7 +83,7 @@ pub(super) fn underuses_in(
         let wanted = a.threads_requested.min(cpus);
         let found = short_team(sample, wanted)
             .map(|short| (idle.clone(), short))
-            .or_else(|| short_cpus(a, sample, iv, &idle).filter(|_| !waiting.contains(&a.id)));
+            .or_else(|| short_cpus(a, sample, iv, idle).filter(|_| !waiting.contains(&a.id)));
         if let Some((idle, short)) = found {
             out.push(Underuse {
                 app: a.id,
@@ -117,10 +120,10 @@ fn short_cpus(
     }
     let busy = iv.busy(sample);
     let planned = placement.by_thread();
-    let allowed = busy
-        .iter()
-        .filter_map(|&tid| planned.get(tid))
-        .fold(CpuSet::new(), |acc, c| acc.union(c));
+    let mut allowed = CpuSet::new();
+    for c in busy.iter().filter_map(|&tid| planned.get(tid)) {
+        allowed.union_with(c);
+    }
     let outside = idle.difference(&allowed);
     if allowed.len() >= busy.len() || outside.is_empty() {
         return None;

@@ -32,15 +32,14 @@ pub fn shortfalls(
     prev: &Observation,
     last: &Observation,
 ) -> Vec<Shortfall> {
-    Interval::new(prev, last).map_or_else(Vec::new, |iv| shortfalls_in(topology, apps, &iv))
+    Interval::new(prev, last).map_or_else(Vec::new, |iv| {
+        shortfalls_in(apps, &iv, &iv.idle_cpus(topology))
+    })
 }
 
-pub(super) fn shortfalls_in(
-    topology: &Topology,
-    apps: &[AppView],
-    iv: &Interval<'_>,
-) -> Vec<Shortfall> {
-    let idle = iv.idle_cpus(topology);
+/// The shortfalls of one interval whose idle CPUs are `idle`
+/// ([`Interval::idle_cpus`]).
+pub(super) fn shortfalls_in(apps: &[AppView], iv: &Interval<'_>, idle: &CpuSet) -> Vec<Shortfall> {
     if idle.is_empty() {
         return Vec::new();
     }
@@ -67,7 +66,7 @@ pub(super) fn shortfalls_in(
             };
             let kept_off = idle.difference(allowed);
             if !kept_off.is_empty() {
-                off = off.union(&kept_off);
+                off.union_with(&kept_off);
                 waiting.push(t.tid);
             }
         }

@@ -17,7 +17,7 @@
 //! share, rounded up, so the algorithm runs unchanged on an oversubscribed machine
 //! and "available" keeps its meaning.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use coloc_model::topology::SharedResource;
 use coloc_model::{Cpu, CpuSet, Topology};
@@ -137,19 +137,23 @@ pub(crate) fn assign(
 fn children(region: &CpuSet, instances: &[CpuSet]) -> Vec<CpuSet> {
     let mut out: Vec<CpuSet> = instances
         .iter()
+        .filter(|i| !i.is_disjoint(region))
         .map(|i| i.intersection(region))
-        .filter(|i| !i.is_empty())
         .collect();
-    let covered = out.iter().fold(CpuSet::new(), |acc, c| acc.union(c));
+    let mut covered = CpuSet::new();
+    for c in &out {
+        covered.union_with(c);
+    }
     out.extend(region.difference(&covered).iter().map(CpuSet::single));
     out.sort_by_key(CpuSet::first);
     out
 }
 
 /// Thread slots per CPU of the CPUs placed on (see the module docs) and each
-/// CPU's core; a core counts with its PUs among those CPUs.
+/// CPU's core; a core counts with its PUs among those CPUs. Indexed by CPU
+/// number: `assign` runs at every decision (docs/simulator.md, Speed).
 struct Slots {
-    per_cpu: BTreeMap<Cpu, (usize, usize)>,
+    per_cpu: Vec<Option<(usize, usize)>>,
 }
 
 impl Slots {
@@ -161,7 +165,7 @@ impl Slots {
             .filter(|c| !c.is_empty())
             .collect();
         let pus = within.len().max(1);
-        let mut per_cpu = BTreeMap::new();
+        let mut per_cpu = vec![None; within.iter().next_back().map_or(0, |c| c as usize + 1)];
         for (core, set) in cores.iter().enumerate() {
             for (k, cpu) in set.iter().enumerate() {
                 let slots = if threads <= cores.len() {
@@ -169,21 +173,22 @@ impl Slots {
                 } else {
                     threads.div_ceil(pus)
                 };
-                per_cpu.insert(cpu, (slots, core));
+                per_cpu[cpu as usize] = Some((slots, core));
             }
         }
         Self { per_cpu }
     }
 
+    fn of(&self, cpu: Cpu) -> Option<(usize, usize)> {
+        self.per_cpu.get(cpu as usize).copied().flatten()
+    }
+
     fn capacity(&self, cpus: &CpuSet) -> usize {
-        cpus.iter()
-            .filter_map(|c| self.per_cpu.get(&c))
-            .map(|(s, _)| s)
-            .sum()
+        cpus.iter().filter_map(|c| self.of(c)).map(|(s, _)| s).sum()
     }
 
     fn core(&self, cpu: Cpu) -> usize {
-        self.per_cpu.get(&cpu).map_or(usize::MAX, |(_, core)| *core)
+        self.of(cpu).map_or(usize::MAX, |(_, core)| core)
     }
 
     /// A CPU of the region with a free slot, on the least busy core, then the least
@@ -192,25 +197,51 @@ impl Slots {
         region
             .iter()
             .min_by_key(|&cpu| {
-                let slots = self.per_cpu.get(&cpu).map_or(0, |(s, _)| *s);
-                let on_cpu = load.cpu.get(&cpu).copied().unwrap_or(0);
-                let on_core = load.core.get(&self.core(cpu)).copied().unwrap_or(0);
+                let slots = self.of(cpu).map_or(0, |(s, _)| s);
+                let on_cpu = Load::on(&load.cpu, cpu as usize);
+                let on_core = load.on_core(self.core(cpu));
                 (on_cpu >= slots, on_core, on_cpu, cpu)
             })
             .unwrap_or_default()
     }
 }
 
-/// Threads placed so far per CPU and per core.
+/// Threads placed so far per CPU and per core, indexed by CPU and by core;
+/// CPUs of no core ([`Slots::core`]'s `usize::MAX`) count as one core of
+/// their own.
 #[derive(Default)]
 struct Load {
-    cpu: BTreeMap<Cpu, usize>,
-    core: BTreeMap<usize, usize>,
+    cpu: Vec<usize>,
+    core: Vec<usize>,
+    coreless: usize,
 }
 
 impl Load {
     fn add(&mut self, cpu: Cpu, core: usize) {
-        *self.cpu.entry(cpu).or_default() += 1;
-        *self.core.entry(core).or_default() += 1;
+        Self::bump(&mut self.cpu, cpu as usize);
+        if core == usize::MAX {
+            self.coreless += 1;
+        } else {
+            Self::bump(&mut self.core, core);
+        }
+    }
+
+    fn on_core(&self, core: usize) -> usize {
+        if core == usize::MAX {
+            self.coreless
+        } else {
+            Self::on(&self.core, core)
+        }
+    }
+
+    fn bump(counts: &mut Vec<usize>, i: usize) {
+        if counts.len() <= i {
+            counts.resize(i + 1, 0);
+        }
+        counts[i] += 1;
+    }
+
+    fn on(counts: &[usize], i: usize) -> usize {
+        counts.get(i).copied().unwrap_or(0)
     }
 }
