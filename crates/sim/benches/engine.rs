@@ -16,15 +16,26 @@
 //!   (`coloc_model::queueing::response_times`);
 //! - `placement_cpus_64_threads`: the CPUs of a placement pinning 64
 //!   threads one per CPU, a union of `CpuSet`s the Manager and the
-//!   policies take at every epoch.
+//!   policies take at every epoch;
+//! - `cpuset_cores_in_region`: every core of NuPoCo's 64-core machine
+//!   intersected with half of it, as ReSense's `assign` splits a region
+//!   into a level's instances at every decision;
+//! - `conservation_check_64_threads`: the Manager's waste checks
+//!   (`coloc_manager::conservation`) over one interval of 8 apps × 8
+//!   pinned threads, some idle, run at every observation;
+//! - `resense_decide_8_apps`: one ReSense decision for 8 apps × 8 threads
+//!   on the 64-core machine.
 
 use std::hint::black_box;
 use std::sync::Arc;
 
+use coloc_manager::conservation::Conservation;
 use coloc_manager::{run, RunOptions, DEFAULT_EPOCH};
 use coloc_model::queueing::{response_times, FiniteSource};
+use coloc_model::testutils::running_app;
 use coloc_model::workload::parse_workload;
-use coloc_model::{AppId, CpuSet, MemPolicy, Placement, SchedSettings, TraceEvent};
+use coloc_model::{AppId, AppPlan, AppSample, AppView, CpuSet, MemPolicy, Observation};
+use coloc_model::{Placement, SchedSettings, ThreadSample, TraceEvent, Trigger, View};
 use coloc_policy::PolicyContext;
 use coloc_sim::engine::{AppLaunch, Engine};
 use coloc_sim::model::model;
@@ -156,7 +167,101 @@ fn hot_functions(c: &mut Criterion) {
     group.bench_function("placement_cpus_64_threads", |b| {
         b.iter(|| black_box(&placement).cpus().len())
     });
+    let p = platform("nupoco-amd64").expect("a built-in platform");
+    let cores = p.topology.cores();
+    let half: CpuSet = (0..32).collect();
+    group.bench_function("cpuset_cores_in_region", |b| {
+        b.iter(|| {
+            cores
+                .iter()
+                .filter(|c| !c.is_disjoint(black_box(&half)))
+                .map(|c| c.intersection(&half).len())
+                .sum::<usize>()
+        })
+    });
+    let apps = pinned_apps();
+    let (prev, last) = (interval_start(&apps, 0), interval_start(&apps, 1));
+    group.bench_function("conservation_check_64_threads", |b| {
+        b.iter_batched(
+            Conservation::default,
+            |mut c| {
+                c.check(&p.topology, black_box(&apps), &prev, &last)
+                    .events
+                    .len()
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    let mut resense = coloc_policy::by_name_with("resense", &PolicyContext::default())
+        .expect("a registry policy");
+    let view = View {
+        now: last.at,
+        trigger: Trigger::Epoch,
+        topology: &p.topology,
+        apps: &apps,
+        last: Some(&last),
+        prev: Some(&prev),
+    };
+    group.bench_function("resense_decide_8_apps", |b| {
+        b.iter(|| resense.decide(black_box(&view)).apps.len())
+    });
     group.finish();
+}
+
+/// Eight running apps of eight threads (tids `100 * app + k`), thread k of
+/// app i pinned to CPU `8 * i + k`.
+fn pinned_apps() -> Vec<AppView> {
+    (0..8u32)
+        .map(|i| {
+            let tids: Vec<u32> = (0..8).map(|k| 100 * i + k).collect();
+            let mut a = running_app(i, &tids);
+            let threads = tids
+                .iter()
+                .zip(8 * i..)
+                .map(|(&t, c)| (t, CpuSet::single(c)))
+                .collect();
+            a.current = Some(AppPlan {
+                placement: Placement::PerThread {
+                    threads,
+                    rest: CpuSet::new(),
+                },
+                ..AppPlan::native(a.id)
+            });
+            a
+        })
+        .collect()
+}
+
+/// The observation at the end of 100 ms interval `k` of [`pinned_apps`]:
+/// every thread on its CPU, the odd ones busy all along and queueing for
+/// half of it, the even ones idle.
+fn interval_start(apps: &[AppView], k: u64) -> Observation {
+    let ms = 1_000_000;
+    Observation {
+        at: std::time::Duration::from_millis(100 * k),
+        apps: apps
+            .iter()
+            .map(|a| AppSample {
+                app: a.id,
+                pid: 1,
+                threads: a
+                    .threads
+                    .iter()
+                    .zip(8 * a.id.app..)
+                    .map(|(&tid, cpu)| ThreadSample {
+                        pid: 1,
+                        tid,
+                        cpu: Some(cpu),
+                        run_ns: k * 100 * ms * u64::from(tid % 2),
+                        wait_ns: k * 50 * ms * u64::from(tid % 2),
+                        ..ThreadSample::default()
+                    })
+                    .collect(),
+                ..AppSample::default()
+            })
+            .collect(),
+        ..Observation::default()
+    }
 }
 
 criterion_group!(benches, engine, hot_functions);
