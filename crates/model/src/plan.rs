@@ -1,8 +1,6 @@
 //! What a policy decides (docs/architecture.md, The loop): per app, admission, placement,
 //! degree of parallelism, memory policy and scheduling settings.
 
-use std::collections::HashMap;
-
 use serde::{Deserialize, Serialize};
 
 use crate::cpuset::CpuSet;
@@ -10,10 +8,13 @@ use crate::ids::{AppId, Tid};
 use crate::reason::{PlanReason, Reason, Verdict};
 use crate::settings::{MemPolicy, SchedSettings};
 
-/// A [`Placement`] indexed by thread ([`Placement::by_thread`]).
+/// A [`Placement`] indexed by thread ([`Placement::by_thread`]): the listed
+/// threads sorted by tid, searched by halving (the Manager's checks index
+/// every app's placement at every observation; sorting a few dozen tids
+/// costs less than hashing them).
 #[derive(Debug)]
 pub struct ThreadCpus<'a> {
-    listed: HashMap<Tid, &'a CpuSet>,
+    listed: Vec<(Tid, &'a CpuSet)>,
     rest: Option<&'a CpuSet>,
 }
 
@@ -21,7 +22,10 @@ impl<'a> ThreadCpus<'a> {
     /// The CPUs thread `tid` may run on (None when unmanaged), as
     /// [`Placement::cpus_of`].
     pub fn get(&self, tid: Tid) -> Option<&'a CpuSet> {
-        self.listed.get(&tid).copied().or(self.rest)
+        match self.listed.binary_search_by_key(&tid, |&(t, _)| t) {
+            Ok(i) => Some(self.listed[i].1),
+            Err(_) => self.rest,
+        }
     }
 }
 
@@ -63,19 +67,20 @@ impl Placement {
     pub fn by_thread(&self) -> ThreadCpus<'_> {
         match self {
             Placement::Unmanaged => ThreadCpus {
-                listed: HashMap::new(),
+                listed: Vec::new(),
                 rest: None,
             },
             Placement::Shared(c) => ThreadCpus {
-                listed: HashMap::new(),
+                listed: Vec::new(),
                 rest: Some(c),
             },
             Placement::PerThread { threads, rest } => {
-                let mut listed = HashMap::with_capacity(threads.len());
-                for (t, c) in threads {
-                    // The first entry of a thread listed twice, as `cpus_of`.
-                    listed.entry(*t).or_insert(c);
-                }
+                let mut listed: Vec<(Tid, &CpuSet)> =
+                    threads.iter().map(|(t, c)| (*t, c)).collect();
+                // Stable: of a thread listed twice the first entry stays
+                // first and is the one kept, as `cpus_of` finds it.
+                listed.sort_by_key(|&(t, _)| t);
+                listed.dedup_by_key(|&mut (t, _)| t);
                 ThreadCpus {
                     listed,
                     rest: Some(rest),

@@ -186,11 +186,7 @@ impl Policy for Static {
 /// The usable CPUs ordered core by core, as the topology tree lists them (so that
 /// contiguous runs stay under the same caches).
 pub(crate) fn topology_order(view: &View<'_>) -> Vec<u32> {
-    view.topology
-        .cores()
-        .iter()
-        .flat_map(|c| c.iter())
-        .collect()
+    view.topology.core_sets().flat_map(CpuSet::iter).collect()
 }
 
 /// Cuts `cpus` into `n` contiguous slices whose sizes differ by at most one, the

@@ -164,9 +164,13 @@ impl Topology {
 
     /// Each core's PUs, in CPU order.
     pub fn cores(&self) -> Vec<CpuSet> {
-        self.objects_of(ObjKind::Core)
-            .map(|(_, o)| o.cpus.clone())
-            .collect()
+        self.core_sets().cloned().collect()
+    }
+
+    /// Each core's PUs, in CPU order, borrowed: [`Topology::cores`] without
+    /// copying the sets, for what runs at every decision.
+    pub fn core_sets(&self) -> impl Iterator<Item = &CpuSet> {
+        self.objects_of(ObjKind::Core).map(|(_, o)| &o.cpus)
     }
 
     /// The core that holds `cpu`.

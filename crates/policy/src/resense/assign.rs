@@ -159,8 +159,7 @@ struct Slots {
 impl Slots {
     fn new(topology: &Topology, within: &CpuSet, threads: usize) -> Self {
         let cores: Vec<CpuSet> = topology
-            .cores()
-            .iter()
+            .core_sets()
             .map(|c| c.intersection(within))
             .filter(|c| !c.is_empty())
             .collect();
