@@ -31,6 +31,12 @@ const SCALE: f64 = 0.5;
 /// Total turnaround (sum of the apps' arrival-to-exit times) of the example
 /// workload `file` under `policy`, seed 1.
 fn total_turnaround(file: &str, policy: &str) -> Duration {
+    outcome(file, policy).0
+}
+
+/// Of the example workload `file` under `policy`, seed 1: its total
+/// turnaround and its makespan (the last exit).
+fn outcome(file: &str, policy: &str) -> (Duration, Duration) {
     let path = format!("{}/../../examples/sim/{file}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap();
     let w = parse_workload(&path, &text).unwrap();
@@ -54,18 +60,19 @@ fn total_turnaround(file: &str, policy: &str) -> Duration {
     let summary = run(&mut m, p.as_mut(), &w, &opts, &mut trace).unwrap();
     assert_eq!((summary.instances, summary.failed), (w.apps.len(), 0));
     let mut arrived = Vec::new();
-    let mut total = Duration::ZERO;
+    let (mut total, mut last) = (Duration::ZERO, Duration::ZERO);
     for e in &trace {
         match e {
             TraceEvent::Arrive { t, app, .. } => arrived.push((*app, *t)),
             TraceEvent::Exit { t, app, .. } => {
                 let (_, at) = arrived.iter().find(|(a, _)| a == app).unwrap();
                 total += *t - *at;
+                last = last.max(*t);
             }
             _ => {}
         }
     }
-    total
+    (total, last)
 }
 
 /// Fails when nupoco's total turnaround on `file` is more than `slack` (a
@@ -83,17 +90,15 @@ fn nupoco_within(file: &str, slack: f64) {
     );
 }
 
-/// BT+SP: at or below both before the reversible-first rule; since, SP is
-/// cut only where its recorded regions are within the rule's limit, 13.59 s
-/// against native's 13.06 s (4% above: the cost of the rule here,
-/// docs/policies/auto.md, Reversible first). Since a spinning libgomp waiter
-/// sleeps once its spin count runs out (docs/simulator.md, Teams), native's
-/// oversubscribed spinning teams lose 0.96 ms per barrier instead of half a
-/// 3 ms slice: native 12.83 s, nupoco unchanged at 13.59 s, 5.9% above —
-/// held at 6%.
+/// BT+SP: at or below both before the reversible-first rule; under its
+/// first form (a cut only in regions within four intervals) SP was cut less
+/// often, 13.59 s against native's 12.83 s (5.9% above, held at 6% then).
+/// Weighing the costs (docs/policies/auto.md, Reversible first), nupoco is
+/// at 12.77 s, below native and equal (13.06 s) again: held at the
+/// module's 2%.
 #[test]
 fn nupoco_keeps_up_on_barrier_synchronized_bt_sp() {
-    nupoco_within("nupoco-barriers.toml", 0.06);
+    nupoco_within("nupoco-barriers.toml", 0.02);
 }
 
 #[test]
@@ -104,4 +109,24 @@ fn nupoco_keeps_up_on_memory_bound_ft_with_compute_bound_ep() {
 #[test]
 fn nupoco_keeps_up_on_serial_kmeans_with_scalable_bt() {
     nupoco_within("nupoco-serial-scalable.toml", 0.02);
+}
+
+/// NuPoCo Table 2's scenario 4 (BT, FT and SP of 64 threads started
+/// together on nupoco-amd64), the paper's best on its AMD machine (0.80 of
+/// native's makespan). While reversible first allowed a cut only in
+/// regions of up to four 50 ms intervals, these NAS models' regions (0.25–0.7
+/// s) kept every team whole in a partition it oversubscribed: at half work
+/// nupoco took 16.06 s against native's 13.94 s (1.718× at full work, `coloc
+/// bench paper nupoco`, docs/simulator.md). Weighing the costs, teams are
+/// cut and nupoco's makespan is below native's (13.12 s).
+#[test]
+fn nupoco_beats_native_on_table2_scenario_4() {
+    let file = "nupoco-table2/s04-bt-ft-sp.toml";
+    let (_, native) = outcome(file, "native");
+    let (_, nupoco) = outcome(file, "nupoco");
+    eprintln!("{file} (work x{SCALE}): makespan native {native:?}, nupoco {nupoco:?}");
+    assert!(
+        nupoco < native,
+        "nupoco {nupoco:?} against native {native:?}"
+    );
 }
