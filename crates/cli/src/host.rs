@@ -122,6 +122,13 @@ pub fn root_socket() -> PathBuf {
     Path::new(ROOT_DAEMON_DIR).join("coloc.sock")
 }
 
+/// Unit tests that run apps on this machine take it in turn: two runs of
+/// the Linux backend at once in one test process interfere (beside the
+/// calibration test's stream runs, the profile test's app was seen as never
+/// finishing). Integration tests run each coloc as a process of its own.
+#[cfg(test)]
+pub static HOST_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// The real machine, ready for runs: this process claims it (one manager per
 /// machine), settings left by a crashed coloc are restored first, and its
 /// topology is read.

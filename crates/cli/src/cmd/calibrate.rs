@@ -300,6 +300,9 @@ mod tests {
     /// memory node, and a cache sample per ladder run.
     #[test]
     fn a_small_calibration_is_measured_and_computed_from_its_traces() {
+        let _turn = crate::host::HOST_TESTS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let target = Target::Host(crate::host::start().unwrap());
         let topology = target.topology().clone();
         let dir = tempfile::tempdir().unwrap();

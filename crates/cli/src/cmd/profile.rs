@@ -450,6 +450,9 @@ mod tests {
     /// CPU i. A failing app gives a reason, not a figure.
     #[test]
     fn a_host_run_measures_the_pinned_app() {
+        let _turn = crate::host::HOST_TESTS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let target = Target::Host(crate::host::start().unwrap());
         let cpus: Vec<Cpu> = target.topology().cpus().iter().take(2).collect();
         let dir = tempfile::tempdir().unwrap();
