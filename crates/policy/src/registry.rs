@@ -187,9 +187,7 @@ pub const POLICIES: &[PolicyInfo] = &[
         about: "C3PO-style hill climbing: each OpenMP app's DoP follows its measured progress rate",
         source: "NuPoCo, PACT 2018: §7.3 Scalability baseline (C3PO hill climbing)",
         reads: Reads::REGIONS,
-        make: |ctx| Box::new(scalability::Scalability::default()
-                    .with_regions(ctx.regions.clone())
-                    .with_provenance(ctx.provenance.clone())),
+        make: |ctx| Box::new(scalability::Scalability::default().with_context(ctx)),
     },
     PolicyInfo {
         name: "tang",

@@ -293,18 +293,14 @@ pub(crate) struct Levers {
 }
 
 impl Levers {
-    /// With the region records of earlier runs (`PolicyContext::regions`).
-    pub fn with_records(records: RegionRecords) -> Self {
+    /// With the region records of earlier runs and where they come from
+    /// (`PolicyContext::regions`, `PolicyContext::provenance`).
+    pub fn from_context(ctx: &crate::PolicyContext) -> Self {
         Self {
-            records,
+            records: ctx.regions.clone(),
+            provenance: ctx.provenance.clone(),
             ..Self::default()
         }
-    }
-
-    /// With where the region records come from (`PolicyContext::provenance`).
-    pub fn with_provenance(mut self, provenance: Provenance) -> Self {
-        self.provenance = provenance;
-        self
     }
 
     /// Replaces the region records and where they come from (what was

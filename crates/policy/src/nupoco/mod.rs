@@ -47,7 +47,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use coloc_model::calibration::MemoryCalibration;
-use coloc_model::knowledge::derive::Provenance;
 use coloc_model::reason::{
     Admission, AdmissionRule, PlanReason, RatesFrom, Reason, Section, SectionPhase,
 };
@@ -168,22 +167,15 @@ impl Nupoco {
     /// region records of earlier runs, which say where a DoP cut can be taken
     /// back (`cores/reversible.rs`).
     pub fn from_context(ctx: &PolicyContext, variant: Variant) -> Self {
-        Self::new(NupocoConfig::default(), variant, ctx.calibration.clone())
-            .with_regions(ctx.regions.clone())
-            .with_provenance(ctx.provenance.clone())
+        Self::new(NupocoConfig::default(), variant, ctx.calibration.clone()).with_context(ctx)
     }
 
-    /// With the region records of earlier runs, which say where a DoP cut
-    /// can be taken back (`cores/reversible.rs`).
-    pub fn with_regions(mut self, regions: coloc_model::metrics::RegionRecords) -> Self {
-        self.levers = Levers::with_records(regions);
-        self
-    }
-
-    /// With where those records come from, named in the reasons of the
-    /// decisions that rest on them (docs/knowledge.md).
-    pub fn with_provenance(mut self, provenance: Provenance) -> Self {
-        self.levers = std::mem::take(&mut self.levers).with_provenance(provenance);
+    /// With the context's region records of earlier runs, which say where a
+    /// DoP cut can be taken back (`cores/reversible.rs`), and where they
+    /// come from, named in the reasons of the decisions that rest on them
+    /// (docs/knowledge.md).
+    pub fn with_context(mut self, ctx: &PolicyContext) -> Self {
+        self.levers = Levers::from_context(ctx);
         self
     }
 

@@ -38,6 +38,14 @@ fn short_regions() -> RegionRecords {
     crate::short_regions(ms(50))
 }
 
+/// A context with [`short_regions`] alone (no provenance).
+fn short_context() -> crate::PolicyContext {
+    crate::PolicyContext {
+        regions: short_regions(),
+        ..crate::PolicyContext::default()
+    }
+}
+
 fn malleable(mut a: AppView) -> AppView {
     Arc::make_mut(&mut a.spec).malleable = true;
     a
@@ -550,7 +558,7 @@ fn profiling_window_gives_all_cores_then_ends() {
         serial_actor(app(1, 4, true)),
     ];
     let mut p =
-        Nupoco::new(NupocoConfig::default(), Variant::Full, None).with_regions(short_regions());
+        Nupoco::new(NupocoConfig::default(), Variant::Full, None).with_context(&short_context());
     let times = [1000, 1050, 1100, 1150, 1200, 1250];
     let plans = drive(&mut p, topo, &mut actors, &times, true, follow_dop);
     let map = CoreMap::new(topo);
@@ -587,8 +595,8 @@ fn fallback_recovers_mrr_from_progress_rates() {
             parallel_actor(0, 48, model_rates(topo, true_mrr)),
             serial_actor(app(1, 4, true)),
         ];
-        let mut p =
-            Nupoco::new(NupocoConfig::default(), Variant::Full, None).with_regions(short_regions());
+        let mut p = Nupoco::new(NupocoConfig::default(), Variant::Full, None)
+            .with_context(&short_context());
         let times = [1000, 1050, 1100, 1150, 1200, 1250, 1300, 1350, 1400, 1450];
         let plans = drive(&mut p, topo, &mut actors, &times, false, follow_dop);
         let a0 = |k: usize| cores_of(&map, plans[k].for_app(id(0)).unwrap());
@@ -652,7 +660,7 @@ fn a_section_with_no_progress_signal_is_not_cut_to_profile_it() {
         profile_timeout: ms(500),
         ..NupocoConfig::default()
     };
-    let mut p = Nupoco::new(cfg, Variant::Greedy, None).with_regions(short_regions());
+    let mut p = Nupoco::new(cfg, Variant::Greedy, None).with_context(&short_context());
     let times: Vec<u64> = (0..12).map(|k| 1000 + 50 * k).collect();
     let plans = drive(&mut p, topo, &mut actors, &times, false, follow_dop);
     for (plan, t) in plans.iter().zip(&times).filter(|(_, t)| **t >= 1200) {
@@ -734,7 +742,7 @@ fn profiling_windows_open_one_at_a_time() {
         parallel_actor(1, 48, model_rates(topo, mrr[1])),
     ];
     let mut p =
-        Nupoco::new(NupocoConfig::default(), Variant::Full, None).with_regions(short_regions());
+        Nupoco::new(NupocoConfig::default(), Variant::Full, None).with_context(&short_context());
     // (time in ms, app 0's note and cores, app 1's note and cores)
     let full = || SectionPhase::Profiling {
         step: "full share".into(),
@@ -782,8 +790,8 @@ fn serial_and_fixed_apps() {
         if map.len() >= 4 {
             apps.push(serial_actor(app(1, 3, false)));
         }
-        let mut p =
-            Nupoco::new(NupocoConfig::default(), Variant::Full, None).with_regions(short_regions());
+        let mut p = Nupoco::new(NupocoConfig::default(), Variant::Full, None)
+            .with_context(&short_context());
         let plans = drive(&mut p, &topo, &mut apps, &[1000, 1050], true, follow_dop);
         let plan = plans.last().unwrap();
         let a0 = plan.for_app(id(0)).unwrap();
@@ -825,7 +833,7 @@ fn serial_team_keeps_idle_cores_until_needed() {
     let map = CoreMap::new(topo);
     let mut actors = vec![parallel_actor(0, 48, model_rates(topo, 1e6))];
     let mut p =
-        Nupoco::new(NupocoConfig::default(), Variant::Full, None).with_regions(short_regions());
+        Nupoco::new(NupocoConfig::default(), Variant::Full, None).with_context(&short_context());
     let times: Vec<u64> = (0..6).map(|k| 1000 + 50 * k).collect();
     let plans = drive(&mut p, topo, &mut actors, &times, true, follow_dop);
     assert_eq!(plans[5].for_app(id(0)).unwrap().dop, Some(48));
@@ -859,7 +867,7 @@ fn a_launched_main_thread_is_not_a_team() {
     let topo = &fixture_topologies()[1];
     let map = CoreMap::new(topo);
     let mut p =
-        Nupoco::new(NupocoConfig::default(), Variant::Full, None).with_regions(short_regions());
+        Nupoco::new(NupocoConfig::default(), Variant::Full, None).with_context(&short_context());
     let started = [app(0, 1, true)];
     let v = View {
         trigger: Trigger::ThreadsChanged(id(0)),
@@ -891,7 +899,7 @@ fn pending_apps_wait_for_a_free_core() {
     let topo = &fixture_topologies()[2];
     let apps = [app(0, 2, true), app(1, 2, false), pending_app(2, 2)];
     let mut p =
-        Nupoco::new(NupocoConfig::default(), Variant::Full, None).with_regions(short_regions());
+        Nupoco::new(NupocoConfig::default(), Variant::Full, None).with_context(&short_context());
     let v = view(topo, &apps, None, None, ms(0));
     let plan = p.decide(&v);
     assert_invariants(&v, &plan);
@@ -952,7 +960,7 @@ fn greedy_lays_cores_out_in_topology_order() {
         .map(|i| parallel_actor(i, 24, model_rates(topo, 1e3)))
         .collect();
     let mut p =
-        Nupoco::new(NupocoConfig::default(), Variant::Greedy, None).with_regions(short_regions());
+        Nupoco::new(NupocoConfig::default(), Variant::Greedy, None).with_context(&short_context());
     let times: Vec<u64> = (0..8).map(|k| 1000 + 50 * k).collect();
     let plans = drive(&mut p, topo, &mut actors, &times, true, follow_dop);
     let last = plans.last().unwrap();
@@ -996,7 +1004,7 @@ fn climbing_next_to_serial() -> Vec<Actor> {
 fn scalability_climbs_to_the_peak_and_oscillates() {
     let topo = &fixture_topologies()[1];
     let mut actors = climbing_next_to_serial();
-    let mut p = Scalability::new(ScalabilityConfig::default()).with_regions(short_regions());
+    let mut p = Scalability::new(ScalabilityConfig::default()).with_context(&short_context());
     let times: Vec<u64> = (0..8).map(|k| 1000 + 50 * k).collect();
     let plans = drive(&mut p, topo, &mut actors, &times, false, follow_dop);
     let dops: Vec<u32> = plans
@@ -1021,7 +1029,7 @@ fn scalability_keeps_cores_for_a_team_until_it_shrinks() {
     let topo = &fixture_topologies()[1];
     let map = CoreMap::new(topo);
     let mut actors = climbing_next_to_serial();
-    let mut p = Scalability::new(ScalabilityConfig::default()).with_regions(short_regions());
+    let mut p = Scalability::new(ScalabilityConfig::default()).with_context(&short_context());
     let times: Vec<u64> = (0..10).map(|k| 1000 + 50 * k).collect();
     // The team each decision observed, and the DoP the runtime has pending.
     let observed = std::cell::RefCell::new(Vec::new());
@@ -1065,7 +1073,7 @@ fn scalability_spreads_a_team_formed_on_a_serial_core() {
         serial_actor(app(0, 1, true)),
         parallel_actor(1, 48, model_rates(topo, 1e6)),
     ];
-    let mut p = Scalability::new(ScalabilityConfig::default()).with_regions(short_regions());
+    let mut p = Scalability::new(ScalabilityConfig::default()).with_context(&short_context());
     drive(&mut p, topo, &mut actors, &[1000, 1050], false, follow_dop);
     let obs = observe(&map, None, ms(1100), &actors, false);
     let mut apps: Vec<AppView> = actors.iter().map(|a| a.app.clone()).collect();
@@ -1246,7 +1254,7 @@ fn learned_short_regions() -> coloc_model::knowledge::derive::Learned {
 /// its learned region records say its regions are short (`cores/reversible.rs`);
 /// each plan that cuts it names those records, as `auto`'s do
 /// (docs/knowledge.md): one group of region records, measured alone. Records
-/// given without where they come from (`with_regions`, as the simulator's
+/// given without where they come from (a context without provenance, as the simulator's
 /// tests do) are named nowhere.
 #[test]
 fn a_dop_cut_resting_on_learned_region_records_names_them() {
@@ -1260,7 +1268,7 @@ fn a_dop_cut_resting_on_learned_region_records_names_them() {
             if learn {
                 p.learned(&learned_short_regions());
             } else {
-                p = p.with_regions(short_regions());
+                p = p.with_context(&short_context());
             }
             Box::new(p)
         }),
@@ -1269,7 +1277,7 @@ fn a_dop_cut_resting_on_learned_region_records_names_them() {
             if learn {
                 p.learned(&learned_short_regions());
             } else {
-                p = p.with_regions(short_regions());
+                p = p.with_context(&short_context());
             }
             Box::new(p)
         }),
