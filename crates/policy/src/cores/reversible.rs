@@ -26,11 +26,12 @@
 //!   its age alone before any set ended);
 //! - **keeping the team whole** costs the packed team's overhead `h` on its
 //!   share until the next chance to cut, the next region: `h · c · L`. `h`
-//!   is measured where the policy has the team's progress per CPU both
-//!   packed and fitting its CPUs, else from the bulk-synchronous pace model:
-//!   a team runs at its slowest member's pace, one of `⌈n/c⌉` threads on the
-//!   most crowded CPU, so `h = 1 − n / (c · ⌈n/c⌉)` (it counts no barrier
-//!   spin, whose rate the policy does not see: a lower bound).
+//!   comes from the barrier model ([`packing_overhead`]): a team runs at its
+//!   slowest member's pace, one of `⌈n/c⌉` threads on the most crowded CPU,
+//!   `1 − n / (c · ⌈n/c⌉)`, and loses libgomp's spin-then-sleep wait at each
+//!   barrier its last interval passed. It is not measured from the team's
+//!   own progress per CPU (docs/policies/auto.md, Reversible first, Not
+//!   done).
 //!
 //! A cut is made where its expected cost is below keeping's. Regions that
 //! end within `2R` cost a cut nothing beyond the partition's reaction and are
