@@ -22,6 +22,7 @@ use coloc_policy::{Policy, PolicyContext};
 
 use crate::context::{policy_context_with, refresh};
 use crate::knowledge::Knowledge;
+use crate::procedure::write_text;
 use crate::runs::Runs;
 use crate::saved::Manifest;
 use crate::HarnessError;
@@ -115,18 +116,7 @@ pub fn check_plan(policies: &[String], baseline: &str, repeat: u32) -> Result<()
 
 /// Writes `workload` where its fresh runs read it: `dir/workload.toml`.
 pub fn write_workload(workload: &Workload, dir: &Path) -> Result<PathBuf, HarnessError> {
-    std::fs::create_dir_all(dir).map_err(|source| HarnessError::Write {
-        what: "creating",
-        path: dir.into(),
-        source,
-    })?;
-    let file = dir.join("workload.toml");
-    std::fs::write(&file, to_toml(workload)).map_err(|source| HarnessError::Write {
-        what: "writing",
-        path: file.clone(),
-        source,
-    })?;
-    Ok(file)
+    write_text(dir, "workload.toml", &to_toml(workload))
 }
 
 /// Where comparisons run ([`Runs`]; with `learn`, the runs made in this

@@ -5,7 +5,7 @@
 //! `coloc profile --from DIR` recomputes, so a recomputation gives exactly
 //! what the run printed), and a procedure's manifest written and read.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use coloc_model::profile::procedure::{level_from_traces, ManifestApp, PlannedRun};
@@ -147,21 +147,27 @@ pub fn pinned_workload(
 
 /// Writes `value` as `dir/name` (a procedure's manifest).
 pub fn write_json<T: Serialize>(dir: &Path, name: &str, value: &T) -> Result<(), HarnessError> {
+    let text = serde_json::to_string_pretty(value).map_err(|source| HarnessError::ToJson {
+        path: dir.join(name),
+        source,
+    })?;
+    write_text(dir, name, &text).map(drop)
+}
+
+/// Writes `text` as `dir/name`, creating `dir` first; the file's path.
+pub fn write_text(dir: &Path, name: &str, text: &str) -> Result<PathBuf, HarnessError> {
     std::fs::create_dir_all(dir).map_err(|source| HarnessError::Write {
         what: "creating",
         path: dir.to_path_buf(),
         source,
     })?;
     let path = dir.join(name);
-    let text = serde_json::to_string_pretty(value).map_err(|source| HarnessError::ToJson {
+    std::fs::write(&path, text).map_err(|source| HarnessError::Write {
+        what: "writing",
         path: path.clone(),
         source,
     })?;
-    std::fs::write(&path, text).map_err(|source| HarnessError::Write {
-        what: "writing",
-        path,
-        source,
-    })
+    Ok(path)
 }
 
 /// Reads `dir/name` (a procedure's manifest).
