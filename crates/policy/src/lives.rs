@@ -45,6 +45,12 @@ impl Lives {
     pub(crate) fn ahead(&self, age_secs: f64) -> Option<f64> {
         (self.sets > 0).then(|| (self.lived / f64::from(self.sets)).max(age_secs))
     }
+
+    /// The time ahead of a set of age `age_secs`, its age alone before any
+    /// set ended: what a DoP cut weighs (`cores/reversible.rs`).
+    pub(crate) fn ahead_or_age(&self, age_secs: f64) -> f64 {
+        self.ahead(age_secs).unwrap_or(age_secs)
+    }
 }
 
 /// The set of apps running together, since when, and the lives of the
@@ -76,8 +82,8 @@ impl SetClock {
     /// The time the running set has ahead at `now` (module docs), its age
     /// before any earlier set ended.
     pub(crate) fn ahead(&self, now: Duration) -> f64 {
-        let age = now.saturating_sub(self.born).as_secs_f64();
-        self.lives.ahead(age).unwrap_or(age)
+        self.lives
+            .ahead_or_age(now.saturating_sub(self.born).as_secs_f64())
     }
 }
 

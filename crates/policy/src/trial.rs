@@ -255,7 +255,7 @@ impl Trials {
             .current
             .as_ref()
             .map_or(0.0, |t| now.saturating_sub(t.born).as_secs_f64());
-        self.past.lives.ahead(age).unwrap_or(age)
+        self.past.lives.ahead_or_age(age)
     }
 
     /// The trial of `set` (sorted) with its own arrangement's `round` at
