@@ -213,7 +213,7 @@ pub fn reversibility(
     // Within 2R a cut risks nothing a partition does not; beyond, it is
     // made only where it saves more than it risks (nothing to save, as for
     // a team that fits its share, is no reason to risk anything).
-    if bound <= 2 * reaction || costs.cut_cpu_secs < costs.keep_cpu_secs {
+    if bound <= risk_free(interval) || costs.cut_cpu_secs < costs.keep_cpu_secs {
         Reversibility::Short {
             bound_secs,
             limit_secs: None,
@@ -240,8 +240,14 @@ fn this_run_bound(clock: &RegionClock, interval: Duration) -> Option<Duration> {
         Duration::ZERO
     };
     let seen = clock.longest.max(inside);
-    let long = 2 * interval * REACTION_INTERVALS;
-    (seen > interval && seen + interval > long).then_some(seen + interval)
+    (seen > interval && seen + interval > risk_free(interval)).then_some(seen + interval)
+}
+
+/// The longest regions a cut risks nothing in beyond a partition's
+/// reaction `R` (module docs): `2R`, a cut outlasting its reason by half a
+/// region at most.
+fn risk_free(interval: Duration) -> Duration {
+    2 * interval * REACTION_INTERVALS
 }
 
 /// The two costs (module docs) for regions of up to `bound`, a partition
