@@ -237,6 +237,31 @@ pub enum HarnessError {
         #[source]
         source: procfs::ProcError,
     },
+    /// `--signal` names a measurement the simulator does not make.
+    #[error(
+        "--signal {choice:?}: the simulator measures cycles; --signal chooses among this \
+         machine's measurements"
+    )]
+    SimSignal {
+        choice: crate::characterize::SignalChoice,
+    },
+    /// `--signal cycles` on a machine without a cycles counter.
+    #[error("--signal cycles: this machine cannot count cycles ({why})")]
+    NoCycles { why: coloc_linux::usage::NoCycles },
+    /// `--app` names no app of the workload.
+    #[error("--app {name}: {workload} has no app of that name (apps: {known})")]
+    UnknownApp {
+        name: String,
+        workload: String,
+        known: String,
+    },
+    /// An app's program could not be identified (its executable hashed).
+    #[error("app \"{app}\": field `command`")]
+    Identity {
+        app: String,
+        #[source]
+        source: coloc_linux::program::ProgramError,
+    },
     /// The store failed a query or a write.
     #[error(transparent)]
     StoreQuery(Box<StoreError>),

@@ -2,7 +2,7 @@
 //! workload, stored in the profile store for `resense` to use.
 //!
 //! For every shared level of the machine that has two instances or more,
-//! [`characterization_plan`] gives two solo configurations with as many threads
+//! [`coloc_model::profile::characterization_plan`] gives two solo configurations with as many threads
 //! as there are cores under one instance: *baseline*, the threads over two
 //! instances, and *contention*, all under one, everything else equal. Each is
 //! run `--repeat` times, baseline and contention alternating so that a slow
@@ -30,7 +30,7 @@
 //! procedure is the same, through the Manager and the simulated machine: the
 //! figure is the simulated cycles of the trace's `exit` usage, and Tang et
 //! al.'s characteristics come from the LLC counts of one counter run
-//! ([`counter_run`]).
+//! ([`coloc_model::profile::counter_run`]).
 //!
 //! A level with a single instance (a VM's one L3) has no baseline: it is listed
 //! with the reason and never run. When no level can be characterized the
@@ -43,23 +43,24 @@
 //! runs, `kernel:NAME` resolved, with the SHA-256 of its executable:
 //! [`coloc_linux::program::program_identity`]) and platform fingerprint. Apps of
 //! one workload that run the same thing are characterized once.
+//!
+//! What differs per target (signal, sharing runs, identity) is chosen by
+//! [`coloc_harness::characterize::setup`], and the runs are the harness's;
+//! here the arguments are parsed and the setup and profiles printed.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use coloc_linux::usage::cycles_available;
 use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::profile::procedure::{ProcedureManifest, MANIFEST};
-use coloc_model::profile::shared_cache::{shared_cache_plan, SharedCachePlan};
-use coloc_model::profile::substitute::{corun_cpus, sharing_runs};
+use coloc_model::profile::shared_cache::SharedCachePlan;
+use coloc_model::profile::LevelPlan;
 use coloc_model::profile::ProcedureError;
-use coloc_model::profile::{
-    characterization_plan, counter_run, AppIdentity, LevelPlan, PlatformFingerprint, Signal,
-};
-use coloc_model::{AppSpec, Cpu, Workload};
+use coloc_model::Cpu;
 
-use coloc_harness::characterize::{Characterization, Measure};
+use coloc_harness::characterize::{setup, Characterization, Setup, Sharing, SignalChoice};
 use coloc_harness::output::default_out_dir;
 use coloc_harness::procedure::{profile_from_dir, read_json};
 use coloc_harness::runner::Runner;
@@ -112,6 +113,17 @@ pub enum SignalArg {
     Wall,
 }
 
+impl From<SignalArg> for SignalChoice {
+    fn from(arg: SignalArg) -> Self {
+        match arg {
+            SignalArg::Auto => SignalChoice::Auto,
+            SignalArg::Cycles => SignalChoice::Cycles,
+            SignalArg::TaskClock => SignalChoice::TaskClock,
+            SignalArg::Wall => SignalChoice::Wall,
+        }
+    }
+}
+
 pub fn main(args: ProfileArgs) -> Result<()> {
     anyhow::ensure!(
         args.repeat >= 1,
@@ -123,45 +135,9 @@ pub fn main(args: ProfileArgs) -> Result<()> {
     }
     let target = args.machine.target()?;
     let workload = target.load(args.workload.as_deref().expect("clap requires it"))?;
-    let apps = selected(&workload, &args.apps)?;
-    let plan = characterization_plan(target.topology());
-    let platform = PlatformFingerprint::of(target.topology());
+    let setup = setup(&target, &workload, &args.apps, args.signal.into())?;
     let store = args.db.open()?;
-
-    println!(
-        "Characterizing {} app(s) on {}, platform {platform}, {} run(s) per configuration:",
-        apps.len(),
-        target.describe(),
-        args.repeat
-    );
-    print!("{}", describe_plan(&plan));
-    let runnable = plan.iter().any(|l| l.setup.is_ok());
-    if !runnable {
-        println!(
-            "No level of this platform can be characterized, so no ReSense run is made. Each \
-             app's profile is stored with these reasons and no score: resense places such an \
-             app as Linux would (score 0 at every level)."
-        );
-    }
-
-    let (signal, fallback) = match &target {
-        Target::Sim { .. } => {
-            if !matches!(args.signal, SignalArg::Auto | SignalArg::Cycles) {
-                bail!(
-                    "--signal {:?}: the simulator measures cycles; --signal chooses among this machine's measurements",
-                    args.signal
-                );
-            }
-            (Signal::Cycles, None)
-        }
-        Target::Host(_) => host_signal(args.signal)?,
-    };
-    if runnable {
-        match fallback {
-            Some(why) => println!("Runs are measured by {signal} ({why})."),
-            None => println!("Runs are measured by {signal}."),
-        }
-    }
+    print!("{}", describe_setup(&setup, &target, args.repeat));
     let runs = Characterization {
         runner: Runner {
             target: &target,
@@ -173,59 +149,10 @@ pub fn main(args: ProfileArgs) -> Result<()> {
             epoch: workload.epoch.unwrap_or(DEFAULT_EPOCH),
             stop: stop_flag()?,
         },
-        // Only this machine's cycles are counted outside the trace.
-        meter_cycles: signal == Signal::Cycles && matches!(target, Target::Host(_)),
         repeat: args.repeat,
         watch: &Bars,
     };
-    // Tang et al.'s characteristics: the simulator counts what the paper
-    // counts; this machine has no LLC counters, hence the stream probe.
-    let corun = corun_cpus(target.topology());
-    let shared_cache = shared_cache_plan(target.topology());
-    let sharing_plan = |app: &str| match &target {
-        Target::Sim { .. } => Ok(vec![counter_run(app, target.topology())]),
-        Target::Host(_) => corun.clone().and_then(|cpus| {
-            let mut planned = sharing_runs(app, cpus, args.repeat)?;
-            if let Ok(plan) = &shared_cache {
-                planned.extend(plan.runs(app, args.repeat));
-            }
-            Ok(planned)
-        }),
-    };
-    match (&target, &corun) {
-        (Target::Sim { .. }, _) => println!(
-            "Sharing characteristics (Tang et al. §5) from the simulated counters of one run"
-        ),
-        (Target::Host(_), Ok((app, probe))) => println!(
-            "Sharing characteristics (Tang et al. §5) by the stream-probe substitute: \
-             the app's thread on CPU {app}, the probe on CPU {probe}, {} co-run(s)",
-            args.repeat
-        ),
-        (Target::Host(_), Err(why)) => println!("Sharing characteristics not measured: {why}"),
-    }
-    if let Target::Host(_) = &target {
-        println!(
-            "  data sharing by the substitute: {}",
-            describe_shared_cache(&shared_cache)
-        );
-    }
-    let identified = match &target {
-        Target::Sim { .. } => distinct(apps, |a| Ok(model_identity(a)))?,
-        Target::Host(_) => distinct(apps, |a| {
-            let command = a.command.as_deref().unwrap_or_default();
-            coloc_linux::program::program_identity(&a.name, command)
-                .with_context(|| format!("app \"{}\": field `command`", a.name))
-        })?,
-    };
-    let (_, profiles) = runs.profiles(
-        &identified,
-        &Measure {
-            platform: &platform,
-            signal,
-            plan: &plan,
-            sharing: &sharing_plan,
-        },
-    )?;
+    let (_, profiles) = runs.profiles(&setup)?;
     println!(
         "traces in {}; `coloc profile --from {}` recomputes the profiles from them",
         runs.runner.out.display(),
@@ -245,6 +172,74 @@ pub fn main(args: ProfileArgs) -> Result<()> {
         store.path().display()
     );
     Ok(())
+}
+
+/// What the characterization will do, before it runs: the apps, the
+/// platform, the levels, the signal, how sharing is measured and the apps
+/// characterized as an earlier one.
+fn describe_setup(setup: &Setup<'_>, target: &Target, repeat: u32) -> String {
+    let mut out = format!(
+        "Characterizing {} app(s) on {}, platform {}, {repeat} run(s) per configuration:\n",
+        setup.apps.len() + setup.same.len(),
+        target.describe(),
+        setup.platform,
+    );
+    out.push_str(&describe_plan(&setup.plan));
+    let signal = setup.signal;
+    if !setup.runnable() {
+        out.push_str(
+            "No level of this platform can be characterized, so no ReSense run is made. Each \
+             app's profile is stored with these reasons and no score: resense places such an \
+             app as Linux would (score 0 at every level).\n",
+        );
+    } else {
+        match &setup.no_counters {
+            Some(why) => {
+                let _ = writeln!(
+                    out,
+                    "Runs are measured by {signal} (no hardware counters: {why})."
+                );
+            }
+            None => {
+                let _ = writeln!(out, "Runs are measured by {signal}.");
+            }
+        }
+    }
+    match &setup.sharing {
+        Sharing::Counters => out.push_str(
+            "Sharing characteristics (Tang et al. §5) from the simulated counters of one run\n",
+        ),
+        Sharing::Probe {
+            corun,
+            shared_cache,
+        } => {
+            match corun {
+                Ok((app, probe)) => {
+                    let _ = writeln!(
+                        out,
+                        "Sharing characteristics (Tang et al. §5) by the stream-probe substitute: \
+                         the app's thread on CPU {app}, the probe on CPU {probe}, {repeat} co-run(s)"
+                    );
+                }
+                Err(why) => {
+                    let _ = writeln!(out, "Sharing characteristics not measured: {why}");
+                }
+            }
+            let _ = writeln!(
+                out,
+                "  data sharing by the substitute: {}",
+                describe_shared_cache(shared_cache)
+            );
+        }
+    }
+    for s in &setup.same {
+        let _ = writeln!(
+            out,
+            "{} runs what {} runs: characterized once, as {}",
+            s.app, s.first, s.first
+        );
+    }
+    out
 }
 
 /// `coloc profile --from DIR`: the profiles again, from the traces of the runs the manifest in DIR lists, by the same function that
@@ -270,72 +265,6 @@ fn recompute(dir: &Path, json: bool) -> Result<()> {
         print!("{}", coloc_model::profile::render(p));
     }
     Ok(())
-}
-
-/// The apps `names` selects (every app when empty), in workload order.
-fn selected<'a>(workload: &'a Workload, names: &[String]) -> Result<Vec<&'a AppSpec>> {
-    if let Some(unknown) = names
-        .iter()
-        .find(|n| !workload.apps.iter().any(|a| &a.name == *n))
-    {
-        let known: Vec<&str> = workload.apps.iter().map(|a| a.name.as_str()).collect();
-        bail!(
-            "--app {unknown}: {} has no app of that name (apps: {})",
-            workload.name,
-            known.join(", ")
-        );
-    }
-    Ok(workload
-        .apps
-        .iter()
-        .filter(|a| names.is_empty() || names.contains(&a.name))
-        .collect())
-}
-
-/// Each app with its identity, keeping the first of apps that run the same
-/// thing (one profile each: the store keys it by identity, not by name).
-fn distinct(
-    apps: Vec<&AppSpec>,
-    identity: impl Fn(&AppSpec) -> Result<AppIdentity>,
-) -> Result<Vec<(&AppSpec, AppIdentity)>> {
-    let mut out: Vec<(&AppSpec, AppIdentity)> = Vec::new();
-    for app in apps {
-        let id = identity(app)?;
-        match out.iter().find(|(_, seen)| seen.key() == id.key()) {
-            Some((first, _)) => println!(
-                "{} runs what {} runs: characterized once, as {}",
-                app.name, first.name, first.name
-            ),
-            None => out.push((app, id)),
-        }
-    }
-    Ok(out)
-}
-
-fn model_identity(app: &AppSpec) -> AppIdentity {
-    AppIdentity::model(&app.name, app.model.as_deref().unwrap_or_default())
-}
-
-/// The signal for runs on this machine, and why it is not cycles when `--signal
-/// auto` had to fall back.
-fn host_signal(arg: SignalArg) -> Result<(Signal, Option<String>)> {
-    Ok(match arg {
-        SignalArg::Auto => match cycles_available() {
-            Ok(()) => (Signal::Cycles, None),
-            Err(why) => (
-                Signal::TaskClock,
-                Some(format!("no hardware counters: {why}")),
-            ),
-        },
-        SignalArg::Cycles => {
-            cycles_available().map_err(|why| {
-                anyhow::anyhow!("--signal cycles: this machine cannot count cycles ({why})")
-            })?;
-            (Signal::Cycles, None)
-        }
-        SignalArg::TaskClock => (Signal::TaskClock, None),
-        SignalArg::Wall => (Signal::Wall, None),
-    })
 }
 
 /// The levels, their configurations (thread i on the i-th CPU listed) or why
@@ -398,51 +327,12 @@ mod tests {
     use std::sync::Arc;
 
     use coloc_model::profile::procedure::{run_figure, PinnedApp, PlannedRun, BASELINE};
+    use coloc_model::profile::Signal;
     use coloc_model::testutils::app_spec;
-    use coloc_model::{CpuSet, Placement, TraceEvent};
+    use coloc_model::{AppSpec, CpuSet, Placement, TraceEvent, Workload};
 
     use super::*;
     use crate::progress::Progress;
-
-    #[test]
-    fn unknown_app_names_the_known_ones() {
-        let w = Workload {
-            name: "w".into(),
-            epoch: None,
-            apps: vec![app_spec("a", 1), app_spec("b", 1)],
-        };
-        type Case<'a> = (&'a [&'a str], Result<Vec<&'a str>, &'a str>);
-        let cases: [Case; 3] = [
-            (&[], Ok(vec!["a", "b"])),
-            (&["b"], Ok(vec!["b"])),
-            (
-                &["c"],
-                Err("--app c: w has no app of that name (apps: a, b)"),
-            ),
-        ];
-        for (names, want) in cases {
-            let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
-            let got = selected(&w, &names)
-                .map(|v| v.iter().map(|a| a.name.as_str()).collect::<Vec<_>>())
-                .map_err(|e| e.to_string());
-            assert_eq!(got, want.map_err(str::to_string), "{names:?}");
-        }
-    }
-
-    /// Apps that run the same model are characterized once, under the first name.
-    #[test]
-    fn same_identity_is_characterized_once() {
-        let mut a = app_spec("a", 1);
-        a.model = Some("mg".into());
-        let mut b = app_spec("b", 1);
-        b.model = Some("mg".into());
-        let mut c = app_spec("c", 1);
-        c.model = Some("ft".into());
-        let got = distinct(vec![&a, &b, &c], |x| Ok(model_identity(x))).unwrap();
-        let names: Vec<&str> = got.iter().map(|(app, _)| app.name.as_str()).collect();
-        assert_eq!(names, ["a", "c"]);
-        assert_eq!(got[0].1, AppIdentity::model("a", "mg"));
-    }
 
     /// A run on this machine measures the app's whole life from its trace:
     /// n threads pinned on n CPUs use CPU time, at most n CPUs' worth of the
