@@ -262,6 +262,46 @@ pub enum HarnessError {
         #[source]
         source: coloc_linux::program::ProgramError,
     },
+    /// A `bench sim` baseline file is not one.
+    #[error("{name}: not a bench sim baseline")]
+    SimBaseline {
+        name: String,
+        #[source]
+        source: Box<toml::de::Error>,
+    },
+    /// A benchmark's built-in platform is missing.
+    #[error("no {name} platform")]
+    BuiltInPlatform { name: &'static str },
+    /// A benchmark's built-in topology does not parse.
+    #[error("bench: the built-in topology `{description}` is invalid")]
+    BenchTopology {
+        description: &'static str,
+        #[source]
+        source: coloc_model::topology::SyntheticError,
+    },
+    /// A benchmark names a policy the registry does not have.
+    #[error(transparent)]
+    UnknownPolicy(#[from] coloc_policy::UnknownPolicy),
+    /// A benchmark's simulated run failed.
+    #[error("bench: {policy}")]
+    BenchRun {
+        policy: String,
+        #[source]
+        source: ManagerError,
+    },
+    /// A benchmark's simulated run left a trace without its end.
+    #[error("bench: {policy}: the trace has no end")]
+    NoEnd { policy: String },
+    /// The oracle's search failed.
+    #[error(transparent)]
+    Oracle(#[from] coloc_sim::oracle::OracleError),
+    /// `bench nupoco`'s apps were still profiled after every app's window.
+    #[error(
+        "bench: nupoco still profiles after every app's window, the steady decision cannot be \
+         timed: {}",
+        coloc_model::explain::note("nupoco", plan)
+    )]
+    StillProfiling { plan: Box<coloc_model::Plan> },
     /// The store failed a query or a write.
     #[error(transparent)]
     StoreQuery(Box<StoreError>),

@@ -15,8 +15,9 @@
 //! ([`characterize`]), `coloc calibrate`'s runs ([`calibrate`]) and
 //! `coloc calibrate-sim`'s measured cases ([`calibrate_sim`]), solo runs ([`solo`]), comparisons of several
 //! policies ([`compare`]), mixes judged against their solo runs
-//! ([`mixes`]), NuPoCo's Table 2 ([`nupoco_table`]) and `bench overhead`'s
-//! runs ([`overhead`]), watched by what the
+//! ([`mixes`]), NuPoCo's Table 2 ([`nupoco_table`]), `bench overhead`'s
+//! runs ([`overhead`]) and what `bench sim`, `bench decide` and `bench
+//! nupoco` time ([`timing`]), watched by what the
 //! command shows ([`watch`]).
 
 pub mod calibrate;
@@ -41,6 +42,7 @@ pub mod solo;
 pub mod target;
 #[cfg(test)]
 mod testing;
+pub mod timing;
 pub mod trace_file;
 pub mod watch;
 

@@ -51,8 +51,8 @@ pairs() {
   echo "examples/sim/tang-bigtable-protobuf.toml clovertown"
   echo "examples/sim/tang-pairs.toml clovertown"
   echo "examples/sim/tranquilizer-figure9.toml opteron-8431"
-  echo "crates/cli/src/cmd/bench/sim-dynamic-8.toml $amd"
-  echo "crates/cli/src/cmd/bench/sim-oracle-4x8.toml opteron48"
+  echo "crates/harness/src/timing/sim-dynamic-8.toml $amd"
+  echo "crates/harness/src/timing/sim-oracle-4x8.toml opteron48"
 }
 
 policies=$("$coloc" policies | awk '{print $1}' | grep -vx oracle)
@@ -110,7 +110,7 @@ done
   # kmeans scenario, and `coloc bench sim`'s 64-configuration search.
   echo "examples/sim/tang-pairs.toml clovertown oracle 1"
   echo "examples/sim/nupoco-kmeans.toml nupoco-amd64 oracle 1"
-  echo "crates/cli/src/cmd/bench/sim-oracle-4x8.toml opteron48 oracle 1 --oracle-max-configs 64"
+  echo "crates/harness/src/timing/sim-oracle-4x8.toml opteron48 oracle 1 --oracle-max-configs 64"
 } | while read -r w p pol seed rest; do
   # Only the runs asked for (the name `run` gives the run's files).
   if grep -qE -- "$only" <<< "$(basename "$w" .toml)-$p-$pol-s$seed"; then

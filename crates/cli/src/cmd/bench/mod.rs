@@ -9,6 +9,9 @@
 //! - `decide`: how long each policy takes to decide, on fixture topologies.
 //! - `sim`: the simulator's speed: events per second of an 8-app
 //!   dynamic workload on the 64-core platform, oracle configurations per second.
+//!
+//! What `decide`, `sim` and `nupoco` time is the harness's
+//! ([`coloc_harness::timing`]), as data; here it is rendered.
 //! - `mixes`: the real-program suite under several policies against the
 //!   reference points of each mix.
 //! - `nupoco`: the cost of NuPoCo's Algorithm 1 and of a steady decision at 64
@@ -31,11 +34,14 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use coloc_harness::output::default_out_dir;
 use coloc_harness::overhead::{page_walks, run_once, PageWalks};
+use coloc_harness::timing::decide::{decide_times, DecideBench};
+use coloc_harness::timing::nupoco::nupoco_cost;
+use coloc_harness::timing::sim::{sim_speed_for, Baseline, SimStep};
 use coloc_harness::Target;
 use coloc_manager::{RunSummary, DEFAULT_EPOCH};
 use coloc_model::metrics::RunMetrics;
 use coloc_model::workload::parse_workload;
-use coloc_model::{AppId, AppState, AppView, Topology, Trace, TraceEvent, Trigger, View, Workload};
+use coloc_model::{Trace, TraceEvent, Workload};
 
 use crate::host::stop_flag;
 use crate::progress::Bars;
@@ -169,26 +175,28 @@ pub fn main(args: BenchArgs) -> Result<()> {
                 Some(path) => {
                     let text = std::fs::read_to_string(&path)
                         .with_context(|| format!("reading {}", path.display()))?;
-                    sim::Baseline::parse(&path.display().to_string(), &text)?
+                    Baseline::parse(&path.display().to_string(), &text)?
                 }
-                None => sim::Baseline::stored(),
+                None => sim::stored_baseline(),
             };
             debug_build_note();
             let started = Instant::now();
-            let progress = |what: &str| {
+            let progress = |step: SimStep<'_>| {
                 eprintln!(
-                    "bench sim: {what} ({:.0} s so far)",
+                    "bench sim: {} ({:.0} s so far)",
+                    sim::step(step),
                     started.elapsed().as_secs_f64()
                 )
             };
-            print!("{}", sim::sim_speed_for(&names, baseline, &progress)?);
+            let speed = sim_speed_for(&names, &progress)?;
+            print!("{}", sim::render(&speed, &baseline));
             Ok(())
         }
         Bench::Mixes(args) => crate::cmd::mixes::main(args),
         Bench::Paper(args) => paper::main(args),
         Bench::Nupoco { runs } => {
             debug_build_note();
-            print!("{}", nupoco::nupoco_cost(runs)?);
+            print!("{}", nupoco::render(&nupoco_cost(runs)?));
             Ok(())
         }
     }
@@ -375,52 +383,22 @@ fn fmt_ms(d: Option<Duration>) -> String {
 }
 
 fn decide(apps: u32, threads: u32, iterations: u32) -> Result<()> {
-    let mut topologies = vec![Topology::synthetic(
-        "amd-64core-8node",
-        "package:4 numa:2 l3(8M):1 core:8",
-    )?];
-    topologies.push(Topology::synthetic(
-        "kvm-2cpu",
-        "package:1 l3(32M):1 core:2",
-    )?);
     println!("coloc bench decide: {apps} apps x {threads} threads, {iterations} decisions each");
     println!("{:<12} {:<18} {:>12}", "policy", "topology", "us/decision");
-    for topo in &topologies {
-        let views: Vec<AppView> = (0..apps)
-            .map(|i| AppView {
-                id: AppId { app: i, rep: 0 },
-                spec: std::sync::Arc::new(demo_spec(i, threads)),
-                state: AppState::Running,
-                arrived_at: Duration::from_millis(u64::from(i)),
-                started_at: Some(Duration::from_millis(u64::from(i))),
-                threads_requested: threads,
-                threads: (0..threads).map(|t| 1000 + i * 100 + t).collect(),
-                current: None,
-            })
-            .collect();
-        for info in coloc_policy::POLICIES {
-            let mut policy = info.make(&coloc_policy::PolicyContext::default());
-            let view = View {
-                now: Duration::from_secs(1),
-                trigger: Trigger::Epoch,
-                topology: topo,
-                apps: &views,
-                last: None,
-                prev: None,
-            };
-            let t0 = Instant::now();
-            for _ in 0..iterations {
-                std::hint::black_box(policy.decide(std::hint::black_box(&view)));
-            }
-            let per = t0.elapsed().as_secs_f64() * 1e6 / f64::from(iterations.max(1));
-            println!("{:<12} {:<18} {:>12.2}", info.name, topo.name, per);
-        }
-    }
+    let bench = DecideBench {
+        apps,
+        threads,
+        iterations,
+    };
+    decide_times(bench, &mut |t| {
+        println!(
+            "{:<12} {:<18} {:>12.2}",
+            t.policy,
+            t.topology,
+            t.per_decision.as_secs_f64() * 1e6
+        )
+    })?;
     Ok(())
-}
-
-fn demo_spec(i: u32, threads: u32) -> coloc_model::AppSpec {
-    coloc_model::AppSpec::program(format!("app{i}"), vec!["true".into()], threads)
 }
 
 #[cfg(test)]
