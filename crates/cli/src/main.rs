@@ -12,7 +12,6 @@ mod html;
 mod one_manager;
 mod output;
 mod progress;
-mod suite;
 mod target;
 
 use std::io::IsTerminal;

@@ -302,6 +302,37 @@ pub enum HarnessError {
         coloc_model::explain::note("nupoco", plan)
     )]
     StillProfiling { plan: Box<coloc_model::Plan> },
+    /// A suite's programs directory could not be read.
+    #[error("reading the suite's programs in {}", dir.display())]
+    SuitePrograms {
+        dir: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// Two programs of a suite have one name.
+    #[error(
+        "{}: the program name \"{name}\" is already used by {}; names must be unique in a suite",
+        file.display(),
+        first.display()
+    )]
+    SuiteName {
+        file: PathBuf,
+        name: String,
+        first: PathBuf,
+    },
+    /// A suite without programs.
+    #[error("no program (*.toml) in {}", dir.display())]
+    SuiteEmpty { dir: PathBuf },
+    /// A suite's programs need what this machine lacks.
+    #[error(
+        "the suite in {} cannot run here; missing: {missing} (run `scripts/setup --bench` from \
+         the repository root, and run the bench from there)",
+        dir.display()
+    )]
+    SuiteMissing { dir: PathBuf, missing: String },
+    /// A mix could not be drawn from a suite's programs.
+    #[error(transparent)]
+    Gen(#[from] coloc_sim::gen::GenError),
     /// The store failed a query or a write.
     #[error(transparent)]
     StoreQuery(Box<StoreError>),

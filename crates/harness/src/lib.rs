@@ -15,7 +15,7 @@
 //! ([`characterize`]), `coloc calibrate`'s runs ([`calibrate`]) and
 //! `coloc calibrate-sim`'s measured cases ([`calibrate_sim`]), solo runs ([`solo`]), comparisons of several
 //! policies ([`compare`]), mixes judged against their solo runs
-//! ([`mixes`]), NuPoCo's Table 2 ([`nupoco_table`]), `bench overhead`'s
+//! ([`mixes`], the real-program suite's among them: [`suite`]), NuPoCo's Table 2 ([`nupoco_table`]), `bench overhead`'s
 //! runs ([`overhead`]) and what `bench sim`, `bench decide` and `bench
 //! nupoco` time ([`timing`]), watched by what the
 //! command shows ([`watch`]).
@@ -39,6 +39,7 @@ pub mod runner;
 pub mod runs;
 pub mod saved;
 pub mod solo;
+pub mod suite;
 pub mod target;
 #[cfg(test)]
 mod testing;

@@ -8,7 +8,8 @@
 //! in the store (measured now, the suite's programs once for all mixes, or
 //! reused from the store with `reuse_solo`); with a [`Fresh`] maker nothing
 //! is stored beforehand, and they are measured after all mixes and not
-//! stored. Each mix's results go to the caller as soon as it ran
+//! stored. The mixes are a directory's files or the real-program suite's
+//! mix of each seed ([`select`], [`crate::suite`]). Each mix's results go to the caller as soon as it ran
 //! ([`MixRun`]); [`Mixes::run`] returns every mix's outcome for the table
 //! across mixes (`coloc_model::metrics::mixes`).
 
@@ -22,13 +23,16 @@ use coloc_model::explain::last_verdicts;
 use coloc_model::metrics::mixes::{MixOutcome, Reference};
 use coloc_model::metrics::{Comparison, SoloCurves};
 use coloc_model::reason::Verdict;
+use coloc_model::workload::suite::SeedRange;
 use coloc_model::{AppSpec, TraceEvent, Workload};
 use coloc_policy::auto::Objective;
 
 use crate::compare::{Compare, Contender, Fresh, Plan};
 use crate::knowledge::Knowledge;
+use crate::procedure::write_text;
 use crate::saved::{open, Saved};
 use crate::solo::Solo;
+use crate::suite::Suite;
 use crate::watch::Watch;
 use crate::{read_trace, HarnessError, Target};
 
@@ -56,6 +60,57 @@ pub fn mix_files(dir: &Path) -> Result<Vec<PathBuf>, HarnessError> {
         return Err(HarnessError::NoMixes { dir: dir.into() });
     }
     Ok(files)
+}
+
+/// Where the mixes come from.
+#[derive(Clone, Copy, Debug)]
+pub enum MixSource<'a> {
+    /// The mix files of a directory ([`mix_files`]).
+    Files(&'a Path),
+    /// The real-program suite in a directory ([`Suite`]), one mix per seed.
+    Suite {
+        dir: &'a Path,
+        seeds: &'a [SeedRange],
+    },
+}
+
+/// The mixes `source` names, each resolved on `target`: a directory's
+/// files, or the suite's mix of each seed, written to `out/mixes/` (all
+/// checked, and the suite's needs on this machine, before anything runs).
+pub fn select(
+    source: MixSource<'_>,
+    target: &Target,
+    out: &Path,
+) -> Result<Vec<Mix>, HarnessError> {
+    let (dir, seeds) = match source {
+        MixSource::Files(dir) => {
+            return mix_files(dir)?
+                .into_iter()
+                .map(|path| {
+                    Ok(Mix {
+                        workload: target.load(&path)?,
+                        path,
+                        note: String::new(),
+                    })
+                })
+                .collect()
+        }
+        MixSource::Suite { dir, seeds } => (dir, seeds),
+    };
+    let suite = Suite::load(dir)?;
+    suite.check_installed()?;
+    let files = out.join("mixes");
+    let mut mixes = Vec::new();
+    for seed in seeds.iter().flat_map(SeedRange::seeds) {
+        let (w, text) = suite.mix_file(seed)?;
+        let path = write_text(&files, &format!("{}.toml", w.name), &text)?;
+        mixes.push(Mix {
+            workload: target.load(&path)?,
+            path,
+            note: format!("seed {seed}, {}", suite.set_of(seed)),
+        });
+    }
+    Ok(mixes)
 }
 
 /// How the mixes run.
@@ -358,6 +413,96 @@ mod tests {
             },
             note: String::new(),
         }
+    }
+
+    /// A suite of two programs at `dir`, each needing `need`.
+    fn suite(dir: &Path, need: &str) {
+        std::fs::create_dir_all(dir.join("programs")).unwrap();
+        std::fs::write(
+            dir.join("suite.toml"),
+            "tuning = \"1..10\"\nheld_out = \"101..130\"\n",
+        )
+        .unwrap();
+        for name in ["p", "q"] {
+            std::fs::write(
+                dir.join("programs").join(format!("{name}.toml")),
+                format!(
+                    "[suite]\nkind = \"pthreads\"\nneeds = [\"{need}\"]\n[[app]]\nname = \"{name}\"\ncommand = [\"true\"]\nthreads = 2\n"
+                ),
+            )
+            .unwrap();
+        }
+    }
+
+    /// The suite's mixes of seeds 5 and 105 are written to `out/mixes/`,
+    /// resolved for the machine (kvm-2cpu's topology as a host's: loading
+    /// touches no machine) and said to be a tuning and a held-out seed;
+    /// the directory's files then give the same workloads. A suite whose
+    /// needs this machine lacks is refused by name before any file is
+    /// written, and an empty directory has no mixes.
+    #[test]
+    fn a_suites_mixes_are_written_and_read_back_as_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = Target::Host(crate::Host {
+            topology: coloc_sim::platform("kvm-2cpu").unwrap().topology,
+            process_events: false,
+            journal_dir: dir.path().join("journal"),
+        });
+        let (suite_dir, out) = (dir.path().join("suite"), dir.path().join("out"));
+        suite(&suite_dir, "sh");
+        let seeds = [
+            SeedRange { first: 5, last: 5 },
+            SeedRange {
+                first: 105,
+                last: 105,
+            },
+        ];
+        let mixes = select(
+            MixSource::Suite {
+                dir: &suite_dir,
+                seeds: &seeds,
+            },
+            &host,
+            &out,
+        )
+        .unwrap();
+        let notes: Vec<&str> = mixes.iter().map(|m| m.note.as_str()).collect();
+        assert_eq!(notes, ["seed 5, tuning", "seed 105, held out"]);
+        for m in &mixes {
+            assert_eq!(m.path.parent(), Some(out.join("mixes").as_path()));
+            assert!(m.workload.apps.iter().all(|a| a.command.is_some()));
+        }
+        let again = select(MixSource::Files(&out.join("mixes")), &host, &out).unwrap();
+        let mut want: Vec<(&Path, &Workload)> = mixes
+            .iter()
+            .map(|m| (m.path.as_path(), &m.workload))
+            .collect();
+        want.sort_by_key(|(p, _)| *p);
+        let got: Vec<(&Path, &Workload)> = again
+            .iter()
+            .map(|m| (m.path.as_path(), &m.workload))
+            .collect();
+        assert_eq!(got, want);
+
+        let (lacking, out2) = (dir.path().join("lacking"), dir.path().join("out2"));
+        suite(&lacking, "/nonexistent/input");
+        let e = select(
+            MixSource::Suite {
+                dir: &lacking,
+                seeds: &seeds,
+            },
+            &host,
+            &out2,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("p: /nonexistent/input") && e.contains("scripts/setup --bench"),
+            "{e}"
+        );
+        assert!(!out2.exists());
+        let e = select(MixSource::Files(&out2), &host, &out2).unwrap_err();
+        assert!(matches!(e, HarnessError::Read { .. }), "{e}");
     }
 
     /// Two mixes on the simulator, through the library alone: each mix's

@@ -26,7 +26,7 @@ use coloc_model::Workload;
 use coloc_sim::gen::{self, GenSpec, Size};
 use coloc_sim::Platform;
 
-use crate::suite::Suite;
+use coloc_harness::suite::Suite;
 
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("kind").required(true).args(["size", "static_count", "suite"])))]

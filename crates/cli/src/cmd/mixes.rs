@@ -15,17 +15,18 @@
 //! beforehand: no solo runs first, each run a `coloc run` in an empty data
 //! directory (`crate::cmd::fresh`), and the solo runs after all mixes.
 //! Times on a machine shared with other work are noisy: the table is a
-//! measurement of that machine at that time. The runs are the harness's
-//! ([`coloc_harness::mixes`]); here the mixes are chosen and the tables
-//! printed.
+//! measurement of that machine at that time. The mixes and their runs are
+//! the harness's ([`coloc_harness::mixes`], the suite's mixes
+//! [`coloc_harness::suite`]'s); here the arguments are parsed and the
+//! tables printed.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use coloc_harness::compare::{Contender, Fresh};
-use coloc_harness::mixes::{mix_files, Mix, MixRun, MixTraces, Mixes, MixesPlan};
+use coloc_harness::mixes::{select, MixRun, MixSource, MixTraces, Mixes, MixesPlan};
 use coloc_harness::output::default_out_dir;
 use coloc_harness::Target;
 use coloc_model::metrics::mixes::{across_mixes, best_other};
@@ -35,7 +36,6 @@ use crate::choice::{check_policies, Choice};
 use crate::cmd::fresh::Child;
 use crate::host::stop_flag;
 use crate::progress::{Bars, COMPARISON_RUNS};
-use crate::suite::Suite;
 
 #[derive(Debug, Args)]
 pub struct MixesArgs {
@@ -83,40 +83,6 @@ pub struct MixesArgs {
     /// (`coloc run --objective`); the other policies ignore it.
     #[arg(long, default_value = "makespan")]
     pub objective: coloc_policy::auto::Objective,
-}
-
-/// The mixes `args` name: the directory's files, or the suite's mix of each
-/// seed, written to `out/mixes/` (all checked before anything runs).
-fn mixes(args: &MixesArgs, target: &Target, out: &Path) -> Result<Vec<Mix>> {
-    let Some(dir) = &args.suite else {
-        return mix_files(&args.dir)?
-            .into_iter()
-            .map(|path| {
-                let workload = target.load(&path)?;
-                Ok(Mix {
-                    path,
-                    workload,
-                    note: String::new(),
-                })
-            })
-            .collect();
-    };
-    let suite = Suite::load(dir)?;
-    suite.check_installed()?;
-    let files = out.join("mixes");
-    std::fs::create_dir_all(&files).with_context(|| format!("creating {}", files.display()))?;
-    let mut mixes = Vec::new();
-    for seed in args.seeds.iter().flat_map(SeedRange::seeds) {
-        let (w, text) = suite.mix_file(seed)?;
-        let path = files.join(format!("{}.toml", w.name));
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-        mixes.push(Mix {
-            workload: target.load(&path)?,
-            path,
-            note: format!("seed {seed}, {}", suite.set_of(seed)),
-        });
-    }
-    Ok(mixes)
 }
 
 /// What a mix's traces say beyond times, as lines: the waste events per
@@ -187,7 +153,14 @@ pub fn main(args: MixesArgs) -> Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| default_out_dir("mixes", "bench"));
-    let mixes = mixes(&args, &target, &out)?;
+    let source = match &args.suite {
+        Some(dir) => MixSource::Suite {
+            dir,
+            seeds: &args.seeds,
+        },
+        None => MixSource::Files(&args.dir),
+    };
+    let mixes = select(source, &target, &out)?;
     let on = Mixes {
         target: &target,
         stop: &stop_flag()?,
