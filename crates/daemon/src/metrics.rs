@@ -188,6 +188,7 @@ fn waste_kind(w: Waste) -> &'static str {
         Waste::IdleWhileWaiting => "idle_while_waiting",
         Waste::Underused => "underused",
         Waste::NoProgress => "no_progress",
+        Waste::Spinning => "spinning",
     }
 }
 
@@ -329,7 +330,12 @@ impl Tally {
         let _ = f.dop.remove_label_values(&l);
         let _ = f.rate.remove_label_values(&l);
         let _ = f.slowdown.remove_label_values(&l);
-        for w in [Waste::IdleWhileWaiting, Waste::Underused, Waste::NoProgress] {
+        for w in [
+            Waste::IdleWhileWaiting,
+            Waste::Underused,
+            Waste::NoProgress,
+            Waste::Spinning,
+        ] {
             let _ = f.waste.remove_label_values(&[l[0], l[1], waste_kind(w)]);
         }
         self.trials.retain(|(_, apps), _| !apps.contains(&app));

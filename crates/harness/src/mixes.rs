@@ -172,6 +172,8 @@ pub struct WasteEvents {
     pub underused: usize,
     /// CPU time burnt with no progress.
     pub no_progress: usize,
+    /// CPU time burnt beyond what a team's progress took at its own rate.
+    pub spinning: usize,
 }
 
 /// Where mixes run: their machine, the flag a signal sets to stop them,
@@ -373,6 +375,7 @@ pub fn mix_traces(dir: &Path) -> Result<MixTraces, HarnessError> {
                     Some((_, Waste::IdleWhileWaiting)) => waste.idle_while_waiting += 1,
                     Some((_, Waste::Underused)) => waste.underused += 1,
                     Some((_, Waste::NoProgress)) => waste.no_progress += 1,
+                    Some((_, Waste::Spinning)) => waste.spinning += 1,
                     None => {}
                 }
             }

@@ -14,7 +14,12 @@
 //!   threads may sleep at its barriers instead of queueing;
 //! - *no progress* (`no_progress.rs`): an app's team burns CPU time inside
 //!   one parallel region while none of its progress counters moves (threads
-//!   spinning at a barrier).
+//!   spinning at a barrier);
+//! - *spinning* (`spinning.rs`): a team whose members queue for their CPUs
+//!   makes less progress per CPU-second than it made earlier with a CPU for
+//!   each, by more than [`IDLE_BELOW`] of the interval in CPU time (waiters
+//!   spinning at barriers for a descheduled teammate: a team packed on fewer
+//!   CPUs than its threads, or time-sharing them with other apps).
 //!
 //! Approach: each check reads one observation interval (the last two
 //! observations) and names the apps it finds. A policy gets one interval to
@@ -34,6 +39,7 @@
 //! a CPU busy with foreign work can look idle.
 
 mod no_progress;
+mod spinning;
 mod underuse;
 mod waiting;
 
@@ -44,6 +50,7 @@ use coloc_model::TraceEvent;
 use coloc_model::{AppId, AppSample, AppView, CpuSet, Observation, ThreadSample, Tid, Topology};
 
 pub use self::no_progress::NoProgressFinding;
+pub use self::spinning::SpinningFinding;
 pub use self::underuse::{underuses, Underuse};
 pub use self::waiting::{shortfalls, Shortfall};
 
@@ -133,6 +140,9 @@ pub enum Waste {
     Underused,
     /// CPU time burnt inside one region with no progress.
     NoProgress,
+    /// CPU time burnt beyond what a team's progress took at its own earlier
+    /// rate, while its members queued for their CPUs.
+    Spinning,
 }
 
 impl std::fmt::Display for Waste {
@@ -141,6 +151,7 @@ impl std::fmt::Display for Waste {
             Waste::IdleWhileWaiting => "CPUs idle while an app's threads waited for a CPU",
             Waste::Underused => "CPUs idle while an app ran below what it could use",
             Waste::NoProgress => "CPU time burnt inside one region with no progress",
+            Waste::Spinning => "CPU time burnt beyond what an app's progress took at its own rate",
         })
     }
 }
@@ -183,6 +194,7 @@ pub struct WasteSeen {
     pub idle_while_waiting: WasteTally,
     pub underused: WasteTally,
     pub no_progress: WasteTally,
+    pub spinning: WasteTally,
 }
 
 impl WasteSeen {
@@ -191,6 +203,7 @@ impl WasteSeen {
             Waste::IdleWhileWaiting => &self.idle_while_waiting,
             Waste::Underused => &self.underused,
             Waste::NoProgress => &self.no_progress,
+            Waste::Spinning => &self.spinning,
         }
     }
 
@@ -199,6 +212,7 @@ impl WasteSeen {
             Waste::IdleWhileWaiting => &mut self.idle_while_waiting,
             Waste::Underused => &mut self.underused,
             Waste::NoProgress => &mut self.no_progress,
+            Waste::Spinning => &mut self.spinning,
         }
     }
 
@@ -229,6 +243,7 @@ pub fn waste_of(event: &TraceEvent) -> Option<(AppId, Waste)> {
         TraceEvent::IdleWhileWaiting { app, .. } => Some((*app, Waste::IdleWhileWaiting)),
         TraceEvent::Underused { app, .. } => Some((*app, Waste::Underused)),
         TraceEvent::NoProgress { app, .. } => Some((*app, Waste::NoProgress)),
+        TraceEvent::Spinning { app, .. } => Some((*app, Waste::Spinning)),
         _ => None,
     }
 }
@@ -238,6 +253,7 @@ enum Finding {
     Waiting(Shortfall),
     Underused(Underuse),
     NoProgress(NoProgressFinding),
+    Spinning(SpinningFinding),
 }
 
 impl Finding {
@@ -246,6 +262,7 @@ impl Finding {
             Finding::Waiting(s) => (s.app, Waste::IdleWhileWaiting),
             Finding::Underused(u) => (u.app, Waste::Underused),
             Finding::NoProgress(n) => (n.app, Waste::NoProgress),
+            Finding::Spinning(s) => (s.app, Waste::Spinning),
         }
     }
 
@@ -271,6 +288,13 @@ impl Finding {
                 app: n.app,
                 cpu: n.cpu,
             },
+            Finding::Spinning(s) => TraceEvent::Spinning {
+                t,
+                since,
+                app: s.app,
+                cpu: s.cpu,
+                useful: s.useful,
+            },
         }
     }
 }
@@ -287,6 +311,9 @@ pub struct Conservation {
     /// Apps whose progress counters have moved inside one region
     /// (`no_progress.rs`).
     counts_inside: BTreeSet<AppId>,
+    /// Each app's progress per CPU-second with a CPU per busy member, per
+    /// team size (`spinning.rs`).
+    references: spinning::References,
 }
 
 impl Conservation {
@@ -308,11 +335,14 @@ impl Conservation {
         let waiting_apps: BTreeSet<AppId> = waiting.iter().map(|s| s.app).collect();
         let underused = underuse::underuses_in(topology, apps, &iv, &idle, &waiting_apps);
         let stalled = no_progress::check(apps, &iv, &mut self.counts_inside);
+        let stalled_apps: Vec<AppId> = stalled.iter().map(|n| n.app).collect();
+        let spun = spinning::check(apps, &iv, &mut self.references, &stalled_apps);
         let now: Vec<Finding> = waiting
             .into_iter()
             .map(Finding::Waiting)
             .chain(underused.into_iter().map(Finding::Underused))
             .chain(stalled.into_iter().map(Finding::NoProgress))
+            .chain(spun.into_iter().map(Finding::Spinning))
             .collect();
         let keys: BTreeSet<(AppId, Waste)> = now.iter().map(Finding::key).collect();
         let mut out = Findings::default();

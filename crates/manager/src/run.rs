@@ -77,7 +77,8 @@ pub struct RunSummary {
     /// CPUs wasted for more than an epoch, per kind: idle while an app's
     /// threads waited ([`TraceEvent::IdleWhileWaiting`]), idle while an app ran
     /// below what it could use ([`TraceEvent::Underused`]), burnt without
-    /// progress ([`TraceEvent::NoProgress`]).
+    /// progress ([`TraceEvent::NoProgress`]) or beyond what a team's progress
+    /// took at its own earlier rate ([`TraceEvent::Spinning`]).
     pub waste: WasteSeen,
     /// Observations made: fewer than the run's length over the epoch when the
     /// loop could not keep up.
@@ -611,6 +612,11 @@ fn describe(event: Option<&TraceEvent>) -> String {
         Some(TraceEvent::NoProgress { cpu, .. }) => {
             format!("{:.2} CPU-s over the last interval", cpu.as_secs_f64())
         }
+        Some(TraceEvent::Spinning { cpu, useful, .. }) => format!(
+            "{:.2} CPU-s over the last interval, {:.2} of them for its progress",
+            cpu.as_secs_f64(),
+            useful.as_secs_f64()
+        ),
         _ => String::new(),
     }
 }

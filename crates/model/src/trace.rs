@@ -261,6 +261,25 @@ pub enum TraceEvent {
         #[serde(with = "nanos")]
         cpu: Duration,
     },
+    /// CPU time burnt spinning: for more than an epoch (since `since`) the
+    /// app's team, inside a region with its members queueing for their CPUs,
+    /// used more CPU time than its progress took at the rate it made earlier
+    /// with a CPU per busy member, by more than 10% of the interval
+    /// (`docs/trace-format.md`). Recorded at each observation while it lasts.
+    Spinning {
+        #[serde(with = "nanos")]
+        t: Duration,
+        #[serde(with = "nanos")]
+        since: Duration,
+        app: AppId,
+        /// CPU time its threads had over the last interval.
+        #[serde(with = "nanos")]
+        cpu: Duration,
+        /// The CPU time its progress over the last interval took at its
+        /// earlier rate: the rest was burnt.
+        #[serde(with = "nanos")]
+        useful: Duration,
+    },
     Exit {
         #[serde(with = "nanos")]
         t: Duration,
@@ -292,6 +311,7 @@ impl TraceEvent {
             | TraceEvent::IdleWhileWaiting { t, .. }
             | TraceEvent::Underused { t, .. }
             | TraceEvent::NoProgress { t, .. }
+            | TraceEvent::Spinning { t, .. }
             | TraceEvent::Exit { t, .. }
             | TraceEvent::End { t, .. } => Some(*t),
             TraceEvent::Obs(o) => Some(o.at),
@@ -414,6 +434,7 @@ impl Trace {
                 | TraceEvent::IdleWhileWaiting { app, .. }
                 | TraceEvent::Underused { app, .. }
                 | TraceEvent::NoProgress { app, .. }
+                | TraceEvent::Spinning { app, .. }
                 | TraceEvent::Exit { app, .. } => named.push(*app),
                 TraceEvent::Plan { plan, .. } => named.extend(plan.apps.iter().map(|p| p.app)),
                 TraceEvent::Applied { outcomes, .. } => {

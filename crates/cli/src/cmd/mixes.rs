@@ -94,13 +94,13 @@ fn render_traces(t: &MixTraces) -> String {
         .iter()
         .map(|(policy, w)| {
             format!(
-                "{policy} {}/{}/{}",
-                w.idle_while_waiting, w.underused, w.no_progress
+                "{policy} {}/{}/{}/{}",
+                w.idle_while_waiting, w.underused, w.no_progress, w.spinning
             )
         })
         .collect();
     let mut out = format!(
-        "waste events over all runs (idle_while_waiting/underused/no_progress): {}\n",
+        "waste events over all runs (idle_while_waiting/underused/no_progress/spinning): {}\n",
         idle.join(", ")
     );
     if !t.verdicts.is_empty() {

@@ -173,8 +173,6 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
     Ok(())
 }
 
-/// The waste the Manager saw, one line per kind seen (docs/trace-format.md:
-/// `idle_while_waiting`, `underused`, `no_progress`).
 /// What each app's program holds and which levers act on it, from its
 /// first instance's `start` (docs/signals.md, Runtimes and levers).
 fn levers_lines(workload: &coloc_model::Workload, events: &[TraceEvent]) -> Vec<String> {
@@ -198,11 +196,14 @@ fn levers_lines(workload: &coloc_model::Workload, events: &[TraceEvent]) -> Vec<
         .collect()
 }
 
+/// The waste the Manager saw, one line per kind seen (docs/trace-format.md:
+/// `idle_while_waiting`, `underused`, `no_progress`, `spinning`).
 fn waste_lines(seen: &WasteSeen) -> Vec<String> {
     [
         (Waste::IdleWhileWaiting, "idle_while_waiting"),
         (Waste::Underused, "underused"),
         (Waste::NoProgress, "no_progress"),
+        (Waste::Spinning, "spinning"),
     ]
     .into_iter()
     .filter_map(|(waste, event)| {

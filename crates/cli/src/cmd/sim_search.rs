@@ -101,7 +101,7 @@ pub fn main(args: SearchArgs) -> Result<()> {
 /// Waste episodes per kind, as the report prints them.
 fn waste(w: &WasteCount) -> String {
     format!(
-        "idle while waiting {}, underused {}, no progress {}",
-        w.idle_while_waiting, w.underused, w.no_progress
+        "idle while waiting {}, underused {}, no progress {}, spinning {}",
+        w.idle_while_waiting, w.underused, w.no_progress, w.spinning
     )
 }

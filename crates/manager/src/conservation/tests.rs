@@ -479,3 +479,143 @@ fn the_tally_counts_observations_episodes_and_time() {
     );
     assert!(seen.underused == WasteTally::default() && seen.no_progress == WasteTally::default());
 }
+
+/// A team of 2 inside a region: its regions so far and each thread's CPU,
+/// run and wait so far, ms.
+fn team(at_ms: u64, regions: u64, threads: [(u32, u64, u64); 2]) -> Observation {
+    let [(c1, r1, w1), (c2, r2, w2)] = threads;
+    let o = obs(
+        at_ms,
+        vec![(
+            AppId::default(),
+            vec![thread(1, c1, r1, w1), thread(2, c2, r2, w2)],
+        )],
+    );
+    with_omp(o, true, 2, regions, 0)
+}
+
+/// Spread over both CPUs for 100 ms from `at_ms`: 1,000 regions per 100 ms,
+/// 200 ms of CPU (5,000 regions per CPU-second).
+fn spread(at_ms: u64) -> Observation {
+    team(at_ms, 10 * at_ms, [(0, at_ms, 0), (1, at_ms, 0)])
+}
+
+/// Packed on CPU 0 from 200 ms, each thread running half of every 100 ms and
+/// waiting the other half, with `regions_per_100ms` regions per interval.
+fn packed(at_ms: u64, regions_per_100ms: u64) -> Observation {
+    let since = at_ms - 200;
+    let run = 200 + since / 2;
+    team(
+        at_ms,
+        2_000 + regions_per_100ms * since / 100,
+        [(0, run, since / 2), (0, run, since / 2)],
+    )
+}
+
+fn spinning_events(found: &Findings) -> Vec<&TraceEvent> {
+    found
+        .events
+        .iter()
+        .filter(|e| matches!(e, TraceEvent::Spinning { .. }))
+        .collect()
+}
+
+/// A team that made 5,000 regions per CPU-second with a CPU per thread,
+/// packed on one CPU: at 250 regions per 100 ms (2,500 per CPU-second) its
+/// progress took 50 ms of the interval's 100 ms of CPU, so 50 ms were burnt
+/// (above the 10 ms bound); at 460 (4,600 per CPU-second: 92 ms useful, 8 ms
+/// burnt) it is not spinning: a team that sleeps at its barriers keeps about
+/// its rate. Found from the second such interval on, as every check.
+#[test]
+fn a_packed_team_below_its_own_rate_is_spinning_after_an_epoch() {
+    let topo = kvm();
+    // (regions per 100 ms packed, spinning events at 400 ms)
+    let cases = [(250, 1), (460, 0)];
+    for (rate, want) in cases {
+        let app = [asked_for_two(Placement::Shared(cpus("0")))];
+        let mut c = Conservation::default();
+        assert!(c
+            .check(&topo, &app, &spread(100), &spread(200))
+            .events
+            .is_empty());
+        let grace = c.check(&topo, &app, &spread(200), &packed(300, rate));
+        assert!(
+            spinning_events(&grace).is_empty(),
+            "{rate}: one interval of grace"
+        );
+        let found = c.check(&topo, &app, &packed(300, rate), &packed(400, rate));
+        let events = spinning_events(&found);
+        assert_eq!(events.len(), want, "{rate}: {:?}", found.events);
+        if want > 0 {
+            assert_eq!(
+                events[0],
+                &TraceEvent::Spinning {
+                    t: Duration::from_millis(400),
+                    since: Duration::from_millis(200),
+                    app: AppId::default(),
+                    cpu: Duration::from_millis(100),
+                    useful: Duration::from_millis(50),
+                }
+            );
+            // Alone on CPU 0 beside an idle CPU 1, its threads also waited
+            // off an idle CPU: that check's own event.
+            assert!(found.started.contains(&(AppId::default(), Waste::Spinning)));
+        }
+    }
+}
+
+/// Not judged: a team never seen with a CPU per thread (no reference), a
+/// serial section, a team of 1, an app found making no progress at all
+/// (that check's event, not two).
+#[test]
+fn spinning_is_judged_only_against_the_apps_own_rate_inside_a_region() {
+    let topo = kvm();
+    let app = [asked_for_two(Placement::Shared(cpus("0")))];
+    let judge = |c: &mut Conservation, prev: &Observation, last: &Observation| {
+        spinning_events(&c.check(&topo, &app, prev, last)).len()
+    };
+    // No reference: packed from the start.
+    let mut c = Conservation::default();
+    for at in [300, 400, 500] {
+        assert_eq!(judge(&mut c, &packed(at, 100), &packed(at + 100, 100)), 0);
+    }
+    // A reference, then a serial section or a team of 1 while queued.
+    for (in_parallel, size) in [(false, 2), (true, 1)] {
+        let mut c = Conservation::default();
+        c.check(&topo, &app, &spread(100), &spread(200));
+        let other = |at: u64| {
+            let mut o = packed(at, 100);
+            let omp = o.apps[0].omp.as_mut().unwrap();
+            (omp.in_parallel, omp.team_size) = (in_parallel, size);
+            o
+        };
+        for at in [200, 300, 400] {
+            assert_eq!(
+                judge(&mut c, &other(at), &other(at + 100)),
+                0,
+                "{in_parallel} {size}"
+            );
+        }
+    }
+    // Counters that stop altogether, both CPUs busy and a thread queued:
+    // no_progress, not spinning. Its steps moved inside the region before
+    // (the evidence that check needs), each thread on a CPU of its own.
+    let mut c = Conservation::default();
+    let steps = |at: u64, steps: u64, wait: u64| {
+        let mut o = team(at, 5, [(0, at, 0), (1, at, wait)]);
+        o.apps[0].omp_steps = Some(steps);
+        o
+    };
+    c.check(&topo, &app, &steps(100, 100, 0), &steps(200, 200, 0));
+    let mut kinds = Vec::new();
+    for at in [200, 300, 400] {
+        let found = c.check(
+            &topo,
+            &app,
+            &steps(at, 200, at - 200),
+            &steps(at + 100, 200, at - 100),
+        );
+        kinds.extend(found.started);
+    }
+    assert_eq!(kinds, vec![(AppId::default(), Waste::NoProgress)]);
+}

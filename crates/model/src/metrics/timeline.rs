@@ -115,7 +115,8 @@ impl Timeline {
                 TraceEvent::Header(_)
                 | TraceEvent::IdleWhileWaiting { .. }
                 | TraceEvent::Underused { .. }
-                | TraceEvent::NoProgress { .. } => {}
+                | TraceEvent::NoProgress { .. }
+                | TraceEvent::Spinning { .. } => {}
             }
         }
         tl

@@ -162,6 +162,7 @@ pub struct WasteCount {
     pub idle_while_waiting: usize,
     pub underused: usize,
     pub no_progress: usize,
+    pub spinning: usize,
     pub mixes: usize,
 }
 
@@ -177,6 +178,7 @@ impl WasteCount {
         self.idle_while_waiting += w.idle_while_waiting.episodes;
         self.underused += w.underused.episodes;
         self.no_progress += w.no_progress.episodes;
+        self.spinning += w.spinning.episodes;
         self.mixes += usize::from(!w.is_empty());
     }
 }
