@@ -1,18 +1,27 @@
 //! Waste the Manager's checks see, on this machine
-//! (`crates/manager/src/conservation.rs`): a malleable OpenMP kernel whose
-//! work is one parallel region, run alone with a DoP of 1, holds one CPU
-//! while the other idles. Its team has no thread waiting for a CPU, so the
-//! check that counts waiting threads never flagged it; `underused` does.
-//! Checked from /proc (each thread's CPU time, `stat` fields 14–15, while the
-//! run goes on); no timing is asserted.
+//! (`crates/manager/src/conservation.rs`):
+//! - a malleable OpenMP kernel whose work is one parallel region, run alone
+//!   with a DoP of 1, holds one CPU while the other idles. Its team has no
+//!   thread waiting for a CPU, so the check that counts waiting threads never
+//!   flagged it; `underused` does;
+//! - a libgomp team started with both CPUs and then packed onto one spins at
+//!   its barriers for the teammate that is off the CPU: `spinning`.
+//!
+//! Checked from /proc (each thread's CPU time, `stat` fields 14–15, and its
+//! allowed CPUs, while the run goes on) and the shim's counters; no timing
+//! is asserted.
 
 mod support;
 
 use std::collections::BTreeMap;
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use coloc_manager::{run, Recorder, RunOptions, DEFAULT_EPOCH};
-use coloc_model::{AppPlan, Plan, Shortage, Tid, TraceEvent, View, Workload};
+use coloc_model::{AppPlan, Placement, Plan, SchedSettings, Shortage, Tid, TraceEvent, View};
+use coloc_model::{Observation, Workload};
 use coloc_policy::Policy;
 use support::*;
 
@@ -151,5 +160,240 @@ fn a_team_held_to_one_thread_beside_an_idle_cpu_is_flagged_underused() {
         eprintln!("the run ended within {observations} observations: too short to judge");
     }
     assert_eq!(summary.waste.idle_while_waiting.episodes, 0);
+    assert!(journals(dir.path()).is_empty());
+}
+
+/// Leaves every app to Linux until [`PACK_AT`], then packs each running app
+/// onto the first allowed CPU: the app started with both CPUs in its mask,
+/// so libgomp spins at its barriers (it throttles its spin only when it
+/// starts with more threads than CPUs).
+#[derive(Debug)]
+struct PackLater {
+    cpu: String,
+}
+
+/// When [`PackLater`] packs: after five observations of the team with a CPU
+/// for each thread, the reference the `spinning` check compares with.
+const PACK_AT: Duration = Duration::from_millis(600);
+
+impl Policy for PackLater {
+    fn name(&self) -> &'static str {
+        "pack-later"
+    }
+
+    fn decide(&mut self, view: &View<'_>) -> Plan {
+        Plan {
+            apps: view
+                .apps
+                .iter()
+                .map(|a| AppPlan {
+                    placement: if view.now >= PACK_AT && a.is_running() {
+                        Placement::Shared(self.cpu.parse().unwrap())
+                    } else {
+                        Placement::Unmanaged
+                    },
+                    ..AppPlan::native(a.id)
+                })
+                .collect(),
+            ..Plan::default()
+        }
+    }
+}
+
+/// Keeps the trace and, at each observation, each thread's CPU time so far
+/// (clock ticks) and allowed CPUs from /proc; stops the run once it has
+/// seen [`PACKED_OBSERVATIONS`] observations with the team packed.
+struct PackedSampler {
+    events: Vec<TraceEvent>,
+    pid: Option<u32>,
+    /// Per observation: each thread's ticks and `Cpus_allowed_list`.
+    seen: Vec<BTreeMap<Tid, (u64, String)>>,
+    packed: usize,
+    stop: Arc<AtomicBool>,
+}
+
+/// Observations with the team packed before the run is stopped: enough for
+/// a reference interval's successor, the interval of grace and violations.
+const PACKED_OBSERVATIONS: usize = 8;
+
+fn allowed_list(pid: u32, tid: Tid) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(|v| v.trim().to_string())
+}
+
+impl Recorder for PackedSampler {
+    fn record(&mut self, event: &TraceEvent) -> io::Result<()> {
+        match event {
+            TraceEvent::Start { pid, .. } => self.pid = Some(*pid),
+            TraceEvent::Exit { .. } => self.pid = None,
+            TraceEvent::Obs(_) => {
+                if let Some(pid) = self.pid {
+                    let threads: BTreeMap<Tid, (u64, String)> = tids_of(pid)
+                        .into_iter()
+                        .filter_map(|t| Some((t, (cpu_ticks(pid, t)?, allowed_list(pid, t)?))))
+                        .collect();
+                    if threads.len() >= 2 && threads.values().all(|(_, c)| !c.contains([',', '-']))
+                    {
+                        self.packed += 1;
+                    }
+                    self.seen.push(threads);
+                }
+                if self.packed >= PACKED_OBSERVATIONS {
+                    self.stop.store(true, Ordering::Relaxed);
+                }
+            }
+            _ => {}
+        }
+        self.events.push(event.clone());
+        Ok(())
+    }
+}
+
+/// Whether some interval before the team was packed had both threads busy
+/// and neither waiting for a CPU more than a quarter of it (the `spinning`
+/// check's reference; on a machine busy with other work there may be none).
+fn had_a_cpu_each(events: &[TraceEvent]) -> bool {
+    let obs: Vec<&Observation> = events
+        .iter()
+        .filter_map(|e| match e {
+            TraceEvent::Obs(o) if o.at < PACK_AT => Some(o.as_ref()),
+            _ => None,
+        })
+        .collect();
+    obs.windows(2).any(|w| {
+        let (Some(a), Some(b)) = (w[0].apps.first(), w[1].apps.first()) else {
+            return false;
+        };
+        let dt = w[1].at.saturating_sub(w[0].at).as_nanos() as u64;
+        let busy: Vec<_> = b
+            .threads
+            .iter()
+            .filter_map(|t| {
+                let was = a.thread(t.tid).cloned().unwrap_or_default();
+                let run = t.run_ns.saturating_sub(was.run_ns);
+                let wait = t.wait_ns.saturating_sub(was.wait_ns);
+                (run * 10 > dt).then_some(wait * 4 <= dt)
+            })
+            .collect();
+        busy.len() >= 2 && busy.iter().all(|&unqueued| unqueued)
+    })
+}
+
+#[test]
+fn a_libgomp_team_packed_on_one_cpu_is_flagged_spinning() {
+    let Some(cpus) = two_cpus() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = machine(dir.path());
+    // Many short regions, each ending in a barrier: far more than the run
+    // lets it finish (it is stopped once packed long enough).
+    let mut app = spec(
+        "barrier",
+        2,
+        &["kernel:barrier", "--regions", "100000000", "--work", "4000"],
+    );
+    // The shim's channel reports its regions and team.
+    app.malleable = true;
+    // As root, ahead of other work on the machine (the journal restores
+    // it): the check needs an interval in which each thread had a CPU.
+    if nix::unistd::geteuid().is_root() {
+        app.sched = Some(SchedSettings {
+            nice: Some(-10),
+            slice_us: None,
+        });
+    }
+    let w = Workload {
+        name: "spin".into(),
+        epoch: Some(DEFAULT_EPOCH),
+        apps: vec![app],
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut rec = PackedSampler {
+        events: Vec::new(),
+        pid: None,
+        seen: Vec::new(),
+        packed: 0,
+        stop: stop.clone(),
+    };
+    let opts = RunOptions {
+        epoch: DEFAULT_EPOCH,
+        seed: None,
+        started_unix: 0.0,
+        stop: Some(stop),
+    };
+    let first = cpus.iter().next().unwrap().to_string();
+    let summary = run(
+        &mut m,
+        &mut PackLater { cpu: first.clone() },
+        &w,
+        &opts,
+        &mut rec,
+    )
+    .unwrap();
+    assert!(summary.interrupted, "stopped once packed long enough");
+    // /proc: the team was packed on one CPU, and its two threads shared it.
+    assert!(rec.packed >= PACKED_OBSERVATIONS, "{:?}", rec.seen);
+    let last = rec.seen.last().expect("observed");
+    assert!(last.values().all(|(_, c)| *c == first), "{last:?}");
+    let before = &rec.seen[rec.seen.len() - PACKED_OBSERVATIONS];
+    let ran: Vec<u64> = last
+        .iter()
+        .filter_map(|(t, (n, _))| Some(n - before.get(t)?.0))
+        .filter(|&d| d > 0)
+        .collect();
+    assert!(
+        ran.len() >= 2,
+        "both threads ran while packed: {before:?} {last:?}"
+    );
+    // The shim's counters: the team was inside its regions with 2 threads,
+    // and passed barriers (regions ended) while packed.
+    let packed_obs: Vec<&Observation> = rec
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            TraceEvent::Obs(o) if o.at >= PACK_AT => Some(o.as_ref()),
+            _ => None,
+        })
+        .collect();
+    let regions = |o: &Observation| {
+        o.apps
+            .first()
+            .and_then(|a| a.omp.as_ref())
+            .map(|m| (m.team_size, m.regions_completed))
+    };
+    let (first_obs, last_obs) = (packed_obs.first().unwrap(), packed_obs.last().unwrap());
+    let (Some((team, r0)), Some((_, r1))) = (regions(first_obs), regions(last_obs)) else {
+        panic!("the shim reported no team: {:?}", rec.events)
+    };
+    assert_eq!(team, 2);
+    assert!(r1 > r0, "regions ended while packed: {r0} → {r1}");
+    // The trace: spinning, judged against its own rate with a CPU per
+    // thread. Without such an interval (a machine busy with other work)
+    // there is nothing to judge against.
+    let spinning: Vec<&TraceEvent> = rec
+        .events
+        .iter()
+        .filter(|e| matches!(e, TraceEvent::Spinning { .. }))
+        .collect();
+    if had_a_cpu_each(&rec.events) {
+        assert!(!spinning.is_empty(), "{:?}", rec.events);
+        assert_eq!(summary.waste.spinning.observations, spinning.len());
+        assert!(spinning.iter().all(|e| match e {
+            TraceEvent::Spinning { t, cpu, useful, .. } => *t > PACK_AT && *useful < *cpu,
+            _ => false,
+        }));
+    } else {
+        eprintln!(
+            "no interval before packing gave each thread a CPU (the machine is busy): \
+             spinning not judged, {} event(s)",
+            spinning.len()
+        );
+    }
+    // Packed alone, its waiting threads were kept off the other CPU.
+    assert!(summary.waste.idle_while_waiting.episodes > 0);
     assert!(journals(dir.path()).is_empty());
 }
