@@ -25,6 +25,7 @@ use crate::knowledge::Knowledge;
 use crate::procedure::write_text;
 use crate::runs::Runs;
 use crate::saved::Manifest;
+use crate::watch::Warning;
 use crate::HarnessError;
 
 /// A policy a comparison runs, by name.
@@ -260,11 +261,11 @@ impl<'a, 'p> Going<'a, 'p> {
     fn learn(&mut self, trace: &Trace, label: &str) -> Result<(), HarnessError> {
         let plan = self.plan;
         if let Some(k) = &self.knowledge {
-            if let Err(e) = k.learn(plan.workload, trace, Source::Run) {
-                eprintln!(
-                    "coloc: warning: {}; run {label} was not learned",
-                    crate::error::chain(&e)
-                );
+            if let Err(error) = k.learn(plan.workload, trace, Source::Run) {
+                self.on.watch.warn(Warning::NotLearned {
+                    run: label,
+                    error: &error,
+                });
             }
         }
         refresh(

@@ -25,6 +25,7 @@ use crate::context::policy_context;
 use crate::knowledge::Knowledge;
 use crate::procedure::{read_traces, write_json};
 use crate::runs::Runs;
+use crate::watch::Warning;
 use crate::HarnessError;
 
 /// Where and how solo runs go ([`Runs`]; with `learn`, each run is stored as
@@ -134,11 +135,11 @@ impl Runs<'_> {
         }
         let trace = Trace::from_events(events).map_err(HarnessError::Events)?;
         if let Some(k) = knowledge {
-            if let Err(e) = k.learn_app(index, &trace, Source::Solo) {
-                eprintln!(
-                    "coloc: warning: {}; this solo run was not stored",
-                    crate::error::chain(&e)
-                );
+            if let Err(error) = k.learn_app(index, &trace, Source::Solo) {
+                self.watch.warn(Warning::SoloNotStored {
+                    run: &run.dir,
+                    error: &error,
+                });
             }
         }
         let walls = RunMetrics::from_trace(&trace, None).wall_times_secs();
