@@ -13,7 +13,7 @@
 //! procedure's manifest), which `coloc profile`, `coloc calibrate` and
 //! `coloc solo` share, `coloc profile`'s characterization
 //! ([`characterize`]), `coloc calibrate`'s runs ([`calibrate`]) and
-//! `coloc calibrate-sim`'s measured cases ([`calibrate_sim`]), solo runs ([`solo`]), comparisons of several
+//! `coloc calibrate-sim`'s measured cases ([`calibrate_sim`]), one run of a workload under one policy ([`single`]), solo runs ([`solo`]), comparisons of several
 //! policies ([`compare`]), mixes judged against their solo runs
 //! ([`mixes`], the real-program suite's among them: [`suite`]), NuPoCo's Table 2 ([`nupoco_table`]), `bench overhead`'s
 //! runs ([`overhead`]) and what `bench sim`, `bench decide` and `bench
@@ -38,6 +38,7 @@ pub mod procedure;
 pub mod runner;
 pub mod runs;
 pub mod saved;
+pub mod single;
 pub mod solo;
 pub mod suite;
 pub mod target;

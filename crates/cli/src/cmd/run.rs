@@ -1,5 +1,7 @@
 //! `coloc run` (this machine, or `--sim PLATFORM`) and `coloc sim` (the same with a
-//! required platform): one workload, one policy.
+//! required platform): one workload, one policy. The run and what it gives
+//! back are the harness's ([`coloc_harness::single`]); here the policy is
+//! chosen (the oracle's search with it) and the outcome printed.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -7,15 +9,10 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
-use coloc_harness::context::policy_context_with;
-use coloc_harness::knowledge::Knowledge;
 use coloc_harness::output::default_out_dir;
+use coloc_harness::single::prepare;
 use coloc_harness::Target;
 use coloc_manager::{Waste, WasteSeen, DEFAULT_EPOCH};
-use coloc_model::explain::last_verdicts;
-use coloc_model::knowledge::Source;
-use coloc_model::metrics::RunMetrics;
-use coloc_model::{Trace, TraceEvent};
 
 use crate::choice::{choose, OracleArgs};
 use crate::host::stop_flag;
@@ -67,85 +64,62 @@ pub fn main(args: RunArgs) -> Result<()> {
 /// Runs one workload file under one policy on `target` and prints its metrics.
 pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
     let workload = target.load(path)?;
-    let knowledge = Knowledge::open_or_warn(target, &workload);
-    let mut ctx = policy_context_with(target, &workload, &[&opts.policy], knowledge.as_ref())?;
-    ctx.objective = opts.objective;
-    let policy = choose(
+    let choice = choose(
         target,
         &workload,
         &opts.policy,
         &opts.oracle,
         &mut text_out(opts.json),
-    )?
-    .make(&ctx)?;
+    )?;
+    let ready = prepare(target, &workload, &choice, opts.objective)?;
     let out = opts
         .out
         .clone()
         .unwrap_or_else(|| default_out_dir(&workload.name, &opts.policy));
     let epoch = opts.epoch.or(workload.epoch).unwrap_or(DEFAULT_EPOCH);
     let total: u64 = workload.apps.iter().map(|a| u64::from(a.repeat)).sum();
+    let policy_name = ready.policy_name();
     writeln!(
         text_out(opts.json),
-        "{}: {} apps under {} on {}, epoch {}",
+        "{}: {} apps under {policy_name} on {}, epoch {}",
         workload.name,
         workload.apps.len(),
-        policy.name(),
         target.describe(),
         humantime::format_duration(epoch)
     )?;
-    let policy_name = policy.name();
     let mut progress = Progress::new(&opts.policy, total);
-    let (summary, events) = target.run_policy(
-        &workload,
-        policy,
-        &out,
-        epoch,
-        0,
-        Some(stop_flag()?),
-        &mut progress,
-    )?;
+    let run = ready.run(&out, epoch, stop_flag()?, &mut progress)?;
+    let summary = &run.summary;
     progress.finish(if summary.interrupted {
         "interrupted".into()
     } else {
         "done".into()
     });
-    // What auto (or a guarded policy) measured against Linux per app set:
-    // whether it was worse than doing nothing (docs/policies/auto.md, "Checked
-    // against outcomes").
-    let levers = levers_lines(&workload, &events);
-    let against_linux = last_verdicts(events.iter().filter_map(|e| match e {
-        TraceEvent::Plan { plan, .. } => Some(plan),
-        _ => None,
-    }));
-    let trace = Trace::from_events(events)?;
-    let metrics = RunMetrics::from_trace(&trace, None);
-    // What the run says of each program, for later runs and the node service.
-    let learned = knowledge
-        .as_ref()
-        .map(|k| (k.path(), k.learn(&workload, &trace, Source::Run)));
     if opts.json {
-        println!("{}", serde_json::to_string_pretty(&metrics)?);
+        println!("{}", serde_json::to_string_pretty(&run.metrics)?);
     } else {
-        print!("{}", metrics.render());
-        if !against_linux.is_empty() {
+        print!("{}", run.metrics.render());
+        // What auto (or a guarded policy) measured against Linux per app
+        // set: whether it was worse than doing nothing.
+        if !run.against_linux.is_empty() {
             println!("{policy_name} against Linux, per app set (last estimate):");
-            for verdict in &against_linux {
+            for verdict in &run.against_linux {
                 println!("  {verdict}");
             }
         }
-        match learned {
+        match &run.learned {
             Some((path, Ok(n))) => println!(
                 "learned: {n} record(s) added to {} (`coloc knowledge list`)",
                 path.display()
             ),
             Some((_, Err(e))) => eprintln!(
                 "coloc: warning: {}; this run was not learned",
-                coloc_harness::error::chain(&e)
+                coloc_harness::error::chain(e)
             ),
             None => {}
         }
-        for line in &levers {
-            println!("{line}");
+        for (name, levers) in &run.levers {
+            println!("{name}: {levers}");
         }
         println!("trace: {}", out.join("trace.jsonl").display());
     }
@@ -171,29 +145,6 @@ pub fn run_one(target: &Target, path: &Path, opts: &RunOpts) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// What each app's program holds and which levers act on it, from its
-/// first instance's `start` (docs/signals.md, Runtimes and levers).
-fn levers_lines(workload: &coloc_model::Workload, events: &[TraceEvent]) -> Vec<String> {
-    let mut seen = std::collections::BTreeSet::new();
-    events
-        .iter()
-        .filter_map(|e| match e {
-            TraceEvent::Start {
-                app,
-                levers: Some(l),
-                ..
-            } if seen.insert(app.app) => {
-                let name = workload
-                    .apps
-                    .get(app.app as usize)
-                    .map_or("?", |a| a.name.as_str());
-                Some(format!("{name}: {l}"))
-            }
-            _ => None,
-        })
-        .collect()
 }
 
 /// The waste the Manager saw, one line per kind seen (docs/trace-format.md:
