@@ -1,8 +1,10 @@
-//! `coloc calibrate-sim --measure`'s runs (docs/simulator.md, Validation):
-//! the calibration cases of `coloc_sim::calibrate` made on a machine, each
-//! `reps` times, the run with the shortest makespan kept per case (a shared
-//! machine's disturbances only ever slow a run down), with what the rest of
-//! the machine used meanwhile, so that a disturbed run says so.
+//! `coloc calibrate-sim` (docs/simulator.md, Validation): the calibration
+//! cases of `coloc_sim::calibrate` chosen by name ([`cases_matching`]); with
+//! `--measure`, made on a machine, each `reps` times, the run with the
+//! shortest makespan kept per case (a shared machine's disturbances only
+//! ever slow a run down), with what the rest of the machine used meanwhile,
+//! so that a disturbed run says so ([`measure_cases`]); then the measured
+//! cases simulated and compared app by app ([`judge`]).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,7 +14,8 @@ use coloc_manager::DEFAULT_EPOCH;
 use coloc_model::metrics::RunMetrics;
 use coloc_model::Trace;
 use coloc_policy::PolicyContext;
-use coloc_sim::calibrate::{self, Case, Measured, Side};
+use coloc_sim::calibrate::{self, Case, Measured, Row, Side};
+use coloc_sim::Platform;
 use procfs::{CurrentSI, KernelStats};
 
 use crate::watch::Watch;
@@ -22,6 +25,62 @@ use crate::{HarnessError, Target};
 /// before the run is called disturbed: a tenth of a CPU (coloc's own share is
 /// under 1 %).
 const BUSY: f64 = 0.1;
+
+/// The calibration cases whose name contains `part` (every case without
+/// it); none matching is refused, naming every case.
+pub fn cases_matching(part: Option<&str>) -> Result<Vec<Case>, HarnessError> {
+    let mut cases = calibrate::cases();
+    if let Some(part) = part {
+        cases.retain(|c| c.name.contains(part));
+        if cases.is_empty() {
+            return Err(HarnessError::NoCase {
+                part: part.into(),
+                cases: calibrate::cases()
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+    }
+    Ok(cases)
+}
+
+/// The simulator against measured times.
+#[derive(Debug)]
+pub struct Judged {
+    /// The cases with a measurement, in order.
+    pub cases: Vec<Case>,
+    /// Per app of those cases: measured against simulated.
+    pub rows: Vec<Row>,
+    /// The cases without a measurement, left out.
+    pub unmeasured: Vec<Case>,
+}
+
+/// Simulates on `platform` the `cases` that `measured` holds times of and
+/// compares them app by app; `source` names where the times come from (in
+/// the error when none of the cases was measured).
+pub fn judge(
+    platform: &Platform,
+    cases: Vec<Case>,
+    measured: &[Measured],
+    source: &str,
+) -> Result<Judged, HarnessError> {
+    let (cases, unmeasured): (Vec<Case>, Vec<Case>) = cases
+        .into_iter()
+        .partition(|c| measured.iter().any(|m| m.case == c.name));
+    if cases.is_empty() {
+        return Err(HarnessError::NothingMeasured {
+            source_name: source.into(),
+        });
+    }
+    let rows = calibrate::compare(measured, &calibrate::simulate_cases(platform, &cases)?)?;
+    Ok(Judged {
+        cases,
+        rows,
+        unmeasured,
+    })
+}
 
 /// Runs every case `reps` times on `target` (its `side`'s workload: `Real`
 /// on this machine) and keeps, per case, the run with the shortest
@@ -144,6 +203,38 @@ mod tests {
     use super::*;
     use crate::testing::kvm;
     use crate::watch::seen::Seen;
+
+    /// Cases are chosen by a part of their name, none matching is refused
+    /// naming them all; the shipped kvm-2cpu measurements of the `solo-`
+    /// cases less one are judged on kvm-2cpu: the measured cases are
+    /// simulated and each app compared, the one without a time left out.
+    #[test]
+    fn measured_cases_are_simulated_and_the_rest_left_out() {
+        let solo = cases_matching(Some("solo-")).unwrap();
+        assert!(solo.len() >= 2 && solo.iter().all(|c| c.name.contains("solo-")));
+        let e = cases_matching(Some("no-such")).unwrap_err().to_string();
+        assert!(
+            e.starts_with("--case no-such: no calibration case matches (cases: solo-"),
+            "{e}"
+        );
+        let left_out = solo[0].name.clone();
+        let measured: Vec<Measured> = calibrate::parse_measured(calibrate::KVM_2CPU_MEASURED)
+            .unwrap()
+            .into_iter()
+            .filter(|m| m.case != left_out)
+            .collect();
+        let platform = coloc_sim::platform("kvm-2cpu").unwrap();
+        let judged = judge(&platform, solo.clone(), &measured, "shipped").unwrap();
+        let names = |cs: &[Case]| cs.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&judged.unmeasured), [left_out]);
+        assert_eq!(names(&judged.cases), names(&solo[1..]));
+        let mut rows: Vec<&str> = judged.rows.iter().map(|r| r.case.as_str()).collect();
+        rows.dedup();
+        assert_eq!(rows, names(&solo[1..]));
+        assert!(judged.rows.iter().all(|r| r.measured_s > 0.0));
+        let e = judge(&platform, solo, &[], "nothing.tsv").unwrap_err();
+        assert_eq!(e.to_string(), "nothing.tsv: no measurement of any case");
+    }
 
     /// Two cases measured in the simulator (their `Sim` side) through the
     /// library alone, twice each: every run watched under its label and

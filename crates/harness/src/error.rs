@@ -333,6 +333,15 @@ pub enum HarnessError {
     /// A mix could not be drawn from a suite's programs.
     #[error(transparent)]
     Gen(#[from] coloc_sim::gen::GenError),
+    /// `--case` matches no calibration case.
+    #[error("--case {part}: no calibration case matches (cases: {cases})")]
+    NoCase { part: String, cases: String },
+    /// None of the calibration cases has a measured time.
+    #[error("{source_name}: no measurement of any case")]
+    NothingMeasured { source_name: String },
+    /// The calibration cases could not be simulated or compared.
+    #[error(transparent)]
+    CalibrateSim(#[from] coloc_sim::calibrate::CalibrateError),
     /// The store failed a query or a write.
     #[error(transparent)]
     StoreQuery(Box<StoreError>),

@@ -14,9 +14,9 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
-use coloc_harness::calibrate_sim::measure_cases;
+use coloc_harness::calibrate_sim::{cases_matching, judge, measure_cases};
 use coloc_harness::output::default_out_dir;
 use coloc_harness::{resolve_platform, Target};
 use coloc_sim::calibrate::{self, Case, Effect, Measured, Row, Side, FITTED, KNOWN_GAPS};
@@ -61,20 +61,7 @@ pub struct CalibrateSimArgs {
 
 pub fn main(args: CalibrateSimArgs) -> Result<()> {
     let platform = resolve_platform(&args.platform)?;
-    let mut cases = calibrate::cases();
-    if let Some(part) = &args.case {
-        cases.retain(|c| c.name.contains(part.as_str()));
-        if cases.is_empty() {
-            bail!(
-                "--case {part}: no calibration case matches (cases: {})",
-                calibrate::cases()
-                    .iter()
-                    .map(|c| c.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-    }
+    let cases = cases_matching(args.case.as_deref())?;
     let (measured, source) = if args.measure {
         let (measured, tsv) = measure(&cases, &args)?;
         if let Some(file) = &args.save {
@@ -99,16 +86,16 @@ pub fn main(args: CalibrateSimArgs) -> Result<()> {
         let measured = calibrate::parse_measured(&text).with_context(|| source.clone())?;
         (measured, source)
     };
-    let (cases, unmeasured): (Vec<Case>, Vec<Case>) = cases
-        .into_iter()
-        .partition(|c| measured.iter().any(|m| m.case == c.name));
-    ensure!(!cases.is_empty(), "{source}: no measurement of any case");
-    let rows = calibrate::compare(&measured, &calibrate::simulate_cases(&platform, &cases)?)?;
-    print!("{}", render(&platform, &cases, &rows, &source));
-    if !unmeasured.is_empty() {
+    let judged = judge(&platform, cases, &measured, &source)?;
+    print!(
+        "{}",
+        render(&platform, &judged.cases, &judged.rows, &source)
+    );
+    if !judged.unmeasured.is_empty() {
         println!(
             "not measured, left out: {}",
-            unmeasured
+            judged
+                .unmeasured
                 .iter()
                 .map(|c| c.name.as_str())
                 .collect::<Vec<_>>()
