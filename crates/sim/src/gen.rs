@@ -97,6 +97,12 @@ pub enum GenError {
     UnknownModel(String),
     #[error("`{field}` must be at least 1")]
     Zero { field: &'static str },
+    #[error(
+        "`{0}` is neither a model nor a suite (suites: PARSEC, NPB, SPEC, Tang, kernel; \
+         models: {names})",
+        names = crate::model::model_names()
+    )]
+    PoolItem(String),
 }
 
 /// What to generate.
@@ -161,6 +167,31 @@ pub fn resense_pool(lists: &[&[&str]]) -> Vec<String> {
         .iter()
         .flat_map(|l| l.iter().map(|n| n.to_string()))
         .collect()
+}
+
+/// Model names and suite names (as [`suite`] reads them) expanded into
+/// model names, in the order given; empty for none (then each kind of
+/// workload takes its default pool).
+pub fn expand_pool(items: &[String]) -> Result<Vec<String>, GenError> {
+    let mut out = Vec::new();
+    for item in items {
+        if model(item).is_some() {
+            out.push(item.clone());
+            continue;
+        }
+        let suite = suite(&[item]);
+        if suite.is_empty() {
+            return Err(GenError::PoolItem(item.clone()));
+        }
+        out.extend(suite);
+    }
+    Ok(out)
+}
+
+/// The default thread count of generated apps: the platform's cores
+/// shared among the apps that run at once, at least 1.
+pub fn default_threads(platform: &Platform, running: usize) -> u32 {
+    (platform.topology.cores().len() / running.max(1)).max(1) as u32
 }
 
 /// Library models of the given suites (their description starts with the suite's
@@ -366,6 +397,32 @@ mod tests {
 
     use super::*;
     use crate::platform::platform;
+
+    /// Models stay, suites expand to their models in order, anything else
+    /// is refused by name; the default threads share the cores among the
+    /// apps running at once, never below 1.
+    #[test]
+    fn pools_expand_and_threads_share_the_cores() {
+        let items = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(expand_pool(&[]).unwrap(), Vec::<String>::new());
+        let npb = suite(&["NPB"]);
+        assert!(!npb.is_empty());
+        let mut want = vec!["mg".to_string()];
+        want.extend(npb);
+        assert_eq!(expand_pool(&items(&["mg", "NPB"])).unwrap(), want);
+        let e = expand_pool(&items(&["mg", "nope"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("`nope` is neither a model nor a suite"),
+            "{e}"
+        );
+        let p = platform("opteron48").unwrap();
+        let cores = p.topology.cores().len();
+        assert_eq!(default_threads(&p, 4), (cores / 4) as u32);
+        assert_eq!(default_threads(&p, 0), cores as u32);
+        assert_eq!(default_threads(&p, 1000), 1);
+    }
 
     fn gen(size: Size, seed: u64) -> Workload {
         let p = platform("opteron48").unwrap();

@@ -91,7 +91,7 @@ pub fn main(args: GenArgs) -> Result<()> {
         (None, None) => bail!("--platform is required with --size and --static"),
         (None, Some(name)) => {
             let platform = resolve_platform(name)?;
-            let pool = pool(&args.pool)?;
+            let pool = gen::expand_pool(&args.pool).context("--pool")?;
             match (args.size, args.static_count) {
                 (Some(size), _) => vec![dynamic(&args, name, &platform, size, pool)?],
                 (None, Some(n)) => statics(&args, name, &platform, n, pool)?,
@@ -125,33 +125,11 @@ fn write(path: &Path, text: &str) -> Result<()> {
     Ok(())
 }
 
-/// `--pool`: model names and suite names, expanded, in the order given; empty
-/// when not given (then each kind's default).
-fn pool(items: &[String]) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    for item in items {
-        if coloc_sim::model::model(item).is_some() {
-            out.push(item.clone());
-            continue;
-        }
-        let suite = gen::suite(&[item]);
-        if suite.is_empty() {
-            bail!(
-                "--pool: `{item}` is neither a model nor a suite (suites: PARSEC, NPB, SPEC, \
-                 Tang, kernel; models: {})",
-                coloc_sim::model::model_names()
-            );
-        }
-        out.extend(suite);
-    }
-    Ok(out)
-}
-
-/// The default thread count: the platform's cores shared among the apps that
-/// run at once.
+/// The thread count given, else the platform's default for `running` apps
+/// at once.
 fn threads(args: &GenArgs, platform: &Platform, running: usize) -> u32 {
     args.threads
-        .unwrap_or_else(|| (platform.topology.cores().len() / running.max(1)).max(1) as u32)
+        .unwrap_or_else(|| gen::default_threads(platform, running))
 }
 
 fn dynamic(
