@@ -397,6 +397,9 @@ mod tests {
                 high: None,
             }),
             cost: None,
+            round: 1,
+            pair: None,
+            stored: None,
         }
     }
 

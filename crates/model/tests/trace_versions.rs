@@ -55,6 +55,9 @@ fn reasons_and_verdicts_round_trip() {
             state: TrialState::BackToLinux,
             estimate: None,
             cost: None,
+            round: 1,
+            pair: None,
+            stored: None,
         }],
         legacy_note: None,
     };

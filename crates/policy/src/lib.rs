@@ -64,6 +64,10 @@ pub struct PolicyContext {
     /// badly (docs/knowledge.md, Checked against what happened next); the
     /// policies that read them name them in their reasons.
     pub provenance: coloc_model::knowledge::provenance::Provenance,
+    /// The stored pairs of earlier trials of the sets the apps can form
+    /// (docs/knowledge.md, Trials of a set of programs): `auto`'s trial of a
+    /// set starts from them.
+    pub trials: coloc_model::knowledge::trials::TrialPriors,
 }
 
 /// A placement / parallelism / scheduling policy.

@@ -108,6 +108,7 @@ pub const POLICIES: &[PolicyInfo] = &[
                     .with_coruns(ctx.coruns.clone())
                     .with_regions(ctx.regions.clone())
                     .with_provenance(ctx.provenance.clone())
+                    .with_trials(ctx.trials.clone())
                     .with_profiles(ctx.profiles.clone()),
             )
         },

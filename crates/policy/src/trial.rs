@@ -65,8 +65,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use coloc_model::knowledge::trials::{Prior, TrialPriors};
 pub use coloc_model::reason::Estimate;
-use coloc_model::reason::{Arrangement, Judge, TrialCost, TrialState, Verdict};
+use coloc_model::reason::{Arrangement, Judge, StoredTrial, TrialCost, TrialState, Verdict};
 use coloc_model::{AppId, View};
 
 use crate::lives::Lives;
@@ -218,19 +219,31 @@ impl Past {
     }
 
     /// The chance that Linux wins the next trial: Laplace's rule of
-    /// succession over the run's verdicts (one half before any).
-    fn linux_chance(&self) -> f64 {
-        f64::from(self.linux + 1) / f64::from(self.verdicts + 2)
+    /// succession over the earlier verdicts of the set's programs, stored
+    /// (`set`: verdicts, of them Linux), else over the run's (one half
+    /// before any).
+    fn linux_chance(&self, set: Option<(u32, u32)>) -> f64 {
+        let (verdicts, linux) = set
+            .filter(|(n, _)| *n > 0)
+            .unwrap_or((self.verdicts, self.linux));
+        f64::from(linux + 1) / f64::from(verdicts + 2)
     }
 
     /// The cost of trying a set of age `age`, at `interval` per observation,
-    /// with windows of `window` intervals: its expected life is the mean life
-    /// of the run's earlier sets, or its age when longer (unbounded before
-    /// any set ended); a trial needs [`MIN_PAIRS`] pairs before a verdict.
-    fn cost(&self, age: Duration, interval: Duration, window: u32) -> TrialCost {
+    /// with windows of `window` intervals, given the stored verdicts of its
+    /// programs (`set`): its expected life is the mean life of the run's
+    /// earlier sets, or its age when longer (unbounded before any set
+    /// ended); a trial needs [`MIN_PAIRS`] pairs before a verdict.
+    fn cost(
+        &self,
+        age: Duration,
+        interval: Duration,
+        window: u32,
+        set: Option<(u32, u32)>,
+    ) -> TrialCost {
         let life = self.lives.ahead(age.as_secs_f64()).unwrap_or(f64::INFINITY);
         let least = (interval * (MIN_PAIRS as u32 * 2 * (SETTLE + window))).as_secs_f64();
-        let chance = self.linux_chance();
+        let chance = self.linux_chance(set);
         TrialCost {
             life_secs: life,
             needs_secs: least / (2.0 * chance),
@@ -239,11 +252,13 @@ impl Past {
     }
 }
 
-/// The trial of the running set and what the run's earlier sets taught.
+/// The trial of the running set, what the run's earlier sets taught, and
+/// the stored pairs of earlier trials of the sets the apps can form.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Trials {
     current: Option<Trial>,
     past: Past,
+    stored: TrialPriors,
 }
 
 impl Trials {
@@ -258,17 +273,31 @@ impl Trials {
         self.past.lives.ahead_or_age(age)
     }
 
-    /// The trial of `set` (sorted) with its own arrangement's `round` at
-    /// `now`: a new one, open, when the set or round changed (a change of
-    /// co-runners reopens a verdict), the set before it counted in the past.
-    fn of(&mut self, set: Vec<AppId>, round: u32, now: Duration) -> (&mut Trial, &Past) {
+    /// The stored pairs of earlier trials of the sets the apps can form
+    /// (docs/knowledge.md, Trials of a set of programs).
+    pub fn stored(&mut self, stored: TrialPriors) {
+        self.stored = stored;
+    }
+
+    /// The trial of `set` (sorted; the apps `names`, in its order) with its
+    /// own arrangement's `round` at `now`: a new one, open or settled by the
+    /// stored pairs of its programs, when the set or round changed (a change
+    /// of co-runners reopens a verdict), the set before it counted in the
+    /// past.
+    fn of(
+        &mut self,
+        (set, names): (Vec<AppId>, &[&str]),
+        round: u32,
+        now: Duration,
+    ) -> (&mut Trial, &Past) {
         match &self.current {
             Some(t) if t.set == set && t.round == round.max(1) => {}
             _ => {
                 if let Some(ended) = self.current.take() {
                     self.past.ended(&ended, now);
                 }
-                self.current = Some(Trial::new(set, round, now));
+                let prior = self.stored.prior(names, round.max(1));
+                self.current = Some(Trial::new(set, round, now).with_prior(prior));
             }
         }
         (self.current.as_mut().expect("set above"), &self.past)
@@ -321,6 +350,15 @@ pub(crate) struct Trial {
     started: bool,
     /// Whether an observation saw the set with something to act on.
     observed: bool,
+    /// What the stored pairs of its programs gave it, and their verdicts
+    /// (verdicts, of them Linux) for the cost of trying.
+    stored: Option<StoredTrial>,
+    stored_verdicts: Option<(u32, u32)>,
+    /// The stored pairs it started from, kept for a restart of the same set
+    /// (nothing to act on, then something).
+    prior: Option<Prior>,
+    /// ln(own / Linux) of the pair the last observation completed.
+    pair: Option<f64>,
 }
 
 impl Trial {
@@ -348,7 +386,46 @@ impl Trial {
             waiting: None,
             started: false,
             observed: false,
+            stored: None,
+            stored_verdicts: None,
+            prior: None,
+            pair: None,
         }
+    }
+
+    /// The trial starting from the stored pairs of its programs
+    /// (docs/knowledge.md, Trials of a set of programs): they join its
+    /// estimate as the pairs of an earlier time, the latest [`KEEP_PAIRS`],
+    /// and when they settle a verdict as an open trial's pairs would, it
+    /// starts settled on it, running that arrangement, with re-checks and
+    /// hysteresis as any settled verdict: the pairs measured since, on their
+    /// own, turn it, and the stored pairs are then dropped.
+    fn with_prior(mut self, prior: Option<Prior>) -> Self {
+        let Some(p) = prior else { return self };
+        self.prior = Some(p.clone());
+        let from = p.logs.len().saturating_sub(KEEP_PAIRS);
+        self.logs = p.logs[from..].to_vec();
+        self.stored_verdicts = Some((p.verdicts, p.linux));
+        let verdict = estimate_of(&self.logs).and_then(|e| settles(&e, None));
+        self.stored = Some(StoredTrial {
+            pairs: self.logs.len(),
+            trials: p.trials,
+            newest_unix: p.newest_unix,
+            verdict: verdict.map(|v| {
+                if v {
+                    Arrangement::Own
+                } else {
+                    Arrangement::Linux
+                }
+            }),
+            dropped: false,
+        });
+        if let Some(v) = verdict {
+            self.verdict = Some(v);
+            self.own = v;
+            self.started = true;
+        }
+        self
     }
 
     /// The trial of the running `set` (sorted) in `slot`, a new one when the
@@ -365,8 +442,14 @@ impl Trial {
         fresh: bool,
         applicable: bool,
     ) -> &'a mut Trial {
-        let (trial, past) = trials.of(set, round, view.now);
+        let names: Vec<&str> = set
+            .iter()
+            .filter_map(|id| view.apps.iter().find(|a| a.id == *id))
+            .map(|a| a.spec.name.as_str())
+            .collect();
+        let (trial, past) = trials.of((set, &names), round, view.now);
         trial.idle |= !applicable;
+        trial.pair = None;
         if let (true, Some(prev), Some(last)) = (fresh, view.prev, view.last) {
             let work: Vec<(AppId, Progress)> = trial
                 .set
@@ -378,7 +461,8 @@ impl Trial {
         if applicable && trial.idle {
             // The same apps, so the same set: it keeps its age.
             let born = trial.born;
-            *trial = Trial::new(trial.set.clone(), trial.round, view.now);
+            *trial =
+                Trial::new(trial.set.clone(), trial.round, view.now).with_prior(trial.prior.take());
             trial.born = born;
         }
         trial
@@ -430,7 +514,12 @@ impl Trial {
         if !self.started {
             // The cost of trying: start only once the set is expected to
             // last long enough for a trial to pay for itself.
-            let cost = past.cost(at.saturating_sub(self.born), at - from, self.window_len());
+            let cost = past.cost(
+                at.saturating_sub(self.born),
+                at - from,
+                self.window_len(),
+                self.stored_verdicts,
+            );
             if cost.life_secs < cost.needs_secs {
                 self.waiting = Some(cost);
                 return;
@@ -474,6 +563,7 @@ impl Trial {
                 };
                 if let Some(r) = self.ratio(own, linux) {
                     self.since_verdict += 1;
+                    self.pair = Some(r.ln());
                     self.logs.push(r.ln());
                     if self.logs.len() > KEEP_PAIRS {
                         self.logs.remove(0);
@@ -498,6 +588,15 @@ impl Trial {
                 Some(e) => settles(&e, self.verdict),
                 None => self.verdict,
             };
+            if let (Some(s), Some(_), true) =
+                (&mut self.stored, self.verdict, verdict != self.verdict)
+            {
+                if s.verdict.is_some() && !s.dropped {
+                    // The stored verdict is contradicted: its pairs go.
+                    self.logs.drain(..self.logs.len() - n);
+                    s.dropped = true;
+                }
+            }
             if verdict != self.verdict {
                 self.settled_for = 0;
                 self.other = 0;
@@ -594,6 +693,9 @@ impl Trial {
             state,
             estimate: (!self.idle).then(|| self.estimate()).flatten(),
             cost: self.waiting.filter(|_| !self.idle),
+            round: self.round,
+            pair: self.pair,
+            stored: self.stored,
         }
     }
 }
@@ -871,15 +973,15 @@ mod tests {
         );
         let mut trials = Trials::default();
         let decided = MIN_PAIRS as u32 * 2 * (SETTLE + WINDOW);
-        let (t, past) = trials.of(vec![a, b], 1, Duration::ZERO);
+        let (t, past) = trials.of((vec![a, b], &[]), 1, Duration::ZERO);
         let past = *past;
         run(t, 0..decided, &past, |_, o| if o { 1.5 } else { 1.0 });
         assert_eq!(t.verdict(Judge::Auto).state, TrialState::OwnKept);
         // The same set again: the verdict stands.
-        let (t, _) = trials.of(vec![a, b], 1, TICK * decided);
+        let (t, _) = trials.of((vec![a, b], &[]), 1, TICK * decided);
         assert_eq!(t.verdict, Some(true));
         // A third app arrives: open, measuring the own arrangement first.
-        let (t, past) = trials.of(vec![a, b, c], 1, TICK * (decided + 5));
+        let (t, past) = trials.of((vec![a, b, c], &[]), 1, TICK * (decided + 5));
         assert_eq!(
             t.verdict(Judge::Auto).state,
             TrialState::Open(Arrangement::Own)
@@ -956,5 +1058,127 @@ mod tests {
             });
             assert_eq!(t.verdict, Some(false), "{past:?}");
         }
+    }
+
+    /// Stored pairs of the same programs (docs/knowledge.md, Trials of a set
+    /// of programs): `logs` ln(own / Linux) of an earlier trial.
+    fn stored(ratios: &[f64], verdicts: u32, linux: u32) -> Option<Prior> {
+        Some(Prior {
+            logs: ratios.iter().map(|r| r.ln()).collect(),
+            trials: 1,
+            newest_unix: 1_800_000_000,
+            verdicts,
+            linux,
+        })
+    }
+
+    /// A set whose stored pairs settle a verdict starts settled on it,
+    /// running that arrangement: no open windows, and the losing arrangement
+    /// runs only in the re-checks. Over the first 8 s (80 intervals) of a
+    /// set on which Linux is 1.4x faster, without stored pairs the trial
+    /// runs own for its first window and alternates for MIN_PAIRS pairs
+    /// (own in 2 of its 4 windows, then re-checks); with the 2 pairs an
+    /// earlier trial measured (0.70, 0.72) it starts on Linux. Undecided
+    /// stored pairs count among the trial's pairs and it measures on: one
+    /// stored pair and one of its own settle it; 0.99 and 0.90, whose
+    /// bounds straddle 0.98 and whose mean leans towards own against the new
+    /// pairs, reach MAX_PAIRS with two of its own, as many as without.
+    #[test]
+    fn stored_pairs_that_settle_a_verdict_start_the_trial_settled() {
+        let app = AppId { app: 0, rep: 0 };
+        let rate = |_: u32, o: bool| if o { 1.0 } else { 1.4 };
+        // (stored pairs, the state after the first interval, intervals
+        //  run in the own arrangement of the first 80, pairs of its own
+        //  measured when the verdict came)
+        let cases: [(&[f64], TrialState, usize, usize); 4] = [
+            (&[], TrialState::Open(Arrangement::Own), 12, MIN_PAIRS),
+            (&[0.70, 0.72], TrialState::BackToLinux, 4, 0),
+            (&[0.70], TrialState::Open(Arrangement::Own), 8, 1),
+            (&[0.99, 0.90], TrialState::Open(Arrangement::Own), 12, 2),
+        ];
+        for (ratios, first, own_runs, own_pairs) in cases {
+            let prior = (!ratios.is_empty()).then(|| stored(ratios, 1, 1)).flatten();
+            let mut t = Trial::new(vec![app], 1, Duration::ZERO).with_prior(prior);
+            let ran = run(&mut t, 0..1, &Past::default(), rate);
+            assert_eq!(t.verdict(Judge::Auto).state, first, "{ratios:?}");
+            let mut decided = (t.verdict.is_some()).then_some(0);
+            let mut ran = ran;
+            for k in 1..80 {
+                ran.extend(run(&mut t, k..k + 1, &Past::default(), rate));
+                if decided.is_none() && t.verdict.is_some() {
+                    decided = Some(t.estimate().unwrap().pairs - ratios.len());
+                }
+            }
+            assert_eq!(t.verdict, Some(false), "{ratios:?}");
+            assert_eq!(decided, Some(own_pairs), "{ratios:?}");
+            let own = ran.iter().filter(|o| **o).count();
+            assert_eq!(own, own_runs, "{ratios:?}: {ran:?}");
+            let v = t.verdict(Judge::Auto);
+            assert_eq!(
+                v.stored.map(|s| s.pairs),
+                (!ratios.is_empty()).then_some(ratios.len())
+            );
+            assert!(!v.stored.is_some_and(|s| s.dropped), "{v}");
+        }
+    }
+
+    /// A stored verdict the new pairs contradict is dropped: stored pairs
+    /// said Linux (0.70, 0.72), but now own runs 1.5x faster. The trial
+    /// starts on Linux, re-checks own within SHARE of the time, follows a
+    /// re-check on the other side of the bound at once, and the 2 pairs
+    /// since, on their own, turn it to own; the stored pairs leave the
+    /// estimate, and the verdict says so.
+    #[test]
+    fn a_stored_verdict_the_new_pairs_contradict_is_dropped() {
+        let app = AppId { app: 0, rep: 0 };
+        let mut t =
+            Trial::new(vec![app], 1, Duration::ZERO).with_prior(stored(&[0.70, 0.72], 1, 1));
+        let rate = |_: u32, o: bool| if o { 1.5 } else { 1.0 };
+        let mut turned = None;
+        for k in 0..200 {
+            run(&mut t, k..k + 1, &Past::default(), rate);
+            if t.verdict == Some(true) {
+                turned = Some(k);
+                break;
+            }
+        }
+        let turned = turned.expect("turned to own");
+        // The first re-check is due once the time settled reaches
+        // (SETTLE + WINDOW) / SHARE = 40 intervals; its pair and the
+        // follow-up's take 2 windows each.
+        assert!(turned <= 40 + 3 * (SETTLE + WINDOW), "{turned}");
+        let v = t.verdict(Judge::Auto);
+        let s = v.stored.expect("stored pairs named");
+        assert_eq!(s.verdict, Some(Arrangement::Linux));
+        assert!(s.dropped, "{v}");
+        let e = t.estimate().expect("pairs");
+        assert_eq!(e.pairs, 2, "only the pairs measured since: {e:?}");
+        assert!((e.ratio - 1.5).abs() < 1e-9, "{e:?}");
+        assert!(v.to_string().contains("was dropped"), "{v}");
+    }
+
+    /// The cost of trying's chance that Linux wins is Laplace's rule over
+    /// the set's stored verdicts, the run's only where none is stored: the
+    /// run's 2 verdicts kept own (p = 1/4, 3.2 s needed), the set's 2
+    /// earlier trials went to Linux (p = 3/4, 1.07 s).
+    #[test]
+    fn the_chance_that_linux_wins_is_the_sets_own_where_stored() {
+        let past = Past {
+            lives: Lives::of(3, 1.5),
+            verdicts: 2,
+            linux: 0,
+        };
+        let cost = |set| past.cost(Duration::ZERO, TICK, WINDOW, set);
+        assert!((cost(None).linux_chance - 0.25).abs() < 1e-9);
+        assert!((cost(Some((0, 0))).linux_chance - 0.25).abs() < 1e-9);
+        assert!((cost(Some((2, 2))).linux_chance - 0.75).abs() < 1e-9);
+        assert!((cost(Some((2, 2))).needs_secs - 1.6 / 1.5).abs() < 1e-9);
+        // A trial that starts from stored pairs it cannot settle on, with
+        // its set's verdicts, waits by them.
+        let app = AppId { app: 0, rep: 0 };
+        let mut t = Trial::new(vec![app], 1, Duration::ZERO).with_prior(stored(&[0.95], 2, 2));
+        run(&mut t, 0..1, &past, |_, _| 1.0);
+        let c = t.verdict(Judge::Auto).cost.expect("waiting");
+        assert!((c.linux_chance - 0.75).abs() < 1e-9, "{c:?}");
     }
 }

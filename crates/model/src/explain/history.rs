@@ -324,6 +324,9 @@ mod tests {
             state: TrialState::OwnKept,
             estimate: None,
             cost: None,
+            round: 1,
+            pair: None,
+            stored: None,
         };
         let events = vec![
             TraceEvent::Arrive {

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use super::check::{self, Checks};
 pub use super::provenance::Provenance;
+use super::trials::{SetPair, TrialPriors};
 use super::{Arrangement, OmpTotals, Partner, ProgramKey, Record};
 use crate::metrics::corun::{BesideRun, CoRun, SharedRun};
 use crate::metrics::{CoRuns, RegionRecord, RegionRecords, SoloCurves, SoloTimes};
@@ -58,6 +59,23 @@ pub struct Learned {
     pub coruns: CoRuns,
     pub regions: RegionRecords,
     pub provenance: Provenance,
+    /// The stored pairs of earlier trials of the sets the apps can form
+    /// (`auto`'s trial, [`trials`](super::trials)); the edges add them
+    /// ([`Learned::with_trials`]).
+    pub trials: TrialPriors,
+}
+
+impl Learned {
+    /// With the stored pairs `stored` (oldest first) of the sets `apps`
+    /// can form.
+    pub fn with_trials(mut self, apps: &[KnownApp], stored: Vec<SetPair>) -> Self {
+        let programs: Vec<(String, ProgramKey)> = apps
+            .iter()
+            .map(|a| (a.name.clone(), a.program.clone()))
+            .collect();
+        self.trials = TrialPriors::new(&programs, stored);
+        self
+    }
 }
 
 /// What policies read of `apps` on a machine of `cpus` CPUs: each app's
@@ -88,6 +106,7 @@ pub fn learned(apps: &[KnownApp], cpus: u32) -> Learned {
         solo,
         coruns,
         provenance: Provenance::of(apps.iter().map(|a| a.name.clone()).zip(checked)),
+        trials: TrialPriors::default(),
     }
 }
 

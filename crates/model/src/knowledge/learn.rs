@@ -14,6 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use super::trials::{PairLog, SetPair};
 use super::{Arrangement, OmpTotals, Partner, ProgramKey, Record, Source};
 use crate::cpuset::CpuSet;
 use crate::ids::AppId;
@@ -72,6 +73,8 @@ pub struct Learner {
     dops: BTreeMap<AppId, u32>,
     now: Duration,
     snapshot_every: Option<Duration>,
+    /// The pairs `auto`'s trials completed ([`Learner::take_pairs`]).
+    pairs: PairLog,
 }
 
 impl Learner {
@@ -90,6 +93,7 @@ impl Learner {
             dops: BTreeMap::new(),
             now: Duration::ZERO,
             snapshot_every: None,
+            pairs: PairLog::default(),
         }
     }
 
@@ -103,6 +107,13 @@ impl Learner {
     /// App `app` of the run is program `program`, called `name`.
     pub fn identify(&mut self, app: u32, program: ProgramKey, name: &str) {
         self.programs.insert(app, (program, name.to_string()));
+    }
+
+    /// The pairs of windows `auto`'s trials completed on sets of identified
+    /// programs since last asked (docs/knowledge.md, Trials of a set of
+    /// programs).
+    pub fn take_pairs(&mut self) -> Vec<SetPair> {
+        self.pairs.take()
     }
 
     /// Whether app `app` has a program.
@@ -135,7 +146,9 @@ impl Learner {
                 self.start(*t, *app, *pid, *threads_requested);
                 Vec::new()
             }
-            TraceEvent::Plan { plan, .. } => {
+            TraceEvent::Plan { t, plan, .. } => {
+                let run = (self.started_unix, self.simulated);
+                self.pairs.see(*t, &plan.verdicts, &self.programs, run);
                 for p in &plan.apps {
                     self.placements.insert(p.app, p.placement.clone());
                     if let Some(d) = p.dop {

@@ -26,6 +26,7 @@ pub mod provenance;
 pub mod rate;
 #[cfg(test)]
 mod tests;
+pub mod trials;
 
 use std::fmt;
 

@@ -145,6 +145,9 @@ mod tests {
                         state: *state,
                         estimate: None,
                         cost: None,
+                        round: 1,
+                        pair: None,
+                        stored: None,
                     }],
                     ..Plan::default()
                 },

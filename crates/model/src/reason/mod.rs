@@ -611,6 +611,50 @@ pub struct Verdict {
     /// yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<TrialCost>,
+    /// Observation intervals in one round of the own arrangement: 1 for
+    /// partitions, the apps' count under gang time sharing (the trial of
+    /// one is not evidence on the other).
+    #[serde(default = "one_round", skip_serializing_if = "is_one_round")]
+    pub round: u32,
+    /// ln(own / Linux) of the pair of windows this decision completed, if
+    /// one did: what the store keeps of the trial (docs/knowledge.md,
+    /// Trials of a set of programs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair: Option<f64>,
+    /// What earlier trials of the same programs, stored, gave this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored: Option<StoredTrial>,
+}
+
+fn one_round() -> u32 {
+    1
+}
+
+fn is_one_round(r: &u32) -> bool {
+    *r == 1
+}
+
+/// The stored evidence a trial started from: the pairs that earlier trials
+/// of the same set of programs measured, under the same own arrangement
+/// (`coloc_model::knowledge::trials`, docs/knowledge.md).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredTrial {
+    /// Stored pairs that joined the estimate.
+    pub pairs: usize,
+    /// The earlier trials they come from, and the newest pair's date
+    /// (seconds since the Unix epoch).
+    pub trials: u32,
+    pub newest_unix: i64,
+    /// The verdict the stored pairs reach on their own, with which the
+    /// trial started settled; None when they reach none (it measures on,
+    /// the stored pairs counting among its pairs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Arrangement>,
+    /// The pairs measured since contradicted that verdict (the bound on
+    /// the other side, as any settled verdict turns): the stored pairs were
+    /// dropped from the estimate.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dropped: bool,
 }
 
 /// The cost of trying, against what a trial can win (`crates/policy/src/trial.rs`,
@@ -761,6 +805,9 @@ pub(crate) mod tests {
                 high: Some(ratio + 0.1),
             }),
             cost: None,
+            round: 1,
+            pair: None,
+            stored: None,
         }
     }
 
@@ -840,6 +887,37 @@ pub(crate) mod tests {
                 "[0.0 1.0] not tried against Linux yet: expected to run together ~1.20 s, \
                  a trial pays after ~1.60 s (Linux won 50% of such trials, estimated); \
                  own arrangement meanwhile",
+            ),
+            (
+                Verdict {
+                    stored: Some(StoredTrial {
+                        pairs: 4,
+                        trials: 1,
+                        newest_unix: 1_800_000_000,
+                        verdict: Some(Arrangement::Linux),
+                        dropped: false,
+                    }),
+                    ..verdict(Judge::Auto, &[0, 1], TrialState::BackToLinux, Some(0.8))
+                },
+                "[0.0 1.0] own vs Linux: 0.80 ± 0.10 over 2 pair(s), back to Linux; started \
+                 settled on Linux from 4 stored pair(s) of these programs (1 earlier \
+                 trial(s), newest 2027-01-15T08:00:00Z)",
+            ),
+            (
+                Verdict {
+                    stored: Some(StoredTrial {
+                        pairs: 4,
+                        trials: 1,
+                        newest_unix: 1_800_000_000,
+                        verdict: Some(Arrangement::Linux),
+                        dropped: true,
+                    }),
+                    ..verdict(Judge::Auto, &[0, 1], TrialState::OwnKept, Some(1.3))
+                },
+                "[0.0 1.0] own vs Linux: 1.30 ± 0.10 over 2 pair(s), own kept; the stored \
+                 verdict (Linux, from 4 stored pair(s) of these programs (1 earlier trial(s), \
+                 newest 2027-01-15T08:00:00Z)) was dropped: the pairs measured since \
+                 contradict it",
             ),
         ];
         for (v, want) in cases {

@@ -711,11 +711,42 @@ impl Display for Verdict {
             Arrangement::Linux => "Linux",
         };
         match self.state {
-            TrialState::Open(a) => write!(f, ", open: measuring {}", name(a)),
-            TrialState::OwnKept => write!(f, ", own kept"),
-            TrialState::BackToLinux => write!(f, ", back to Linux"),
-            TrialState::Rechecking(a) => write!(f, ", re-checking {}", name(a)),
-            TrialState::NothingToActOn | TrialState::NotTried | TrialState::Waiting => Ok(()),
+            TrialState::Open(a) => write!(f, ", open: measuring {}", name(a))?,
+            TrialState::OwnKept => write!(f, ", own kept")?,
+            TrialState::BackToLinux => write!(f, ", back to Linux")?,
+            TrialState::Rechecking(a) => write!(f, ", re-checking {}", name(a))?,
+            TrialState::NothingToActOn | TrialState::NotTried | TrialState::Waiting => {}
+        }
+        match self.stored {
+            Some(s) => write!(f, "; {s}"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Display for super::StoredTrial {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let side = |a: Arrangement| match a {
+            Arrangement::Own => "own",
+            Arrangement::Linux => "Linux",
+        };
+        let t =
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(self.newest_unix.max(0) as u64);
+        let from = format!(
+            "{} stored pair(s) of these programs ({} earlier trial(s), newest {})",
+            self.pairs,
+            self.trials,
+            humantime::format_rfc3339_seconds(t)
+        );
+        match (self.verdict, self.dropped) {
+            (Some(v), true) => write!(
+                f,
+                "the stored verdict ({}, from {from}) was dropped: the pairs measured since \
+                 contradict it",
+                side(v)
+            ),
+            (Some(v), false) => write!(f, "started settled on {} from {from}", side(v)),
+            (None, _) => write!(f, "{from} counted among the pairs"),
         }
     }
 }

@@ -283,6 +283,14 @@ impl Auto {
         self
     }
 
+    /// With the stored pairs of earlier trials of the sets the apps can form:
+    /// a set's trial starts from them (docs/knowledge.md, Trials of a set of
+    /// programs).
+    pub fn with_trials(mut self, trials: coloc_model::knowledge::trials::TrialPriors) -> Self {
+        self.trial.stored(trials);
+        self
+    }
+
     /// With the apps' stored profiles (`coloc profile`), which place the
     /// partitions on machines with several LLCs or nodes
     /// (`auto/placement/`).
@@ -452,6 +460,9 @@ impl Auto {
                     state: TrialState::NotTried,
                     estimate: None,
                     cost: None,
+                    round: 1,
+                    pair: None,
+                    stored: None,
                 }
             }
             None => trial.verdict(Judge::Auto),
@@ -575,6 +586,7 @@ impl Policy for Auto {
         self.coruns = learned.coruns.clone();
         self.regions = learned.regions.clone();
         self.provenance = learned.provenance.clone();
+        self.trial.stored(learned.trials.clone());
     }
 
     fn decide(&mut self, view: &View<'_>) -> Plan {
