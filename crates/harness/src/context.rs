@@ -99,6 +99,7 @@ pub fn refresh<P: AsRef<str>>(
     let learned = k.learned(workload)?;
     if reads.solo {
         (ctx.solo, ctx.coruns) = (learned.solo, learned.coruns);
+        ctx.trials = learned.trials;
     }
     if reads.regions {
         ctx.regions = learned.regions;

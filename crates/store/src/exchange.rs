@@ -5,12 +5,14 @@
 
 use std::io::{Read, Write};
 
+use coloc_model::knowledge::trials::SetPair;
 use coloc_model::knowledge::Record;
 use coloc_model::profile::{AppIdentity, AppProfile, PlatformFingerprint};
 use rusqlite::{Transaction, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 
 use crate::knowledge::put_record;
+use crate::trials::put_pair;
 use crate::{put_on, Store, StoreError};
 
 /// The `format` field of an export.
@@ -125,6 +127,10 @@ struct KnowledgeExport {
     records: Vec<Record>,
     #[serde(default)]
     profiles: Vec<AppProfile>,
+    /// The pairs of `auto`'s trials per set of programs (none in an export
+    /// of a coloc before they were kept).
+    #[serde(default)]
+    pairs: Vec<SetPair>,
 }
 
 /// What a knowledge import added.
@@ -132,6 +138,7 @@ struct KnowledgeExport {
 pub struct KnowledgeImport {
     pub records: usize,
     pub profiles: usize,
+    pub pairs: usize,
 }
 
 impl Store {
@@ -152,6 +159,7 @@ impl Store {
                 platform: platform.clone(),
                 records,
                 profiles: self.for_platform(platform)?,
+                pairs: self.pairs(platform)?,
             },
         )
         .map_err(StoreError::Json)?;
@@ -197,10 +205,14 @@ impl Store {
         for p in &export.profiles {
             put_on(&tx, p).map_err(|e| self.sql(e))?;
         }
+        for p in &export.pairs {
+            put_pair(&tx, &this_platform.key(), p).map_err(|e| self.sql(e))?;
+        }
         tx.commit().map_err(|e| self.sql(e))?;
         Ok(KnowledgeImport {
             records: export.records.len(),
             profiles: export.profiles.len(),
+            pairs: export.pairs.len(),
         })
     }
 }

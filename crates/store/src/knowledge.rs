@@ -146,7 +146,8 @@ impl Store {
     }
 
     /// Forgets `program` on `platform` (what [`Store::records`] would give,
-    /// and the program's row); returns how many records went.
+    /// the program's row, and the trial pairs of every set it is in);
+    /// returns how many records went.
     pub fn forget(
         &self,
         platform: &PlatformFingerprint,
@@ -168,6 +169,7 @@ impl Store {
                     &format!("DELETE FROM programs WHERE platform = ?1 AND {column} = ?2"),
                     params![platform.key(), value],
                 )?;
+                Store::forget_pairs(&tx, platform, program)?;
                 Ok(n)
             })
             .map_err(|e| self.sql(e))?;

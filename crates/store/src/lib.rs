@@ -16,6 +16,7 @@ mod exchange;
 mod knowledge;
 mod recover;
 mod schema;
+mod trials;
 
 use std::path::{Path, PathBuf};
 

@@ -15,9 +15,10 @@ use rusqlite::{Connection, TransactionBehavior};
 use crate::StoreError;
 
 /// The schema this code writes and reads. Version 2 added machine
-/// calibrations, version 3 what coloc learns of each program
-/// (docs/knowledge.md); older stores are upgraded when opened.
-pub const SCHEMA_VERSION: i64 = 3;
+/// calibrations, version 3 what coloc learns of each program, version 4
+/// the pairs of `auto`'s trials per set of programs (docs/knowledge.md);
+/// older stores are upgraded when opened.
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// How long a connection waits for another one's write lock before giving up;
 /// characterization runs write one profile at a time, so waits are short.
@@ -27,7 +28,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// them all, an older store those past its version, in one transaction
 /// (statements are `IF NOT EXISTS`, so a step another process ran first is a
 /// no-op).
-const STEPS: [(i64, &str); 3] = [
+const STEPS: [(i64, &str); 4] = [
     (
         1,
         "
@@ -91,18 +92,36 @@ CREATE TABLE IF NOT EXISTS migrated (
 );
 ",
     ),
+    (
+        4,
+        "
+CREATE TABLE IF NOT EXISTS trial_pairs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    platform TEXT NOT NULL,
+    programs TEXT NOT NULL,
+    round INTEGER NOT NULL,
+    trial TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    at INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    UNIQUE (platform, trial, seq)
+);
+CREATE INDEX IF NOT EXISTS trial_pairs_kept ON trial_pairs (platform, programs, round, at);
+",
+    ),
 ];
 
 const _: () = assert!(STEPS[STEPS.len() - 1].0 == SCHEMA_VERSION);
 
 /// Tables every store has after upgrade, and the version that added each.
-const TABLES: [(&str, i64); 6] = [
+const TABLES: [(&str, i64); 7] = [
     ("coloc_schema", 1),
     ("profiles", 1),
     ("calibrations", 2),
     ("programs", 3),
     ("records", 3),
     ("migrated", 3),
+    ("trial_pairs", 4),
 ];
 
 /// Opens `path`, creating the schema in a new file and checking an existing one.

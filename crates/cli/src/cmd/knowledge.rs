@@ -344,9 +344,10 @@ fn import(file: &Path, at: &Where) -> Result<()> {
         .import_knowledge(text.as_slice(), &platform)
         .with_context(|| format!("importing {}", file.display()))?;
     println!(
-        "imported {} record(s) and {} profile(s) into {}",
+        "imported {} record(s), {} profile(s) and {} trial pair(s) into {}",
         got.records,
         got.profiles,
+        got.pairs,
         store.path().display()
     );
     Ok(())

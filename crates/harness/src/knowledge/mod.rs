@@ -123,11 +123,14 @@ impl Knowledge {
     }
 
     /// What the policies read of the workload's apps: solo times per team
-    /// size, rates beside others and how long their regions last (the node
+    /// size, rates beside others, how long their regions last and the
+    /// stored pairs of earlier trials of the sets they can form (the node
     /// service derives the same of the apps it manages, `coloc_daemon`'s
     /// `Learning::known`).
     pub fn learned(&self, workload: &Workload) -> Result<Learned, HarnessError> {
-        Ok(derive::learned(&self.known(workload)?, self.cpus))
+        let known = self.known(workload)?;
+        let pairs = self.store.pairs(&self.platform)?;
+        Ok(derive::learned(&known, self.cpus).with_trials(&known, pairs))
     }
 
     /// The apps' solo times per team size (reference points of a mix).
@@ -142,8 +145,9 @@ impl Knowledge {
         Ok((times != SoloTimes::default()).then_some(times))
     }
 
-    /// Adds the records of a run of `workload` (its trace);
-    /// returns how many.
+    /// Adds the records of a run of `workload` (its trace), and the pairs
+    /// its trials measured on sets of identified programs; returns how many
+    /// records.
     pub fn learn(
         &self,
         workload: &Workload,
@@ -180,6 +184,9 @@ impl Knowledge {
             .chain(&trace.events)
             .flat_map(|e| learner.feed(e))
             .collect();
-        Ok(self.store.put_records(&self.platform, &records)?)
+        let written = self.store.put_records(&self.platform, &records)?;
+        self.store
+            .put_pairs(&self.platform, &learner.take_pairs())?;
+        Ok(written)
     }
 }
