@@ -4,7 +4,8 @@
 //! file cut short is set aside with a message and the daemon goes on. What
 //! it learned of a program's regions reaches its policy: auto cuts the team
 //! of an OpenMP program known to have short regions, and not before it is
-//! known.
+//! known; and the pairs its trial measured on a set of programs reach the
+//! next daemon's trial of the same programs, which starts settled on them.
 
 mod common;
 
@@ -304,4 +305,79 @@ fn regions_learned_by_the_daemon_let_auto_cut_a_team() {
         judged.iter().all(|&n| n == 1),
         "threads of bar that ran while cut to one, per window: {judged:?}"
     );
+}
+
+/// The trial pairs of `coloc knowledge export --db DB`, as JSON values.
+fn exported_pairs(db: &Path) -> Vec<serde_json::Value> {
+    let out = coloc()
+        .args(["knowledge", "export", "--db"])
+        .arg(db)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    v["pairs"].as_array().cloned().unwrap_or_default()
+}
+
+/// Trial evidence outlives the daemon (docs/knowledge.md, Trials of a set of
+/// programs): two long kernels beside each other, three threads on two
+/// CPUs, are tried by auto (own partitions against Linux) until a verdict;
+/// its pairs are in the store as they are measured. The daemon is killed
+/// with SIGKILL; the next one, given the same two programs (under other
+/// names), starts their set's trial settled on the stored pairs, as its
+/// plan's verdict says, instead of measuring from nothing. About 10 s.
+#[test]
+fn trial_pairs_survive_a_kill_9_and_settle_the_next_trial() {
+    if !is_root() {
+        return;
+    }
+    let svc = Service::new();
+    let db = svc.dir.path().join("knowledge.sqlite");
+    let db_arg = ["--db", db.to_str().unwrap()];
+    let mut started = Started::default();
+    let first = svc.start_with("auto", &db_arg, &mut started);
+    let co = exec_co(&svc, &mut started);
+    let two = svc.exec_kernel(
+        &["--name", "two", "--threads", "2"],
+        std::process::Stdio::null(),
+        &mut started,
+    );
+    let settled = |r: &str| r.contains("own kept") || r.contains("back to Linux");
+    wait_for("a verdict on the pair", || {
+        settled(&svc.status().last_reason)
+    });
+    wait_for("its pairs stored", || exported_pairs(&db).len() >= 2);
+    end(&svc, "two", &mut started, two);
+    end(&svc, "co", &mut started, co);
+    signal(
+        started.children[first].id(),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    started.children[first].wait().unwrap();
+    let stored = exported_pairs(&db).len();
+
+    svc.start_with("auto", &db_arg, &mut started);
+    let mut seen = String::new();
+    let co = svc.exec_kernel(
+        &["--name", "one-again", "--threads", "1"],
+        std::process::Stdio::null(),
+        &mut started,
+    );
+    wait_for("one-again running", || dop_of(&svc, "one-again").is_some());
+    let two = svc.exec_kernel(
+        &["--name", "two-again", "--threads", "2"],
+        std::process::Stdio::null(),
+        &mut started,
+    );
+    wait_for("the next trial started from the stored pairs", || {
+        seen = svc.status().last_reason;
+        seen.contains("started settled on") && seen.contains("stored pair(s) of these programs")
+    });
+    assert!(
+        seen.contains(&format!("{stored} stored pair(s)")) || stored > 8,
+        "{seen}"
+    );
+    end(&svc, "two-again", &mut started, two);
+    end(&svc, "one-again", &mut started, co);
 }

@@ -8,7 +8,8 @@
 //! The policy reads what was learned of the programs of the apps present
 //! ([`Learning::known`]): their solo times, rates beside others and how long
 //! their regions last (what the DoP policies read before cutting a team),
-//! derived
+//! and the pairs `auto`'s earlier trials measured on the sets they can form
+//! (written as each pair is measured), derived
 //! from the store's records as the harness derives them
 //! (`coloc_model::knowledge::derive`), looked up again whenever the apps
 //! present change or a record was written.
@@ -155,6 +156,10 @@ impl Learning {
         if !records.is_empty() {
             self.put(&records);
         }
+        let pairs = self.learner.take_pairs();
+        if !pairs.is_empty() {
+            self.put_pairs(&pairs);
+        }
         if let TraceEvent::Exit { app, .. } = event {
             self.forget(app.app);
         }
@@ -216,7 +221,14 @@ impl Learning {
                 Err(e) => tracing::warn!("knowledge: {e}; {name} is looked up without it"),
             }
         }
-        Some(derive::learned(&apps, cpus))
+        let pairs = match self.store.as_ref()?.pairs(&self.platform) {
+            Ok(pairs) => pairs,
+            Err(e) => {
+                tracing::warn!("knowledge: {e}; trials start without stored pairs");
+                Vec::new()
+            }
+        };
+        Some(derive::learned(&apps, cpus).with_trials(&apps, pairs))
     }
 
     /// Takes the hashes that came since last asked.
@@ -305,6 +317,17 @@ impl Learning {
                 tracing::warn!("{e}; learning stops");
                 self.store = None;
             }
+        }
+    }
+
+    /// Writes the pairs `auto`'s trials measured (docs/knowledge.md, Trials
+    /// of a set of programs); a store that fails is said, and the pairs
+    /// lost: the records' writes ([`Learning::put`]) set a damaged store
+    /// aside.
+    fn put_pairs(&mut self, pairs: &[coloc_model::knowledge::trials::SetPair]) {
+        let Some(store) = &self.store else { return };
+        if let Err(e) = store.put_pairs(&self.platform, pairs) {
+            tracing::warn!("knowledge: {e}; {} trial pair(s) not kept", pairs.len());
         }
     }
 

@@ -290,8 +290,20 @@ impl Trials {
         round: u32,
         now: Duration,
     ) -> (&mut Trial, &Past) {
-        match &self.current {
-            Some(t) if t.set == set && t.round == round.max(1) => {}
+        match &mut self.current {
+            Some(t) if t.set == set && t.round == round.max(1) => {
+                // The node service identifies an app's program off its loop:
+                // a set may start before its programs are known. Until its
+                // first pair it takes their stored pairs as a new trial
+                // would (the windows it began are measured again).
+                if t.prior.is_none() && t.logs.is_empty() && !self.stored.is_empty() {
+                    if let Some(prior) = self.stored.prior(names, round.max(1)) {
+                        let born = t.born;
+                        *t = Trial::new(set, round, now).with_prior(Some(prior));
+                        t.born = born;
+                    }
+                }
+            }
             _ => {
                 if let Some(ended) = self.current.take() {
                     self.past.ended(&ended, now);
