@@ -1193,4 +1193,57 @@ mod tests {
         let c = t.verdict(Judge::Auto).cost.expect("waiting");
         assert!((c.linux_chance - 0.75).abs() < 1e-9, "{c:?}");
     }
+
+    /// The node service identifies programs off its loop, so a set may start
+    /// before its stored pairs can be looked up: until its first pair the
+    /// trial takes them when they come (and keeps its age); after, a trial
+    /// of its own is under way and they wait for the set's next trial.
+    #[test]
+    fn a_set_started_before_its_programs_were_known_takes_their_pairs() {
+        use coloc_model::knowledge::trials::SetPair;
+        use coloc_model::knowledge::ProgramKey;
+        let (a, b) = (AppId { app: 0, rep: 0 }, AppId { app: 1, rep: 0 });
+        let keys = [ProgramKey::model("x"), ProgramKey::model("y")];
+        let pairs: Vec<SetPair> = [0.70, 0.72]
+            .iter()
+            .enumerate()
+            .map(|(i, r): (usize, &f64)| SetPair {
+                programs: keys.to_vec(),
+                names: vec!["x".into(), "y".into()],
+                round: 1,
+                log_ratio: r.ln(),
+                verdict: Some(false),
+                dropped_prior: false,
+                trial: "earlier".into(),
+                seq: i as u32 + 1,
+                at_unix: 1_800_000_000,
+            })
+            .collect();
+        let priors = TrialPriors::new(
+            &[("a".into(), keys[0].clone()), ("b".into(), keys[1].clone())],
+            pairs,
+        );
+        for measured_first in [false, true] {
+            let mut trials = Trials::default();
+            let names: &[&str] = &["a", "b"];
+            let (t, past) = trials.of((vec![a, b], names), 1, Duration::ZERO);
+            let past = *past;
+            let ticks = if measured_first {
+                2 * (SETTLE + WINDOW)
+            } else {
+                2
+            };
+            run(t, 0..ticks, &past, |_, o| if o { 1.0 } else { 1.2 });
+            trials.stored(priors.clone());
+            let (t, _) = trials.of((vec![a, b], names), 1, TICK * ticks);
+            assert_eq!(t.born, Duration::ZERO, "the same set keeps its age");
+            let state = t.verdict(Judge::Auto).state;
+            if measured_first {
+                assert_eq!(t.stored, None, "{state:?}");
+            } else {
+                assert_eq!(state, TrialState::BackToLinux);
+                assert!(t.stored.is_some_and(|s| s.pairs == 2));
+            }
+        }
+    }
 }
