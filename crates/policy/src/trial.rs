@@ -53,7 +53,8 @@
 //!   loss rate of the worse arrangement), trying loses `g · D / 2` over its
 //!   length `D`: a trial pays where `T ≥ D / (2p)`, whatever `g`. `D` is the
 //!   least a verdict takes ([`MIN_PAIRS`] pairs, switches' settle intervals
-//!   included), `p` Laplace's rule over the run's earlier verdicts, and `T`
+//!   included), `p` Laplace's rule over the stored verdicts on the set's
+//!   programs, else over the run's earlier verdicts, and `T`
 //!   the mean life of the run's earlier sets with something to act on, or
 //!   the set's age when longer (Gott: at the median, a life observed at a
 //!   random moment has as much ahead of it as behind; before any such set
@@ -61,6 +62,16 @@
 //!   too). A set
 //!   whose trial does not pay yet runs the own arrangement, unmeasured
 //!   ([`TrialState::Waiting`], with the numbers).
+//! - **Stored pairs.** A new set's trial starts from the pairs earlier
+//!   trials of the same programs measured, stored
+//!   (`coloc_model::knowledge::trials`, docs/knowledge.md, Trials of a set
+//!   of programs): they join its estimate as earlier pairs, under the rules
+//!   above, so pairs that settle a verdict start it settled
+//!   (`Trial::with_prior`); pairs measured since that contradict it turn it
+//!   (hysteresis), and the stored pairs leave the estimate
+//!   (`StoredTrial::dropped`). Data in (`TrialPriors`, handed over by
+//!   the policy), data out (the verdict's `pair` and `stored`): the store is
+//!   read and written at the edges.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -663,7 +663,8 @@ pub struct StoredTrial {
 /// or its own age when longer), and a trial pays for itself only where that
 /// is at least `needs_secs`: its least length (the fewest pairs of windows a
 /// verdict takes) over twice `linux_chance`, the chance that Linux wins it
-/// (Laplace's rule over the run's earlier verdicts).
+/// (Laplace's rule over the stored verdicts on the set's programs, else the
+/// run's earlier verdicts).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrialCost {
     pub life_secs: f64,
