@@ -342,6 +342,21 @@ pub enum HarnessError {
     /// The calibration cases could not be simulated or compared.
     #[error(transparent)]
     CalibrateSim(#[from] coloc_sim::calibrate::CalibrateError),
+    /// `--platforms` names a platform the paper's experiment does not have.
+    #[error("--platforms: `{name}` is not one of {known}")]
+    NotInPaper { name: String, known: &'static str },
+    /// `--scenarios` matches none of NuPoCo's Table 2.
+    #[error("--scenarios {only}: no scenario of Table 2 matches (s01 … s10)")]
+    NoScenario { only: String },
+    /// `bench paper resense --mixes 0`.
+    #[error("--mixes must be at least 1")]
+    NoMixCount,
+    /// `--programs` matches none of Thread Tranquilizer's Table V.
+    #[error("--programs {programs}: none of Table V's programs matches")]
+    NoProgram { programs: String },
+    /// A paper's experiment failed in the simulator.
+    #[error(transparent)]
+    Paper(#[from] coloc_sim::papers::PaperError),
     /// The store failed a query or a write.
     #[error(transparent)]
     StoreQuery(Box<StoreError>),

@@ -34,6 +34,7 @@ pub mod mixes;
 pub mod nupoco_table;
 pub mod output;
 pub mod overhead;
+pub mod papers;
 pub mod procedure;
 pub mod runner;
 pub mod runs;

@@ -129,14 +129,20 @@ pub struct NupocoTable {
 /// The workloads of `SCENARIOS` whose names contain one of `only` (all when
 /// empty).
 pub fn scenarios(only: &[String]) -> Result<Vec<Workload>, HarnessError> {
-    SCENARIOS
+    let picked = SCENARIOS
         .iter()
         .filter(|(name, _)| only.is_empty() || only.iter().any(|o| name.contains(o.as_str())))
         .map(|(name, text)| {
             parse_workload(&format!("examples/sim/nupoco-table2/{name}.toml"), text)
                 .map_err(HarnessError::from)
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    if picked.is_empty() {
+        return Err(HarnessError::NoScenario {
+            only: only.join(","),
+        });
+    }
+    Ok(picked)
 }
 
 /// How the table's runs go: the flag a signal sets to stop them, what
@@ -149,6 +155,27 @@ pub struct Watched<'a> {
     pub runs: &'a dyn Watch,
     pub solo: &'a dyn Watch,
     pub learn: bool,
+}
+
+/// The paper's figures of each platform named (both of the paper's
+/// machines when none), every name checked before anything runs.
+pub fn paper_platforms(names: &[String]) -> Result<Vec<PaperFigures>, HarnessError> {
+    if names.is_empty() {
+        return Ok(PAPER.to_vec());
+    }
+    names
+        .iter()
+        .map(|name| {
+            PAPER
+                .iter()
+                .find(|p| p.platform == name)
+                .copied()
+                .ok_or_else(|| HarnessError::NotInPaper {
+                    name: name.clone(),
+                    known: "the paper's (nupoco-amd64, nupoco-intel72)",
+                })
+        })
+        .collect()
 }
 
 /// Runs the scenarios on `paper.platform` (seed 1) under every mode,
@@ -359,6 +386,25 @@ mod tests {
         let picked = scenarios(&["s02".into(), "s10".into()]).unwrap();
         let names: Vec<&str> = picked.iter().map(|w| w.name.as_str()).collect();
         assert_eq!(names, ["nupoco-s02-bt-sp", "nupoco-s10-sp-kmeans"]);
-        assert!(scenarios(&["s99".into()]).unwrap().is_empty());
+        let e = scenarios(&["s99".into()]).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--scenarios s99: no scenario of Table 2 matches (s01 … s10)"
+        );
+        let e = paper_platforms(&["nowhere".into()])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "--platforms: `nowhere` is not one of the paper's (nupoco-amd64, nupoco-intel72)"
+        );
+        let both: Vec<&str> = paper_platforms(&[])
+            .unwrap()
+            .iter()
+            .map(|p| p.platform)
+            .collect();
+        assert_eq!(both, ["nupoco-amd64", "nupoco-intel72"]);
+        let intel = paper_platforms(&["nupoco-intel72".into()]).unwrap();
+        assert_eq!(intel[0].platform, "nupoco-intel72");
     }
 }

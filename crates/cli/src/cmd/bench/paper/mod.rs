@@ -13,8 +13,9 @@
 //!
 //! The experiments themselves live in `coloc_sim::papers` (nupoco's in
 //! `coloc_harness::nupoco_table`, as `coloc compare --sim` runs it), where the regression tests
-//! run them at a reduced scale; this module runs them at full scale and
-//! renders the tables.
+//! run them at a reduced scale; which of them run, at what scale and with
+//! how many seeds is [`coloc_harness::papers`]'s; this module renders the
+//! tables.
 
 mod nupoco;
 mod resense;
@@ -24,10 +25,11 @@ mod tranquilizer;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{ensure, Context, Result};
+use anyhow::{ensure, Result};
 use clap::Args;
-use coloc_harness::nupoco_table::{nupoco_table, scenarios, Watched, PAPER};
+use coloc_harness::nupoco_table::{nupoco_table, paper_platforms, scenarios, Watched};
 use coloc_harness::output::default_out_dir;
+use coloc_harness::papers::{self, Request};
 
 use crate::host::stop_flag;
 use crate::progress::{Bars, COMPARISON_RUNS};
@@ -99,11 +101,24 @@ pub fn main(args: PaperArgs) -> Result<()> {
         )
     };
     println!("command: {}", command_line());
+    let req = Request {
+        platforms: &args.platforms,
+        programs: &args.programs,
+        seeds: args.seeds,
+        mixes: args.mixes,
+        workloads: args.workloads,
+        max_configs: args.max_configs,
+        scale: args.scale,
+        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
     match args.paper.as_str() {
         "nupoco" => run_nupoco(&args, &progress)?,
-        "resense" => print!("{}", resense::run(&args, &progress)?),
-        "tranquilizer" => print!("{}", tranquilizer::run(&args, &progress)?),
-        "tang" => print!("{}", tang::run(&args, &progress)?),
+        "resense" => print!("{}", resense::Resense(&papers::resense(&req, &progress)?)),
+        "tranquilizer" => print!(
+            "{}",
+            tranquilizer::Tranquilizer(&papers::tranquilizer(&req, &progress)?)
+        ),
+        "tang" => print!("{}", tang::Tang(&papers::tang(&req, &progress)?)),
         other => unreachable!("clap accepts only {PAPERS:?}, got {other}"),
     }
     println!(
@@ -125,41 +140,19 @@ fn command_line() -> String {
 fn run_nupoco(args: &PaperArgs, progress: &dyn Fn(&str)) -> Result<()> {
     ensure!(args.repeat >= 1, "--repeat must be at least 1");
     let workloads = scenarios(&args.scenarios)?;
-    ensure!(
-        !workloads.is_empty(),
-        "--scenarios {}: no scenario of Table 2 matches (s01 … s10)",
-        args.scenarios.join(",")
-    );
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| default_out_dir("nupoco-table2", "bench-paper"));
-    let platforms: Vec<String> = if args.platforms.is_empty() {
-        PAPER.iter().map(|p| p.platform.to_string()).collect()
-    } else {
-        args.platforms.clone()
-    };
     let on = Watched {
         stop: &stop_flag()?,
         runs: &COMPARISON_RUNS,
         solo: &Bars,
         learn: true,
     };
-    // Every platform is checked before anything runs.
-    let figures = platforms
-        .iter()
-        .map(|name| {
-            PAPER
-                .iter()
-                .find(|p| p.platform == name)
-                .with_context(|| {
-                    format!("--platforms: `{name}` is not one of the paper's (nupoco-amd64, nupoco-intel72)")
-                })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    for figures in figures {
+    for figures in paper_platforms(&args.platforms)? {
         let table = nupoco_table(
-            *figures,
+            figures,
             &workloads,
             args.repeat,
             &out.join(figures.platform),

@@ -3,84 +3,29 @@
 
 use std::fmt;
 
-use anyhow::{Context, Result};
-use coloc_sim::papers::resense::{
-    section_3_6, table_vi_cell, DynamicResult, MixResult, Options, Section36, TableVi,
-    PAPER_BOUND_PCT, SECTION_3_6, TABLE_VI,
-};
+use coloc_sim::papers::resense::{DynamicResult, MixResult, PAPER_BOUND_PCT};
 
-use super::PaperArgs;
+use coloc_harness::papers::ResenseRuns;
 
-/// Native's runs per mix.
-const NATIVE_SEEDS: u64 = 3;
-
-pub struct ResenseBench {
-    pub opts: Options,
-    pub platforms: Vec<(Section36, Vec<MixResult>)>,
-    pub table_vi: Vec<(TableVi, Vec<DynamicResult>)>,
-}
-
-pub fn run(args: &PaperArgs, progress: &dyn Fn(&str)) -> Result<ResenseBench> {
-    let chosen: Vec<Section36> = if args.platforms.is_empty() {
-        SECTION_3_6.to_vec()
-    } else {
-        args.platforms
-            .iter()
-            .map(|name| {
-                SECTION_3_6
-                    .iter()
-                    .find(|s| s.platform == name)
-                    .copied()
-                    .with_context(|| {
-                        format!("--platforms: `{name}` is not one of §3.6's (yorkfield, harpertown, xeon32, opteron48)")
-                    })
-            })
-            .collect::<Result<_>>()?
-    };
-    anyhow::ensure!(args.mixes >= 1, "--mixes must be at least 1");
-    let opts = Options {
-        native_seeds: args.seeds.unwrap_or(NATIVE_SEEDS).max(1),
-        max_configs: args.max_configs.max(1),
-        scale: args.scale,
-        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
-    let mut platforms = Vec::new();
-    for s in &chosen {
-        let results = section_3_6(s, args.mixes, &opts, progress)?;
-        platforms.push((*s, results));
-    }
-    let mut table_vi = Vec::new();
-    if args.workloads > 0 {
-        for cell in TABLE_VI
-            .iter()
-            .filter(|c| chosen.iter().any(|s| s.platform == c.platform))
-        {
-            let results = table_vi_cell(cell, args.workloads, &opts, progress)?;
-            table_vi.push((*cell, results));
-        }
-    }
-    Ok(ResenseBench {
-        opts,
-        platforms,
-        table_vi,
-    })
-}
+/// The results as the paper's tables, our figures beside the paper's.
+pub struct Resense<'a>(pub &'a ResenseRuns);
 
 fn mean(v: impl Iterator<Item = f64>) -> f64 {
     let v: Vec<f64> = v.collect();
     coloc_sim::papers::mean(&v)
 }
 
-impl fmt::Display for ResenseBench {
+impl fmt::Display for Resense<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = self.0;
         writeln!(
             f,
             "ReSense §3.6: resense against the best static mapping the oracle finds (exhaustive up to {} sharing configurations, else a bounded search of that many), static mixes of its PARSEC programs; distances in % of native's figure (native: mean of {} seeds)",
-            self.opts.max_configs, self.opts.native_seeds
+            r.opts.max_configs, r.opts.native_seeds
         )?;
         writeln!(f, "| platform | mixes | apps x threads | search | ours: ART distance (mean, largest) | paper: ART | ours: throughput distance (mean, largest) | paper: throughput |")?;
         writeln!(f, "|---|---|---|---|---|---|---|---|")?;
-        for (s, rs) in &self.platforms {
+        for (s, rs) in &r.platforms {
             let bounded = rs.iter().filter(|r| r.bounded).count();
             let search = if bounded == 0 {
                 "exhaustive".to_string()
@@ -112,7 +57,7 @@ impl fmt::Display for ResenseBench {
         writeln!(f, "Per mix: ART (s) and throughput (1/s) of native, resense and the oracle's best of each, normalized to native's as Figures 10–11 plot them")?;
         writeln!(f, "| platform | mix | configurations (evaluated) | native ART, TP | resense ART/native | optimal ART/native | resense TP/native | optimal TP/native |")?;
         writeln!(f, "|---|---|---|---|---|---|---|---|")?;
-        for (s, rs) in &self.platforms {
+        for (s, rs) in &r.platforms {
             for r in rs {
                 let space = r
                     .configurations
@@ -133,18 +78,18 @@ impl fmt::Display for ResenseBench {
                 )?;
             }
         }
-        if self.table_vi.is_empty() {
+        if r.table_vi.is_empty() {
             return Ok(());
         }
         writeln!(f)?;
         writeln!(
             f,
             "ReSense Table VI: dynamic workloads (`coloc gen --size SIZE --threads T --seed 1..`), resense's improvement over native (native: mean of {} seeds), mean over the workloads [their range], the paper's mean ± its interval",
-            self.opts.native_seeds
+            r.opts.native_seeds
         )?;
         writeln!(f, "| size | platform | workloads | ours: ART | paper: ART | ours: throughput | paper: throughput |")?;
         writeln!(f, "|---|---|---|---|---|---|---|")?;
-        for (cell, rs) in &self.table_vi {
+        for (cell, rs) in &r.table_vi {
             let cellf = |g: fn(&DynamicResult) -> f64, paper: (f64, f64)| {
                 let v: Vec<f64> = rs.iter().map(g).collect();
                 let m = coloc_sim::papers::mean(&v) * 100.0;

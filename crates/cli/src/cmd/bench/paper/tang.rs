@@ -2,61 +2,24 @@
 //! simulator (`coloc_sim::papers::tang`), beside the paper's.
 
 use std::fmt::{self, Write as _};
-use std::time::Duration;
 
-use anyhow::Result;
 use coloc_sim::papers::tang::{
-    atom_loads, nine_loads, table4, AtomLoad, Table4Row, CLOVERTOWN, CLOVERTOWN_MAPS,
-    PAPER_ATOM_GAP_PCT, PAPER_ATOM_OVER_AVERAGE_PCT, PAPER_MISS_BOUND_PCT, WESTMERE,
+    AtomLoad, CLOVERTOWN_MAPS, PAPER_ATOM_GAP_PCT, PAPER_ATOM_OVER_AVERAGE_PCT,
+    PAPER_MISS_BOUND_PCT,
 };
 
-use super::PaperArgs;
+use coloc_harness::papers::{TangRuns, FIGURES_GINSTR, SLOT, TABLE4_GINSTR};
 
-/// Work of the latency app in Table 4's runs, 10^9 instructions.
-const TABLE4_GINSTR: f64 = 40.0;
-/// In Figures 23–24's runs: AToM's learning (one slot per candidate) is then
-/// about a quarter of the run, as the paper's 30 minutes of 2 hours.
-const FIGURES_GINSTR: f64 = 150.0;
-/// AToM's slot.
-const SLOT: Duration = Duration::from_secs(1);
+/// The results as the paper's tables, our figures beside the paper's.
+pub struct Tang<'a>(pub &'a TangRuns);
 
-/// Both parts' results.
-pub struct TangBench {
-    pub table4: Vec<Table4Row>,
-    pub figures: Vec<AtomLoad>,
-    pub scale: f64,
-}
-
-pub fn run(args: &PaperArgs, progress: &dyn Fn(&str)) -> Result<TangBench> {
-    progress("Table 4 (clovertown)");
-    let table4 = table4(TABLE4_GINSTR * args.scale)?;
-    let mut figures = Vec::new();
-    for m in [CLOVERTOWN, WESTMERE] {
-        progress(&format!(
-            "Figure {} ({})",
-            if m.platform == "clovertown" { 23 } else { 24 },
-            m.platform
-        ));
-        figures.extend(atom_loads(
-            m,
-            &nine_loads(),
-            FIGURES_GINSTR * args.scale,
-            SLOT,
-        )?);
-    }
-    Ok(TangBench {
-        table4,
-        figures,
-        scale: args.scale,
-    })
-}
-
-impl fmt::Display for TangBench {
+impl fmt::Display for Tang<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = self.0;
         writeln!(
             f,
             "Tang et al. Table 4 on clovertown: Algorithm 1's mapping (`tang`) of the latency app's 4 threads against the best of three, the batch app on the other 4 CPUs ({:.0}·10^9 instructions of the latency app)",
-            TABLE4_GINSTR * self.scale
+            TABLE4_GINSTR * r.scale
         )?;
         let mut head = String::from("| latency app | co-runner | paper: optimal | paper: predicted | ours: best | ours: tang | tang's gap |");
         for (name, _) in CLOVERTOWN_MAPS {
@@ -67,7 +30,7 @@ impl fmt::Display for TangBench {
         let mut exact = 0;
         let mut worst: f64 = 0.0;
         let mut paper_exact = 0;
-        for r in &self.table4 {
+        for r in &r.table4 {
             let (best, _) = r.best();
             exact += usize::from(best == r.predicted);
             paper_exact += usize::from(r.paper.optimal == r.paper.predicted);
@@ -92,21 +55,21 @@ impl fmt::Display for TangBench {
         writeln!(
             f,
             "exact: {exact} of {} (paper: {paper_exact} of 6); largest gap {worst:.2}% (paper: under {PAPER_MISS_BOUND_PCT:.0}%)",
-            self.table4.len()
+            r.table4.len()
         )?;
         writeln!(f)?;
         writeln!(
             f,
             "Tang et al. Figures 23–24: AToM ({} s slots, learning in the run) against every static mapping of the latency app's 4 threads, performance (1 / run time) as a fraction of the best static mapping's ({:.0}·10^9 instructions)",
             SLOT.as_secs(),
-            FIGURES_GINSTR * self.scale
+            FIGURES_GINSTR * r.scale
         )?;
         writeln!(
             f,
             "| platform | latency app | co-runner | atom | average | worst | atom over average |"
         )?;
         writeln!(f, "|---|---|---|---|---|---|---|")?;
-        for l in &self.figures {
+        for l in &r.figures {
             writeln!(
                 f,
                 "| {} | {} | {} | {:.3} | {:.3} | {:.3} | {:+.1}% |",
@@ -119,9 +82,9 @@ impl fmt::Display for TangBench {
                 (l.atom() / l.average() - 1.0) * 100.0
             )?;
         }
-        let atoms: Vec<f64> = self.figures.iter().map(AtomLoad::atom).collect();
+        let atoms: Vec<f64> = r.figures.iter().map(AtomLoad::atom).collect();
         let mean = coloc_sim::papers::mean(&atoms);
-        let over = self
+        let over = r
             .figures
             .iter()
             .map(|l| l.atom() / l.average() - 1.0)

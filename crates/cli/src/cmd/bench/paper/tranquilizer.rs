@@ -4,61 +4,28 @@
 
 use std::fmt;
 
-use anyhow::Result;
 use coloc_sim::papers::tranquilizer::{
-    cut, figure9_runs, mean_cv, table_v, Figure9, ProgramRow, PAPER_CV_CUT_MEAN,
-    PAPER_SPEEDUP_MEAN, PLATFORM, TABLE_V,
+    cut, mean_cv, ProgramRow, PAPER_CV_CUT_MEAN, PAPER_SPEEDUP_MEAN, PLATFORM,
 };
 
-use super::{pct, PaperArgs};
+use coloc_harness::papers::TranquilizerRuns;
 
-/// The paper's runs per configuration (§2.1.1).
-const SEEDS: u64 = 10;
+use super::pct;
 
-pub struct TranquilizerBench {
-    pub seeds: u64,
-    pub programs: Vec<ProgramRow>,
-    pub figure9: Figure9,
-}
+/// The results as the paper's tables, our figures beside the paper's.
+pub struct Tranquilizer<'a>(pub &'a TranquilizerRuns);
 
-pub fn run(args: &PaperArgs, progress: &dyn Fn(&str)) -> Result<TranquilizerBench> {
-    let seeds = args.seeds.unwrap_or(SEEDS).max(2);
-    let chosen: Vec<_> = TABLE_V
-        .iter()
-        .filter(|p| {
-            args.programs.is_empty() || args.programs.iter().any(|n| p.model.contains(n.as_str()))
-        })
-        .copied()
-        .collect();
-    anyhow::ensure!(
-        !chosen.is_empty(),
-        "--programs {}: none of Table V's programs matches",
-        args.programs.join(",")
-    );
-    let mut programs = Vec::new();
-    for p in &chosen {
-        progress(&format!("{} alone, {} threads", p.model, p.threads));
-        programs.extend(table_v(std::slice::from_ref(p), seeds, args.scale)?);
-    }
-    progress("Figure 9");
-    let figure9 = figure9_runs(seeds, args.scale)?;
-    Ok(TranquilizerBench {
-        seeds,
-        programs,
-        figure9,
-    })
-}
-
-impl fmt::Display for TranquilizerBench {
+impl fmt::Display for Tranquilizer<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = self.0;
         writeln!(
             f,
             "Thread Tranquilizer Tables I and V on {PLATFORM}: each program alone with its OPT threads, {} seeds per policy; CV = coefficient of variation of its execution time",
-            self.seeds
+            r.seeds
         )?;
         writeln!(f, "| program | threads | type | paper: native CV | ours: native CV | paper: tranquilizer CV | ours: tranquilizer CV | paper: CV cut | ours: CV cut | paper: time change | ours: time change | ours: native mean s |")?;
         writeln!(f, "|---|---|---|---|---|---|---|---|---|---|---|---|")?;
-        for r in &self.programs {
+        for r in &r.programs {
             let p = &r.program;
             writeln!(
                 f,
@@ -77,16 +44,11 @@ impl fmt::Display for TranquilizerBench {
                 r.native.0
             )?;
         }
-        let n = self.programs.len().max(1) as f64;
-        let cv_cut = self.programs.iter().map(ProgramRow::cv_cut).sum::<f64>() / n;
-        let change = self
-            .programs
-            .iter()
-            .map(ProgramRow::time_change)
-            .sum::<f64>()
-            / n;
-        let native_cv = self.programs.iter().map(|r| r.native.1).sum::<f64>() / n;
-        let paper_cv = self
+        let n = r.programs.len().max(1) as f64;
+        let cv_cut = r.programs.iter().map(ProgramRow::cv_cut).sum::<f64>() / n;
+        let change = r.programs.iter().map(ProgramRow::time_change).sum::<f64>() / n;
+        let native_cv = r.programs.iter().map(|r| r.native.1).sum::<f64>() / n;
+        let paper_cv = r
             .programs
             .iter()
             .map(|r| r.program.default_cv())
@@ -106,11 +68,11 @@ impl fmt::Display for TranquilizerBench {
         writeln!(
             f,
             "Thread Tranquilizer Figure 9 on {PLATFORM}: swim (48 threads), equake (12), facesim (17) and streamcluster (13) together, 90 threads on 24 cores, {} seeds per policy (paper: every program steadier and the total running time shorter under Random + FX)",
-            self.seeds
+            r.seeds
         )?;
         writeln!(f, "| app | native CV | tranquilizer CV | CV cut | native mean s | tranquilizer mean s | time change |")?;
         writeln!(f, "|---|---|---|---|---|---|---|")?;
-        let fig = &self.figure9;
+        let fig = &r.figure9;
         let mut changes = Vec::new();
         let rows = fig
             .native
