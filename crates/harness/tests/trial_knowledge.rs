@@ -25,11 +25,7 @@ use coloc_store::Store;
 /// (`crates/sim/tests/trial_settles.rs`'s long pair): one set for about
 /// 16 s.
 fn models() -> Vec<AppModel> {
-    let named = |base: &str, name: &str, phases: Vec<Phase>| AppModel {
-        name: name.into(),
-        phases,
-        ..model(base).unwrap()
-    };
+    let named = |base: &str, name: &str, phases| model(base).unwrap().variant(name, phases);
     vec![
         named(
             "sp-one-region",

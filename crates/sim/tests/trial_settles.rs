@@ -34,11 +34,7 @@ use coloc_sim::{platform, SimMachine};
 /// short: many short regions ending in barriers (twice), EP's one region,
 /// and a pthreads compute kernel.
 fn models() -> Vec<AppModel> {
-    let named = |base: &str, name: &str, phases: Vec<Phase>| AppModel {
-        name: name.into(),
-        phases,
-        ..model(base).unwrap()
-    };
+    let named = |base: &str, name: &str, phases| model(base).unwrap().variant(name, phases);
     vec![
         named(
             "sp-one-region",

@@ -40,16 +40,27 @@ impl Store {
         platform: &PlatformFingerprint,
         records: &[Record],
     ) -> Result<usize, StoreError> {
-        if records.is_empty() {
+        self.put_all(platform, records, put_record)
+    }
+
+    /// Writes every one of `items` measured on `platform` with `put`, in one
+    /// transaction (nothing for none); returns how many.
+    pub(crate) fn put_all<T>(
+        &self,
+        platform: &PlatformFingerprint,
+        items: &[T],
+        put: fn(&Connection, &str, &T) -> rusqlite::Result<()>,
+    ) -> Result<usize, StoreError> {
+        if items.is_empty() {
             return Ok(0);
         }
         let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
             .map_err(|e| self.sql(e))?;
-        for r in records {
-            put_record(&tx, &platform.key(), r).map_err(|e| self.sql(e))?;
+        for item in items {
+            put(&tx, &platform.key(), item).map_err(|e| self.sql(e))?;
         }
         tx.commit().map_err(|e| self.sql(e))?;
-        Ok(records.len())
+        Ok(items.len())
     }
 
     /// The records of `program` on `platform`, oldest first: those filed

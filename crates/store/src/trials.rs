@@ -6,7 +6,7 @@
 use coloc_model::knowledge::trials::{SetPair, KEPT_PAIRS};
 use coloc_model::knowledge::ProgramKey;
 use coloc_model::profile::PlatformFingerprint;
-use rusqlite::{params, Connection, Transaction, TransactionBehavior};
+use rusqlite::{params, Connection};
 
 use crate::{Store, StoreError};
 
@@ -20,16 +20,7 @@ impl Store {
         platform: &PlatformFingerprint,
         pairs: &[SetPair],
     ) -> Result<usize, StoreError> {
-        if pairs.is_empty() {
-            return Ok(0);
-        }
-        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
-            .map_err(|e| self.sql(e))?;
-        for p in pairs {
-            put_pair(&tx, &platform.key(), p).map_err(|e| self.sql(e))?;
-        }
-        tx.commit().map_err(|e| self.sql(e))?;
-        Ok(pairs.len())
+        self.put_all(platform, pairs, put_pair)
     }
 
     /// Every stored pair of `platform`, oldest first.
@@ -96,6 +87,7 @@ fn json<T: serde::Serialize>(value: &T) -> rusqlite::Result<String> {
 #[cfg(test)]
 mod tests {
     use coloc_model::Topology;
+    use rusqlite::{Transaction, TransactionBehavior};
 
     use super::*;
 

@@ -812,6 +812,18 @@ pub(crate) mod tests {
         }
     }
 
+    /// Stored pairs that settled Linux (4 of an earlier trial), `dropped`
+    /// or not.
+    fn stored_linux(dropped: bool) -> StoredTrial {
+        StoredTrial {
+            pairs: 4,
+            trials: 1,
+            newest_unix: 1_800_000_000,
+            verdict: Some(Arrangement::Linux),
+            dropped,
+        }
+    }
+
     /// A `whole` reason written before reversible first weighed costs (its
     /// `limit_secs`, no `costs`) still reads and renders as it did; one with
     /// the two costs round-trips and says both.
@@ -891,13 +903,7 @@ pub(crate) mod tests {
             ),
             (
                 Verdict {
-                    stored: Some(StoredTrial {
-                        pairs: 4,
-                        trials: 1,
-                        newest_unix: 1_800_000_000,
-                        verdict: Some(Arrangement::Linux),
-                        dropped: false,
-                    }),
+                    stored: Some(stored_linux(false)),
                     ..verdict(Judge::Auto, &[0, 1], TrialState::BackToLinux, Some(0.8))
                 },
                 "[0.0 1.0] own vs Linux: 0.80 ± 0.10 over 2 pair(s), back to Linux; started \
@@ -906,13 +912,7 @@ pub(crate) mod tests {
             ),
             (
                 Verdict {
-                    stored: Some(StoredTrial {
-                        pairs: 4,
-                        trials: 1,
-                        newest_unix: 1_800_000_000,
-                        verdict: Some(Arrangement::Linux),
-                        dropped: true,
-                    }),
+                    stored: Some(stored_linux(true)),
                     ..verdict(Judge::Auto, &[0, 1], TrialState::OwnKept, Some(1.3))
                 },
                 "[0.0 1.0] own vs Linux: 1.30 ± 0.10 over 2 pair(s), own kept; the stored \

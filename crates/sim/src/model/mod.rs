@@ -90,6 +90,17 @@ pub struct AppModel {
 }
 
 impl AppModel {
+    /// The same app under `name`, doing `phases` instead of its own: a
+    /// variant of a library model for a scenario (a test's one-long-region
+    /// program written from SP's character).
+    pub fn variant(&self, name: &str, phases: Vec<Phase>) -> Self {
+        Self {
+            name: name.into(),
+            phases,
+            ..self.clone()
+        }
+    }
+
     /// The same app with every phase's work multiplied by `factor`: a shorter
     /// (or longer) run of the same structure — serial setup, the same number
     /// of parallel regions, serial steps — for tests that need seconds of
