@@ -221,7 +221,8 @@ impl Learning {
                 Err(e) => tracing::warn!("knowledge: {e}; {name} is looked up without it"),
             }
         }
-        let pairs = match self.store.as_ref()?.pairs(&self.platform) {
+        let programs: Vec<ProgramKey> = apps.iter().map(|a| a.program.clone()).collect();
+        let pairs = match self.store.as_ref()?.pairs_with(&self.platform, &programs) {
             Ok(pairs) => pairs,
             Err(e) => {
                 tracing::warn!("knowledge: {e}; trials start without stored pairs");

@@ -31,14 +31,56 @@ impl Store {
         )?;
         bodies
             .into_iter()
-            .map(|(trial, body)| {
-                serde_json::from_str(&body).map_err(|source| StoreError::Record {
-                    path: self.path.clone(),
-                    what: format!("pair of trial {trial}"),
-                    source,
-                })
-            })
+            .map(|(trial, body)| self.decode_pair(&trial, &body))
             .collect()
+    }
+
+    /// The stored pairs of `platform` whose set has one of `programs` in it,
+    /// oldest first: what the sets those programs can form are looked up
+    /// in, read without the rest of the platform's (the node service reads
+    /// them on its loop, whenever the apps present change).
+    pub fn pairs_with(
+        &self,
+        platform: &PlatformFingerprint,
+        programs: &[ProgramKey],
+    ) -> Result<Vec<SetPair>, StoreError> {
+        let mut rows: Vec<(i64, i64, String, String)> = Vec::new();
+        let mut needles: Vec<String> = programs
+            .iter()
+            .map(|p| json(&p.key()))
+            .collect::<rusqlite::Result<_>>()
+            .map_err(|e| self.sql(e))?;
+        needles.sort();
+        needles.dedup();
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT at, id, trial, body FROM trial_pairs \
+                 WHERE platform = ?1 AND instr(programs, ?2) > 0",
+            )
+            .map_err(|e| self.sql(e))?;
+        for needle in &needles {
+            let found: Vec<(i64, i64, String, String)> = stmt
+                .query_map(params![platform.key(), needle], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                })
+                .and_then(|rows| rows.collect())
+                .map_err(|e| self.sql(e))?;
+            rows.extend(found);
+        }
+        rows.sort_by_key(|(at, id, ..)| (*at, *id));
+        rows.dedup_by_key(|(_, id, ..)| *id);
+        rows.into_iter()
+            .map(|(_, _, trial, body)| self.decode_pair(&trial, &body))
+            .collect()
+    }
+
+    fn decode_pair(&self, trial: &str, body: &str) -> Result<SetPair, StoreError> {
+        serde_json::from_str(body).map_err(|source| StoreError::Record {
+            path: self.path.clone(),
+            what: format!("pair of trial {trial}"),
+            source,
+        })
     }
 
     /// Forgets the pairs of every set `program` is in (every set of its
@@ -129,6 +171,15 @@ mod tests {
         assert_eq!(read.len(), KEPT_PAIRS + 1);
         assert_eq!(read[0].trial, "t2", "oldest first");
         assert_eq!(read[1..], many[40 - KEPT_PAIRS..]);
+        // Looked up by program: the sets that have it.
+        let with = |p: &[&str]| -> usize {
+            let keys: Vec<ProgramKey> = p.iter().map(|p| ProgramKey::model(p)).collect();
+            store.pairs_with(&here, &keys).unwrap().len()
+        };
+        assert_eq!(with(&["c"]), 1);
+        assert_eq!(with(&["a"]), KEPT_PAIRS);
+        assert_eq!(with(&["a", "b", "c"]), KEPT_PAIRS + 1);
+        assert_eq!(with(&["d"]), 0);
         // Forget a: the set {a, b} goes, {b, c} stays; the other platform's
         // {a, b} too.
         let tx = Transaction::new_unchecked(&store.conn, TransactionBehavior::Immediate).unwrap();

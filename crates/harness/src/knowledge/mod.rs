@@ -129,7 +129,8 @@ impl Knowledge {
     /// `Learning::known`).
     pub fn learned(&self, workload: &Workload) -> Result<Learned, HarnessError> {
         let known = self.known(workload)?;
-        let pairs = self.store.pairs(&self.platform)?;
+        let programs: Vec<ProgramKey> = known.iter().map(|a| a.program.clone()).collect();
+        let pairs = self.store.pairs_with(&self.platform, &programs)?;
         Ok(derive::learned(&known, self.cpus).with_trials(&known, pairs))
     }
 
