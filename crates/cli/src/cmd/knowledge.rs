@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use coloc_model::knowledge::derive::{overview, Overview};
-use coloc_model::knowledge::ProgramKey;
+use coloc_model::knowledge::{trials, ProgramKey};
 use coloc_model::metrics::table::{finish, fixed, new_table, NONE};
 use coloc_model::profile::{render, PlatformFingerprint};
 use coloc_store::{ProgramSummary, Store};
@@ -225,6 +225,8 @@ fn show(what: &str, at: &Where) -> Result<()> {
         println!("{} ({})", p.name, p.program);
         println!("  key: {}\n  platform: {platform}", p.program.key());
         print!("{}", render_overview(&overview(&records, cpus)));
+        let pairs = store.pairs_with(&platform, std::slice::from_ref(&p.program))?;
+        print!("{}", render_sets(&trials::summaries(&pairs)));
         for profile in profiles
             .iter()
             .filter(|f| ProgramKey::of_identity(&f.identity) == p.program)
@@ -303,6 +305,47 @@ fn render_overview(o: &Overview) -> String {
     out
 }
 
+/// The sets of programs `auto`'s trials measured the program in
+/// (docs/knowledge.md, Trials of a set of programs): what the next trial of
+/// each starts from.
+fn render_sets(sets: &[trials::SetSummary]) -> String {
+    if sets.is_empty() {
+        return String::new();
+    }
+    let mut t = new_table(&[
+        "set",
+        "arrangement",
+        "pairs stored",
+        "next trial starts from",
+        "verdicts (Linux)",
+        "newest",
+    ]);
+    for s in sets {
+        let logs = &s.prior.logs;
+        let mean = (logs.iter().sum::<f64>() / logs.len() as f64).exp();
+        t.add_row(vec![
+            s.names.join(" + "),
+            if s.round == 1 {
+                "partitions".into()
+            } else {
+                format!("gang, {} turns", s.round)
+            },
+            s.pairs.to_string(),
+            format!(
+                "{} pair(s) of {} trial(s), own / Linux {mean:.3}",
+                logs.len(),
+                s.prior.trials
+            ),
+            format!("{} ({})", s.prior.verdicts, s.prior.linux),
+            rfc3339(s.prior.newest_unix),
+        ]);
+    }
+    format!(
+        "auto's trials beside others (own arrangement against Linux):\n{}",
+        finish(&t)
+    )
+}
+
 fn forget(what: &str, at: &Where) -> Result<()> {
     let Some((store, platform)) = open_existing(at)? else {
         bail!("no store at {}: nothing to forget", at.db.path().display());
@@ -370,6 +413,41 @@ mod tests {
             first_unix: 0,
             last_unix: 0,
         }
+    }
+
+    /// A set's stored trials: its names, the pairs its next trial starts
+    /// from (those of the trial that dropped the stored verdict on, their
+    /// geometric mean) and every trial's verdict.
+    #[test]
+    fn show_lists_the_sets_a_program_was_tried_in() {
+        use coloc_model::knowledge::trials::SetPair;
+        let pair = |trial: &str, ratio: f64, verdict, dropped_prior| SetPair {
+            programs: vec![ProgramKey::model("a"), ProgramKey::model("b")],
+            names: vec!["blas".into(), "xz".into()],
+            round: 1,
+            log_ratio: f64::ln(ratio),
+            verdict,
+            dropped_prior,
+            trial: trial.into(),
+            seq: 1,
+            at_unix: 1_800_000_000,
+        };
+        let pairs = [
+            pair("t1", 0.7, Some(false), false),
+            pair("t2", 1.2, None, true),
+            pair("t2", 1.3, Some(true), true),
+        ];
+        let text = render_sets(&trials::summaries(&pairs));
+        assert!(text.contains("blas + xz"), "{text}");
+        assert!(text.contains("partitions"), "{text}");
+        let mean = (1.2f64 * 1.3).sqrt();
+        assert!(
+            text.contains(&format!("2 pair(s) of 1 trial(s), own / Linux {mean:.3}")),
+            "{text}"
+        );
+        assert!(text.contains("2 (1)"), "{text}");
+        assert!(text.contains("2027-01-15T08:00:00Z"), "{text}");
+        assert_eq!(render_sets(&[]), "");
     }
 
     /// What each argument chooses among three programs: `c` run with two

@@ -136,6 +136,42 @@ pub fn prior(pairs: &[SetPair]) -> Option<Prior> {
     })
 }
 
+/// What is stored of one set of programs' trials under one round, as
+/// `coloc knowledge show` lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SetSummary {
+    /// The names its programs ran under last, in the programs' order.
+    pub names: Vec<String>,
+    pub round: u32,
+    /// Pairs stored.
+    pub pairs: usize,
+    /// What its next trial starts from.
+    pub prior: Prior,
+}
+
+/// The stored pairs `pairs` (oldest first) per set and round, with what
+/// each set's next trial starts from, by set.
+pub fn summaries(pairs: &[SetPair]) -> Vec<SetSummary> {
+    let mut by_set: BTreeMap<(Vec<ProgramKey>, u32), Vec<SetPair>> = BTreeMap::new();
+    for p in pairs {
+        by_set
+            .entry((p.programs.clone(), p.round))
+            .or_default()
+            .push(p.clone());
+    }
+    by_set
+        .into_iter()
+        .filter_map(|((_, round), pairs)| {
+            Some(SetSummary {
+                names: pairs.last()?.names.clone(),
+                round,
+                pairs: pairs.len(),
+                prior: prior(&pairs)?,
+            })
+        })
+        .collect()
+}
+
 /// The stored pairs of the sets a run's apps can form, and each app's
 /// program: what `auto`'s trial looks a new set up in.
 #[derive(Clone, Debug, Default, PartialEq)]
