@@ -359,3 +359,64 @@ fn writers_at_once_lose_no_record() {
         assert_eq!(records, 6, "{name}");
     }
 }
+
+/// What auto's trial measured of a set of programs reaches the next run of
+/// the same programs (docs/knowledge.md, Trials of a set of programs), all
+/// through the binary on the simulator's `kvm-2cpu`: a barrier team beside a
+/// one-long-region program, run three times with one store (about 0.5 s
+/// each in debug). The first run's trial ends open (2 pairs); the second
+/// counts those 2 among its pairs and settles after 2 of its own; the third
+/// starts settled on the stored pairs, which `coloc run`'s last verdicts and
+/// `coloc why` name. `coloc knowledge show` lists the set; forgetting one of
+/// its programs forgets it, and the next run measures from nothing again.
+#[test]
+fn a_sets_trial_starts_from_what_earlier_runs_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    let w = data.join("pair.toml");
+    std::fs::write(
+        &w,
+        "name = \"pair\"\n[[app]]\nname = \"a\"\nmodel = \"kernel-barrier\"\nthreads = 2\n\
+         malleable = true\n[[app]]\nname = \"b\"\nmodel = \"sp-one-region\"\nthreads = 2\n",
+    )
+    .unwrap();
+    let sim = |run: &str| {
+        let out = data.join(run);
+        let (stdout, _) = ok_in(
+            data,
+            &[
+                "sim",
+                s(&w),
+                "--platform",
+                "kvm-2cpu",
+                "--policy",
+                "auto",
+                "--out",
+                s(&out),
+            ],
+        );
+        stdout
+    };
+    let first = sim("run1");
+    assert!(!first.contains("stored pair(s)"), "{first}");
+    let second = sim("run2");
+    assert!(
+        second.contains("2 stored pair(s) of these programs (1 earlier trial(s)")
+            && second.contains("counted among the pairs"),
+        "{second}"
+    );
+    let third = sim("run3");
+    assert!(third.contains("started settled on own from"), "{third}");
+    let (why, _) = ok_in(data, &["why", "a", s(&data.join("run3"))]);
+    assert!(why.contains("started settled on own from"), "{why}");
+    let (show, _) = ok_in(data, &["knowledge", "show", "a", "--sim", "kvm-2cpu"]);
+    assert!(
+        show.contains("auto's trials beside others") && show.contains("a + b"),
+        "{show}"
+    );
+    ok_in(data, &["knowledge", "forget", "b", "--sim", "kvm-2cpu"]);
+    let (show, _) = ok_in(data, &["knowledge", "show", "a", "--sim", "kvm-2cpu"]);
+    assert!(!show.contains("a + b"), "{show}");
+    let again = sim("run4");
+    assert!(!again.contains("stored pair(s)"), "{again}");
+}
