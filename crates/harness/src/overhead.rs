@@ -3,7 +3,8 @@
 //! observations its loop made) and for what the page walks that interleave
 //! a running app's memory did (`tranquilizer`, docs/policies/
 //! tranquilizer.md, Agent CPU use): the part of coloc's CPU use that grows
-//! with the apps' resident memory.
+//! with the apps' resident memory. And the scaling curve of coloc's own
+//! cost with the threads it tracks ([`scaling_point`]).
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -11,9 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use coloc_manager::RunSummary;
+use coloc_model::workload::parse_workload;
 use coloc_model::{TraceEvent, Workload};
 
 use crate::context::policy_context;
+use crate::output::default_out_dir;
 use crate::watch::Watch;
 use crate::{HarnessError, Target};
 
@@ -48,6 +51,65 @@ pub fn run_once(
         return Err(HarnessError::Interrupted);
     }
     Ok((summary, events))
+}
+
+/// The workload of one point of the scaling curve: one app, `exe bench
+/// sleepers` (the coloc binary) with `threads` threads sleeping for `each`,
+/// then exiting.
+pub fn sleepers(exe: &Path, threads: u32, each: Duration) -> Result<Workload, HarnessError> {
+    let command = [
+        exe.display().to_string(),
+        "bench".into(),
+        "sleepers".into(),
+        "--threads".into(),
+        threads.to_string(),
+        "--duration".into(),
+        format!("{}ms", each.as_millis()),
+    ];
+    let quoted: Vec<String> = command.iter().map(|a| format!("{a:?}")).collect();
+    let text = format!(
+        "name = \"scaling-{threads}\"\n[[app]]\nname = \"sleepers\"\ncommand = [{}]\nthreads = 1\n",
+        quoted.join(", ")
+    );
+    Ok(parse_workload("<bench overhead --threads>", &text)?)
+}
+
+/// One point of the scaling curve: coloc's cost of managing `threads`
+/// sleeping threads.
+#[derive(Debug)]
+pub struct ScalingPoint {
+    pub threads: u32,
+    pub summary: RunSummary,
+    /// The epochs due over the run's wall time: a loop that cannot keep up
+    /// observes fewer, and CPU per wall time alone would hide it.
+    pub due: usize,
+}
+
+/// Runs [`sleepers`] of `threads` threads for `each` under `policy` on
+/// `target` (sleeping threads isolate coloc's cost of tracking, sampling
+/// and applying from the apps' competition for the CPUs), into its own run
+/// directory, watched as `N threads`.
+#[allow(clippy::too_many_arguments)]
+pub fn scaling_point(
+    target: &Target,
+    exe: &Path,
+    threads: u32,
+    each: Duration,
+    policy: &str,
+    epoch: Duration,
+    stop: Arc<AtomicBool>,
+    watch: &dyn Watch,
+) -> Result<ScalingPoint, HarnessError> {
+    let workload = target.resolve(sleepers(exe, threads, each)?)?;
+    let out = default_out_dir(&workload.name, &format!("bench-{policy}"));
+    let label = format!("{threads} threads");
+    let (summary, _) = run_once(target, &workload, policy, epoch, &out, stop, watch, &label)?;
+    let due = (summary.usage.wall.as_secs_f64() / epoch.as_secs_f64()).floor() as usize;
+    Ok(ScalingPoint {
+        threads,
+        summary,
+        due,
+    })
 }
 
 /// What the page walks of one action (`interleave`, `restore`) did over a
@@ -97,6 +159,33 @@ mod tests {
     use super::*;
     use crate::testing::{kvm, two_apps};
     use crate::watch::seen::Seen;
+
+    /// A point of the scaling curve runs the binary given with `bench
+    /// sleepers`, its threads and duration, quoted so any path parses.
+    #[test]
+    fn the_sleepers_workload_runs_the_binary_given() {
+        let w = sleepers(
+            Path::new("/opt/my \"coloc\"/coloc"),
+            100,
+            Duration::from_millis(1500),
+        )
+        .unwrap();
+        assert_eq!(w.name, "scaling-100");
+        assert_eq!(w.apps.len(), 1);
+        assert_eq!(
+            w.apps[0].command.as_deref().unwrap(),
+            [
+                "/opt/my \"coloc\"/coloc",
+                "bench",
+                "sleepers",
+                "--threads",
+                "100",
+                "--duration",
+                "1500ms"
+            ]
+        );
+        assert_eq!(w.apps[0].threads, 1);
+    }
 
     /// Two interleave walks (3 + 4 pages examined, 1 moved) and a restore,
     /// summed per action in order of first appearance; no walk, nothing.

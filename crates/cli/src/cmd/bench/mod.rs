@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use coloc_harness::output::default_out_dir;
-use coloc_harness::overhead::{page_walks, run_once, PageWalks};
+use coloc_harness::overhead::{page_walks, run_once, scaling_point, PageWalks, ScalingPoint};
 use coloc_harness::timing::decide::{decide_times, DecideBench};
 use coloc_harness::timing::nupoco::nupoco_cost;
 use coloc_harness::timing::sim::{sim_speed_for, Baseline, SimStep};
@@ -298,8 +298,7 @@ fn render_walks(walks: &[PageWalks]) -> Option<String> {
 
 /// The thread-count scaling curve of coloc's own cost: for each N, one app of
 /// N sleeping threads (`coloc bench sleepers`) managed for `each`, and coloc's
-/// CPU use over that run. Sleeping threads isolate coloc's cost of tracking,
-/// sampling and applying from the apps' competition for the CPUs.
+/// CPU use over that run ([`coloc_harness::overhead::scaling_point`]).
 fn scaling(
     threads: &[u32],
     each: Duration,
@@ -324,34 +323,10 @@ fn scaling(
     );
     let stop = stop_flag()?;
     for &n in threads {
-        let command = [
-            exe.display().to_string(),
-            "bench".into(),
-            "sleepers".into(),
-            "--threads".into(),
-            n.to_string(),
-            "--duration".into(),
-            format!("{}ms", each.as_millis()),
-        ];
-        let quoted: Vec<String> = command.iter().map(|a| format!("{a:?}")).collect();
-        let text = format!(
-            "name = \"scaling-{n}\"\n[[app]]\nname = \"sleepers\"\ncommand = [{}]\nthreads = 1\n",
-            quoted.join(", ")
-        );
-        let workload = target.resolve(parse_workload("<bench overhead --threads>", &text)?)?;
-        let (summary, _) = bench_run(
-            &target,
-            &workload,
-            policy,
-            epoch,
-            stop.clone(),
-            &format!("{n} threads"),
-        )?;
+        let ScalingPoint { summary, due, .. } =
+            scaling_point(&target, &exe, n, each, policy, epoch, stop.clone(), &Bars)?;
         let u = summary.usage;
-        // Epochs the loop actually observed: a loop that cannot keep up
-        // observes fewer, and CPU per wall time alone would hide it.
         let observed = summary.observations;
-        let due = (u.wall.as_secs_f64() / epoch.as_secs_f64()).floor() as usize;
         println!(
             "{n:>8} {:>14.2} {:>16.3} {:>17}",
             u.percent_of_core(),
