@@ -128,6 +128,18 @@ impl ProcRoot {
     }
 }
 
+/// The CPU each thread of `pid` last ran on (its `stat`'s `processor`),
+/// read under the procfs mount `root` (`/proc`); none for a process gone.
+pub fn last_cpus(root: &Path, pid: u32) -> Vec<u32> {
+    let proc = ProcRoot::new(root);
+    proc.tids(pid)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|tid| proc.task_stat(pid, tid).ok()?.processor)
+        .filter_map(|c| u32::try_from(c).ok())
+        .collect()
+}
+
 /// Counters of a task's `sched` file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SchedCounts {
@@ -205,6 +217,22 @@ impl ProcTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// This test process's threads each last ran on a CPU of this machine
+    /// (this thread at least); a process that does not exist has none.
+    #[test]
+    fn the_threads_of_a_process_last_ran_on_cpus_of_this_machine() {
+        let proc = Path::new("/proc");
+        let cpus = last_cpus(proc, std::process::id());
+        let here = crate::topology::host_topology().unwrap();
+        assert!(!cpus.is_empty());
+        assert!(
+            cpus.iter().all(|&c| here.cpus().contains(c)),
+            "{cpus:?} not all in {}",
+            here.cpus()
+        );
+        assert_eq!(last_cpus(proc, u32::MAX), Vec::<u32>::new());
+    }
 
     #[test]
     fn reads_migrations_from_a_sched_file() {

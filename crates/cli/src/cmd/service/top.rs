@@ -5,6 +5,7 @@
 //! of `coloc status`. `q`, Esc or Ctrl-C quits.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -29,22 +30,6 @@ pub struct TopArgs {
     pub socket: SocketArgs,
 }
 
-/// The CPU each thread of `pid` last ran on (field 39 of its stat).
-fn last_cpus(pid: u32) -> Vec<u32> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    tasks
-        .flatten()
-        .filter_map(|t| {
-            let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
-            let after = &stat[stat.rfind(')')? + 1..];
-            // Field 3 (state) is the first after the name.
-            after.split_whitespace().nth(39 - 3)?.parse().ok()
-        })
-        .collect()
-}
-
 /// One line per CPU: the apps planned there and the threads that ran there.
 fn cpu_lines(s: &Status) -> Vec<String> {
     let cpus: Vec<u32> = s
@@ -56,7 +41,7 @@ fn cpu_lines(s: &Status) -> Vec<String> {
     let mut planned: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     for a in &s.apps {
         let mut per_cpu: BTreeMap<u32, usize> = BTreeMap::new();
-        for c in last_cpus(a.pid) {
+        for c in coloc_linux::machine::last_cpus(Path::new("/proc"), a.pid) {
             *per_cpu.entry(c).or_default() += 1;
         }
         for (c, n) in per_cpu {
