@@ -364,8 +364,11 @@ fn writers_at_once_lose_no_record() {
 /// the same programs (docs/knowledge.md, Trials of a set of programs), all
 /// through the binary on the simulator's `kvm-2cpu`: a barrier team beside a
 /// one-long-region program, run three times with one store (about 0.5 s
-/// each in debug). The first run's trial ends open (2 pairs); the second
-/// counts those 2 among its pairs and settles after 2 of its own; the third
+/// each in debug), at 60 ms intervals: the run's first set runs the own
+/// arrangement until its age pays for a trial (16 intervals, 0.96 s;
+/// docs/policies/auto.md, The cost of trying), so the first run's trial
+/// ends open after 1 pair; the second counts it among its pairs and
+/// settles after 2 of its own; the third
 /// starts settled on the stored pairs, which `coloc run`'s last verdicts and
 /// `coloc why` name. `coloc knowledge show` lists the set; forgetting one of
 /// its programs forgets it, and the next run measures from nothing again.
@@ -376,7 +379,7 @@ fn a_sets_trial_starts_from_what_earlier_runs_measured() {
     let w = data.join("pair.toml");
     std::fs::write(
         &w,
-        "name = \"pair\"\n[[app]]\nname = \"a\"\nmodel = \"kernel-barrier\"\nthreads = 2\n\
+        "name = \"pair\"\nepoch = \"60ms\"\n[[app]]\nname = \"a\"\nmodel = \"kernel-barrier\"\nthreads = 2\n\
          malleable = true\n[[app]]\nname = \"b\"\nmodel = \"sp-one-region\"\nthreads = 2\n",
     )
     .unwrap();
@@ -401,7 +404,7 @@ fn a_sets_trial_starts_from_what_earlier_runs_measured() {
     assert!(!first.contains("stored pair(s)"), "{first}");
     let second = sim("run2");
     assert!(
-        second.contains("2 stored pair(s) of these programs (1 earlier trial(s)")
+        second.contains("1 stored pair(s) of these programs (1 earlier trial(s)")
             && second.contains("counted among the pairs"),
         "{second}"
     );

@@ -11,8 +11,7 @@
 //! Approach: the time a set still has ahead is the mean life of the run's
 //! earlier sets, or the set's age when that is longer (Gott: at the median, a
 //! life observed at a random moment has as much ahead of it as behind).
-//! Before any set ended only the age is known; each caller says what it
-//! takes then (the trial: unbounded, a trial pays; a cut: the age alone).
+//! Before any set ended only the age is known, and both callers take it.
 
 use std::time::Duration;
 
@@ -47,7 +46,8 @@ impl Lives {
     }
 
     /// The time ahead of a set of age `age_secs`, its age alone before any
-    /// set ended: what a DoP cut weighs (`cores/reversible.rs`).
+    /// set ended: what a DoP cut weighs (`cores/reversible.rs`) and the
+    /// trial's cost of trying (`trial.rs`).
     pub(crate) fn ahead_or_age(&self, age_secs: f64) -> f64 {
         self.ahead(age_secs).unwrap_or(age_secs)
     }

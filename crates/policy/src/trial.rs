@@ -58,7 +58,7 @@
 //!   the mean life of the run's earlier sets with something to act on, or
 //!   the set's age when longer (Gott: at the median, a life observed at a
 //!   random moment has as much ahead of it as behind; before any such set
-//!   ended, `T` is unbounded; `lives.rs`, which reversible first reads
+//!   ended, the age alone; `lives.rs`, which reversible first reads
 //!   too). A set
 //!   whose trial does not pay yet runs the own arrangement, unmeasured
 //!   ([`TrialState::Waiting`], with the numbers).
@@ -243,7 +243,7 @@ impl Past {
     /// The cost of trying a set of age `age`, at `interval` per observation,
     /// with windows of `window` intervals, given the stored verdicts of its
     /// programs (`set`): its expected life is the mean life of the run's
-    /// earlier sets, or its age when longer (unbounded before any set
+    /// earlier sets, or its age when longer (the age alone before any set
     /// ended); a trial needs [`MIN_PAIRS`] pairs before a verdict.
     fn cost(
         &self,
@@ -252,7 +252,7 @@ impl Past {
         window: u32,
         set: Option<(u32, u32)>,
     ) -> TrialCost {
-        let life = self.lives.ahead(age.as_secs_f64()).unwrap_or(f64::INFINITY);
+        let life = self.lives.ahead_or_age(age.as_secs_f64());
         let least = (interval * (MIN_PAIRS as u32 * 2 * (SETTLE + window))).as_secs_f64();
         let chance = self.linux_chance(set);
         TrialCost {
@@ -729,6 +729,14 @@ mod tests {
 
     const TICK: Duration = Duration::from_millis(100);
 
+    /// A run whose one earlier set lasted 100 s: a trial pays at once.
+    fn long_past() -> Past {
+        Past {
+            lives: Lives::of(1, 100.0),
+            ..Past::default()
+        }
+    }
+
     /// Runs a trial of one app over `ticks` scripted intervals: `rate(k, own)`
     /// is its progress per second in interval `k` under the arrangement in
     /// force. Returns the trial and, per interval, whether it ran auto's own
@@ -736,7 +744,7 @@ mod tests {
     fn script(ticks: u32, rate: impl Fn(u32, bool) -> f64) -> (Trial, Vec<bool>) {
         let app = AppId { app: 0, rep: 0 };
         let mut t = Trial::new(vec![app], 1, Duration::ZERO);
-        let own = run(&mut t, 0..ticks, &Past::default(), rate);
+        let own = run(&mut t, 0..ticks, &long_past(), rate);
         (t, own)
     }
 
@@ -843,7 +851,7 @@ mod tests {
                 if with_calls {
                     seen.push((app, (Measure::Calls, calls * secs, secs)));
                 }
-                t.record(TICK * k, TICK * (k + 1), &seen, true, &Past::default());
+                t.record(TICK * k, TICK * (k + 1), &seen, true, &long_past());
             }
             assert_eq!(
                 t.verdict,
@@ -890,7 +898,7 @@ mod tests {
             } else if serial {
                 seen.push((app, (Measure::Serial, cpu * secs, secs)));
             }
-            t.record(TICK * k, TICK * (k + 1), &seen, true, &Past::default());
+            t.record(TICK * k, TICK * (k + 1), &seen, true, &long_past());
         }
         let e = t.estimate().expect("pairs");
         assert_eq!(t.verdict, Some(true), "{}", t.verdict(Judge::Auto));
@@ -925,7 +933,7 @@ mod tests {
         let mut t = Trial::new(vec![app], 1, Duration::ZERO);
         let mut turned = None;
         for k in 0..turn + 400 {
-            run(&mut t, k..k + 1, &Past::default(), rate);
+            run(&mut t, k..k + 1, &long_past(), rate);
             if t.verdict == Some(false) {
                 turned = Some(k);
                 break;
@@ -933,7 +941,7 @@ mod tests {
         }
         let turned = turned.expect("turned to Linux");
         assert!(turned > turn && turned <= turn + 80, "{turned}");
-        let own = run(&mut t, turned + 1..turned + 2, &Past::default(), rate);
+        let own = run(&mut t, turned + 1..turned + 2, &long_past(), rate);
         assert!(!own[0], "back to Linux");
         assert_eq!(
             t.verdict(Judge::Auto).state,
@@ -996,15 +1004,18 @@ mod tests {
         );
         let mut trials = Trials::default();
         let decided = MIN_PAIRS as u32 * 2 * (SETTLE + WINDOW);
+        // The run's first set: it waits until its age pays for a trial (as
+        // long as a verdict takes, at p = 1/2), then decides.
+        let ends = 2 * decided;
         let (t, past) = trials.of((vec![a, b], &[]), 1, Duration::ZERO);
         let past = *past;
-        run(t, 0..decided, &past, |_, o| if o { 1.5 } else { 1.0 });
+        run(t, 0..ends, &past, |_, o| if o { 1.5 } else { 1.0 });
         assert_eq!(t.verdict(Judge::Auto).state, TrialState::OwnKept);
         // The same set again: the verdict stands.
-        let (t, _) = trials.of((vec![a, b], &[]), 1, TICK * decided);
+        let (t, _) = trials.of((vec![a, b], &[]), 1, TICK * ends);
         assert_eq!(t.verdict, Some(true));
         // A third app arrives: open, measuring the own arrangement first.
-        let (t, past) = trials.of((vec![a, b, c], &[]), 1, TICK * (decided + 5));
+        let (t, past) = trials.of((vec![a, b, c], &[]), 1, TICK * (ends + 5));
         assert_eq!(
             t.verdict(Judge::Auto).state,
             TrialState::Open(Arrangement::Own)
@@ -1012,7 +1023,7 @@ mod tests {
         assert_eq!(
             *past,
             Past {
-                lives: Lives::of(1, (TICK * (decided + 5)).as_secs_f64()),
+                lives: Lives::of(1, (TICK * (ends + 5)).as_secs_f64()),
                 verdicts: 1,
                 linux: 0,
             }
@@ -1032,8 +1043,10 @@ mod tests {
         //  the index of the interval, counted from the set's start, at whose
         //  end the trial starts)
         let cases = [
-            // Nothing ended yet: the first set is tried at once.
-            (0, 0.0, 0, 0, 0),
+            // Nothing ended yet: the set's age is its expected life, and at
+            // p = 1/2 it pays from an age of 1.6 s, the end of the 16th
+            // interval (before, the first set was tried at once).
+            (0, 0.0, 0, 0, 15),
             // Sets lasted 5 s: it pays (5 ≥ 1.6 / (2 · 1/2)).
             (2, 5.0, 1, 0, 0),
             // Sets lasted 0.5 s, no verdict yet: p = 1/2, it pays from an age
@@ -1122,12 +1135,12 @@ mod tests {
         for (ratios, first, own_runs, own_pairs) in cases {
             let prior = (!ratios.is_empty()).then(|| stored(ratios, 1, 1)).flatten();
             let mut t = Trial::new(vec![app], 1, Duration::ZERO).with_prior(prior);
-            let ran = run(&mut t, 0..1, &Past::default(), rate);
+            let ran = run(&mut t, 0..1, &long_past(), rate);
             assert_eq!(t.verdict(Judge::Auto).state, first, "{ratios:?}");
             let mut decided = (t.verdict.is_some()).then_some(0);
             let mut ran = ran;
             for k in 1..80 {
-                ran.extend(run(&mut t, k..k + 1, &Past::default(), rate));
+                ran.extend(run(&mut t, k..k + 1, &long_past(), rate));
                 if decided.is_none() && t.verdict.is_some() {
                     decided = Some(t.estimate().unwrap().pairs - ratios.len());
                 }
@@ -1159,7 +1172,7 @@ mod tests {
         let rate = |_: u32, o: bool| if o { 1.5 } else { 1.0 };
         let mut turned = None;
         for k in 0..200 {
-            run(&mut t, k..k + 1, &Past::default(), rate);
+            run(&mut t, k..k + 1, &long_past(), rate);
             if t.verdict == Some(true) {
                 turned = Some(k);
                 break;
@@ -1235,7 +1248,11 @@ mod tests {
             pairs,
         );
         for measured_first in [false, true] {
-            let mut trials = Trials::default();
+            // A run whose earlier set lasted long: its trial starts at once.
+            let mut trials = Trials {
+                past: long_past(),
+                ..Trials::default()
+            };
             let names: &[&str] = &["a", "b"];
             let (t, past) = trials.of((vec![a, b], names), 1, Duration::ZERO);
             let past = *past;

@@ -246,10 +246,13 @@ fn unmanaged(plan: &Plan) -> bool {
         .all(|p| p.placement == Placement::Unmanaged)
 }
 
-/// Ticks until the trial of a new set whose apps progress steadily has its
-/// verdict: MIN_PAIRS pairs of windows (own, then Linux), plus the interval
-/// that straddles the set's start and one for the lever's evidence.
-const TRIAL_TICKS: u32 = MIN_PAIRS as u32 * 2 * (SETTLE + WINDOW) + 2;
+/// Ticks until the trial of a run's first set whose apps progress steadily
+/// has its verdict: it waits until the set's age pays for a trial (the
+/// least a verdict takes, MIN_PAIRS pairs of windows, over twice the chance
+/// one half that Linux wins: as long), then MIN_PAIRS pairs of windows (own,
+/// then Linux), plus the interval that straddles the set's start and one for
+/// the lever's evidence.
+const TRIAL_TICKS: u32 = 2 * MIN_PAIRS as u32 * 2 * (SETTLE + WINDOW) + 2;
 
 /// Whether one of the reasons auto gave app `id` is as `f` says.
 fn has(plan: &Plan, id: AppId, f: impl Fn(&Reason) -> bool) -> bool {
