@@ -20,8 +20,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use coloc_manager::{run, Recorder, RunOptions, DEFAULT_EPOCH};
-use coloc_model::{AppPlan, Placement, Plan, SchedSettings, Shortage, Tid, TraceEvent, View};
-use coloc_model::{Observation, Workload};
+use coloc_model::{AppPlan, AppView, Placement, Plan, SchedSettings, Shortage, Tid, TraceEvent};
+use coloc_model::{Observation, View, Workload};
 use coloc_policy::Policy;
 use support::*;
 
@@ -35,17 +35,18 @@ impl Policy for DopOne {
     }
 
     fn decide(&mut self, view: &View<'_>) -> Plan {
-        Plan {
-            apps: view
-                .apps
-                .iter()
-                .map(|a| AppPlan {
-                    dop: Some(1),
-                    ..AppPlan::native(a.id)
-                })
-                .collect(),
-            ..Plan::default()
-        }
+        each_app(view, |a| AppPlan {
+            dop: Some(1),
+            ..AppPlan::native(a.id)
+        })
+    }
+}
+
+/// A plan of `plan` for every app of the view.
+fn each_app(view: &View<'_>, plan: impl Fn(&AppView) -> AppPlan) -> Plan {
+    Plan {
+        apps: view.apps.iter().map(plan).collect(),
+        ..Plan::default()
     }
 }
 
@@ -182,21 +183,14 @@ impl Policy for PackLater {
     }
 
     fn decide(&mut self, view: &View<'_>) -> Plan {
-        Plan {
-            apps: view
-                .apps
-                .iter()
-                .map(|a| AppPlan {
-                    placement: if view.now >= PACK_AT && a.is_running() {
-                        Placement::Shared(self.cpu.parse().unwrap())
-                    } else {
-                        Placement::Unmanaged
-                    },
-                    ..AppPlan::native(a.id)
-                })
-                .collect(),
-            ..Plan::default()
-        }
+        each_app(view, |a| AppPlan {
+            placement: if view.now >= PACK_AT && a.is_running() {
+                Placement::Shared(self.cpu.parse().unwrap())
+            } else {
+                Placement::Unmanaged
+            },
+            ..AppPlan::native(a.id)
+        })
     }
 }
 

@@ -47,7 +47,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use coloc_model::TraceEvent;
-use coloc_model::{AppId, AppSample, AppView, CpuSet, Observation, ThreadSample, Tid, Topology};
+use coloc_model::{AppId, AppSample, AppView, CpuSet, Observation, OmpSample, ThreadSample};
+use coloc_model::{Tid, Topology};
 
 pub use self::no_progress::NoProgressFinding;
 pub use self::spinning::SpinningFinding;
@@ -82,6 +83,25 @@ impl<'a> Interval<'a> {
     pub fn delta(&self, app: AppId, tid: Tid, field: fn(&ThreadSample) -> u64) -> f64 {
         let sample = |o: &Observation| o.app(app).and_then(|s| s.thread(tid)).map_or(0, field);
         sample(self.last).saturating_sub(sample(self.prev)) as f64
+    }
+
+    /// The running apps that are OpenMP programs reporting through the DoP
+    /// channel at both ends of the interval, with those samples.
+    pub(crate) fn openmp<'v>(
+        &self,
+        apps: &'v [AppView],
+    ) -> impl Iterator<Item = (AppId, OmpEnds<'a>)> + use<'a, 'v> {
+        let (prev, last) = (self.prev, self.last);
+        apps.iter().filter(|a| a.is_running()).filter_map(move |a| {
+            let (before, now) = (prev.app(a.id)?, last.app(a.id)?);
+            let ends = OmpEnds {
+                before,
+                now,
+                omp_before: before.omp.as_ref()?,
+                omp_now: now.omp.as_ref()?,
+            };
+            Some((a.id, ends))
+        })
     }
 
     /// CPU time of the app's threads over the interval, ns.
@@ -127,6 +147,22 @@ impl<'a> Interval<'a> {
         cpus.iter()
             .filter(|&c| busy[c as usize] < IDLE_BELOW * self.dt)
             .collect()
+    }
+}
+
+/// An OpenMP app at both ends of an interval ([`Interval::openmp`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OmpEnds<'a> {
+    pub before: &'a AppSample,
+    pub now: &'a AppSample,
+    pub omp_before: &'a OmpSample,
+    pub omp_now: &'a OmpSample,
+}
+
+impl OmpEnds<'_> {
+    /// Inside a parallel region at both observations.
+    pub(crate) fn inside(&self) -> bool {
+        self.omp_before.in_parallel && self.omp_now.in_parallel
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use coloc_manager::{run, RunOptions, RunSummary, WasteSeen};
 use coloc_model::workload::parse_workload;
-use coloc_model::{AppId, AppPlan, Placement, Plan, Shortage, TraceEvent, View};
+use coloc_model::{AppId, AppPlan, AppView, Placement, Plan, Shortage, TraceEvent, View};
 use coloc_policy::{by_name, Policy};
 use coloc_sim::model::{model, AppModel, Phase};
 use coloc_sim::{platform, SimMachine};
@@ -64,27 +64,36 @@ impl Policy for CutWhileShared {
 
     fn decide(&mut self, view: &View<'_>) -> Plan {
         let running = view.apps.iter().filter(|a| a.is_running()).count();
-        Plan {
-            apps: view
-                .apps
-                .iter()
-                .map(|a| AppPlan {
-                    dop: a.spec.malleable.then_some(if running > 1 {
-                        1
-                    } else {
-                        a.threads_requested
-                    }),
-                    ..AppPlan::native(a.id)
-                })
-                .collect(),
-            ..Plan::default()
-        }
+        each_app(view, |a| AppPlan {
+            dop: a
+                .spec
+                .malleable
+                .then_some(if running > 1 { 1 } else { a.threads_requested }),
+            ..AppPlan::native(a.id)
+        })
+    }
+}
+
+/// A plan of `plan` for every app of the view.
+fn each_app(view: &View<'_>, plan: impl Fn(&AppView) -> AppPlan) -> Plan {
+    Plan {
+        apps: view.apps.iter().map(plan).collect(),
+        ..Plan::default()
     }
 }
 
 fn run_under(policy: &mut dyn Policy) -> (RunSummary, Vec<TraceEvent>) {
-    let w = parse_workload("short-then-long.toml", WORKLOAD).unwrap();
-    let mut m = SimMachine::new(platform("kvm-2cpu").unwrap(), 1).with_models(models());
+    run_on_kvm(policy, WORKLOAD, models())
+}
+
+/// Runs `workload` (TOML) of `models` on kvm-2cpu under `policy`, seed 1.
+fn run_on_kvm(
+    policy: &mut dyn Policy,
+    workload: &str,
+    models: Vec<AppModel>,
+) -> (RunSummary, Vec<TraceEvent>) {
+    let w = parse_workload("workload.toml", workload).unwrap();
+    let mut m = SimMachine::new(platform("kvm-2cpu").unwrap(), 1).with_models(models);
     let mut trace = Vec::new();
     let opts = RunOptions::simulated(w.epoch.unwrap(), 1);
     let summary = run(&mut m, policy, &w, &opts, &mut trace).unwrap();
@@ -238,35 +247,22 @@ impl Policy for PackWhileShared {
 
     fn decide(&mut self, view: &View<'_>) -> Plan {
         let running = view.apps.iter().filter(|a| a.is_running()).count();
-        Plan {
-            apps: view
-                .apps
-                .iter()
-                .map(|a| {
-                    let cpus = if a.id == self.team { "0" } else { "1" };
-                    AppPlan {
-                        placement: if running > 1 && a.is_running() {
-                            Placement::Shared(cpus.parse().unwrap())
-                        } else {
-                            Placement::Unmanaged
-                        },
-                        ..AppPlan::native(a.id)
-                    }
-                })
-                .collect(),
-            ..Plan::default()
-        }
+        each_app(view, |a| {
+            let cpus = if a.id == self.team { "0" } else { "1" };
+            AppPlan {
+                placement: if running > 1 && a.is_running() {
+                    Placement::Shared(cpus.parse().unwrap())
+                } else {
+                    Placement::Unmanaged
+                },
+                ..AppPlan::native(a.id)
+            }
+        })
     }
 }
 
 fn spin_run(policy: &mut dyn Policy) -> (RunSummary, Vec<TraceEvent>) {
-    let w = parse_workload("late-spinner.toml", SPIN_WORKLOAD).unwrap();
-    let mut m = SimMachine::new(platform("kvm-2cpu").unwrap(), 1).with_models(spin_models());
-    let mut trace = Vec::new();
-    let opts = RunOptions::simulated(w.epoch.unwrap(), 1);
-    let summary = run(&mut m, policy, &w, &opts, &mut trace).unwrap();
-    assert_eq!(summary.failed, 0, "{}", policy.name());
-    (summary, trace)
+    run_on_kvm(policy, SPIN_WORKLOAD, spin_models())
 }
 
 /// The `spinning` events of `app`: when, CPU time and the part of it its

@@ -56,26 +56,20 @@ pub(super) fn check(
 ) -> Vec<NoProgressFinding> {
     counts_inside.retain(|id| apps.iter().any(|a| a.id == *id));
     let mut out = Vec::new();
-    for a in apps.iter().filter(|a| a.is_running()) {
-        let (Some(before), Some(now)) = (iv.prev.app(a.id), iv.last.app(a.id)) else {
-            continue;
-        };
-        let (Some(ob), Some(on)) = (&before.omp, &now.omp) else {
-            continue;
-        };
+    for (id, e) in iv.openmp(apps) {
         let one_region =
-            ob.in_parallel && on.in_parallel && ob.regions_completed == on.regions_completed;
+            e.inside() && e.omp_before.regions_completed == e.omp_now.regions_completed;
         if !one_region {
             continue;
         }
-        if counters(before) != counters(now) {
-            counts_inside.insert(a.id);
+        if counters(e.before) != counters(e.now) {
+            counts_inside.insert(id);
             continue;
         }
-        let cpu = iv.cpu_ns(now);
-        if counts_inside.contains(&a.id) && cpu > (1.0 + IDLE_BELOW) * iv.dt {
+        let cpu = iv.cpu_ns(e.now);
+        if counts_inside.contains(&id) && cpu > (1.0 + IDLE_BELOW) * iv.dt {
             out.push(NoProgressFinding {
-                app: a.id,
+                app: id,
                 cpu: Duration::from_nanos(cpu as u64),
             });
         }

@@ -79,26 +79,20 @@ pub(super) fn check(
 ) -> Vec<SpinningFinding> {
     references.retain(|(id, _), _| apps.iter().any(|a| a.id == *id));
     let mut out = Vec::new();
-    for a in apps.iter().filter(|a| a.is_running()) {
-        let (Some(before), Some(now)) = (iv.prev.app(a.id), iv.last.app(a.id)) else {
-            continue;
-        };
-        let (Some(ob), Some(on)) = (&before.omp, &now.omp) else {
-            continue;
-        };
-        let busy = iv.busy(now);
-        if !(ob.in_parallel && on.in_parallel && on.team_size >= 2 && busy.len() >= 2) {
+    for (id, e) in iv.openmp(apps) {
+        let busy = iv.busy(e.now);
+        if !(e.inside() && e.omp_now.team_size >= 2 && busy.len() >= 2) {
             continue;
         }
-        let (Some(p0), Some(p1)) = (progress(before), progress(now)) else {
+        let (Some(p0), Some(p1)) = (progress(e.before), progress(e.now)) else {
             continue;
         };
         let made = p1.saturating_sub(p0) as f64;
-        let cpu = iv.cpu_ns(now);
-        let key = (a.id, on.team_size);
+        let cpu = iv.cpu_ns(e.now);
+        let key = (id, e.omp_now.team_size);
         let queued = busy
             .iter()
-            .any(|&t| iv.delta(a.id, t, |x| x.wait_ns) > WAITING_ABOVE * iv.dt);
+            .any(|&t| iv.delta(id, t, |x| x.wait_ns) > WAITING_ABOVE * iv.dt);
         if !queued {
             if made > 0.0 {
                 references.insert(key, made / cpu);
@@ -109,9 +103,9 @@ pub(super) fn check(
             continue;
         };
         let useful = (made / rate).min(cpu);
-        if cpu - useful > IDLE_BELOW * iv.dt && !skip.contains(&a.id) {
+        if cpu - useful > IDLE_BELOW * iv.dt && !skip.contains(&id) {
             out.push(SpinningFinding {
-                app: a.id,
+                app: id,
                 cpu: Duration::from_nanos(cpu as u64),
                 useful: Duration::from_nanos(useful.round() as u64),
             });
