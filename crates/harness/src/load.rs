@@ -3,13 +3,24 @@
 //! `kernel:NAME` commands become paths, static mappings must name CPUs coloc may
 //! use, and simulated-only apps are refused with a pointer to `coloc sim`.
 
-use std::path::Path;
+use std::io;
+use std::path::{Path, PathBuf};
 
 use coloc_model::user_file::{read_user_text, MAX_WORKLOAD};
 use coloc_model::workload::{parse_workload, StaticMapping, WorkloadError};
 use coloc_model::{CpuSet, Topology, Workload};
 
 use crate::HarnessError;
+
+/// The workload files (`*.toml`) of `dir`, by name.
+pub fn toml_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
 
 /// Reads and validates a workload file (no machine needed).
 pub fn read_workload(path: &Path) -> Result<Workload, HarnessError> {

@@ -29,6 +29,7 @@ use coloc_policy::auto::Objective;
 
 use crate::compare::{Compare, Contender, Fresh, Plan};
 use crate::knowledge::Knowledge;
+use crate::load::toml_files;
 use crate::procedure::write_text;
 use crate::saved::{open, Saved};
 use crate::solo::Solo;
@@ -47,15 +48,10 @@ pub struct Mix {
 
 /// The mix files of `dir` (`*.toml`), by name.
 pub fn mix_files(dir: &Path) -> Result<Vec<PathBuf>, HarnessError> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|source| HarnessError::Read {
-            path: dir.into(),
-            source,
-        })?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    files.sort();
+    let files = toml_files(dir).map_err(|source| HarnessError::Read {
+        path: dir.into(),
+        source,
+    })?;
     if files.is_empty() {
         return Err(HarnessError::NoMixes { dir: dir.into() });
     }

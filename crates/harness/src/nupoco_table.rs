@@ -24,6 +24,7 @@ use coloc_model::workload::parse_workload;
 use coloc_model::Workload;
 
 use crate::compare::{Compare, Contender, Plan, Registry};
+use crate::papers::pick;
 use crate::solo::Solo;
 use crate::watch::Watch;
 use crate::{resolve_platform, HarnessError, Target};
@@ -160,22 +161,12 @@ pub struct Watched<'a> {
 /// The paper's figures of each platform named (both of the paper's
 /// machines when none), every name checked before anything runs.
 pub fn paper_platforms(names: &[String]) -> Result<Vec<PaperFigures>, HarnessError> {
-    if names.is_empty() {
-        return Ok(PAPER.to_vec());
-    }
-    names
-        .iter()
-        .map(|name| {
-            PAPER
-                .iter()
-                .find(|p| p.platform == name)
-                .copied()
-                .ok_or_else(|| HarnessError::NotInPaper {
-                    name: name.clone(),
-                    known: "the paper's (nupoco-amd64, nupoco-intel72)",
-                })
-        })
-        .collect()
+    pick(
+        &PAPER,
+        names,
+        |p| p.platform,
+        "the paper's (nupoco-amd64, nupoco-intel72)",
+    )
 }
 
 /// Runs the scenarios on `paper.platform` (seed 1) under every mode,

@@ -36,6 +36,32 @@ pub const FIGURES_GINSTR: f64 = 150.0;
 /// AToM's slot.
 pub const SLOT: Duration = Duration::from_secs(1);
 
+/// The entries of a paper's list `all` that `names` name (every entry
+/// when none), in the order named; a name not in the list is refused
+/// before anything runs, with `known`, what the list holds.
+pub fn pick<T: Copy>(
+    all: &[T],
+    names: &[String],
+    name_of: impl Fn(&T) -> &str,
+    known: &'static str,
+) -> Result<Vec<T>, HarnessError> {
+    if names.is_empty() {
+        return Ok(all.to_vec());
+    }
+    names
+        .iter()
+        .map(|name| {
+            all.iter()
+                .find(|e| name_of(e) == name)
+                .copied()
+                .ok_or_else(|| HarnessError::NotInPaper {
+                    name: name.clone(),
+                    known,
+                })
+        })
+        .collect()
+}
+
 /// What `bench paper` asks of an experiment.
 #[derive(Clone, Copy, Debug)]
 pub struct Request<'a> {
@@ -71,23 +97,12 @@ pub struct ResenseRuns {
 /// runs), then Table VI's cells of those platforms; `progress` is told of
 /// each step.
 pub fn resense(req: &Request<'_>, progress: &dyn Fn(&str)) -> Result<ResenseRuns, HarnessError> {
-    let chosen: Vec<Section36> = if req.platforms.is_empty() {
-        SECTION_3_6.to_vec()
-    } else {
-        req.platforms
-            .iter()
-            .map(|name| {
-                SECTION_3_6
-                    .iter()
-                    .find(|s| s.platform == name)
-                    .copied()
-                    .ok_or_else(|| HarnessError::NotInPaper {
-                        name: name.clone(),
-                        known: "§3.6's (yorkfield, harpertown, xeon32, opteron48)",
-                    })
-            })
-            .collect::<Result<_, _>>()?
-    };
+    let chosen = pick(
+        &SECTION_3_6,
+        req.platforms,
+        |s| s.platform,
+        "§3.6's (yorkfield, harpertown, xeon32, opteron48)",
+    )?;
     if req.mixes < 1 {
         return Err(HarnessError::NoMixCount);
     }

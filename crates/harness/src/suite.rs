@@ -11,6 +11,7 @@ use coloc_model::workload::{parse_program, to_toml, WorkloadError};
 use coloc_model::Workload;
 use coloc_sim::gen::{suite_mix, SuiteMixSpec};
 
+use crate::load::toml_files;
 use crate::HarnessError;
 
 /// The settings file of a suite directory.
@@ -40,15 +41,10 @@ impl Suite {
         let (name, text) = read(&dir.join(SETTINGS_FILE))?;
         let settings = parse_settings(&name, &text)?;
         let programs_dir = dir.join(PROGRAMS_DIR);
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&programs_dir)
-            .map_err(|source| HarnessError::SuitePrograms {
-                dir: programs_dir.clone(),
-                source,
-            })?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-            .collect();
-        files.sort();
+        let files = toml_files(&programs_dir).map_err(|source| HarnessError::SuitePrograms {
+            dir: programs_dir.clone(),
+            source,
+        })?;
         let mut programs: Vec<SuiteProgram> = Vec::with_capacity(files.len());
         let mut from: Vec<&Path> = Vec::with_capacity(files.len());
         for file in &files {
