@@ -287,6 +287,18 @@ impl Radix {
             .all(|(&x, &y)| x >= k * y)
     }
 
+    /// The largest k with `a ≥ k·b` digit by digit ([`Self::fits`]), for a
+    /// non-zero `b`.
+    fn times(&self, a: usize, b: usize) -> usize {
+        self.digits(a)
+            .iter()
+            .zip(self.digits(b))
+            .filter(|&(_, &y)| y > 0)
+            .map(|(&x, &y)| usize::from(x / y))
+            .min()
+            .unwrap_or(usize::MAX)
+    }
+
     /// Writes into `out` the indices of every vector at or above `u` digit
     /// by digit (and at or below the target), `u` first.
     fn at_least(&self, u: usize, out: &mut Vec<usize>) {
@@ -432,6 +444,7 @@ impl<'t> Space<'t> {
         let mut dp = vec![vec![0.0; r.size]; m + 1];
         dp[0][0] = 1.0;
         let mut above = Vec::new();
+        let mut most = Vec::new();
         let mut choose = Vec::with_capacity(m + 1);
         for u in 1..r.size {
             let n = child_table[u];
@@ -444,16 +457,19 @@ impl<'t> Space<'t> {
             r.at_least(u, &mut above);
             choose.clear();
             choose.extend((0..=m).map(|k| multichoose(n, k)));
+            // How many children of vector u each v holds (v ≥ k·u digit by
+            // digit for k up to it, `Radix::fits` being monotone in k),
+            // found once per (u, v) rather than once per row and k.
+            most.clear();
+            most.extend(above.iter().map(|&v| r.times(v, u).min(m)));
             for s in (1..=m).rev() {
-                for &v in &above {
+                for (&v, &most) in above.iter().zip(&most) {
                     let mut add = 0.0;
-                    let mut k = 1;
-                    while k <= s && r.fits(v, u, k as u16) {
+                    for k in 1..=s.min(most) {
                         let rest = dp[s - k][v - k * u];
                         if rest != 0.0 {
                             add += rest * choose[k];
                         }
-                        k += 1;
                     }
                     dp[s][v] += add;
                 }

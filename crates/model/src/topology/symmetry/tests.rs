@@ -206,3 +206,25 @@ fn at_least_lists_the_vectors_above() {
         }
     }
 }
+
+/// A class table takes k children of vector u into v for every k up to
+/// `times(v, u)`: exactly the k for which `fits(v, u, k)` holds (targets of
+/// one to three apps, every non-zero u and every v, k up to 9).
+#[test]
+fn times_is_the_largest_k_that_fits() {
+    for target in [&[3u16][..], &[2, 0, 3], &[1, 4, 2], &[8, 8]] {
+        let r = Radix::new(target).unwrap();
+        for u in 1..r.size {
+            for v in 0..r.size {
+                let most = r.times(v, u);
+                for k in 1..=9u16 {
+                    assert_eq!(
+                        r.fits(v, u, k),
+                        usize::from(k) <= most,
+                        "{target:?} v={v} u={u} k={k}"
+                    );
+                }
+            }
+        }
+    }
+}
