@@ -24,7 +24,11 @@
 //!   (`coloc_manager::conservation`) over one interval of 8 apps × 8
 //!   pinned threads, some idle, run at every observation;
 //! - `resense_decide_8_apps`: one ReSense decision for 8 apps × 8 threads
-//!   on the 64-core machine.
+//!   on the 64-core machine;
+//! - `oracle_space_count_4x8`: counting the oracle's space of 4 apps × 8
+//!   threads on the 48-core Opteron (`coloc_model::topology::symmetry`'s
+//!   class tables), what `coloc bench sim`'s oracle run does once per DoP
+//!   split before it evaluates a configuration.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -33,6 +37,7 @@ use coloc_manager::conservation::Conservation;
 use coloc_manager::{run, RunOptions, DEFAULT_EPOCH};
 use coloc_model::queueing::{response_times, FiniteSource};
 use coloc_model::testutils::running_app;
+use coloc_model::topology::symmetry::{Space, SymTree};
 use coloc_model::workload::parse_workload;
 use coloc_model::{AppId, AppPlan, AppSample, AppView, CpuSet, MemPolicy, Observation};
 use coloc_model::{Placement, SchedSettings, ThreadSample, TraceEvent, Trigger, View};
@@ -204,6 +209,11 @@ fn hot_functions(c: &mut Criterion) {
     };
     group.bench_function("resense_decide_8_apps", |b| {
         b.iter(|| resense.decide(black_box(&view)).apps.len())
+    });
+    let opteron = platform("opteron48").expect("a built-in platform");
+    let tree = SymTree::new(&opteron.topology);
+    group.bench_function("oracle_space_count_4x8", |b| {
+        b.iter(|| Space::new(black_box(&tree), vec![8; 4]).configurations())
     });
     group.finish();
 }
