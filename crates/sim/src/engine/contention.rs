@@ -64,6 +64,17 @@ pub(crate) struct Solution {
     pub llc_fit: Vec<f64>,
     /// Rounds the fixed point took (at most [`MAX_ITERATIONS`]).
     pub rounds: usize,
+    /// The last round's largest change (relative for the memory queues,
+    /// absolute for activity): below [`TOLERANCE`] when the fixed point
+    /// was reached, else where the round cap stopped it.
+    pub residual: f64,
+}
+
+impl Solution {
+    /// Whether the fixed point was reached to the tolerance.
+    pub fn converged(&self) -> bool {
+        self.residual < TOLERANCE
+    }
 }
 
 /// Per-runner quantities that do not depend on the fixed point.
@@ -125,6 +136,7 @@ pub(crate) fn solve(
     let mut activity = vec![1.0; runners.len()];
     let mut rates = Rates::default();
     let mut rounds = 0;
+    let mut residual = f64::INFINITY;
     while rounds < MAX_ITERATIONS {
         rounds += 1;
         let queue_delta = point.queues_step(layout, runners, &statics, &share, &activity);
@@ -154,6 +166,7 @@ pub(crate) fn solve(
         for (a, b) in activity.iter_mut().zip(&point.next) {
             *a = 0.5 * (*a + b);
         }
+        residual = delta;
         if delta < TOLERANCE {
             break;
         }
@@ -170,6 +183,7 @@ pub(crate) fn solve(
         share,
         demand,
         rounds,
+        residual,
     }
 }
 

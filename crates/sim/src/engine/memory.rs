@@ -114,9 +114,51 @@ pub(crate) struct Queues {
     ctrl_load: Vec<(f64, f64)>,
     link_load: Vec<(f64, f64)>,
     /// This round's loaded servers, controllers then links, and their
-    /// response times (scratch).
+    /// response times (scratch); a server whose count is interpolated has
+    /// two sources, ⌊N⌋ and ⌈N⌉ customers, and its weight on the second in
+    /// `weights` (one entry per loaded server, None for one source).
     sources: Vec<FiniteSource>,
     responses: Vec<f64>,
+    weights: Vec<Option<f64>>,
+    /// Per server (controllers, then links): its customers rounded last
+    /// round, the count it had before that changed (0: none yet), and
+    /// whether it went back to it (see [`Chatter`]).
+    chatter: Vec<Chatter>,
+}
+
+/// Whether a server's rounded customer count chatters, and then its count
+/// is interpolated for the rest of the solve (docs/simulator.md, Speed, the
+/// contention fixed point). A CPU's streams count as its runners' memory-level
+/// parallelism weighted by their request rates, which move with activity,
+/// so a CPU time-sharing runners of two models brings its servers a
+/// fractional count N that moves each round. Rounded, the response time
+/// jumps by a whole customer's worth where N crosses k + ½; when the count
+/// k gives rates that push N over k + ½ and k + 1 rates that pull it back,
+/// the map has no fixed point and the damped rounds chatter across the
+/// boundary until the round cap, returning wherever they stopped. A server
+/// whose count goes back to a value it left is interpolated instead: its
+/// response time is (1 − w)·R(⌊N⌋) + w·R(⌈N⌉), w = N − ⌊N⌋, continuous in
+/// N and equal to the rounded count's at whole counts, so the solve
+/// reaches a fixed point to the tolerance.
+#[derive(Clone, Copy, Debug, Default)]
+struct Chatter {
+    count: u32,
+    left: u32,
+    interpolate: bool,
+}
+
+impl Chatter {
+    /// Notes this round's rounded count; true once the server interpolates.
+    fn note(&mut self, count: u32) -> bool {
+        if !self.interpolate && count != self.count {
+            if self.count != 0 && count == self.left {
+                self.interpolate = true;
+            }
+            self.left = self.count;
+            self.count = count;
+        }
+        self.interpolate
+    }
 }
 
 impl Queues {
@@ -133,6 +175,8 @@ impl Queues {
             link_load: vec![(0.0, 0.0); link_mu.len()],
             sources: Vec::new(),
             responses: Vec::new(),
+            weights: Vec::new(),
+            chatter: vec![Chatter::default(); layout.mem_nodes + link_mu.len()],
             link_mu,
             ctrl_idle,
             link_idle,
@@ -182,19 +226,36 @@ impl Queues {
         // Every loaded server's response time at once (`response_times`
         // overlaps their recurrences), in the order of the updates below.
         self.sources.clear();
+        self.weights.clear();
+        let mems = self.mems;
         for (m, &load) in self.ctrl_load.iter().enumerate() {
             if load.0 != 0.0 {
-                self.sources.push(queue(load, layout.numa.mu[m]));
+                let w = queue(
+                    load,
+                    layout.numa.mu[m],
+                    &mut self.chatter[m],
+                    &mut self.sources,
+                );
+                self.weights.push(w);
             }
         }
         for (l, &load) in self.link_load.iter().enumerate() {
             if self.link_mu[l].is_finite() && load.0 != 0.0 {
-                self.sources.push(queue(load, self.link_mu[l]));
+                let chatter = &mut self.chatter[mems + l];
+                let w = queue(load, self.link_mu[l], chatter, &mut self.sources);
+                self.weights.push(w);
             }
         }
         response_times(&self.sources, &mut self.responses);
         let mut responses = self.responses.iter().copied();
-        let mut loaded = || responses.next().expect("a response per loaded server");
+        let mut weights = self.weights.iter().copied();
+        let mut loaded = || {
+            let mut next = || responses.next().expect("a response per source");
+            match weights.next().expect("a weight per loaded server") {
+                None => next(),
+                Some(w) => (1.0 - w) * next() + w * next(),
+            }
+        };
         let mut delta: f64 = 0.0;
         // Damped: undamped, a saturated round and an idle one can alternate.
         // A server without customers that is already at its service time
@@ -238,12 +299,28 @@ fn add_stream(load: &mut (f64, f64), r: f64, k: f64) {
     }
 }
 
-/// The M/M/1/N/N server of rate `mu` whose customers are the streams
-/// summed in `load` (customers, Σ rate × customers; some): their number
-/// rounded to a whole customer, at their mean rate.
-fn queue((n, sum): (f64, f64), mu: f64) -> FiniteSource {
+/// Adds to `sources` the M/M/1/N/N server of rate `mu` whose customers are
+/// the streams summed in `load` (customers, Σ rate × customers; some), at
+/// their mean rate: their number rounded to a whole customer, or, once its
+/// rounded count chatters ([`Chatter`]), the servers of ⌊N⌋ and ⌈N⌉
+/// customers, returning the weight of the second.
+fn queue(
+    (n, sum): (f64, f64),
+    mu: f64,
+    chatter: &mut Chatter,
+    sources: &mut Vec<FiniteSource>,
+) -> Option<f64> {
     let customers = n.round().max(1.0) as u32;
-    FiniteSource::new(customers, sum / n, mu)
+    if chatter.note(customers) {
+        let (lo, hi) = (n.floor().max(1.0), n.ceil().max(1.0));
+        if lo != hi {
+            sources.push(FiniteSource::new(lo as u32, sum / n, mu));
+            sources.push(FiniteSource::new(hi as u32, sum / n, mu));
+            return Some(n - lo);
+        }
+    }
+    sources.push(FiniteSource::new(customers, sum / n, mu));
+    None
 }
 
 #[cfg(test)]
@@ -313,6 +390,42 @@ mod tests {
             }
         }
         out
+    }
+
+    /// A server's rounded count that goes 7 → 6 → 7 (N = 6.6, 6.4, 6.6)
+    /// went back to a count it left: from then on it is interpolated. One
+    /// that only climbs (6 → 7 → 8) or settles is rounded throughout.
+    #[test]
+    fn a_count_that_goes_back_is_interpolated() {
+        let mut c = Chatter::default();
+        assert!(!c.note(7) && !c.note(6) && c.note(7) && c.note(8));
+        let mut c = Chatter::default();
+        assert!(!c.note(6) && !c.note(7) && !c.note(8) && !c.note(8));
+    }
+
+    /// Interpolated, N = 6.25 customers answer a quarter of the way from
+    /// 6 customers' response time to 7's; rounded (before any chatter) they
+    /// answer as 6; a whole count answers as itself either way.
+    #[test]
+    fn an_interpolated_count_lies_between_its_neighbours() {
+        let (mu, rate) = (1.5625e8, 3e7);
+        let r = |k: u32| FiniteSource::new(k, rate, mu).response_time();
+        let answer = |n: f64, chatter: &mut Chatter| {
+            let mut sources = Vec::new();
+            let mut out = Vec::new();
+            let w = queue((n, n * rate), mu, chatter, &mut sources);
+            super::response_times(&sources, &mut out);
+            w.map_or(out[0], |w| (1.0 - w) * out[0] + w * out[1])
+        };
+        assert_eq!(answer(6.25, &mut Chatter::default()), r(6));
+        let mut chattering = Chatter {
+            count: 6,
+            left: 6,
+            interpolate: true,
+        };
+        let want = 0.75 * r(6) + 0.25 * r(7);
+        assert!((answer(6.25, &mut chattering) - want).abs() < 1e-12 * want);
+        assert_eq!(answer(7.0, &mut chattering), r(7));
     }
 
     /// nupoco-amd64, one stream per CPU (§3.3 as printed): 10 GB/s per

@@ -97,6 +97,8 @@ pub struct Engine {
     solves: u64,
     /// Rounds of those fixed points.
     rounds: u64,
+    /// Fixed points that stopped at the round cap.
+    unconverged: u64,
     memo: Memo,
     /// Scratch: the contention model's inputs of this interval, and the apps
     /// whose phase ended at its end.
@@ -122,6 +124,7 @@ impl Engine {
             steps: 0,
             solves: 0,
             rounds: 0,
+            unconverged: 0,
             memo: Memo::default(),
             key: Vec::new(),
             done: Vec::new(),
@@ -150,6 +153,12 @@ impl Engine {
     /// Rounds of the contention fixed points computed so far.
     pub fn rounds(&self) -> u64 {
         self.rounds
+    }
+
+    /// Of those fixed points, how many stopped at the round cap before
+    /// reaching the tolerance (docs/simulator.md, Speed).
+    pub fn unconverged(&self) -> u64 {
+        self.unconverged
     }
 
     pub fn apps(&self) -> &[SimApp] {
@@ -412,6 +421,7 @@ impl Engine {
         let (runners, teams) = self.runners_and_teams();
         let sol = contention::solve(&self.layout, &self.platform.params, &runners, &teams);
         self.rounds += sol.rounds as u64;
+        self.unconverged += u64::from(!sol.converged());
         let models = self.apps.iter().map(|a| Arc::clone(&a.model)).collect();
         self.memo.insert(&self.key, models, sol)
     }

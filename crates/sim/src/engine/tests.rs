@@ -312,3 +312,35 @@ fn unpinned_team_near_unmoved_on_many_caches() {
         "with jitter {moved:.3} s, without {unmoved:.3} s"
     );
 }
+
+/// Four NPB and PARSEC models of different memory-level parallelism (ft 5,
+/// mg 6, is 2, canneal 1.5), 24 threads each, unpinned on nupoco-amd64's
+/// 64 CPUs under the balancer model: CPUs time-share threads of two
+/// models, so their streams' count moves with activity, and rounded it
+/// chattered across a whole customer in some intervals, which then ran to
+/// the round cap. Every fixed point of their first 2 s now reaches the
+/// tolerance (`memory.rs`, `Chatter`; docs/simulator.md, Speed).
+#[test]
+fn a_time_shared_mix_reaches_every_fixed_point() {
+    let p = platform("nupoco-amd64").unwrap();
+    let mut e = Engine::new(p, 7);
+    for (app, name) in ["ft", "mg", "is", "canneal"].into_iter().enumerate() {
+        let mut m = crate::model::model(name).unwrap();
+        m.phases = vec![Phase::parallel(1e3)];
+        e.launch(AppLaunch {
+            id: AppId {
+                app: app as u32,
+                rep: 0,
+            },
+            model: Arc::new(m),
+            threads: 24,
+            placement: Placement::Unmanaged,
+            memory: MemPolicy::Default,
+            sched: SchedSettings::default(),
+            malleable: false,
+        });
+    }
+    e.advance_until(2_000_000_000);
+    assert!(e.solves() > 10, "{} solves", e.solves());
+    assert_eq!(e.unconverged(), 0, "of {} solves", e.solves());
+}
