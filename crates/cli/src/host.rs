@@ -141,8 +141,7 @@ pub fn start() -> Result<Host> {
         eprintln!("coloc: {report}");
     }
     remove_dop_records();
-    let topology =
-        coloc_linux::topology::host_topology().context("reading the topology from sysfs")?;
+    let topology = coloc_harness::target::host_topology()?;
     Ok(Host {
         topology,
         process_events: true,

@@ -134,6 +134,9 @@ pub enum HarnessError {
     /// A policy name could not be made a policy.
     #[error(transparent)]
     Policy(#[from] LayerError),
+    /// This machine's topology could not be read.
+    #[error("reading the topology from sysfs")]
+    HostTopology(#[source] coloc_linux::topology::SysfsError),
     /// The Linux backend could not be set up for a run.
     #[error("setting up the Linux backend")]
     LinuxBackend(#[source] MachineError),

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use coloc_manager::{run, Machine, Recorder, RunOptions, RunSummary};
+use coloc_model::profile::PlatformFingerprint;
 use coloc_model::topology::hwloc::parse_hwloc_xml;
 use coloc_model::trace::TraceWriter;
 use coloc_model::user_file::{read_user_text, MAX_HWLOC, MAX_WORKLOAD};
@@ -246,6 +247,27 @@ fn kept_in_memory(o: &Observation) -> Option<Observation> {
     })
 }
 
+/// This machine's topology, as sysfs describes the CPUs coloc may use.
+pub fn host_topology() -> Result<Topology, HarnessError> {
+    coloc_linux::topology::host_topology().map_err(HarnessError::HostTopology)
+}
+
+/// The topology of the platform a command is about: the simulated one
+/// `sim` names ([`resolve_platform`]), else this machine's.
+pub fn platform_topology(sim: Option<&str>) -> Result<Topology, HarnessError> {
+    match sim {
+        Some(p) => Ok(resolve_platform(p)?.topology),
+        None => host_topology(),
+    }
+}
+
+/// The fingerprint profiles and knowledge are filed under for the platform
+/// of [`platform_topology`] (docs/knowledge.md: what one platform learned
+/// does not hold on another).
+pub fn platform_fingerprint(sim: Option<&str>) -> Result<PlatformFingerprint, HarnessError> {
+    Ok(PlatformFingerprint::of(&platform_topology(sim)?))
+}
+
 /// A `--sim` value: a built-in platform name, an hwloc XML file or a TOML platform
 /// file (which may itself refer to a built-in `base` or an XML topology via
 /// `--sim file.toml` next to the XML: see `PlatformFile`).
@@ -277,5 +299,30 @@ pub fn resolve_platform(arg: &str) -> Result<Platform, HarnessError> {
         _ => Err(HarnessError::PlatformKind {
             arg: arg.to_string(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--sim NAME` is the simulated platform's fingerprint, no `--sim` this
+    /// machine's, and a name that is no platform is refused by name.
+    #[test]
+    fn a_commands_platform_is_the_simulated_one_named_or_this_machine() {
+        let kvm = coloc_sim::platform("kvm-2cpu").unwrap();
+        assert_eq!(
+            platform_fingerprint(Some("kvm-2cpu")).unwrap(),
+            PlatformFingerprint::of(&kvm.topology)
+        );
+        assert_eq!(
+            platform_topology(None).unwrap().cpus(),
+            coloc_linux::topology::host_topology().unwrap().cpus()
+        );
+        let e = platform_fingerprint(Some("no-such-platform")).unwrap_err();
+        assert!(
+            matches!(&e, HarnessError::NoPlatform { arg } if arg == "no-such-platform"),
+            "{e:?}"
+        );
     }
 }

@@ -54,6 +54,21 @@ pub enum StoreError {
     Json(#[source] serde_json::Error),
     #[error("profile import: not a coloc profile export: {0}")]
     Import(String),
+    #[error("{why} on {platform} in {} (known: {known})", path.display())]
+    Unchosen {
+        why: Box<crate::Unchosen>,
+        platform: String,
+        path: PathBuf,
+        /// The names of the programs known on the platform, or `none`.
+        known: String,
+    },
+    #[error("no stored profile of \"{app}\" in {} (stored apps: {known})", path.display())]
+    NoProfile {
+        app: String,
+        path: PathBuf,
+        /// The names of the apps with a stored profile, or `none`.
+        known: String,
+    },
 }
 
 impl StoreError {

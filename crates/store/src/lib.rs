@@ -11,6 +11,7 @@
 //! chooses the file's path; this crate takes it.
 
 mod calibration;
+mod choose;
 mod error;
 mod exchange;
 mod knowledge;
@@ -25,6 +26,7 @@ use coloc_model::profile::{
 };
 use rusqlite::{params, Connection, OptionalExtension};
 
+pub use self::choose::{choose, Unchosen, MIN_KEY_START};
 pub use self::error::StoreError;
 pub use self::exchange::{
     ImportReport, KnowledgeImport, Refused, EXPORT_FORMAT, EXPORT_VERSION, KNOWLEDGE_FORMAT,

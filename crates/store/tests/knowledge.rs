@@ -95,6 +95,40 @@ fn records_by_program_bounded() {
     assert_eq!(store.records(&elsewhere(), &xz("-9")).unwrap().len(), 1);
 }
 
+/// A program is chosen on its platform by name or by the start of its key;
+/// an argument that names none is the store's error, naming the platform,
+/// the file and the names known there.
+#[test]
+fn a_program_is_chosen_on_its_platform_and_a_miss_names_what_is_known() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("k.db");
+    let store = Store::open(&path).unwrap();
+    store
+        .put_records(&here(), &[record(xz("-9"), 1, 1000, 1.0)])
+        .unwrap();
+    store
+        .put_records(&elsewhere(), &[record(xz("-1"), 2, 1000, 1.0)])
+        .unwrap();
+    let named = store.chosen(&here(), "xz").unwrap();
+    assert_eq!(named.len(), 1);
+    assert_eq!(named[0].program, xz("-9"));
+    assert_eq!(store.chosen(&here(), "0123").unwrap()[0].program, xz("-9"));
+    let e = store.chosen(&here(), "gz").unwrap_err();
+    assert!(matches!(e, StoreError::Unchosen { .. }), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "no program named \"gz\" (a key's start needs at least 4 characters) on {} in {} \
+             (known: xz)",
+            here(),
+            path.display()
+        )
+    );
+    let none = Store::open(dir.path().join("empty.db")).unwrap();
+    let e = none.chosen(&here(), "xz").unwrap_err().to_string();
+    assert!(e.ends_with("(known: none)"), "{e}");
+}
+
 /// A snapshot is replaced by the next one of its instance, and both by its
 /// ended record.
 #[test]

@@ -118,6 +118,31 @@ fn round_trip_and_replace() {
     assert!(solver.updated_unix > 1_600_000_000);
 }
 
+/// `coloc profiles show`'s choice: an app's name or its identity key picks
+/// its profiles on every platform; any other names none, and the error
+/// lists the apps stored.
+#[test]
+fn an_apps_profiles_are_named_by_name_or_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("profiles.db");
+    let store = Store::open(&path).unwrap();
+    store.put(&profile(sc(), westmere(), 1.0)).unwrap();
+    store.put(&profile(sc(), yorkfield(), 2.0)).unwrap();
+    store.put(&profile(prog(), westmere(), 3.0)).unwrap();
+    assert_eq!(store.named("streamcluster").unwrap().len(), 2);
+    let by_key = store.named(&prog().key()).unwrap();
+    assert_eq!(by_key.len(), 1);
+    assert_eq!(by_key[0].identity, prog());
+    let e = store.named("nope").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "no stored profile of \"nope\" in {} (stored apps: solver, streamcluster)",
+            path.display()
+        )
+    );
+}
+
 /// An export imported on another machine keeps that machine's profiles and
 /// refuses the others, naming both platforms.
 #[test]

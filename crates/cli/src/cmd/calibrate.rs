@@ -36,7 +36,7 @@
 use std::path::PathBuf;
 use std::time::UNIX_EPOCH;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use coloc_model::calibration::cache::{cache_runs, CacheSample};
 use coloc_model::calibration::procedure::{calibration_runs, CalibrationManifest, MANIFEST};
@@ -109,8 +109,7 @@ pub fn main(args: CalibrateArgs) -> Result<()> {
         print!("{}", render(&platform.memory_calibration()));
         return Ok(());
     }
-    let topology =
-        coloc_linux::topology::host_topology().context("reading the topology from sysfs")?;
+    let topology = coloc_harness::target::host_topology()?;
     let platform = PlatformFingerprint::of(&topology);
     if args.show {
         let path = args.db.path();

@@ -12,13 +12,14 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
+use coloc_harness::target::{platform_fingerprint, platform_topology};
 use coloc_model::knowledge::derive::{overview, Overview};
 use coloc_model::knowledge::{trials, ProgramKey};
 use coloc_model::metrics::table::{finish, fixed, new_table, NONE};
 use coloc_model::profile::{render, PlatformFingerprint};
 use coloc_store::{ProgramSummary, Store};
 
-use super::profiles::{platform, read_input, rfc3339};
+use super::profiles::{read_input, rfc3339};
 use crate::db::DbArgs;
 
 #[derive(Debug, Args)]
@@ -98,7 +99,7 @@ fn open_existing(at: &Where) -> Result<Option<(Store, PlatformFingerprint)>> {
     let Some(store) = at.db.open_existing()? else {
         return Ok(None);
     };
-    Ok(Some((store, platform(at.sim.as_deref())?)))
+    Ok(Some((store, platform_fingerprint(at.sim.as_deref())?)))
 }
 
 fn list(at: &Where) -> Result<()> {
@@ -134,80 +135,6 @@ fn list_table(programs: &[ProgramSummary]) -> String {
     finish(&table)
 }
 
-/// The shortest start of an executable's hash that names a program (git's
-/// shortest abbreviation): a shorter argument is only a name, so a typo or a
-/// one-letter name never reaches another program's records (`forget` deletes
-/// what it names).
-const MIN_KEY_START: usize = 4;
-
-/// The programs `what` names on `platform` ([`choose`]).
-fn chosen(
-    store: &Store,
-    platform: &PlatformFingerprint,
-    what: &str,
-) -> Result<Vec<ProgramSummary>> {
-    let all = store.programs(Some(platform))?;
-    choose(&all, what).map_err(|why| {
-        let mut names: Vec<&str> = all.iter().map(|p| p.name.as_str()).collect();
-        names.sort_unstable();
-        names.dedup();
-        anyhow::anyhow!(
-            "{why} on {platform} in {} (known: {})",
-            store.path().display(),
-            if names.is_empty() {
-                "none".into()
-            } else {
-                names.join(", ")
-            }
-        )
-    })
-}
-
-/// The programs `what` names among `all`: those that ran under that name
-/// (every build of it); else, when no program has that name, those whose
-/// key starts with `what` (with or without `sha256:`, at least
-/// [`MIN_KEY_START`] characters), all of one executable. An error says why
-/// nothing was chosen: no such name, too short a start, or a start shared
-/// by several executables (listed).
-fn choose(all: &[ProgramSummary], what: &str) -> Result<Vec<ProgramSummary>, String> {
-    let named: Vec<ProgramSummary> = all.iter().filter(|p| p.name == what).cloned().collect();
-    if !named.is_empty() {
-        return Ok(named);
-    }
-    let start = what.strip_prefix("sha256:").unwrap_or(what);
-    if start.chars().count() < MIN_KEY_START {
-        return Err(format!(
-            "no program named \"{what}\" (a key's start needs at least {MIN_KEY_START} characters)"
-        ));
-    }
-    let found: Vec<ProgramSummary> = all
-        .iter()
-        .filter(|p| {
-            let key = p.program.key();
-            key.strip_prefix("sha256:")
-                .unwrap_or(&key)
-                .starts_with(start)
-        })
-        .cloned()
-        .collect();
-    let mut exes: Vec<&str> = found.iter().map(|p| p.program.exe.as_str()).collect();
-    exes.sort_unstable();
-    exes.dedup();
-    match exes.len() {
-        0 => Err(format!("no program \"{what}\"")),
-        1 => Ok(found),
-        _ => Err(format!(
-            "\"{what}\" starts the keys of {} executables ({}): give more of it",
-            exes.len(),
-            found
-                .iter()
-                .map(|p| format!("{} {}", p.name, p.program))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-    }
-}
-
 fn show(what: &str, at: &Where) -> Result<()> {
     let Some((store, platform)) = open_existing(at)? else {
         bail!(
@@ -215,9 +142,10 @@ fn show(what: &str, at: &Where) -> Result<()> {
             at.db.path().display()
         );
     };
-    let cpus = cpus_of(at)?;
+    // Rates are shares of a program's fastest solo time on the platform's CPUs.
+    let cpus = platform_topology(at.sim.as_deref())?.cpus().len() as u32;
     let profiles = store.for_platform(&platform)?;
-    for (i, p) in chosen(&store, &platform, what)?.iter().enumerate() {
+    for (i, p) in store.chosen(&platform, what)?.iter().enumerate() {
         if i > 0 {
             println!();
         }
@@ -236,18 +164,6 @@ fn show(what: &str, at: &Where) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// The CPUs of the platform asked for (rates are shares of a program's
-/// fastest solo time on them).
-fn cpus_of(at: &Where) -> Result<u32> {
-    let topology = match &at.sim {
-        Some(p) => coloc_harness::resolve_platform(p)?.topology,
-        None => {
-            coloc_linux::topology::host_topology().context("reading the topology from sysfs")?
-        }
-    };
-    Ok(topology.cpus().len() as u32)
 }
 
 /// The tables of `coloc knowledge show`.
@@ -350,7 +266,7 @@ fn forget(what: &str, at: &Where) -> Result<()> {
     let Some((store, platform)) = open_existing(at)? else {
         bail!("no store at {}: nothing to forget", at.db.path().display());
     };
-    for p in chosen(&store, &platform, what)? {
+    for p in store.chosen(&platform, what)? {
         let n = store.forget(&platform, &p.program)?;
         println!("forgot {} ({}): {n} record(s)", p.name, p.program);
     }
@@ -381,7 +297,7 @@ fn export(file: &Path, at: &Where) -> Result<()> {
 
 fn import(file: &Path, at: &Where) -> Result<()> {
     let text = read_input(file)?;
-    let platform = platform(at.sim.as_deref())?;
+    let platform = platform_fingerprint(at.sim.as_deref())?;
     let store = at.db.open()?;
     let got = store
         .import_knowledge(text.as_slice(), &platform)
@@ -399,21 +315,6 @@ fn import(file: &Path, at: &Where) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn summary(name: &str, exe: &str, args: &[&str]) -> ProgramSummary {
-        let argv: Vec<String> = std::iter::once(name)
-            .chain(args.iter().copied())
-            .map(String::from)
-            .collect();
-        ProgramSummary {
-            platform: "p".into(),
-            program: ProgramKey::program(exe, &argv),
-            name: name.into(),
-            records: 1,
-            first_unix: 0,
-            last_unix: 0,
-        }
-    }
 
     /// A set's stored trials: its names, the pairs its next trial starts
     /// from (those of the trial that dropped the stored verdict on, their
@@ -448,44 +349,5 @@ mod tests {
         assert!(text.contains("2 (1)"), "{text}");
         assert!(text.contains("2027-01-15T08:00:00Z"), "{text}");
         assert_eq!(render_sets(&[]), "");
-    }
-
-    /// What each argument chooses among three programs: `c` run with two
-    /// argument lists, `job4` (whose hash starts with c) and `b`. A name
-    /// wins over a key's start, a start shorter than four characters chooses
-    /// nothing, and one shared by two executables chooses nothing either:
-    /// before, `forget c` also deleted `job4`'s records.
-    #[test]
-    fn an_argument_chooses_a_name_or_a_long_enough_start_of_one_executable() {
-        let c = "sha256:aa11c0ffee";
-        let job4 = "sha256:cb6f3b5033b2";
-        let b = "sha256:cb6f0000ffff";
-        let all = [
-            summary("c", c, &["1"]),
-            summary("c", c, &["2"]),
-            summary("job4", job4, &[]),
-            summary("b", b, &[]),
-        ];
-        let table: [(&str, Result<&[&str], &str>); 8] = [
-            ("c", Ok(&["c", "c"])),
-            ("job4", Ok(&["job4"])),
-            ("cb6f3", Ok(&["job4"])),
-            ("sha256:cb6f3", Ok(&["job4"])),
-            ("aa11", Ok(&["c", "c"])),
-            ("cb6", Err("at least 4 characters")),
-            ("cb6f", Err("keys of 2 executables")),
-            ("dead", Err("no program \"dead\"")),
-        ];
-        for (what, want) in table {
-            let got = choose(&all, what);
-            match (got, want) {
-                (Ok(got), Ok(want)) => {
-                    let names: Vec<&str> = got.iter().map(|p| p.name.as_str()).collect();
-                    assert_eq!(names, want, "{what}");
-                }
-                (Err(e), Err(want)) => assert!(e.contains(want), "{what}: {e}"),
-                (got, want) => panic!("{what}: {got:?}, wanted {want:?}"),
-            }
-        }
     }
 }

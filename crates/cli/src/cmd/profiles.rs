@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use coloc_harness::resolve_platform;
+use coloc_harness::target::platform_fingerprint;
 use coloc_model::metrics::table::{finish, new_table, NONE};
 use coloc_model::profile::{render, PlatformFingerprint};
 use coloc_store::{ImportReport, ProfileSummary, Store};
@@ -81,20 +81,6 @@ pub fn main(args: ProfilesArgs) -> Result<()> {
     }
 }
 
-/// The platform profiles are imported for: this machine's, or a simulated one's.
-pub(crate) fn platform(sim: Option<&str>) -> Result<PlatformFingerprint> {
-    match sim {
-        Some(p) => Ok(PlatformFingerprint::of(&resolve_platform(p)?.topology)),
-        None => this_machine(),
-    }
-}
-
-fn this_machine() -> Result<PlatformFingerprint> {
-    let topology =
-        coloc_linux::topology::host_topology().context("reading the topology from sysfs")?;
-    Ok(PlatformFingerprint::of(&topology))
-}
-
 /// `platform`, marked when it is this machine's, so a listing shows which
 /// profiles a run here can use.
 fn describe_platform(platform: &PlatformFingerprint, here: Option<&PlatformFingerprint>) -> String {
@@ -120,7 +106,7 @@ fn list(db: &DbArgs) -> Result<()> {
         return Ok(());
     }
     // Only the marker needs this machine's topology; a listing works without it.
-    let here = this_machine().ok();
+    let here = platform_fingerprint(None).ok();
     print!("{}", list_table(&summaries, here.as_ref()));
     println!("{} profile(s) in {}", summaries.len(), path.display());
     Ok(())
@@ -172,26 +158,8 @@ fn show(app: &str, db: &DbArgs) -> Result<()> {
             path.display()
         );
     };
-    let summaries = store.list()?;
-    let chosen: Vec<&ProfileSummary> = summaries
-        .iter()
-        .filter(|s| s.identity.name == app || s.identity.key() == app)
-        .collect();
-    if chosen.is_empty() {
-        let mut names: Vec<&str> = summaries.iter().map(|s| s.identity.name.as_str()).collect();
-        names.sort_unstable();
-        names.dedup();
-        bail!(
-            "no stored profile of \"{app}\" in {} (stored apps: {})",
-            path.display(),
-            if names.is_empty() {
-                "none".to_string()
-            } else {
-                names.join(", ")
-            }
-        );
-    }
-    let here = this_machine().ok();
+    let chosen = store.named(app)?;
+    let here = platform_fingerprint(None).ok();
     for (i, s) in chosen.iter().enumerate() {
         // Listed a moment ago; gone now only if another coloc replaced the store.
         let profile = store
@@ -258,7 +226,7 @@ pub(crate) fn read_input(file: &Path) -> Result<Vec<u8>> {
 
 fn import(file: &Path, sim: Option<&str>, db: &DbArgs) -> Result<()> {
     let text = read_input(file)?;
-    let platform = platform(sim)?;
+    let platform = platform_fingerprint(sim)?;
     let store = db.open()?;
     let report = store
         .import_json(text.as_slice(), &platform)

@@ -24,9 +24,7 @@ pub fn main(args: TopoArgs) -> Result<()> {
             parse_hwloc_xml(&path.display().to_string(), &text)
                 .with_context(|| format!("parsing {}", path.display()))?
         }
-        None => {
-            coloc_linux::topology::host_topology().context("reading the topology from sysfs")?
-        }
+        None => coloc_harness::target::host_topology()?,
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&topo)?);
