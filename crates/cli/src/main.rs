@@ -12,6 +12,7 @@ mod html;
 mod one_manager;
 mod output;
 mod progress;
+mod said;
 mod target;
 
 use std::io::IsTerminal;
@@ -110,10 +111,19 @@ fn main() -> ExitCode {
         }
     };
     // Colour codes only for a terminal: logs redirected to a file stay plain text.
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
+    // What the libraries say beside results (warnings, notices) is shown as
+    // `coloc: …` lines whatever the log level (said.rs); the logs keep the rest.
+    use tracing_subscriber::layer::{Layer, SubscriberExt};
+    use tracing_subscriber::util::SubscriberInitExt;
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(std::io::stderr().is_terminal())
+                .with_filter(filter)
+                .with_filter(tracing_subscriber::filter::filter_fn(|m| !said::is_said(m))),
+        )
+        .with(said::Said::layer())
         .init();
     quiet_on_output_failure();
     let command = cli.command;

@@ -78,7 +78,7 @@ pub fn policy_context_with<P: AsRef<str>>(
     };
     let (mut ctx, warnings) = context_from(target, store.as_ref(), workload, reads)?;
     for w in warnings {
-        eprintln!("coloc: warning: {w}");
+        crate::said::warning(&w);
     }
     refresh(&mut ctx, knowledge, workload, policies)?;
     Ok(ctx)

@@ -18,7 +18,8 @@
 //! ([`mixes`], the real-program suite's among them: [`suite`]), NuPoCo's Table 2 ([`nupoco_table`]), `bench overhead`'s
 //! runs ([`overhead`]) and what `bench sim`, `bench decide` and `bench
 //! nupoco` time ([`timing`]), watched by what the
-//! command shows ([`watch`]).
+//! command shows ([`watch`]); what it says beside results goes to the
+//! command as `tracing` events ([`said`]).
 
 pub mod calibrate;
 pub mod calibrate_sim;
@@ -38,6 +39,7 @@ pub mod papers;
 pub mod procedure;
 pub mod runner;
 pub mod runs;
+pub mod said;
 pub mod saved;
 pub mod single;
 pub mod solo;

@@ -52,10 +52,10 @@ impl Knowledge {
         match Knowledge::open(&default_store(), target, workload) {
             Ok(k) => Some(k),
             Err(e) => {
-                eprintln!(
-                    "coloc: warning: {}; running without what earlier runs learned",
+                crate::said::warning(&format!(
+                    "{}; running without what earlier runs learned",
                     crate::error::chain(&e)
-                );
+                ));
                 None
             }
         }
@@ -80,11 +80,11 @@ impl Knowledge {
                 source: Box::new(source),
             })?;
         if let Some(a) = aside {
-            eprintln!(
-                "coloc: warning: {}; it was moved to {} and a new store started",
+            crate::said::warning(&format!(
+                "{}; it was moved to {} and a new store started",
                 a.error,
                 a.moved_to.display()
-            );
+            ));
         }
         let k = Knowledge {
             store,
@@ -98,7 +98,7 @@ impl Knowledge {
             names: workload.apps.iter().map(|a| a.name.clone()).collect(),
         };
         for line in migrate::legacy_files(&k, target, workload)? {
-            eprintln!("coloc: {line}");
+            crate::said::notice(&line);
         }
         Ok(k)
     }
