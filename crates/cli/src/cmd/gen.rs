@@ -21,10 +21,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::{ArgGroup, Args};
 use coloc_harness::resolve_platform;
-use coloc_model::workload::to_toml;
-use coloc_model::Workload;
-use coloc_sim::gen::{self, GenSpec, Size};
-use coloc_sim::Platform;
+use coloc_sim::gen::{self, Asked, GenFile, Size};
 
 use coloc_harness::suite::Suite;
 
@@ -86,33 +83,47 @@ pub struct GenArgs {
 }
 
 pub fn main(args: GenArgs) -> Result<()> {
-    let files: Vec<(Workload, String)> = match (&args.suite, &args.platform) {
-        (Some(dir), _) => vec![Suite::load(dir)?.mix_file(args.seed)?],
+    let files: Vec<GenFile> = match (&args.suite, &args.platform) {
+        (Some(dir), _) => {
+            let (workload, text) = Suite::load(dir)?.mix_file(args.seed)?;
+            vec![GenFile { workload, text }]
+        }
         (None, None) => bail!("--platform is required with --size and --static"),
         (None, Some(name)) => {
             let platform = resolve_platform(name)?;
-            let pool = gen::expand_pool(&args.pool).context("--pool")?;
+            let asked = Asked {
+                threads: args.threads,
+                pool: gen::expand_pool(&args.pool).context("--pool")?,
+                horizon: args.horizon,
+                max_repeat: args.max_repeat,
+                seed: args.seed,
+            };
             match (args.size, args.static_count) {
-                (Some(size), _) => vec![dynamic(&args, name, &platform, size, pool)?],
-                (None, Some(n)) => statics(&args, name, &platform, n, pool)?,
+                (Some(size), _) => vec![gen::dynamic_file(size, &asked, &platform, name)?],
+                (None, Some(n)) => {
+                    if n == 0 || args.apps == 0 {
+                        bail!("--static N --apps K: both must be at least 1");
+                    }
+                    gen::static_files(n, args.apps, args.repeat, &asked, &platform, name)?
+                }
                 (None, None) => bail!("give --size small|medium|large, --static N or --suite DIR"),
             }
         }
     };
     match (&args.out, files.as_slice()) {
-        (None, [(_, text)]) => print!("{text}"),
+        (None, [f]) => print!("{}", f.text),
         (None, _) => bail!(
             "--static {}: {} workloads are {} files: give --out DIRECTORY",
             files.len(),
             files.len(),
             files.len()
         ),
-        (Some(file), [(_, text)]) if !file.is_dir() => write(file, text)?,
+        (Some(file), [f]) if !file.is_dir() => write(file, &f.text)?,
         (Some(dir), _) => {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("--out: creating {}", dir.display()))?;
-            for (w, text) in &files {
-                write(&dir.join(format!("{}.toml", w.name)), text)?;
+            for f in &files {
+                write(&dir.join(format!("{}.toml", f.workload.name)), &f.text)?;
             }
         }
     }
@@ -123,94 +134,4 @@ fn write(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("--out: writing {}", path.display()))?;
     eprintln!("wrote {}", path.display());
     Ok(())
-}
-
-/// The thread count given, else the platform's default for `running` apps
-/// at once.
-fn threads(args: &GenArgs, platform: &Platform, running: usize) -> u32 {
-    args.threads
-        .unwrap_or_else(|| gen::default_threads(platform, running))
-}
-
-fn dynamic(
-    args: &GenArgs,
-    platform_arg: &str,
-    platform: &Platform,
-    size: Size,
-    pool: Vec<String>,
-) -> Result<(Workload, String)> {
-    let mut spec = GenSpec::resense(size, threads(args, platform, size.concurrent()), args.seed);
-    if !pool.is_empty() {
-        spec.pool = pool;
-    }
-    if let Some(h) = args.horizon {
-        spec.horizon = h;
-    }
-    if let Some(k) = args.max_repeat {
-        spec.max_repeat = k;
-    }
-    let w = gen::dynamic(&spec, platform)?;
-    let made = format!(
-        "`coloc gen --size {size} --platform {} --threads {} --seed {} --horizon {} \
-         --max-repeat {} --pool {}` (ReSense §3)",
-        platform_arg,
-        spec.threads,
-        spec.seed,
-        arg_duration(spec.horizon),
-        spec.max_repeat,
-        spec.pool.join(",")
-    );
-    let text = file_text(&w, &made);
-    Ok((w, text))
-}
-
-fn statics(
-    args: &GenArgs,
-    platform_arg: &str,
-    platform: &Platform,
-    n: u32,
-    pool: Vec<String>,
-) -> Result<Vec<(Workload, String)>> {
-    if n == 0 || args.apps == 0 {
-        bail!("--static N --apps K: both must be at least 1");
-    }
-    let pool = if pool.is_empty() {
-        gen::resense_pool(&[&gen::RESENSE_PARSEC])
-    } else {
-        pool
-    };
-    let threads = threads(args, platform, args.apps);
-    (0..u64::from(n))
-        .map(|i| {
-            let seed = args.seed.wrapping_add(i);
-            let w = gen::static_mix(&pool, args.apps, threads, args.repeat, seed)?;
-            let made = format!(
-                "`coloc gen --static 1 --apps {} --repeat {} --platform {} --threads {threads} \
-                 --seed {seed} --pool {}` (ReSense §3.6)",
-                args.apps,
-                args.repeat,
-                platform_arg,
-                pool.join(",")
-            );
-            let text = file_text(&w, &made);
-            Ok((w, text))
-        })
-        .collect()
-}
-
-/// A duration as a `--horizon` value that needs no quoting in a shell.
-fn arg_duration(d: Duration) -> String {
-    if d.subsec_nanos() == 0 {
-        format!("{}s", d.as_secs())
-    } else {
-        format!("{}ms", d.as_millis())
-    }
-}
-
-/// The workload file, with a comment saying how it was made.
-fn file_text(w: &Workload, made: &str) -> String {
-    format!(
-        "# Generated by {made}: the same command writes the same file.\n{}",
-        to_toml(w)
-    )
 }
