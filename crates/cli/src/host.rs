@@ -113,15 +113,6 @@ fn remove_dop_records() {
     }
 }
 
-/// Root's daemon directory: reachable by every user (the daemon checks each
-/// caller's credentials), writable by root alone; it holds root's socket.
-pub const ROOT_DAEMON_DIR: &str = "/run/coloc-daemon";
-
-/// Root's daemon's socket in [`ROOT_DAEMON_DIR`].
-pub fn root_socket() -> PathBuf {
-    Path::new(ROOT_DAEMON_DIR).join("coloc.sock")
-}
-
 /// Unit tests that run apps on this machine take it in turn: two runs of
 /// the Linux backend at once in one test process interfere (beside the
 /// calibration test's stream runs, the profile test's app was seen as never

@@ -9,10 +9,18 @@
 //! with apps arriving over a control socket ([`server`], [`protocol`]) instead
 //! of from a workload file, on a machine that adopts them ([`machine`]); it
 //! saves the apps it manages ([`state`]) so that a successor re-adopts them
-//! after a crash, and switches policy at run time ([`Switch`]).
+//! after a crash, and switches policy at run time ([`Switch`]). A detached
+//! daemon's log is rotated while it runs ([`log`]).
+//!
+//! Its client side is here too, so the protocol has one owner: where a
+//! command finds the socket and a connection's requests and replies
+//! ([`client`]), and `coloc exec`'s handshake with the daemon ([`launch`]).
 
+pub mod client;
 pub mod histories;
+pub mod launch;
 pub mod learn;
+pub mod log;
 pub mod machine;
 pub mod metrics;
 pub mod protocol;

@@ -7,12 +7,12 @@
 use coloc_model::calibration::MemoryCalibration;
 use coloc_model::profile::{find, AppProfile, AppSource, PlatformFingerprint};
 use coloc_model::Workload;
-use coloc_policy::{PolicyContext, Reads};
+use coloc_policy::{Policy, PolicyContext, Reads};
 use coloc_store::Store;
 
 use crate::data::{default_store, open_existing};
 use crate::knowledge::Knowledge;
-use crate::{HarnessError, Target};
+use crate::{HarnessError, Host, Target};
 
 /// What `policies` may know before running `workload` on `target`, from the
 /// profile store at its default path ([`default_store`]):
@@ -82,6 +82,21 @@ pub fn policy_context_with<P: AsRef<str>>(
     }
     refresh(&mut ctx, knowledge, workload, policies)?;
     Ok(ctx)
+}
+
+/// A fresh policy `name` for the node service (docs/service.md) on `host`:
+/// its context is that of a workload with no app yet, since apps arrive
+/// while it runs and what was learned of their programs is given to the
+/// policy as they do (`coloc_daemon::Switch`).
+pub fn service_policy(host: Host, name: &str) -> Result<Box<dyn Policy>, HarnessError> {
+    let target = Target::Host(host);
+    let workload = Workload {
+        name: "daemon".into(),
+        epoch: None,
+        apps: Vec::new(),
+    };
+    let ctx = policy_context_with(&target, &workload, &[name], None)?;
+    Ok(coloc_policy::build(name, &ctx)?)
 }
 
 /// Derives again what the policies read from the knowledge store (after a
@@ -198,7 +213,6 @@ mod tests {
     use coloc_model::Topology;
 
     use super::*;
-    use crate::Host;
 
     fn sim(name: &str) -> Target {
         Target::Sim {
@@ -214,6 +228,22 @@ mod tests {
             // No run is made: the context's choices need the topology only.
             journal_dir: "/nonexistent".into(),
         })
+    }
+
+    /// The service's policy is made with no app known yet; a name that is
+    /// no policy is the registry's error.
+    #[test]
+    fn the_services_policy_is_made_before_any_app_arrives() {
+        let Target::Host(h) = host() else {
+            unreachable!()
+        };
+        assert_eq!(service_policy(h, "native").unwrap().name(), "native");
+        let Target::Host(h) = host() else {
+            unreachable!()
+        };
+        let e = service_policy(h, "nope").err().unwrap();
+        assert!(matches!(e, HarnessError::Policy(_)), "{e:?}");
+        assert!(e.to_string().contains("unknown policy `nope`"), "{e}");
     }
 
     /// A model app, as simulated workloads have them.

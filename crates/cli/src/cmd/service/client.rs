@@ -1,15 +1,15 @@
-//! Where the daemon's socket is and how a command asks it something.
+//! The socket option every service command takes, and asking the daemon
+//! one thing; where the socket is and the protocol's connection are the
+//! daemon crate's client side (`coloc_daemon::client`).
 
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
-use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
-use coloc_daemon::protocol::{Envelope, Reply, Request, PROTOCOL_VERSION};
+use coloc_daemon::client::{client_socket, daemon_socket, Conn, SOCKET_NAME};
+use coloc_daemon::protocol::{Reply, Request};
 
-use crate::host::{journal_dir, root_socket, ROOT_DAEMON_DIR};
+use crate::host::journal_dir;
 
 /// The socket option every service command takes.
 #[derive(Debug, Clone, Args)]
@@ -21,126 +21,35 @@ pub struct SocketArgs {
     pub socket: Option<PathBuf>,
 }
 
-/// Root's daemon directory, made if missing: a directory of root's (not a
-/// symlink) that every user can read and only root can write, 0755. It
-/// holds root's socket and the OpenMP shim root's daemon preloads into
-/// other users' programs.
-pub fn root_dir() -> Result<PathBuf> {
-    let dir = Path::new(ROOT_DAEMON_DIR);
-    match std::fs::DirBuilder::new().mode(0o755).create(dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
-            return Err(e).with_context(|| format!("creating {}", dir.display()))
-        }
-        _ => {}
-    }
-    let meta = std::fs::symlink_metadata(dir)?;
-    if !meta.is_dir() || meta.uid() != 0 {
-        bail!(
-            "{} is not a directory of root's (a symlink or another user's is refused)",
-            dir.display()
-        );
-    }
-    if meta.mode() & 0o777 != 0o755 {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))?;
-    }
-    Ok(dir.to_path_buf())
-}
-
 impl SocketArgs {
-    /// The socket path a client uses: the option, `$COLOC_SOCKET`, root's when
-    /// it exists (users talk to the node's daemon), else the user's own.
+    /// The socket path a client uses (`coloc_daemon::client::client_socket`;
+    /// a user's own daemon's is in the user's journal directory).
     pub fn client_path(&self) -> Result<PathBuf> {
-        if let Some(p) = self.explicit() {
-            return Ok(p);
+        match client_socket(self.socket.as_deref()) {
+            Some(p) => Ok(p),
+            None => Ok(journal_dir()?.join(SOCKET_NAME)),
         }
-        let root = root_socket();
-        if nix::unistd::geteuid().is_root() || root.exists() {
-            return Ok(root);
-        }
-        Ok(journal_dir()?.join("coloc.sock"))
     }
 
-    /// The socket path the daemon listens on, its directory made safe: root's
-    /// is root's and writable by no one else ([`root_dir`]); a user's is the
-    /// user's journal directory (0700).
+    /// The socket path the daemon listens on, its directory made safe
+    /// (`coloc_daemon::client::daemon_socket`; a user's is in the user's
+    /// journal directory, 0700).
     pub fn daemon_path(&self) -> Result<PathBuf> {
-        if let Some(p) = self.explicit() {
-            return Ok(p);
+        match daemon_socket(self.socket.as_deref())? {
+            Some(p) => Ok(p),
+            None => Ok(journal_dir()?.join(SOCKET_NAME)),
         }
-        if !nix::unistd::geteuid().is_root() {
-            return Ok(journal_dir()?.join("coloc.sock"));
-        }
-        Ok(root_dir()?.join("coloc.sock"))
     }
 
-    fn explicit(&self) -> Option<PathBuf> {
-        self.socket.clone().or_else(|| {
-            std::env::var_os("COLOC_SOCKET")
-                .filter(|s| !s.is_empty())
-                .map(PathBuf::from)
-        })
-    }
-}
-
-/// A connection to the daemon.
-#[derive(Debug)]
-pub struct Conn {
-    pub stream: UnixStream,
-    reader: BufReader<UnixStream>,
-    pub path: PathBuf,
-}
-
-impl Conn {
-    /// Connects; the error says there is no daemon and how to start one.
-    pub fn open(socket: &SocketArgs) -> Result<Conn> {
-        let path = socket.client_path()?;
-        let stream = UnixStream::connect(&path).with_context(|| {
-            format!(
-                "no coloc daemon at {} (start one with `coloc daemon`)",
-                path.display()
-            )
-        })?;
-        let reader = BufReader::new(stream.try_clone()?);
-        Ok(Conn {
-            stream,
-            reader,
-            path,
-        })
-    }
-
-    pub fn send(&mut self, request: Request) -> Result<()> {
-        let mut line = serde_json::to_string(&Envelope {
-            v: PROTOCOL_VERSION,
-            request,
-        })?;
-        line.push('\n');
-        self.stream
-            .write_all(line.as_bytes())
-            .with_context(|| format!("writing to {}", self.path.display()))
-    }
-
-    /// The next reply; an error when the daemon closed the connection.
-    pub fn receive(&mut self) -> Result<Reply> {
-        let mut line = String::new();
-        let n = self
-            .reader
-            .read_line(&mut line)
-            .with_context(|| format!("reading from {}", self.path.display()))?;
-        if n == 0 {
-            bail!(
-                "the daemon at {} closed the connection",
-                self.path.display()
-            );
-        }
-        serde_json::from_str(&line).with_context(|| format!("the daemon's reply {line:?}"))
+    /// A connection to the daemon.
+    pub fn connect(&self) -> Result<Conn> {
+        Ok(Conn::open(self.client_path()?)?)
     }
 }
 
 /// Sends one request and returns its reply; a refusal is an error.
 pub fn ask(socket: &SocketArgs, request: Request) -> Result<Reply> {
-    let mut conn = Conn::open(socket)?;
-    conn.send(request)?;
-    match conn.receive()? {
+    match socket.connect()?.ask(request)? {
         Reply::Error { message } => bail!(
             "the daemon refused: {}",
             super::printable::printable(&message, super::printable::TEXT_WIDTH)

@@ -3,7 +3,6 @@
 //! itself detached, logging to `daemon.log` in the journal directory, and
 //! returns once the socket answers.
 
-use std::os::fd::AsFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -12,15 +11,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use coloc_daemon::client::root_dir;
 use coloc_daemon::requests::PolicyFactory;
 use coloc_daemon::DaemonOptions;
-use coloc_harness::context::policy_context_with;
-use coloc_harness::{Host, Target};
+use coloc_harness::context::service_policy;
+use coloc_harness::Host;
 use coloc_linux::cgroup::Cpusets;
 use coloc_linux::machine::SLICE;
-use coloc_model::Workload;
 
-use super::client::{root_dir, SocketArgs};
+use super::client::SocketArgs;
 use crate::choice::Choice;
 use crate::db::DbArgs;
 use crate::host::{journal_dir, stop_flag};
@@ -68,86 +67,18 @@ pub struct DaemonArgs {
     pub log_file: Option<PathBuf>,
 }
 
-/// The size at which `daemon.log` is rotated: a daemon logs a few lines per
-/// app and per refusal (refusals at most once per user every 10 s), so 16
-/// MiB is weeks of a busy node; with the one older file kept, the log takes
-/// at most 32 MiB of the journal directory's tmpfs (docs/service.md, Logs).
-const MAX_LOG: u64 = 16 << 20;
-
-/// How often the log's size is looked at.
-const LOG_CHECK: Duration = Duration::from_secs(5);
-
-/// Rotates the log at `path`, this process's stdout and stderr, for as long
-/// as it runs: once it is over [`MAX_LOG`] it becomes `path.1` (replacing an
-/// older one) and a new `path` takes the output (dup2 onto 1 and 2: lines
-/// being written finish in the old file).
-fn rotate_log_while_running(path: PathBuf) {
-    let mut old = path.clone().into_os_string();
-    old.push(".1");
-    let old = PathBuf::from(old);
-    let spawned = std::thread::Builder::new()
-        .name("log-rotation".into())
-        .spawn(move || loop {
-            std::thread::sleep(LOG_CHECK);
-            let size = std::io::stderr()
-                .as_fd()
-                .try_clone_to_owned()
-                .and_then(|fd| std::fs::File::from(fd).metadata())
-                .map(|m| m.len())
-                .unwrap_or(0);
-            if size <= MAX_LOG {
-                continue;
-            }
-            if let Err(e) = rotate(&path, &old) {
-                tracing::warn!("rotating {}: {e}", path.display());
-            }
-        });
-    if let Err(e) = spawned {
-        tracing::warn!("the log is not rotated: {e}");
-    }
-}
-
-/// Moves `path` to `old` and sends stdout and stderr to a new `path`.
-fn rotate(path: &Path, old: &Path) -> std::io::Result<()> {
-    std::fs::rename(path, old)?;
-    let log = std::fs::OpenOptions::new()
-        .create_new(true)
-        .append(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)?;
-    // Said whatever the log level: the file begins with where the rest is.
-    use std::io::Write;
-    writeln!(
-        &log,
-        "coloc: log rotated: the lines before this are in {}",
-        old.display()
-    )?;
-    nix::unistd::dup2_stdout(&log)?;
-    nix::unistd::dup2_stderr(&log)?;
-    Ok(())
-}
-
-/// A fresh policy `name`, with what it reads from the store.
+/// A fresh policy `name` for the service (`oracle` refused with why).
 fn make_policy(
     topology: &coloc_model::Topology,
     name: &str,
 ) -> Result<Box<dyn coloc_policy::Policy>> {
-    let choice = Choice::named(name)?;
-    let target = Target::Host(Host {
+    Choice::named(name)?;
+    let host = Host {
         topology: topology.clone(),
         process_events: true,
         journal_dir: journal_dir()?,
-    });
-    let workload = Workload {
-        name: "daemon".into(),
-        epoch: None,
-        apps: Vec::new(),
     };
-    // The service's workload has no app yet: what was learned of its apps'
-    // programs is given to the policy as they arrive (`coloc_daemon::Switch`).
-    let ctx = policy_context_with(&target, &workload, &[name], None)?;
-    Ok(choice.make(&ctx)?)
+    Ok(service_policy(host, name)?)
 }
 
 pub fn main(a: DaemonArgs) -> Result<()> {
@@ -155,7 +86,7 @@ pub fn main(a: DaemonArgs) -> Result<()> {
         return detach(&a);
     }
     if let Some(log) = &a.log_file {
-        rotate_log_while_running(log.clone());
+        coloc_daemon::log::rotate_while_running(log.clone());
     }
     let host = crate::host::start()?;
     let policy = make_policy(&host.topology, &a.policy)?;
