@@ -16,17 +16,16 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use coloc_harness::calibrate_sim::{cases_matching, judge, measure_cases};
+use coloc_harness::calibrate_sim::{
+    app_name, beyond_target, cases_matching, judge, measure_cases, Beyond, TARGET_ERROR,
+};
 use coloc_harness::output::default_out_dir;
 use coloc_harness::{resolve_platform, Target};
-use coloc_sim::calibrate::{self, Case, Effect, Measured, Row, Side, FITTED, KNOWN_GAPS};
+use coloc_sim::calibrate::{self, Case, Measured, Row, Side, FITTED, KNOWN_GAPS};
 use coloc_sim::Platform;
 
 use crate::host::stop_flag;
 use crate::progress::Listed;
-
-/// The error the issue asks every case to stay within.
-const TARGET_ERROR: f64 = 0.15;
 
 #[derive(Debug, Args)]
 pub struct CalibrateSimArgs {
@@ -149,7 +148,7 @@ fn render(platform: &Platform, cases: &[Case], rows: &[Row], source: &str) -> St
     let worst = covered
         .iter()
         .max_by(|a, b| a.error().abs().total_cmp(&b.error().abs()));
-    s += &beyond_target(cases, &covered);
+    s += &render_beyond(&beyond_target(cases, &covered));
     if let Some(w) = worst {
         s += &format!(
             "worst: {} {}: measured {:.3} s, simulated {:.3} s ({:+.1}%)\n",
@@ -182,75 +181,25 @@ fn render(platform: &Platform, cases: &[Case], rows: &[Row], source: &str) -> St
     s
 }
 
-/// The name of a row's app in its case's workload (its index if unknown).
-fn app_name(cases: &[Case], r: &Row) -> String {
-    cases
-        .iter()
-        .find(|c| c.name == r.case)
-        .and_then(|c| c.workload(Side::Sim).apps.get(r.app).cloned())
-        .map_or_else(|| r.app.to_string(), |a| a.name)
-}
-
-/// The apps beyond [`TARGET_ERROR`], grouped by the physical effect the
-/// model leaves out that explains each (`calibrate::missing_effect`), then
-/// those no known effect explains.
-fn beyond_target(cases: &[Case], rows: &[Row]) -> String {
-    let off: Vec<(&Row, Option<Effect>)> = rows
-        .iter()
-        .filter(|r| r.error().abs() > TARGET_ERROR)
-        .map(|r| {
-            let effect = cases
-                .iter()
-                .find(|c| c.name == r.case)
-                .and_then(|c| calibrate::missing_effect(c, r.app, r.error()));
-            (r, effect)
-        })
-        .collect();
-    if off.is_empty() {
+/// The apps beyond [`TARGET_ERROR`] under the effect that explains them
+/// ([`beyond_target`]), then those no known effect explains.
+fn render_beyond(groups: &[Beyond]) -> String {
+    if groups.is_empty() {
         return String::new();
     }
     let mut s = format!(
-        "beyond {:.0}%, by the effect the model leaves out:
-",
+        "beyond {:.0}%, by the effect the model leaves out:\n",
         100.0 * TARGET_ERROR
     );
-    let mut groups: Vec<Option<Effect>> = Vec::new();
-    for (_, e) in &off {
-        if !groups.contains(e) {
-            groups.push(*e);
-        }
-    }
-    groups.sort_by_key(Option::is_none);
-    for group in groups {
-        let apps: Vec<String> = off
+    for g in groups {
+        let apps: Vec<String> = g
+            .apps
             .iter()
-            .filter(|(_, e)| *e == group)
-            .map(|(r, _)| {
-                format!(
-                    "{} {} {:+.1}%",
-                    r.case,
-                    app_name(cases, r),
-                    100.0 * r.error()
-                )
-            })
+            .map(|(r, name)| format!("{} {name} {:+.1}%", r.case, 100.0 * r.error()))
             .collect();
-        match group {
-            Some(e) => {
-                s += &format!(
-                    "  {e}: {}
-    ({})
-",
-                    apps.join(", "),
-                    e.why()
-                )
-            }
-            None => {
-                s += &format!(
-                    "  unexplained: {}
-",
-                    apps.join(", ")
-                )
-            }
+        match g.effect {
+            Some(e) => s += &format!("  {e}: {}\n    ({})\n", apps.join(", "), e.why()),
+            None => s += &format!("  unexplained: {}\n", apps.join(", ")),
         }
     }
     s
