@@ -74,6 +74,18 @@ pub fn sleepers(exe: &Path, threads: u32, each: Duration) -> Result<Workload, Ha
     Ok(parse_workload("<bench overhead --threads>", &text)?)
 }
 
+/// What `bench sleepers` runs as the app of [`sleepers`]: `threads`
+/// threads (this one among them) sleeping for `each`, then the end.
+pub fn sleep_in_threads(threads: u32, each: Duration) {
+    let others: Vec<_> = (1..threads.max(1))
+        .map(|_| std::thread::spawn(move || std::thread::sleep(each)))
+        .collect();
+    std::thread::sleep(each);
+    for t in others {
+        let _ = t.join();
+    }
+}
+
 /// One point of the scaling curve: coloc's cost of managing `threads`
 /// sleeping threads.
 #[derive(Debug)]

@@ -33,7 +33,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use coloc_harness::output::default_out_dir;
-use coloc_harness::overhead::{page_walks, run_once, scaling_point, PageWalks, ScalingPoint};
+use coloc_harness::overhead::{
+    page_walks, run_once, scaling_point, sleep_in_threads, PageWalks, ScalingPoint,
+};
 use coloc_harness::timing::decide::{decide_times, DecideBench};
 use coloc_harness::timing::nupoco::nupoco_cost;
 use coloc_harness::timing::sim::{sim_speed_for, Baseline, SimStep};
@@ -155,13 +157,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
             ..
         } => overhead(workload, &policy, epoch),
         Bench::Sleepers { threads, duration } => {
-            let all: Vec<_> = (1..threads.max(1))
-                .map(|_| std::thread::spawn(move || std::thread::sleep(duration)))
-                .collect();
-            std::thread::sleep(duration);
-            for t in all {
-                let _ = t.join();
-            }
+            sleep_in_threads(threads, duration);
             Ok(())
         }
         Bench::Decide {
