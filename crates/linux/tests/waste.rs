@@ -7,21 +7,23 @@
 //! - a libgomp team started with both CPUs and then packed onto one spins at
 //!   its barriers for the teammate that is off the CPU: `spinning`.
 //!
-//! Checked from /proc (each thread's CPU time, `stat` fields 14–15, and its
-//! allowed CPUs, while the run goes on) and the shim's counters; no timing
-//! is asserted.
+//! Checked from /proc (each thread's CPU time and its allowed CPUs, read
+//! through coloc_linux while the run goes on) and the shim's counters; no
+//! timing is asserted.
 
 mod support;
 
 use std::collections::BTreeMap;
 use std::io;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use coloc_linux::machine::{thread_allowed, thread_ticks};
 use coloc_manager::{run, Recorder, RunOptions, DEFAULT_EPOCH};
 use coloc_model::{AppPlan, AppView, Placement, Plan, SchedSettings, Shortage, Tid, TraceEvent};
-use coloc_model::{Observation, View, Workload};
+use coloc_model::{CpuSet, Observation, View, Workload};
 use coloc_policy::Policy;
 use support::*;
 
@@ -50,35 +52,57 @@ fn each_app(view: &View<'_>, plan: impl Fn(&AppView) -> AppPlan) -> Plan {
     }
 }
 
-/// Keeps the trace and, at each observation, every thread's CPU time so far
-/// (clock ticks, from /proc) of the app's process.
+/// Keeps the trace and, at each observation of the app's process, each
+/// thread's CPU time so far (clock ticks) and allowed CPUs, read through
+/// coloc_linux (procfs). Given a stop flag, it stops the run once it has
+/// seen [`PACKED_OBSERVATIONS`] observations with the team packed.
 #[derive(Default)]
-struct Sampler {
+struct Threads {
     events: Vec<TraceEvent>,
     pid: Option<u32>,
-    ticks: BTreeMap<Tid, u64>,
+    /// Per observation: each thread's ticks and allowed CPUs.
+    seen: Vec<BTreeMap<Tid, (u64, CpuSet)>>,
+    /// Observations with two threads or more, each allowed one CPU.
+    packed: usize,
+    stop: Option<Arc<AtomicBool>>,
 }
 
-fn cpu_ticks(pid: u32, tid: Tid) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
-    // Fields after the command's closing parenthesis: state is field 3, so
-    // utime (14) and stime (15) are the 12th and 13th from there.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+/// Observations with the team packed before the run is stopped: enough for
+/// a reference interval's successor, the interval of grace and violations.
+const PACKED_OBSERVATIONS: usize = 8;
+
+impl Threads {
+    /// The CPU time of every thread seen, as last seen.
+    fn ticks(&self) -> BTreeMap<Tid, u64> {
+        let mut last = BTreeMap::new();
+        for threads in &self.seen {
+            last.extend(threads.iter().map(|(&t, &(n, _))| (t, n)));
+        }
+        last
+    }
 }
 
-impl Recorder for Sampler {
+impl Recorder for Threads {
     fn record(&mut self, event: &TraceEvent) -> io::Result<()> {
         match event {
             TraceEvent::Start { pid, .. } => self.pid = Some(*pid),
             TraceEvent::Exit { .. } => self.pid = None,
             TraceEvent::Obs(_) => {
                 if let Some(pid) = self.pid {
-                    for tid in tids_of(pid) {
-                        if let Some(t) = cpu_ticks(pid, tid) {
-                            self.ticks.insert(tid, t);
-                        }
+                    let proc = Path::new("/proc");
+                    let mut allowed = thread_allowed(proc, pid);
+                    let threads: BTreeMap<Tid, (u64, CpuSet)> = thread_ticks(proc, pid)
+                        .into_iter()
+                        .filter_map(|(t, n)| Some((t, (n, allowed.remove(&t)?))))
+                        .collect();
+                    if threads.len() >= 2 && threads.values().all(|(_, c)| c.len() == 1) {
+                        self.packed += 1;
+                    }
+                    self.seen.push(threads);
+                }
+                if let Some(stop) = self.stop.as_ref() {
+                    if self.packed >= PACKED_OBSERVATIONS {
+                        stop.store(true, Ordering::Relaxed);
                     }
                 }
             }
@@ -105,7 +129,7 @@ fn a_team_held_to_one_thread_beside_an_idle_cpu_is_flagged_underused() {
         epoch: Some(DEFAULT_EPOCH),
         apps: vec![app],
     };
-    let mut rec = Sampler::default();
+    let mut rec = Threads::default();
     let opts = RunOptions {
         epoch: DEFAULT_EPOCH,
         seed: None,
@@ -116,14 +140,14 @@ fn a_team_held_to_one_thread_beside_an_idle_cpu_is_flagged_underused() {
     assert_eq!(summary.failed, 0);
     // /proc: one thread did the work; no other thread of the app had more
     // than a tick or two (libgomp may start its pool before the DoP applies).
-    let mut busy: Vec<u64> = rec.ticks.values().copied().collect();
+    let ticks = rec.ticks();
+    let mut busy: Vec<u64> = ticks.values().copied().collect();
     busy.sort_unstable();
     let most = busy.pop().unwrap_or(0);
-    assert!(most >= 10, "the team's thread ran: {:?}", rec.ticks);
+    assert!(most >= 10, "the team's thread ran: {ticks:?}");
     assert!(
         busy.iter().all(|&t| t * 10 <= most),
-        "one thread did the work: {:?}",
-        rec.ticks
+        "one thread did the work: {ticks:?}"
     );
     // The trace: the region seen with a team of 1 of 2, flagged underused
     // once it outlasted an epoch; the waiting-thread check saw nothing.
@@ -194,58 +218,6 @@ impl Policy for PackLater {
     }
 }
 
-/// Keeps the trace and, at each observation, each thread's CPU time so far
-/// (clock ticks) and allowed CPUs from /proc; stops the run once it has
-/// seen [`PACKED_OBSERVATIONS`] observations with the team packed.
-struct PackedSampler {
-    events: Vec<TraceEvent>,
-    pid: Option<u32>,
-    /// Per observation: each thread's ticks and `Cpus_allowed_list`.
-    seen: Vec<BTreeMap<Tid, (u64, String)>>,
-    packed: usize,
-    stop: Arc<AtomicBool>,
-}
-
-/// Observations with the team packed before the run is stopped: enough for
-/// a reference interval's successor, the interval of grace and violations.
-const PACKED_OBSERVATIONS: usize = 8;
-
-fn allowed_list(pid: u32, tid: Tid) -> Option<String> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .map(|v| v.trim().to_string())
-}
-
-impl Recorder for PackedSampler {
-    fn record(&mut self, event: &TraceEvent) -> io::Result<()> {
-        match event {
-            TraceEvent::Start { pid, .. } => self.pid = Some(*pid),
-            TraceEvent::Exit { .. } => self.pid = None,
-            TraceEvent::Obs(_) => {
-                if let Some(pid) = self.pid {
-                    let threads: BTreeMap<Tid, (u64, String)> = tids_of(pid)
-                        .into_iter()
-                        .filter_map(|t| Some((t, (cpu_ticks(pid, t)?, allowed_list(pid, t)?))))
-                        .collect();
-                    if threads.len() >= 2 && threads.values().all(|(_, c)| !c.contains([',', '-']))
-                    {
-                        self.packed += 1;
-                    }
-                    self.seen.push(threads);
-                }
-                if self.packed >= PACKED_OBSERVATIONS {
-                    self.stop.store(true, Ordering::Relaxed);
-                }
-            }
-            _ => {}
-        }
-        self.events.push(event.clone());
-        Ok(())
-    }
-}
-
 /// Whether some interval before the team was packed had both threads busy
 /// and neither waiting for a CPU more than a quarter of it (the `spinning`
 /// check's reference; on a machine busy with other work there may be none).
@@ -306,12 +278,9 @@ fn a_libgomp_team_packed_on_one_cpu_is_flagged_spinning() {
         apps: vec![app],
     };
     let stop = Arc::new(AtomicBool::new(false));
-    let mut rec = PackedSampler {
-        events: Vec::new(),
-        pid: None,
-        seen: Vec::new(),
-        packed: 0,
-        stop: stop.clone(),
+    let mut rec = Threads {
+        stop: Some(stop.clone()),
+        ..Threads::default()
     };
     let opts = RunOptions {
         epoch: DEFAULT_EPOCH,
@@ -332,7 +301,7 @@ fn a_libgomp_team_packed_on_one_cpu_is_flagged_spinning() {
     // /proc: the team was packed on one CPU, and its two threads shared it.
     assert!(rec.packed >= PACKED_OBSERVATIONS, "{:?}", rec.seen);
     let last = rec.seen.last().expect("observed");
-    assert!(last.values().all(|(_, c)| *c == first), "{last:?}");
+    assert!(last.values().all(|(_, c)| c.to_list() == first), "{last:?}");
     let before = &rec.seen[rec.seen.len() - PACKED_OBSERVATIONS];
     let ran: Vec<u64> = last
         .iter()

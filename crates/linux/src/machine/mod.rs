@@ -83,7 +83,7 @@ pub use recover::{
     recover_stale_journals, remove_stale_dop_records, RecoveryError, RecoveryReport,
 };
 pub use slice::SLICE;
-pub use tasks::last_cpus;
+pub use tasks::{last_cpus, thread_allowed, thread_ticks};
 
 use self::actuate::Wanted;
 use self::counters::{HwCounters, HARDWARE_EVENTS};

@@ -10,6 +10,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use coloc_model::CpuSet;
 use procfs::process::{Schedstat, Stat, Status};
 use procfs::{FromRead, ProcResult};
 
@@ -140,6 +141,36 @@ pub fn last_cpus(root: &Path, pid: u32) -> Vec<u32> {
         .collect()
 }
 
+/// Each thread of `pid`'s CPU time so far, user and system (its `stat`'s
+/// utime + stime, clock ticks), by thread id, read under the procfs mount
+/// `root`; none for a process gone.
+pub fn thread_ticks(root: &Path, pid: u32) -> BTreeMap<u32, u64> {
+    let proc = ProcRoot::new(root);
+    proc.tids(pid)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|tid| {
+            let s = proc.task_stat(pid, tid).ok()?;
+            Some((tid, s.utime + s.stime))
+        })
+        .collect()
+}
+
+/// The CPUs each thread of `pid` may run on (its `status`'s
+/// `Cpus_allowed_list`), by thread id, read under the procfs mount `root`;
+/// none for a process gone.
+pub fn thread_allowed(root: &Path, pid: u32) -> BTreeMap<u32, CpuSet> {
+    let proc = ProcRoot::new(root);
+    proc.tids(pid)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|tid| {
+            let ranges = proc.task_status(pid, tid).ok()?.cpus_allowed_list?;
+            Some((tid, ranges.into_iter().flat_map(|(a, b)| a..=b).collect()))
+        })
+        .collect()
+}
+
 /// Counters of a task's `sched` file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SchedCounts {
@@ -232,6 +263,26 @@ mod tests {
             here.cpus()
         );
         assert_eq!(last_cpus(proc, u32::MAX), Vec::<u32>::new());
+    }
+
+    /// This test process's threads: this one among them, with CPU time
+    /// counted once it has spun a little, and allowed CPUs that are this
+    /// process's; a process that does not exist has none.
+    #[test]
+    fn the_threads_of_a_process_have_cpu_time_and_allowed_cpus() {
+        let proc = Path::new("/proc");
+        let me = std::process::id();
+        let tid = nix::unistd::gettid().as_raw() as u32;
+        let start = std::time::Instant::now();
+        while thread_ticks(proc, me).get(&tid).copied().unwrap_or(0) < 2 {
+            assert!(start.elapsed().as_secs() < 60, "no CPU time counted");
+            std::hint::black_box((0..10_000u64).sum::<u64>());
+        }
+        let allowed = thread_allowed(proc, me);
+        let mine = crate::topology::allowed_cpus().unwrap();
+        assert_eq!(allowed.get(&tid), Some(&mine));
+        assert!(thread_ticks(proc, u32::MAX).is_empty());
+        assert!(thread_allowed(proc, u32::MAX).is_empty());
     }
 
     #[test]
