@@ -17,49 +17,11 @@ use coloc_model::reason::{Arrangement, Judge, TrialState, Verdict};
 use coloc_model::workload::parse_workload;
 use coloc_model::{Trace, TraceEvent};
 use coloc_policy::{by_name_with, PolicyContext};
-use coloc_sim::model::{model, AppModel, Phase};
 use coloc_sim::{platform, SimMachine};
 use coloc_store::Store;
 
-/// A program whose work is one long region beside a team of barriers
-/// (`crates/sim/tests/trial_settles.rs`'s long pair): one set for about
-/// 16 s.
-fn models() -> Vec<AppModel> {
-    let named = |base: &str, name: &str, phases| model(base).unwrap().variant(name, phases);
-    vec![
-        named(
-            "sp-one-region",
-            "long",
-            vec![Phase::serial(0.2), Phase::parallel(30.0)],
-        ),
-        named(
-            "kernel-barrier",
-            "barriers-long",
-            vec![Phase::parallel(80.0)],
-        ),
-    ]
-}
-
-/// The pair under names `a` and `b`.
-fn pair_named(a: &str, b: &str) -> String {
-    format!(
-        r#"
-name = "long-pair"
-epoch = "100ms"
-
-[[app]]
-name = "{a}"
-model = "long"
-threads = 2
-
-[[app]]
-name = "{b}"
-model = "barriers-long"
-threads = 2
-malleable = true
-"#
-    )
-}
+#[path = "../../sim/tests/support/long_pair.rs"]
+mod long_pair;
 
 /// What the plans' typed trial states say of one run: the decisions made
 /// before the first verdict (the trial open), the verdict it reached, the
@@ -138,7 +100,7 @@ fn trialled(events: &[TraceEvent]) -> Trialled {
 /// the store, the run's records and pairs added at its end), started at
 /// `started_unix`.
 fn run_with(db: &Path, (a, b): (&str, &str), started_unix: f64) -> Trialled {
-    let w = parse_workload("mix.toml", &pair_named(a, b)).unwrap();
+    let w = parse_workload("mix.toml", &long_pair::named(a, b)).unwrap();
     let target = Target::Sim {
         platform: platform("kvm-2cpu").unwrap(),
         seed: 1,
@@ -147,7 +109,7 @@ fn run_with(db: &Path, (a, b): (&str, &str), started_unix: f64) -> Trialled {
     let mut ctx = PolicyContext::default();
     refresh(&mut ctx, Some(&k), &w, &["auto"]).unwrap();
     let mut p = by_name_with("auto", &ctx).unwrap();
-    let mut m = SimMachine::new(platform("kvm-2cpu").unwrap(), 1).with_models(models());
+    let mut m = SimMachine::new(platform("kvm-2cpu").unwrap(), 1).with_models(long_pair::models());
     let opts = RunOptions {
         started_unix,
         ..RunOptions::simulated(Duration::from_millis(100), 1)
@@ -222,7 +184,7 @@ fn a_stored_verdict_the_mix_contradicts_is_dropped() {
         1.8e9,
     );
     let db = dir.path().join("store.sqlite");
-    let w = parse_workload("mix.toml", &pair_named("long", "barriers")).unwrap();
+    let w = parse_workload("mix.toml", &long_pair::named("long", "barriers")).unwrap();
     let target = Target::Sim {
         platform: platform("kvm-2cpu").unwrap(),
         seed: 1,

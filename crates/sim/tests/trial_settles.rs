@@ -30,23 +30,19 @@ use coloc_policy::by_name;
 use coloc_sim::model::{model, AppModel, Phase};
 use coloc_sim::{platform, SimMachine};
 
-/// `long`: SP's character written as one long parallel region; the others
-/// short: many short regions ending in barriers (twice), EP's one region,
-/// and a pthreads compute kernel.
+#[path = "support/long_pair.rs"]
+mod long_pair;
+
+/// The long pair's two models ([`long_pair::models`]: `long`, one long
+/// parallel region, and `barriers-long`) and short ones: many short regions
+/// ending in barriers, EP's one region, and a pthreads compute kernel.
 fn models() -> Vec<AppModel> {
     let named = |base: &str, name: &str, phases| model(base).unwrap().variant(name, phases);
+    let [long, barriers_long]: [AppModel; 2] = long_pair::models().try_into().unwrap();
     vec![
-        named(
-            "sp-one-region",
-            "long",
-            vec![Phase::serial(0.2), Phase::parallel(30.0)],
-        ),
+        long,
         named("kernel-barrier", "barriers", vec![Phase::parallel(8.0)]),
-        named(
-            "kernel-barrier",
-            "barriers-long",
-            vec![Phase::parallel(80.0)],
-        ),
+        barriers_long,
         named(
             "ep",
             "one-region",
@@ -95,24 +91,6 @@ model = "barriers"
 threads = 2
 malleable = true
 arrive_at = "5s"
-"#;
-
-/// Two apps beside each other for about 16 s: one set, long enough for
-/// its trial to reach a verdict and re-check it.
-const PAIR: &str = r#"
-name = "long-pair"
-epoch = "100ms"
-
-[[app]]
-name = "long"
-model = "long"
-threads = 2
-
-[[app]]
-name = "barriers"
-model = "barriers-long"
-threads = 2
-malleable = true
 "#;
 
 /// The trace of the mix under `policy`.
@@ -172,7 +150,7 @@ fn case_2_staggered_arrivals_switch_at_most_once_per_change_of_co_runners() {
 /// its re-checks would count each turn.
 #[test]
 fn case_2_a_long_set_keeps_its_verdict() {
-    let auto = trace_of_mix(PAIR, "auto");
+    let auto = trace_of_mix(&long_pair::named("long", "barriers"), "auto");
     let TrialSwitches {
         changes,
         sets,
