@@ -9,7 +9,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::service::{is_root, wait_for, Service, Started};
@@ -48,6 +48,31 @@ fn signal(pid: u32, s: nix::sys::signal::Signal) {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), s).unwrap();
 }
 
+/// A node service learning into a store of its own: the service, its
+/// store, what it started, and its daemon's index in it, started under
+/// `policy`.
+fn learning(policy: &str) -> (Service, PathBuf, Started, usize) {
+    let svc = Service::new();
+    let db = svc.dir.path().join("knowledge.sqlite");
+    let mut started = Started::default();
+    let daemon = start_on(&svc, &db, policy, &mut started);
+    (svc, db, started, daemon)
+}
+
+/// Starts a daemon under `policy` learning into `db`; its index in `started`.
+fn start_on(svc: &Service, db: &Path, policy: &str, started: &mut Started) -> usize {
+    svc.start_with(policy, &["--db", db.to_str().unwrap()], started)
+}
+
+/// Kills the daemon `started.children[daemon]` with SIGKILL and reaps it.
+fn kill_9(started: &mut Started, daemon: usize) {
+    signal(
+        started.children[daemon].id(),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    started.children[daemon].wait().unwrap();
+}
+
 /// An app's record is in the store once it exits, whatever happens to the
 /// daemon after: killed with SIGKILL, the next daemon starts knowing the
 /// program and adds to it; stopped, the records stay.
@@ -56,20 +81,12 @@ fn knowledge_survives_a_restart_and_a_kill_9() {
     if !is_root() {
         return;
     }
-    let svc = Service::new();
-    let db = svc.dir.path().join("knowledge.sqlite");
-    let db_arg = ["--db", db.to_str().unwrap()];
-    let mut started = Started::default();
-    let first = svc.start_with("native", &db_arg, &mut started);
+    let (svc, db, mut started, first) = learning("native");
     exec(&svc, "nap");
     wait_for("the record", || listed(&db) == [("nap".to_string(), 1)]);
-    signal(
-        started.children[first].id(),
-        nix::sys::signal::Signal::SIGKILL,
-    );
-    started.children[first].wait().unwrap();
+    kill_9(&mut started, first);
     assert_eq!(listed(&db), [("nap".to_string(), 1)]);
-    let second = svc.start_with("native", &db_arg, &mut started);
+    let second = start_on(&svc, &db, "native", &mut started);
     assert!(
         svc.log()
             .contains("knowledge: 1 program(s) known on this platform"),
@@ -234,10 +251,7 @@ fn regions_learned_by_the_daemon_let_auto_cut_a_team() {
     if !is_root() {
         return;
     }
-    let svc = Service::new();
-    let db = svc.dir.path().join("knowledge.sqlite");
-    let mut started = Started::default();
-    svc.start_with("auto", &["--db", db.to_str().unwrap()], &mut started);
+    let (svc, db, mut started, _) = learning("auto");
 
     // Nothing known: never cut beside a one-thread co-runner (three threads
     // on two CPUs: auto partitions), over 2 s of it running.
@@ -332,11 +346,7 @@ fn trial_pairs_survive_a_kill_9_and_settle_the_next_trial() {
     if !is_root() {
         return;
     }
-    let svc = Service::new();
-    let db = svc.dir.path().join("knowledge.sqlite");
-    let db_arg = ["--db", db.to_str().unwrap()];
-    let mut started = Started::default();
-    let first = svc.start_with("auto", &db_arg, &mut started);
+    let (svc, db, mut started, first) = learning("auto");
     let co = exec_co(&svc, &mut started);
     let two = svc.exec_kernel(
         &["--name", "two", "--threads", "2"],
@@ -350,14 +360,10 @@ fn trial_pairs_survive_a_kill_9_and_settle_the_next_trial() {
     wait_for("its pairs stored", || exported_pairs(&db).len() >= 2);
     end(&svc, "two", &mut started, two);
     end(&svc, "co", &mut started, co);
-    signal(
-        started.children[first].id(),
-        nix::sys::signal::Signal::SIGKILL,
-    );
-    started.children[first].wait().unwrap();
+    kill_9(&mut started, first);
     let stored = exported_pairs(&db).len();
 
-    svc.start_with("auto", &db_arg, &mut started);
+    start_on(&svc, &db, "auto", &mut started);
     let mut seen = String::new();
     let co = svc.exec_kernel(
         &["--name", "one-again", "--threads", "1"],
