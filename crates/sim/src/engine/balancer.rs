@@ -87,9 +87,15 @@ pub(crate) fn tick(
     let mut moves = Vec::new();
     // Imbalance: bounded by the number of threads, each move lowers the spread.
     for _ in 0..movable.len() {
+        // No CPU is below the least-loaded one, so a thread on a CPU less
+        // than two above it has no target: it is passed over before its
+        // allowed CPUs are searched (the same candidates, in the same
+        // order, without a search per thread when the load is even).
+        let least = load.iter().copied().min().unwrap_or(0);
         let candidates: Vec<(usize, CpuIdx)> = movable
             .iter()
             .enumerate()
+            .filter(|&(k, _)| load[cpu[k]] >= least + 2)
             .filter_map(|(k, m)| {
                 let target = m.allowed.iter().copied().min_by_key(|&c| load[c])?;
                 (load[target] + 2 <= load[cpu[k]]).then_some((k, target))
