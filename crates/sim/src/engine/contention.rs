@@ -77,11 +77,11 @@ impl Solution {
     }
 }
 
-/// Per-runner quantities that do not depend on the fixed point.
+/// Per-runner quantities that do not depend on the fixed point (its memory
+/// requests per instruction to each memory node are kept apart, in one flat
+/// table for all runners: `[runner * memory nodes + node]`).
 struct Static {
     refs_pi: f64,
-    /// Memory requests per instruction to each memory node.
-    mem_pi: Vec<f64>,
     coh_pi: f64,
     /// Seconds per instruction outside the memory queues.
     think: f64,
@@ -107,9 +107,23 @@ pub(crate) fn solve(
     teams: &[Team],
 ) -> Solution {
     let (fit, team_in_llc) = llc_fit(layout, runners, teams);
+    let mems = layout.mem_nodes;
+    let mut mem_pi = vec![0.0; runners.len() * mems];
     let statics: Vec<Static> = runners
         .iter()
-        .map(|r| static_of(layout, params, runners, teams, &fit, &team_in_llc, r))
+        .zip(mem_pi.chunks_mut(mems.max(1)))
+        .map(|(r, mem_pi)| {
+            static_of(
+                layout,
+                params,
+                runners,
+                teams,
+                &fit,
+                &team_in_llc,
+                r,
+                mem_pi,
+            )
+        })
         .collect();
     let locks: Vec<Option<Lock>> = teams
         .iter()
@@ -132,7 +146,7 @@ pub(crate) fn solve(
             barrier_pi(layout, params, runners, t, crowded)
         })
         .collect();
-    let mut point = FixedPoint::new(layout, runners, &statics, &share);
+    let mut point = FixedPoint::new(layout, runners, &mem_pi, &share);
     let mut activity = vec![1.0; runners.len()];
     let mut rates = Rates::default();
     let mut rounds = 0;
@@ -176,7 +190,8 @@ pub(crate) fn solve(
         refs_pi: statics.iter().map(|s| s.refs_pi).collect(),
         miss_pi: statics
             .iter()
-            .map(|s| s.mem_pi.iter().sum::<f64>() + s.coh_pi)
+            .zip(mem_pi.chunks(mems.max(1)))
+            .map(|(s, mem_pi)| mem_pi.iter().sum::<f64>() + s.coh_pi)
             .collect(),
         team_rate: rates.team_rate,
         llc_fit: fit,
@@ -223,7 +238,9 @@ struct FixedPoint {
 }
 
 impl FixedPoint {
-    fn new(layout: &Layout, runners: &[Runner<'_>], statics: &[Static], share: &[f64]) -> Self {
+    /// `mem_pi`: each runner's requests per instruction to each memory
+    /// node, `[runner * memory nodes + node]`.
+    fn new(layout: &Layout, runners: &[Runner<'_>], mem_pi: &[f64], share: &[f64]) -> Self {
         let n = runners.len();
         let mems = layout.mem_nodes;
         let mut cpus: Vec<CpuIdx> = runners.iter().map(|r| r.cpu).collect();
@@ -239,14 +256,8 @@ impl FixedPoint {
         let mut sends_start = Vec::with_capacity(n + 1);
         let mut sends = Vec::new();
         sends_start.push(0);
-        for s in statics {
-            sends.extend(
-                s.mem_pi
-                    .iter()
-                    .copied()
-                    .enumerate()
-                    .filter(|&(_, pi)| pi > 0.0),
-            );
+        for pi in mem_pi.chunks(mems.max(1)).take(n) {
+            sends.extend(pi.iter().copied().enumerate().filter(|&(_, pi)| pi > 0.0));
             sends_start.push(sends.len());
         }
         debug_assert_eq!(share.len(), n);
@@ -335,22 +346,49 @@ impl FixedPoint {
 /// CFS shares a CPU by weight among the threads that want it: a runner that
 /// asks for less than its weighted part (a lock waiter sleeping, `lock.rs`)
 /// gets what it asks for and the others divide the rest (max-min fairness).
+/// The runners of each CPU are taken in their order, and those that still
+/// want more keep it round after round, in two buffers made once per solve.
 fn cpu_shares(layout: &Layout, runners: &[Runner<'_>], demand: &[f64]) -> (Vec<f64>, Vec<usize>) {
     let ncpu = layout.cpus.len();
-    let mut on: Vec<Vec<usize>> = vec![Vec::new(); ncpu];
+    let mut count_on = vec![0usize; ncpu];
+    for r in runners {
+        count_on[r.cpu] += 1;
+    }
+    // The runners grouped by CPU, each CPU's in runner order.
+    let mut start = Vec::with_capacity(ncpu + 1);
+    start.push(0);
+    for &n in &count_on {
+        start.push(start[start.len() - 1] + n);
+    }
+    let mut order = vec![0; runners.len()];
+    let mut next = start.clone();
     for (j, r) in runners.iter().enumerate() {
-        on[r.cpu].push(j);
+        order[next[r.cpu]] = j;
+        next[r.cpu] += 1;
     }
     let mut share = vec![0.0; runners.len()];
-    for mut left in on.iter().cloned() {
+    let mut met = Vec::new();
+    for c in 0..ncpu {
+        let left = &mut order[start[c]..start[c + 1]];
+        let mut n = left.len();
         let mut free = 1.0;
-        while !left.is_empty() {
-            let weight: f64 = left.iter().map(|&j| runners[j].weight).sum();
+        while n > 0 {
+            let weight: f64 = left[..n].iter().map(|&j| runners[j].weight).sum();
             let part = |j: usize| free * runners[j].weight / weight;
-            let (met, rest): (Vec<usize>, Vec<usize>) =
-                left.iter().partition(|&&j| demand[j] <= part(j));
+            // Those whose demand is met leave; the rest move up, in order.
+            met.clear();
+            let mut kept = 0;
+            for i in 0..n {
+                let j = left[i];
+                if demand[j] <= part(j) {
+                    met.push(j);
+                } else {
+                    left[kept] = j;
+                    kept += 1;
+                }
+            }
             if met.is_empty() {
-                for &j in &rest {
+                for &j in &left[..n] {
                     share[j] = part(j);
                 }
                 break;
@@ -359,10 +397,10 @@ fn cpu_shares(layout: &Layout, runners: &[Runner<'_>], demand: &[f64]) -> (Vec<f
                 share[j] = demand[j];
                 free -= demand[j];
             }
-            left = rest;
+            n = kept;
         }
     }
-    (share, on.iter().map(Vec::len).collect())
+    (share, count_on)
 }
 
 /// LLC occupancy: private sets plus one shared set per team present. Per LLC,
@@ -388,7 +426,10 @@ fn llc_fit(layout: &Layout, runners: &[Runner<'_>], teams: &[Team]) -> (Vec<f64>
 
 /// A runner's quantities that do not depend on the fixed point: its LLC
 /// references and misses per instruction, where its misses go, its
-/// coherence traffic and its time per instruction outside the memory queues.
+/// coherence traffic and its time per instruction outside the memory queues;
+/// writes its memory requests per instruction to each memory node into
+/// `mem_pi`.
+#[allow(clippy::too_many_arguments)]
 fn static_of(
     layout: &Layout,
     params: &Params,
@@ -397,6 +438,7 @@ fn static_of(
     fit: &[f64],
     team_in_llc: &[Vec<usize>],
     r: &Runner<'_>,
+    mem_pi: &mut [f64],
 ) -> Static {
     let m = r.model;
     let f_hz = params.freq_ghz * 1e9;
@@ -407,7 +449,6 @@ fn static_of(
     let priv_pi = refs_pi * (1.0 - m.shared_fraction) * miss;
     let shared_pi = refs_pi * m.shared_fraction * miss / sharers;
     let (coh_pi, coh_cost) = coherence(layout, params, runners, &teams[r.team], r, refs_pi);
-    let mut mem_pi = vec![0.0; layout.mem_nodes];
     let mut latency = 0.0;
     for (node, slot) in mem_pi.iter_mut().enumerate() {
         *slot = priv_pi * spread(r.private_home, layout.mem_nodes, node)
@@ -427,7 +468,6 @@ fn static_of(
             + hits * params.llc_hit_cycles / f_hz / m.mlp
             + coh_pi * coh_cost
             + latency,
-        mem_pi,
     }
 }
 
@@ -565,3 +605,67 @@ fn team_pace(team: &Team, barrier_pi: Option<f64>, paces: &Paces<'_>) -> f64 {
 }
 
 const MIB: f64 = 1024.0 * 1024.0;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::model;
+    use crate::platform::platform;
+
+    /// Max-min fairness by CFS weight on kvm-2cpu's two CPUs, by hand
+    /// (runners as (CPU, weight, demand); shares in runner order):
+    /// - three runners wanting all of CPU 0 get a third each; one alone on
+    ///   CPU 1 gets all of it;
+    /// - a waiter asking 0.1 of CPU 0 gets it, the two others split 0.9;
+    /// - a cascade: at a third each only the 0.1 is met; of the 0.9 left,
+    ///   0.45 each meets the 0.4; the last runner takes the 0.5 left;
+    /// - weights 3 : 1 wanting all: 0.75 and 0.25; the light one asking 0.2
+    ///   gets it and the heavy one the 0.8 left.
+    #[test]
+    fn a_cpu_is_shared_max_min_by_weight() {
+        let layout = Layout::new(&platform("kvm-2cpu").unwrap());
+        let m = model("ep").unwrap();
+        type Case<'a> = (&'a [(usize, f64, f64)], &'a [f64], [usize; 2]);
+        let cases: [Case<'_>; 5] = [
+            (
+                &[(0, 1.0, 1.0), (0, 1.0, 1.0), (0, 1.0, 1.0), (1, 1.0, 1.0)],
+                &[1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0, 1.0],
+                [3, 1],
+            ),
+            (
+                &[(0, 1.0, 1.0), (0, 1.0, 0.1), (0, 1.0, 1.0)],
+                &[0.45, 0.1, 0.45],
+                [3, 0],
+            ),
+            (
+                &[(0, 1.0, 1.0), (0, 1.0, 0.4), (0, 1.0, 0.1)],
+                &[0.5, 0.4, 0.1],
+                [3, 0],
+            ),
+            (&[(1, 3.0, 1.0), (1, 1.0, 1.0)], &[0.75, 0.25], [0, 2]),
+            (&[(1, 3.0, 1.0), (1, 1.0, 0.2)], &[0.8, 0.2], [0, 2]),
+        ];
+        for (runners, want, on) in cases {
+            let demand: Vec<f64> = runners.iter().map(|r| r.2).collect();
+            let runners: Vec<Runner<'_>> = runners
+                .iter()
+                .map(|&(cpu, weight, _)| Runner {
+                    team: 0,
+                    cpu,
+                    model: &m,
+                    weight,
+                    private_home: Home::Node(0),
+                    shared_home: Home::Node(0),
+                })
+                .collect();
+            let (share, count_on) = cpu_shares(&layout, &runners, &demand);
+            assert_eq!(count_on, on, "{demand:?}");
+            for (got, want) in share.iter().zip(want) {
+                assert!(
+                    (got - want).abs() < 1e-12,
+                    "{demand:?}: {share:?} vs {want}"
+                );
+            }
+        }
+    }
+}
