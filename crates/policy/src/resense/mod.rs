@@ -40,7 +40,7 @@ use coloc_model::topology::SharedResource;
 use coloc_model::{AppPlan, CpuSet, Placement, Plan, Topology, View};
 
 use self::assign::{assign, Assignment, Request};
-use self::scores::{vectors, ScoreSource};
+use self::scores::{share_outward, vectors, ScoreSource};
 use crate::per_topology::PerTopology;
 use crate::Policy;
 
@@ -109,7 +109,8 @@ impl Policy for ReSense {
 
     fn decide(&mut self, view: &View<'_>) -> Plan {
         let levels = self.levels.get(view.topology, levels);
-        let (scores, missing) = vectors(view, &levels, &self.source);
+        let (mut scores, missing) = vectors(view, &levels, &self.source);
+        share_outward(&mut scores);
         let requests: Vec<Request> = view
             .apps
             .iter()

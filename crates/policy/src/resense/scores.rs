@@ -62,3 +62,30 @@ pub(crate) fn vectors(
         .collect();
     (vectors, missing)
 }
+
+/// An insensitive level (score 0) outside a level the app wants to share
+/// takes that wish: an instance of an inner level lies inside one instance of
+/// each outer level, so sharing the inner one is sharing the outer ones too
+/// (Opteron's dies inside its sockets, Harpertown's L2s inside its FSBs).
+/// Algorithm 1 reads only the sign of a score, and every score of the
+/// paper's Tables IV and V has one; "any core" at the outer level (what a 0
+/// means here, [`INSENSITIVE`]) spreads the threads by load over its
+/// instances before the inner level could pack them, which Algorithm 1 with
+/// the measured sign would not do when the inner level decides. The score
+/// becomes the smallest positive number, so the app still sorts as the
+/// least sensitive at that level. `scores` hold one vector per app, levels
+/// outermost first, as ReSensor walks them.
+pub(crate) fn share_outward(scores: &mut [Vec<f64>]) {
+    for levels in scores {
+        let mut inner_shares = false;
+        for s in levels.iter_mut().rev() {
+            if *s == 0.0 {
+                if inner_shares {
+                    *s = f64::MIN_POSITIVE;
+                }
+            } else {
+                inner_shares = *s > 0.0;
+            }
+        }
+    }
+}

@@ -179,6 +179,23 @@ fn paper_examples() {
             vec![vec![0, 1, 4, 5], vec![2, 3, 6, 7]],
         ),
         (
+            // An insensitive FSB (|+0.5| < 1%, a 0) outside a shared L2: the
+            // app shares an FSB because it shares an L2 (`share_outward`),
+            // where spreading by load at the FSB first put one thread under
+            // each FSB, [0, 4], and the L2 could not pack them.
+            "harpertown FSB 0 L2+",
+            HARPERTOWN,
+            vec![(2, vec![(l2(), 3.0), (fsb(), 0.5)])],
+            vec![vec![0, 1]],
+        ),
+        (
+            // The same under a negative L2: the FSB stays "any core".
+            "harpertown FSB 0 L2-",
+            HARPERTOWN,
+            vec![(2, vec![(l2(), -3.0), (fsb(), 0.5)])],
+            vec![vec![0, 4]],
+        ),
+        (
             // Case 2 at the FSB: four 2-thread apps, two FSBs. Pairs (most, least):
             // (+4, −1) share FSB 0; (−3, +2) would spread but only FSB 1 has free
             // cores left (the fallback). Inside each FSB the L2 scores (none, so 0)
