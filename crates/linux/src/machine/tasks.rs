@@ -132,43 +132,48 @@ impl ProcRoot {
 /// The CPU each thread of `pid` last ran on (its `stat`'s `processor`),
 /// read under the procfs mount `root` (`/proc`); none for a process gone.
 pub fn last_cpus(root: &Path, pid: u32) -> Vec<u32> {
+    each_thread(root, pid, |proc, tid| {
+        u32::try_from(proc.task_stat(pid, tid).ok()?.processor?).ok()
+    })
+    .map(|(_, cpu)| cpu)
+    .collect()
+}
+
+/// What `read` finds of each thread of `pid` under the procfs mount `root`,
+/// with its thread id; a thread `read` finds nothing of (gone, unreadable) is
+/// left out, and a process gone has no threads.
+fn each_thread<T>(
+    root: &Path,
+    pid: u32,
+    read: impl Fn(&ProcRoot, u32) -> Option<T>,
+) -> impl Iterator<Item = (u32, T)> {
     let proc = ProcRoot::new(root);
     proc.tids(pid)
         .unwrap_or_default()
         .into_iter()
-        .filter_map(|tid| proc.task_stat(pid, tid).ok()?.processor)
-        .filter_map(|c| u32::try_from(c).ok())
-        .collect()
+        .filter_map(move |tid| Some((tid, read(&proc, tid)?)))
 }
 
 /// Each thread of `pid`'s CPU time so far, user and system (its `stat`'s
 /// utime + stime, clock ticks), by thread id, read under the procfs mount
 /// `root`; none for a process gone.
 pub fn thread_ticks(root: &Path, pid: u32) -> BTreeMap<u32, u64> {
-    let proc = ProcRoot::new(root);
-    proc.tids(pid)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|tid| {
-            let s = proc.task_stat(pid, tid).ok()?;
-            Some((tid, s.utime + s.stime))
-        })
-        .collect()
+    each_thread(root, pid, |proc, tid| {
+        let s = proc.task_stat(pid, tid).ok()?;
+        Some(s.utime + s.stime)
+    })
+    .collect()
 }
 
 /// The CPUs each thread of `pid` may run on (its `status`'s
 /// `Cpus_allowed_list`), by thread id, read under the procfs mount `root`;
 /// none for a process gone.
 pub fn thread_allowed(root: &Path, pid: u32) -> BTreeMap<u32, CpuSet> {
-    let proc = ProcRoot::new(root);
-    proc.tids(pid)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|tid| {
-            let ranges = proc.task_status(pid, tid).ok()?.cpus_allowed_list?;
-            Some((tid, ranges.into_iter().flat_map(|(a, b)| a..=b).collect()))
-        })
-        .collect()
+    each_thread(root, pid, |proc, tid| {
+        let ranges = proc.task_status(pid, tid).ok()?.cpus_allowed_list?;
+        Some(ranges.into_iter().flat_map(|(a, b)| a..=b).collect())
+    })
+    .collect()
 }
 
 /// Counters of a task's `sched` file.
