@@ -2,8 +2,7 @@
 
 use std::io::{self, IsTerminal};
 
-use coloc_harness::error::chain;
-use coloc_harness::watch::{RunWatch, Warning, Watch};
+use coloc_harness::watch::{RunWatch, Watch};
 use coloc_manager::Recorder;
 use coloc_model::TraceEvent;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -59,28 +58,6 @@ impl Watch for Bars {
     fn run(&self, label: &str, instances: u64) -> Box<dyn RunWatch> {
         Box::new(Progress::new(label, instances))
     }
-
-    fn warn(&self, warning: Warning<'_>) {
-        eprintln!("{}", warning_line(warning));
-    }
-}
-
-/// A warning of the harness's as the CLI says it on stderr.
-fn warning_line(warning: Warning<'_>) -> String {
-    match warning {
-        Warning::NotLearned { run, error } => {
-            format!(
-                "coloc: warning: {}; run {run} was not learned",
-                chain(error)
-            )
-        }
-        Warning::SoloNotStored { error, .. } => {
-            format!(
-                "coloc: warning: {}; this solo run was not stored",
-                chain(error)
-            )
-        }
-    }
 }
 
 /// Watches a command's runs: a progress bar each, and a line `PREFIX
@@ -106,10 +83,6 @@ impl Watch for Listed {
     fn note(&self, label: &str, line: &str) {
         eprintln!("{}{label}: {line}", self.prefix);
     }
-
-    fn warn(&self, warning: Warning<'_>) {
-        eprintln!("{}", warning_line(warning));
-    }
 }
 
 /// One run of [`Listed`], its label with the prefix.
@@ -131,41 +104,5 @@ impl RunWatch for ListedRun {
         if !io::stderr().is_terminal() {
             eprintln!("{}: {line}", self.label);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::path::PathBuf;
-
-    use coloc_harness::HarnessError;
-
-    use super::*;
-
-    /// A run the store did not take is named with the whole error chain;
-    /// a solo run's line says it was not stored.
-    #[test]
-    fn warnings_name_the_run_and_the_whole_error() {
-        let error = HarnessError::Store {
-            path: PathBuf::from("/s/coloc.db"),
-            source: Box::new(coloc_store::StoreError::Damaged {
-                path: "/s/coloc.db".into(),
-                reason: "no table records".into(),
-            }),
-        };
-        let line = warning_line(Warning::NotLearned {
-            run: "auto-2",
-            error: &error,
-        });
-        assert!(
-            line == "coloc: warning: opening the store /s/coloc.db: profile store /s/coloc.db: \
-                     the coloc schema is incomplete (no table records); run auto-2 was not learned",
-            "{line}"
-        );
-        let line = warning_line(Warning::SoloNotStored {
-            run: "a",
-            error: &error,
-        });
-        assert!(line.ends_with("; this solo run was not stored"), "{line}");
     }
 }

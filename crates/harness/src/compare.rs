@@ -25,7 +25,6 @@ use crate::knowledge::Knowledge;
 use crate::procedure::write_text;
 use crate::runs::Runs;
 use crate::saved::Manifest;
-use crate::watch::Warning;
 use crate::HarnessError;
 
 /// A policy a comparison runs, by name.
@@ -262,10 +261,7 @@ impl<'a, 'p> Going<'a, 'p> {
         let plan = self.plan;
         if let Some(k) = &self.knowledge {
             if let Err(error) = k.learn(plan.workload, trace, Source::Run) {
-                self.on.watch.warn(Warning::NotLearned {
-                    run: label,
-                    error: &error,
-                });
+                crate::said::warning(&crate::said::not_learned(label, &error));
             }
         }
         refresh(

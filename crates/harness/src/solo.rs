@@ -25,7 +25,6 @@ use crate::context::policy_context;
 use crate::knowledge::Knowledge;
 use crate::procedure::{read_traces, write_json};
 use crate::runs::Runs;
-use crate::watch::Warning;
 use crate::HarnessError;
 
 /// Where and how solo runs go ([`Runs`]; with `learn`, each run is stored as
@@ -136,10 +135,7 @@ impl Runs<'_> {
         let trace = Trace::from_events(events).map_err(HarnessError::Events)?;
         if let Some(k) = knowledge {
             if let Err(error) = k.learn_app(index, &trace, Source::Solo) {
-                self.watch.warn(Warning::SoloNotStored {
-                    run: &run.dir,
-                    error: &error,
-                });
+                crate::said::warning(&crate::said::solo_not_stored(&error));
             }
         }
         let walls = RunMetrics::from_trace(&trace, None).wall_times_secs();

@@ -1,27 +1,9 @@
 //! What a command shows while its runs go: the harness tells a [`Watch`] of
 //! each run it starts and hands it the run's events; the CLI draws a
-//! progress bar per run (tests and programs may watch nothing).
+//! progress bar per run (tests and programs may watch nothing). What goes
+//! wrong beside a run is said through [`crate::said`], not here.
 
 use coloc_manager::Recorder;
-
-use crate::HarnessError;
-
-/// What went wrong beside a run that did not stop it, for the watcher to
-/// say (the harness prints nothing itself).
-#[derive(Debug, Clone, Copy)]
-pub enum Warning<'a> {
-    /// The knowledge store did not take what the run called `run` taught
-    /// (docs/knowledge.md): later runs know less, the run stands.
-    NotLearned {
-        run: &'a str,
-        error: &'a HarnessError,
-    },
-    /// The times of the solo run called `run` were not stored.
-    SoloNotStored {
-        run: &'a str,
-        error: &'a HarnessError,
-    },
-}
 
 /// Watches the runs of a command.
 pub trait Watch {
@@ -32,9 +14,6 @@ pub trait Watch {
     /// A line about the run called `label` that no watcher of it shows: a
     /// run made outside this process (`coloc compare`'s fresh runs).
     fn note(&self, _label: &str, _line: &str) {}
-
-    /// Something that went wrong beside a run and did not stop it.
-    fn warn(&self, _warning: Warning<'_>) {}
 }
 
 impl std::fmt::Debug for dyn Watch + '_ {
