@@ -151,6 +151,70 @@ fn atom_on_westmere() {
     assert!(out.iter().all(|o| o.0 >= 0.85 && o.0 > o.1), "{table}");
 }
 
+/// Not a check: where the batch app's threads run on Westmere with stitcher,
+/// the loads of Figure 24 whose results depend on it (docs/policies/tang-atom.md,
+/// Results). For each latency app: the latency app's run time pinned to 0-3
+/// (the best static mapping) and under AToM, and the CPUs of stitcher's four
+/// threads every 3 s while the latency app runs. A thread's pages are first
+/// touched where it first runs and never move, and the balancer's memory
+/// affinity keeps it near them (docs/simulator.md, *The engine*), so a
+/// stitcher thread created on socket 0 (CPUs 0-5) shares the latency app's L3
+/// and memory for the whole run.
+/// `cargo test -p coloc-sim --test tang_sim batch_homes -- --ignored --nocapture`.
+#[test]
+#[ignore = "prints placements; run with --ignored --nocapture"]
+fn batch_homes_on_westmere_with_stitcher() {
+    const BATCH: AppId = AppId { app: 1, rep: 0 };
+    for l in ["bigtable", "content-analyzer", "websearch"] {
+        let ms = models(l, Some("stitcher"), 150.0).unwrap();
+        let pinned = workload(
+            l,
+            Some("stitcher"),
+            Some(("0-3", &complement("0-3", 12).unwrap())),
+        )
+        .unwrap();
+        let mut atom = Atom::with_params(Params {
+            min_slot: Duration::from_secs(1),
+            ..Params::default()
+        });
+        let runs: [(&str, Vec<TraceEvent>); 2] = [
+            ("static 0-3", trace("westmere", &ms, &pinned, &mut Static)),
+            (
+                "atom",
+                trace(
+                    "westmere",
+                    &ms,
+                    &workload(l, Some("stitcher"), None).unwrap(),
+                    &mut atom,
+                ),
+            ),
+        ];
+        for (name, events) in &runs {
+            let mut line = String::new();
+            let mut next = 3.0;
+            let mut end = 0.0;
+            for e in events {
+                match e {
+                    TraceEvent::Obs(o) if o.at.as_secs_f64() >= next => {
+                        if let (Some(_), Some(b)) = (o.app(FIRST), o.app(BATCH)) {
+                            let cpus: Vec<String> = b
+                                .threads
+                                .iter()
+                                .map(|t| t.cpu.map_or("-".into(), |c| c.to_string()))
+                                .collect();
+                            line.push_str(&format!("  {next:.0}s [{}]", cpus.join(",")));
+                        }
+                        next += 3.0;
+                    }
+                    TraceEvent::Exit { t, app, .. } if *app == FIRST => end = t.as_secs_f64(),
+                    _ => {}
+                }
+            }
+            println!("{l} with stitcher, {name}: {end:.2} s; stitcher's CPUs{line}");
+        }
+    }
+}
+
 /// Not a check: prints AToM's run on the two Westmere loads whose
 /// configurations differ least (each latency app next to protobuf, where a
 /// scored initialization once made AToM lose to the average mapping) and on
