@@ -108,10 +108,12 @@ pub(crate) fn solve(
 ) -> Solution {
     let (fit, team_in_llc) = llc_fit(layout, runners, teams);
     let mems = layout.mem_nodes;
+    // `mem_pi`'s rows, one per runner (`chunks` takes no width of 0).
+    let row = mems.max(1);
     let mut mem_pi = vec![0.0; runners.len() * mems];
     let statics: Vec<Static> = runners
         .iter()
-        .zip(mem_pi.chunks_mut(mems.max(1)))
+        .zip(mem_pi.chunks_mut(row))
         .map(|(r, mem_pi)| {
             static_of(
                 layout,
@@ -146,7 +148,7 @@ pub(crate) fn solve(
             barrier_pi(layout, params, runners, t, crowded)
         })
         .collect();
-    let mut point = FixedPoint::new(layout, runners, &mem_pi, &share);
+    let mut point = FixedPoint::new(layout, runners, mem_pi.chunks(row), &share);
     let mut activity = vec![1.0; runners.len()];
     let mut rates = Rates::default();
     let mut rounds = 0;
@@ -190,7 +192,7 @@ pub(crate) fn solve(
         refs_pi: statics.iter().map(|s| s.refs_pi).collect(),
         miss_pi: statics
             .iter()
-            .zip(mem_pi.chunks(mems.max(1)))
+            .zip(mem_pi.chunks(row))
             .map(|(s, mem_pi)| mem_pi.iter().sum::<f64>() + s.coh_pi)
             .collect(),
         team_rate: rates.team_rate,
@@ -239,8 +241,13 @@ struct FixedPoint {
 
 impl FixedPoint {
     /// `mem_pi`: each runner's requests per instruction to each memory
-    /// node, `[runner * memory nodes + node]`.
-    fn new(layout: &Layout, runners: &[Runner<'_>], mem_pi: &[f64], share: &[f64]) -> Self {
+    /// node, a row per runner.
+    fn new<'a>(
+        layout: &Layout,
+        runners: &[Runner<'_>],
+        mem_pi: impl Iterator<Item = &'a [f64]>,
+        share: &[f64],
+    ) -> Self {
         let n = runners.len();
         let mems = layout.mem_nodes;
         let mut cpus: Vec<CpuIdx> = runners.iter().map(|r| r.cpu).collect();
@@ -256,7 +263,7 @@ impl FixedPoint {
         let mut sends_start = Vec::with_capacity(n + 1);
         let mut sends = Vec::new();
         sends_start.push(0);
-        for pi in mem_pi.chunks(mems.max(1)).take(n) {
+        for pi in mem_pi.take(n) {
             sends.extend(pi.iter().copied().enumerate().filter(|&(_, pi)| pi > 0.0));
             sends_start.push(sends.len());
         }
