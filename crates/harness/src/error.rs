@@ -292,6 +292,14 @@ pub enum HarnessError {
         #[source]
         source: ManagerError,
     },
+    /// A benchmark's repeated simulation did not repeat what it simulated
+    /// (the simulator is deterministic, so this is a defect).
+    #[error("bench: {what}: a repetition simulated {then}, the first {first}")]
+    BenchNotRepeated {
+        what: String,
+        first: String,
+        then: String,
+    },
     /// A benchmark's simulated run left a trace without its end.
     #[error("bench: {policy}: the trace has no end")]
     NoEnd { policy: String },

@@ -12,10 +12,12 @@
 //! - **Oracle**: a bounded search of 4 apps × 8 threads on the 48-core
 //!   Opteron, in configurations evaluated per second.
 //!
-//! Beside each figure: the CPU time it took (wall time inflates on a loaded
-//! machine, CPU time much less); the CLI prints it beside the figure of a
-//! baseline commit ([`Baseline`]: the CLI's stored `sim-baseline.toml`
-//! unless `--baseline` names another).
+//! Each figure is measured over repetitions of its run until they add up
+//! to a given wall time ([`DEFAULT_MEASURE`]), as a median with its least
+//! and greatest value ([`Spread`]), per second of wall time and of CPU time
+//! (wall time inflates on a loaded machine, CPU time much less); the CLI
+//! prints it beside the figure of a baseline commit ([`Baseline`]: the
+//! CLI's stored `sim-baseline.toml` unless `--baseline` names another).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -71,57 +73,110 @@ fn cpu_time(clock: ClockId) -> Duration {
     clock_gettime(clock).map_or(Duration::ZERO, Duration::from)
 }
 
-/// One engine run.
+/// How long each figure is measured for unless the caller says otherwise
+/// (`coloc bench sim --seconds`; docs/simulator.md, Speed).
+pub const DEFAULT_MEASURE: Duration = Duration::from_secs(1);
+
+/// One repetition of a measured run: its wall and CPU time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Timed {
+    pub wall: Duration,
+    pub cpu: Duration,
+}
+
+/// The middle and the ends of one figure over the repetitions.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    /// `values`' median (of the middle two when their number is even),
+    /// least and greatest; None when there are none.
+    pub fn of(values: &[f64]) -> Option<Self> {
+        let median = coloc_model::stats::Summary::of(values)?.median;
+        let (min, max) = values
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                (lo.min(*v), hi.max(*v))
+            });
+        Some(Self { median, min, max })
+    }
+}
+
+/// `count` per second of wall time and per second of CPU time, in each of
+/// `runs`.
+fn rates(count: f64, runs: &[Timed]) -> (Spread, Spread) {
+    let per = |time: fn(&Timed) -> Duration| {
+        let v: Vec<f64> = runs
+            .iter()
+            .map(|r| count / time(r).as_secs_f64())
+            .collect();
+        Spread::of(&v).unwrap_or(Spread {
+            median: f64::NAN,
+            min: f64::NAN,
+            max: f64::NAN,
+        })
+    };
+    (per(|r| r.wall), per(|r| r.cpu))
+}
+
+/// One engine workload under one policy, run again and again: every
+/// repetition simulates the same events ([`sim_speed_for`] checks).
 #[derive(Clone, Debug, PartialEq)]
 pub struct EngineSpeed {
     pub policy: &'static str,
-    /// Intervals simulated (events).
+    /// Intervals simulated (events) per run.
     pub steps: u64,
-    /// Contention fixed points computed (the other intervals reused a
-    /// remembered solution), and their rounds.
+    /// Contention fixed points computed per run (the other intervals
+    /// reused a remembered solution), and their rounds.
     pub solves: u64,
     pub rounds: u64,
     pub simulated: Duration,
-    pub wall: Duration,
-    /// CPU time of the run.
-    pub cpu: Duration,
+    /// Each repetition's times (CPU: the running thread's), in order.
+    pub runs: Vec<Timed>,
 }
 
 impl EngineSpeed {
-    pub fn steps_per_s(&self) -> f64 {
-        self.steps as f64 / self.wall.as_secs_f64()
+    /// Events per second of wall time.
+    pub fn steps_per_s(&self) -> Spread {
+        rates(self.steps as f64, &self.runs).0
     }
 
     /// Events per second of CPU time.
-    pub fn steps_per_cpu_s(&self) -> f64 {
-        self.steps as f64 / self.cpu.as_secs_f64()
+    pub fn steps_per_cpu_s(&self) -> Spread {
+        rates(self.steps as f64, &self.runs).1
     }
 }
 
-/// The oracle run.
+/// The oracle's bounded search, run again and again.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OracleSpeed {
+    /// Configurations evaluated per search.
     pub evaluated: usize,
     pub threads: usize,
-    pub wall: Duration,
-    /// CPU time of the search, on all its threads.
-    pub cpu: Duration,
+    /// Each search's times (CPU: the process's, its workers included).
+    pub runs: Vec<Timed>,
 }
 
 impl OracleSpeed {
-    pub fn configs_per_s(&self) -> f64 {
-        self.evaluated as f64 / self.wall.as_secs_f64()
+    pub fn configs_per_s(&self) -> Spread {
+        rates(self.evaluated as f64, &self.runs).0
     }
 
     /// Configurations per second of CPU time (summed over the workers).
-    pub fn configs_per_cpu_s(&self) -> f64 {
-        self.evaluated as f64 / self.cpu.as_secs_f64()
+    pub fn configs_per_cpu_s(&self) -> Spread {
+        rates(self.evaluated as f64, &self.runs).1
     }
 }
 
 /// Everything [`sim_speed_for`] measured.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimSpeed {
+    /// How long each figure was measured for, at least.
+    pub measure: Duration,
     pub engine: Vec<EngineSpeed>,
     pub oracle: OracleSpeed,
 }
@@ -140,12 +195,45 @@ fn built_in(name: &'static str) -> Result<Platform, HarnessError> {
     platform(name).ok_or(HarnessError::BuiltInPlatform { name })
 }
 
+/// `once` (which times itself) again until the repetitions' wall time adds
+/// up to `measure` (at least once). A run of 30–165 ms measured once varied
+/// by ±30% with the order of two binaries' runs even on a quiet machine;
+/// the median of a second's repetitions varies much less (docs/simulator.md,
+/// Speed).
+fn repeat<T>(
+    measure: Duration,
+    mut once: impl FnMut() -> Result<(T, Timed), HarnessError>,
+) -> Result<(Vec<T>, Vec<Timed>), HarnessError> {
+    let (mut outs, mut runs) = (Vec::new(), Vec::new());
+    let mut spent = Duration::ZERO;
+    loop {
+        let (out, timed) = once()?;
+        outs.push(out);
+        runs.push(timed);
+        spent += timed.wall;
+        if spent >= measure {
+            return Ok((outs, runs));
+        }
+    }
+}
+
+/// `f`'s result and its wall time and CPU time on `clock`.
+fn timed<T>(clock: ClockId, f: impl FnOnce() -> T) -> (T, Timed) {
+    let (t0, c0) = (Instant::now(), cpu_time(clock));
+    let out = f();
+    let wall = t0.elapsed();
+    let cpu = cpu_time(clock).saturating_sub(c0);
+    (out, Timed { wall, cpu })
+}
+
 /// Runs both benchmarks, the engine under each of `policies` (names of
 /// `coloc_policy::POLICIES`; the context is empty, as for a run without a
-/// profile store). `progress` is told what starts next, before each run (a
-/// run can take tens of seconds).
+/// profile store), each figure repeated for `measure` of wall time
+/// ([`DEFAULT_MEASURE`] by default). `progress` is told what starts next,
+/// before each figure.
 pub fn sim_speed_for(
     policies: &[&str],
+    measure: Duration,
     progress: &dyn Fn(SimStep<'_>),
 ) -> Result<SimSpeed, HarnessError> {
     let dynamic = parse_workload("bench-dynamic-8.toml", DYNAMIC)?;
@@ -157,7 +245,23 @@ pub fn sim_speed_for(
                 .find(|p| p.name == *name)
                 .ok_or_else(|| coloc_policy::UnknownPolicy(name.to_string()))?;
             progress(SimStep::Engine(name));
-            engine_run(&dynamic, info)
+            let (outs, runs) = repeat(measure, || engine_run(&dynamic, info))?;
+            let first = outs[0];
+            if let Some(other) = outs.iter().find(|o| **o != first) {
+                return Err(HarnessError::BenchNotRepeated {
+                    what: info.name.into(),
+                    first: format!("{first:?}"),
+                    then: format!("{other:?}"),
+                });
+            }
+            Ok(EngineSpeed {
+                policy: info.name,
+                steps: first.steps,
+                solves: first.solves,
+                rounds: first.rounds,
+                simulated: first.simulated,
+                runs,
+            })
         })
         .collect::<Result<Vec<_>, HarnessError>>()?;
     let w = parse_workload("bench-oracle-4x8.toml", STATIC)?;
@@ -167,35 +271,55 @@ pub fn sim_speed_for(
         ..OracleOptions::default()
     };
     progress(SimStep::Oracle);
-    let (t0, c0) = (Instant::now(), cpu_time(ClockId::CLOCK_PROCESS_CPUTIME_ID));
-    let report = oracle::search(&p, &w, &opts)?;
+    let (evaluated, runs) = repeat(measure, || {
+        let (report, t) = timed(ClockId::CLOCK_PROCESS_CPUTIME_ID, || {
+            oracle::search(&p, &w, &opts)
+        });
+        Ok((report?.evaluated, t))
+    })?;
+    if let Some(other) = evaluated.iter().find(|e| **e != evaluated[0]) {
+        return Err(HarnessError::BenchNotRepeated {
+            what: "oracle".into(),
+            first: format!("{} configurations", evaluated[0]),
+            then: format!("{other} configurations"),
+        });
+    }
     Ok(SimSpeed {
+        measure,
         engine,
         oracle: OracleSpeed {
-            evaluated: report.evaluated,
+            evaluated: evaluated[0],
             threads: opts.threads,
-            wall: t0.elapsed(),
-            cpu: cpu_time(ClockId::CLOCK_PROCESS_CPUTIME_ID).saturating_sub(c0),
+            runs,
         },
     })
 }
 
-fn engine_run(w: &Workload, info: &PolicyInfo) -> Result<EngineSpeed, HarnessError> {
+/// What one engine run simulated.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct EngineCounts {
+    steps: u64,
+    solves: u64,
+    rounds: u64,
+    simulated: Duration,
+}
+
+/// One engine run: what it simulated, and the time of the Manager's run
+/// alone (on this thread's CPU clock).
+fn engine_run(w: &Workload, info: &PolicyInfo) -> Result<(EngineCounts, Timed), HarnessError> {
     let policy = info.name;
     let p = built_in("nupoco-amd64")?;
     let mut machine = SimMachine::new(p, 1);
     let mut pol = info.make(&PolicyContext::default());
     let opts = RunOptions::simulated(DEFAULT_EPOCH, 1);
     let mut trace: Vec<TraceEvent> = Vec::new();
-    let (t0, c0) = (Instant::now(), cpu_time(ClockId::CLOCK_THREAD_CPUTIME_ID));
-    run(&mut machine, pol.as_mut(), w, &opts, &mut trace).map_err(|source| {
-        HarnessError::BenchRun {
-            policy: policy.into(),
-            source,
-        }
+    let (ran, time) = timed(ClockId::CLOCK_THREAD_CPUTIME_ID, || {
+        run(&mut machine, pol.as_mut(), w, &opts, &mut trace)
+    });
+    ran.map_err(|source| HarnessError::BenchRun {
+        policy: policy.into(),
+        source,
     })?;
-    let wall = t0.elapsed();
-    let cpu = cpu_time(ClockId::CLOCK_THREAD_CPUTIME_ID).saturating_sub(c0);
     let simulated = match trace.last() {
         Some(TraceEvent::End { t, .. }) => *t,
         _ => {
@@ -204,15 +328,13 @@ fn engine_run(w: &Workload, info: &PolicyInfo) -> Result<EngineSpeed, HarnessErr
             })
         }
     };
-    Ok(EngineSpeed {
-        policy,
+    let counts = EngineCounts {
         steps: machine.engine().steps(),
         solves: machine.engine().solves(),
         rounds: machine.engine().rounds(),
         simulated,
-        wall,
-        cpu,
-    })
+    };
+    Ok((counts, time))
 }
 
 #[cfg(test)]
@@ -239,7 +361,7 @@ mod tests {
     #[test]
     fn the_engine_and_the_oracle_are_measured() {
         let steps = std::sync::Mutex::new(Vec::new());
-        let speed = sim_speed_for(&["equal"], &|s| {
+        let speed = sim_speed_for(&["equal"], Duration::ZERO, &|s| {
             steps.lock().unwrap().push(format!("{s:?}"))
         })
         .unwrap();
@@ -255,7 +377,40 @@ mod tests {
             "{:?}",
             speed.oracle
         );
-        let unknown = sim_speed_for(&["no-such"], &|_| {}).unwrap_err();
+        assert_eq!((e.runs.len(), speed.oracle.runs.len()), (1, 1));
+        let unknown = sim_speed_for(&["no-such"], Duration::ZERO, &|_| {}).unwrap_err();
         assert!(unknown.to_string().contains("no-such"), "{unknown}");
+    }
+
+    /// Repetitions go on until their wall time adds up to the time asked
+    /// for, at least once; each repetition's own time is kept.
+    #[test]
+    fn a_figure_repeats_until_its_time_is_spent() {
+        let ms = Duration::from_millis;
+        let mut n = 0;
+        let (outs, runs) = repeat(ms(10), || {
+            n += 1;
+            Ok((n, Timed { wall: ms(3), cpu: ms(2) }))
+        })
+        .unwrap();
+        // 3 + 3 + 3 < 10 ≤ 3 + 3 + 3 + 3.
+        assert_eq!(outs, [1, 2, 3, 4]);
+        assert_eq!(runs.len(), 4);
+        let (once, _) = repeat(Duration::ZERO, || Ok(((), Timed { wall: ms(3), cpu: ms(2) }))).unwrap();
+        assert_eq!(once.len(), 1);
+    }
+
+    /// Rates per wall and CPU second: the median (of the middle two for an
+    /// even count) and the ends, over the repetitions.
+    #[test]
+    fn rates_are_a_median_and_its_ends() {
+        let ms = Duration::from_millis;
+        let runs = [(100, 50), (200, 100), (50, 25), (400, 100)]
+            .map(|(w, c)| Timed { wall: ms(w), cpu: ms(c) });
+        // 1,000 events: 10,000, 5,000, 20,000 and 2,500 per wall second.
+        let (wall, cpu) = rates(1000.0, &runs);
+        assert_eq!((wall.median, wall.min, wall.max), (7500.0, 2500.0, 20000.0));
+        // 20,000, 10,000, 40,000 and 10,000 per CPU second.
+        assert_eq!((cpu.median, cpu.min, cpu.max), (15000.0, 10000.0, 40000.0));
     }
 }

@@ -38,7 +38,7 @@ use coloc_harness::overhead::{
 };
 use coloc_harness::timing::decide::{decide_times, DecideBench};
 use coloc_harness::timing::nupoco::nupoco_cost;
-use coloc_harness::timing::sim::{sim_speed_for, Baseline, SimStep};
+use coloc_harness::timing::sim::{sim_speed_for, Baseline, SimStep, DEFAULT_MEASURE};
 use coloc_harness::Target;
 use coloc_manager::{RunSummary, DEFAULT_EPOCH};
 use coloc_model::metrics::RunMetrics;
@@ -120,6 +120,10 @@ enum Bench {
         /// stored commit's].
         #[arg(long)]
         baseline: Option<PathBuf>,
+        /// Wall time each figure's runs are repeated for, at least (each is
+        /// a median over them: one run of 30-165 ms varies by a third).
+        #[arg(long, default_value_t = DEFAULT_MEASURE.as_secs_f64())]
+        seconds: f64,
     },
     /// The real-program mixes (bench/mixes, after `scripts/setup --bench`)
     /// under several policies, interleaved: makespan over its lower bound, ART
@@ -165,7 +169,13 @@ pub fn main(args: BenchArgs) -> Result<()> {
             threads,
             iterations,
         } => decide(apps, threads, iterations),
-        Bench::Sim { policies, baseline } => {
+        Bench::Sim {
+            policies,
+            baseline,
+            seconds,
+        } => {
+            let measure = Duration::try_from_secs_f64(seconds)
+                .map_err(|_| anyhow::anyhow!("--seconds {seconds}: not a length of time"))?;
             let names: Vec<&str> = policies.iter().map(String::as_str).collect();
             let baseline = match baseline {
                 Some(path) => {
@@ -184,7 +194,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
                     started.elapsed().as_secs_f64()
                 )
             };
-            let speed = sim_speed_for(&names, &progress)?;
+            let speed = sim_speed_for(&names, measure, &progress)?;
             print!("{}", sim::render(&speed, &baseline));
             Ok(())
         }

@@ -25,17 +25,23 @@ pub fn step(s: SimStep<'_>) -> String {
 }
 
 /// The engine's runs and the oracle's, each beside `base`'s figure with
-/// their ratio.
+/// their ratio. The first columns are those a single run printed before
+/// figures were repeated (a script reading two builds' output reads the
+/// same columns: `crates/sim/scripts/bench-sim-pairs.sh`), each now the
+/// median over the repetitions; then the repetitions, the spread of events
+/// per CPU second, and the CPU time per event.
 pub fn render(speed: &SimSpeed, base: &Baseline) -> String {
     let secs = Duration::as_secs_f64;
     let beside = |now: f64, then: Option<f64>| match then {
         Some(b) if b > 0.0 => format!("{b:>12.0} {:>7.1}x", now / b),
         _ => format!("{:>12} {:>8}", "-", "-"),
     };
-    let mut out =
-        "engine: 8-app dynamic workload on nupoco-amd64 (64 cores), 100 ms epochs\n".to_string();
+    let mut out = format!(
+        "engine: 8-app dynamic workload on nupoco-amd64 (64 cores), 100 ms epochs; each policy's run repeated for {:.1} s or more: medians over the runs\n",
+        secs(&speed.measure)
+    );
     out += &format!(
-        "{:<16} {:>8} {:>7} {:>8} {:>10} {:>9} {:>9} {:>10} {:>10} {:>12} {:>8}\n",
+        "{:<16} {:>8} {:>7} {:>8} {:>10} {:>9} {:>9} {:>10} {:>10} {:>12} {:>8} {:>5} {:>17} {:>10}\n",
         "policy",
         "events",
         "solves",
@@ -46,42 +52,53 @@ pub fn render(speed: &SimSpeed, base: &Baseline) -> String {
         "events/s",
         "per cpu s",
         base.commit.as_str(),
-        "ratio"
+        "ratio",
+        "runs",
+        "per cpu s min-max",
+        "cpu us/ev"
     );
     for e in &speed.engine {
+        let (per_s, per_cpu) = (e.steps_per_s(), e.steps_per_cpu_s());
         out += &format!(
-            "{:<16} {:>8} {:>7} {:>8} {:>9.1}s {:>8.3}s {:>8.3}s {:>10.0} {:>10.0} {}\n",
+            "{:<16} {:>8} {:>7} {:>8} {:>9.1}s {:>8.3}s {:>8.3}s {:>10.0} {:>10.0} {} {:>5} {:>17} {:>10.2}\n",
             e.policy,
             e.steps,
             e.solves,
             e.rounds,
             secs(&e.simulated),
-            secs(&e.wall),
-            secs(&e.cpu),
-            e.steps_per_s(),
-            e.steps_per_cpu_s(),
-            beside(e.steps_per_s(), base.events_per_s.get(e.policy).copied())
+            e.steps as f64 / per_s.median,
+            e.steps as f64 / per_cpu.median,
+            per_s.median,
+            per_cpu.median,
+            beside(per_s.median, base.events_per_s.get(e.policy).copied()),
+            e.runs.len(),
+            format!("{:.0}-{:.0}", per_cpu.min, per_cpu.max),
+            1e6 / per_cpu.median
         );
     }
     let o = &speed.oracle;
+    let (per_s, per_cpu) = (o.configs_per_s(), o.configs_per_cpu_s());
     out += &format!(
-        "oracle: 4 apps x 8 threads on opteron48 (48 cores), bounded search: {} configurations in {:.2} s on {} threads ({:.2} s CPU) = {:.2} configurations/s ({:.2} per CPU second); {}: {:.2}/s, {:.1}x\n",
+        "oracle: 4 apps x 8 threads on opteron48 (48 cores), bounded search: {} configurations in {:.2} s on {} threads ({:.2} s CPU) = {:.2} configurations/s ({:.2} per CPU second); {}: {:.2}/s, {:.1}x; medians of {} searches, per CPU second {:.0}-{:.0}\n",
         o.evaluated,
-        secs(&o.wall),
+        o.evaluated as f64 / per_s.median,
         o.threads,
-        secs(&o.cpu),
-        o.configs_per_s(),
-        o.configs_per_cpu_s(),
+        o.evaluated as f64 / per_cpu.median,
+        per_s.median,
+        per_cpu.median,
         base.commit,
         base.oracle_configs_per_s,
-        o.configs_per_s() / base.oracle_configs_per_s
+        per_s.median / base.oracle_configs_per_s,
+        o.runs.len(),
+        per_cpu.min,
+        per_cpu.max
     );
     out
 }
 
 #[cfg(test)]
 mod tests {
-    use coloc_harness::timing::sim::{EngineSpeed, OracleSpeed};
+    use coloc_harness::timing::sim::{EngineSpeed, OracleSpeed, Timed};
 
     use super::*;
 
@@ -94,27 +111,39 @@ mod tests {
         }
     }
 
-    /// Each figure is printed beside the baseline's with their ratio; a
-    /// policy the baseline lacks gets dashes.
+    /// Each figure is the median over its runs, printed beside the
+    /// baseline's with their ratio, then the runs, the spread and the CPU
+    /// time per event; a policy the baseline lacks gets dashes.
     #[test]
     fn figures_are_printed_beside_the_baseline() {
         let secs = Duration::from_secs;
-        let run = |policy, steps| EngineSpeed {
+        let ms = Duration::from_millis;
+        let timed = |wall, cpu| Timed { wall, cpu };
+        let run = |policy, steps, runs: Vec<Timed>| EngineSpeed {
             policy,
             steps,
             solves: 1,
             rounds: 1,
             simulated: secs(10),
-            wall: secs(2),
-            cpu: secs(1),
+            runs,
         };
+        // equal: 2,500, 5,000 and 10,000 events per wall second; 5,000,
+        // 10,000 and 5,000 per CPU second.
+        let equal = vec![
+            timed(secs(2), secs(1)),
+            timed(ms(1000), ms(500)),
+            timed(ms(500), ms(1000)),
+        ];
         let speed = SimSpeed {
-            engine: vec![run("equal", 5000), run("tang", 10)],
+            measure: secs(1),
+            engine: vec![
+                run("equal", 5000, equal),
+                run("tang", 10, vec![timed(secs(1), secs(1))]),
+            ],
             oracle: OracleSpeed {
                 evaluated: 64,
                 threads: 2,
-                wall: secs(2),
-                cpu: secs(4),
+                runs: vec![timed(secs(2), secs(4))],
             },
         };
         let base = Baseline {
@@ -124,15 +153,19 @@ mod tests {
         };
         let out = render(&speed, &base);
         let equal = out.lines().find(|l| l.starts_with("equal")).unwrap();
-        assert!(
-            equal.contains(" 2500 ") && equal.contains(" 5000 "),
+        // Medians: 5,000 events per wall second (1.000 s), 5,000 per CPU
+        // second (1.000 s), 4.0x the baseline's 1,250; 3 runs, 5,000 to
+        // 10,000 per CPU second, 200 us of CPU per event.
+        let fields: Vec<&str> = equal.split_whitespace().collect();
+        assert_eq!(
+            fields[5..],
+            ["1.000s", "1.000s", "5000", "5000", "1250", "4.0x", "3", "5000-10000", "200.00"],
             "{equal}"
         );
-        assert!(equal.ends_with(" 1250     2.0x"), "{equal}");
         let tang = out.lines().find(|l| l.starts_with("tang")).unwrap();
-        assert!(tang.trim_end().ends_with("-        -"), "{tang}");
+        assert!(tang.contains("-        -"), "{tang}");
         assert!(
-            out.contains("32.00 configurations/s (16.00 per CPU second); abc1234: 16.00/s, 2.0x"),
+            out.contains("32.00 configurations/s (16.00 per CPU second); abc1234: 16.00/s, 2.0x; medians of 1 searches"),
             "{out}"
         );
     }
