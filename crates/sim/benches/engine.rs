@@ -23,8 +23,10 @@
 //! - `conservation_check_64_threads`: the Manager's waste checks
 //!   (`coloc_manager::conservation`) over one interval of 8 apps × 8
 //!   pinned threads, some idle, run at every observation;
-//! - `resense_decide_8_apps`: one ReSense decision for 8 apps × 8 threads
-//!   on the 64-core machine;
+//! - `resense_decide_8_apps` and `nupoco_decide_8_apps`: one ReSense and
+//!   one NuPoCo decision for 8 apps × 8 pinned threads on the 64-core
+//!   machine (NuPoCo sees no OpenMP section there: every app is placed for
+//!   its team, its core reservations and thread pinning);
 //! - `oracle_space_count_4x8`: counting the oracle's space of 4 apps × 8
 //!   threads on the 48-core Opteron (`coloc_model::topology::symmetry`'s
 //!   class tables), what `coloc bench sim`'s oracle run does once per DoP
@@ -209,6 +211,11 @@ fn hot_functions(c: &mut Criterion) {
     };
     group.bench_function("resense_decide_8_apps", |b| {
         b.iter(|| resense.decide(black_box(&view)).apps.len())
+    });
+    let mut nupoco = coloc_policy::by_name_with("nupoco", &PolicyContext::default())
+        .expect("a registry policy");
+    group.bench_function("nupoco_decide_8_apps", |b| {
+        b.iter(|| nupoco.decide(black_box(&view)).apps.len())
     });
     let opteron = platform("opteron48").expect("a built-in platform");
     let tree = SymTree::new(&opteron.topology);
