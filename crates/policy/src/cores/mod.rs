@@ -34,6 +34,10 @@ pub(crate) struct CoreMap {
     pub llc: Vec<usize>,
     pub nodes: usize,
     pub llcs: usize,
+    /// Per CPU number: the first core holding it, so that [`CoreMap::core_of`]
+    /// is a lookup (it runs for every thread at every decision;
+    /// docs/simulator.md, Speed).
+    core_at: Vec<Option<Core>>,
 }
 
 /// The granularity Algorithm 1 hands out.
@@ -86,12 +90,19 @@ impl CoreMap {
                 })
             })
             .collect();
+        let mut core_at = vec![None; cores.iter().filter_map(|c| c.iter().next_back()).max().map_or(0, |c| c as usize + 1)];
+        for (core, set) in cores.iter().enumerate() {
+            for cpu in set.iter() {
+                core_at[cpu as usize].get_or_insert(core);
+            }
+        }
         Self {
             nodes: nodes_cpus.len(),
             llcs: keys.len(),
             cores,
             node,
             llc,
+            core_at,
         }
     }
 
@@ -101,7 +112,7 @@ impl CoreMap {
 
     /// The core holding `cpu`.
     pub fn core_of(&self, cpu: u32) -> Option<Core> {
-        self.cores.iter().position(|c| c.contains(cpu))
+        self.core_at.get(cpu as usize).copied().flatten()
     }
 
     /// How many of `cores` are in each memory node.
@@ -115,9 +126,11 @@ impl CoreMap {
 
     /// The PUs of `cores`.
     pub fn cpus(&self, cores: &[Core]) -> CpuSet {
-        cores
-            .iter()
-            .fold(CpuSet::new(), |acc, &c| acc.union(&self.cores[c]))
+        let mut all = CpuSet::new();
+        for &c in cores {
+            all.union_with(&self.cores[c]);
+        }
+        all
     }
 
     /// `cores` reordered to alternate between memory nodes (the first core of
