@@ -104,21 +104,25 @@ impl<'a> Interval<'a> {
         })
     }
 
-    /// CPU time of the app's threads over the interval, ns.
+    /// CPU time over the interval of the threads of `sample`, an app's
+    /// sample in `last`, ns.
     pub fn cpu_ns(&self, sample: &AppSample) -> f64 {
+        let before = self.prev.app(sample.app);
         sample
             .threads
             .iter()
-            .map(|t| self.delta(sample.app, t.tid, |x| x.run_ns))
+            .map(|t| grew(before, t, |x| x.run_ns))
             .sum()
     }
 
-    /// The app's threads that ran for more than [`IDLE_BELOW`] of the interval.
+    /// The threads of `sample`, an app's sample in `last`, that ran for more
+    /// than [`IDLE_BELOW`] of the interval.
     pub fn busy(&self, sample: &AppSample) -> Vec<Tid> {
+        let before = self.prev.app(sample.app);
         sample
             .threads
             .iter()
-            .filter(|t| self.delta(sample.app, t.tid, |x| x.run_ns) > IDLE_BELOW * self.dt)
+            .filter(|t| grew(before, t, |x| x.run_ns) > IDLE_BELOW * self.dt)
             .map(|t| t.tid)
             .collect()
     }
@@ -148,6 +152,20 @@ impl<'a> Interval<'a> {
             .filter(|&c| busy[c as usize] < IDLE_BELOW * self.dt)
             .collect()
     }
+}
+
+/// How much `field` of thread `now` grew since `before`, its app's sample at
+/// the start of the interval, ns (from 0 for a thread born in it):
+/// [`Interval::delta`] for a caller that holds the thread's sample and its
+/// app's earlier one, found once per app instead of twice per thread (the
+/// checks run at every observation; docs/simulator.md, Speed).
+pub(crate) fn grew(
+    before: Option<&AppSample>,
+    now: &ThreadSample,
+    field: fn(&ThreadSample) -> u64,
+) -> f64 {
+    let was = before.and_then(|b| b.thread(now.tid)).map_or(0, field);
+    field(now).saturating_sub(was) as f64
 }
 
 /// An OpenMP app at both ends of an interval ([`Interval::openmp`]).

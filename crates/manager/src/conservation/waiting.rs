@@ -12,7 +12,7 @@
 
 use coloc_model::{AppId, AppView, CpuSet, Observation, Placement, Tid, Topology};
 
-use super::{Interval, WAITING_ABOVE};
+use super::{grew, Interval, WAITING_ABOVE};
 
 /// An app whose waiting threads were kept off idle CPUs over one interval.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,8 +57,9 @@ pub(super) fn shortfalls_in(apps: &[AppView], iv: &Interval<'_>, idle: &CpuSet) 
         let mut off = CpuSet::new();
         let mut waiting = Vec::new();
         let planned = placement.by_thread();
+        let before = iv.prev.app(a.id);
         for t in &sample.threads {
-            if iv.delta(a.id, t.tid, |x| x.wait_ns) <= WAITING_ABOVE * iv.dt {
+            if grew(before, t, |x| x.wait_ns) <= WAITING_ABOVE * iv.dt {
                 continue;
             }
             let Some(allowed) = planned.get(t.tid) else {
