@@ -221,9 +221,17 @@ pub(crate) fn current_cores(map: &CoreMap, app: &AppView) -> Vec<Core> {
         return Vec::new();
     };
     let cpus = p.placement.cpus();
-    (0..map.len())
-        .filter(|&c| !map.cores[c].is_empty() && map.cores[c].is_subset(&cpus))
-        .collect()
+    // Found from its CPUs, a lookup each, rather than by testing every core
+    // of the machine (this runs for every app, several times a decision):
+    // cores are disjoint, so these are the non-empty cores within them.
+    let mut cores: Vec<Core> = cpus
+        .iter()
+        .filter_map(|cpu| map.core_of(cpu))
+        .filter(|&c| map.cores[c].is_subset(&cpus))
+        .collect();
+    cores.sort_unstable();
+    cores.dedup();
+    cores
 }
 
 /// Reserves cores for serial and fixed apps and admits pending ones; returns

@@ -200,9 +200,12 @@ pub(crate) fn pin_team(map: &CoreMap, app: &AppView, cores: &[Core]) -> Placemen
     }
     let team = app.threads.len().min(cores.len());
     let planned = app.current.as_ref().map(|p| p.placement.by_thread());
+    // The core whose PUs are exactly the thread's CPUs: cores are disjoint,
+    // so it is the one holding the first of them (looked up, not searched).
     let current = |t: Tid| -> Option<Core> {
         let set = planned.as_ref()?.get(t)?;
-        cores.iter().copied().find(|&c| map.cores[c] == *set)
+        let c = map.core_of(set.first()?)?;
+        (map.cores[c] == *set && cores.contains(&c)).then_some(c)
     };
     let mut owner: Vec<Option<Core>> = vec![None; team];
     let mut taken = vec![false; cores.len()];

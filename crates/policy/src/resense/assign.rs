@@ -158,16 +158,15 @@ struct Slots {
 
 impl Slots {
     fn new(topology: &Topology, within: &CpuSet, threads: usize) -> Self {
-        let cores: Vec<CpuSet> = topology
-            .core_sets()
-            .map(|c| c.intersection(within))
-            .filter(|c| !c.is_empty())
-            .collect();
+        // The cores with a PU among those CPUs, and those PUs, read in place
+        // rather than intersected into new sets.
+        let cores = || topology.core_sets().filter(|c| !c.is_disjoint(within));
+        let count = cores().count();
         let pus = within.len().max(1);
         let mut per_cpu = vec![None; within.iter().next_back().map_or(0, |c| c as usize + 1)];
-        for (core, set) in cores.iter().enumerate() {
-            for (k, cpu) in set.iter().enumerate() {
-                let slots = if threads <= cores.len() {
+        for (core, set) in cores().enumerate() {
+            for (k, cpu) in set.iter().filter(|&c| within.contains(c)).enumerate() {
+                let slots = if threads <= count {
                     usize::from(k == 0)
                 } else {
                     threads.div_ceil(pus)
