@@ -38,34 +38,34 @@ pub fn check(view: &View<'_>, plan: &Plan) -> Result<(), Vec<Violation>> {
         }
     }
     let usable = view.topology.cpus();
+    // The app's name is formatted only for an error: the Manager checks
+    // every plan of every run (docs/simulator.md, Speed).
     for p in &plan.apps {
-        let id = p.app.to_string();
+        let id = || p.app.to_string();
         let Some(app) = view.apps.iter().find(|a| a.id == p.app) else {
-            errors.push(Violation::Unknown(id));
+            errors.push(Violation::Unknown(id()));
             continue;
         };
         if app.is_running() && !p.admit {
-            errors.push(Violation::HoldsRunning(id.clone()));
+            errors.push(Violation::HoldsRunning(id()));
         }
         if p.dop == Some(0) {
-            errors.push(Violation::ZeroDop(id.clone()));
+            errors.push(Violation::ZeroDop(id()));
         }
-        let sets: Vec<_> = match &p.placement {
-            Placement::Unmanaged => Vec::new(),
-            Placement::Shared(s) => vec![s],
+        let empty = match &p.placement {
+            Placement::Unmanaged => false,
+            Placement::Shared(s) => s.is_empty(),
             Placement::PerThread { threads, rest } => {
-                threads.iter().map(|(_, s)| s).chain([rest]).collect()
+                threads.iter().any(|(_, s)| s.is_empty()) || rest.is_empty()
             }
         };
-        if sets.iter().any(|s| s.is_empty()) {
-            errors.push(Violation::NoCpus(id.clone()));
+        if empty {
+            errors.push(Violation::NoCpus(id()));
         }
-        for cpu in p.placement.cpus().iter() {
-            if !usable.contains(cpu) {
-                errors.push(Violation::ForeignCpu {
-                    app: id.clone(),
-                    cpu,
-                });
+        let cpus = p.placement.cpus();
+        if !cpus.is_subset(usable) {
+            for cpu in cpus.difference(usable).iter() {
+                errors.push(Violation::ForeignCpu { app: id(), cpu });
             }
         }
     }
