@@ -327,6 +327,15 @@ impl Radix {
         }
     }
 
+    /// Whether `a + k·b` stays at or below the target digit by digit.
+    fn adds_times(&self, a: usize, b: usize, k: usize) -> bool {
+        self.digits(a)
+            .iter()
+            .zip(self.digits(b))
+            .zip(&self.target)
+            .all(|((&x, &y), &t)| usize::from(x) + k * usize::from(y) <= usize::from(t))
+    }
+
     /// Whether `a + b` stays at or below the target digit by digit.
     fn adds(&self, a: usize, b: usize) -> bool {
         self.digits(a)
@@ -440,41 +449,7 @@ impl<'t> Space<'t> {
         let (child, m) = self.tree.shapes[shape].classes[c];
         let child_table = self.table(child);
         let r = self.radix.clone().expect("tables only exist with a radix");
-        // Without the empty child first: dp[s][v] with s non-empty children.
-        let mut dp = vec![vec![0.0; r.size]; m + 1];
-        dp[0][0] = 1.0;
-        let mut above = Vec::new();
-        let mut most = Vec::new();
-        let mut choose = Vec::with_capacity(m + 1);
-        for u in 1..r.size {
-            let n = child_table[u];
-            if n == 0.0 {
-                continue;
-            }
-            // Only the vectors v ≥ u digit by digit take k ≥ 1 children of
-            // vector u; row s reads rows below s only, which this u has not
-            // changed yet, so the order of the v does not matter.
-            r.at_least(u, &mut above);
-            choose.clear();
-            choose.extend((0..=m).map(|k| multichoose(n, k)));
-            // How many children of vector u each v holds (v ≥ k·u digit by
-            // digit for k up to it, `Radix::fits` being monotone in k),
-            // found once per (u, v) rather than once per row and k.
-            most.clear();
-            most.extend(above.iter().map(|&v| r.times(v, u).min(m)));
-            for s in (1..=m).rev() {
-                for (&v, &most) in above.iter().zip(&most) {
-                    let mut add = 0.0;
-                    for k in 1..=s.min(most) {
-                        let rest = dp[s - k][v - k * u];
-                        if rest != 0.0 {
-                            add += rest * choose[k];
-                        }
-                    }
-                    dp[s][v] += add;
-                }
-            }
-        }
+        let mut dp = multisets(&r, &child_table, m);
         // Pad with empty children: exactly s children, the rest empty.
         for s in 1..=m {
             let (lo, hi) = dp.split_at_mut(s);
@@ -609,6 +584,108 @@ fn choose(
         choose(r, dp, items, i, slots - 1, v - u, chosen, out);
         chosen.pop();
     }
+}
+
+/// dp[s][v]: multisets of `s` non-empty children, of up to `m`, whose
+/// vectors add up to v, where `child[u]` children have vector u: a knapsack
+/// over the child vectors u, where k copies of u chosen from n = child[u]
+/// count C(n + k − 1, k) ways.
+///
+/// For each u, row s (from the top, so that it reads rows below s that
+/// have not taken u yet) gains, at every v ≥ k·u digit by digit,
+/// Σ_{k=1..s} dp[s − k][v − k·u]·C(n + k − 1, k), summed in k order and
+/// added once. Each term is gathered one of two ways, whichever visits
+/// fewer entries: from the non-zero entries w of row s − k (v = w + k·u,
+/// kept at or below the target), or over every v ≥ u, skipping zeros.
+/// Early in the knapsack the rows are sparse and the vectors above u many
+/// (row 0 has one entry), late it is the other way round. Both add the
+/// same non-zero terms to each v in the same order, so the table is the
+/// same to the last bit whichever way each was gathered; reading only
+/// the non-zero entries made counting the oracle's space of 4 apps × 8
+/// threads on opteron48 about N× faster (docs/simulator.md, Speed).
+fn multisets(r: &Radix, child: &[f64], m: usize) -> Vec<Vec<f64>> {
+    let mut dp = vec![vec![0.0; r.size]; m + 1];
+    dp[0][0] = 1.0;
+    // The indices of each row's non-zero entries, in no order (an entry
+    // never returns to zero: every term is positive).
+    let mut nonzero: Vec<Vec<usize>> = vec![Vec::new(); m + 1];
+    nonzero[0].push(0);
+    let mut above = Vec::new();
+    let mut most: Vec<usize> = Vec::new();
+    // The positions in `above` of the v holding two children of u or more.
+    let mut twice: Vec<usize> = Vec::new();
+    let mut choose = Vec::with_capacity(m + 1);
+    // Per v, this row's sum of terms so far, and the v that have one.
+    let mut add = vec![0.0; r.size];
+    let mut touched: Vec<usize> = Vec::new();
+    for u in 1..r.size {
+        let n = child[u];
+        if n == 0.0 {
+            continue;
+        }
+        r.at_least(u, &mut above);
+        most.clear();
+        twice.clear();
+        choose.clear();
+        choose.extend((0..=m).map(|k| multichoose(n, k)));
+        for s in (1..=m).rev() {
+            touched.clear();
+            for k in 1..=s {
+                // k·u past the target: no v holds k children of vector u,
+                // nor more.
+                if !r.adds_times(0, u, k) {
+                    break;
+                }
+                let (rows, row) = (&dp[..s], s - k);
+                if nonzero[row].len() <= above.len() {
+                    for &w in &nonzero[row] {
+                        if r.adds_times(w, u, k) {
+                            gather(&mut add, &mut touched, w + k * u, rows[row][w] * choose[k]);
+                        }
+                    }
+                    continue;
+                }
+                if most.is_empty() {
+                    // How many children of vector u each v holds (v ≥ k·u
+                    // digit by digit up to it), once per (u, v).
+                    most.extend(above.iter().map(|&v| r.times(v, u).min(m)));
+                    twice.extend((0..above.len()).filter(|&i| most[i] >= 2));
+                }
+                if k == 1 {
+                    for &v in &above {
+                        let rest = rows[row][v - u];
+                        if rest != 0.0 {
+                            gather(&mut add, &mut touched, v, rest * choose[1]);
+                        }
+                    }
+                    continue;
+                }
+                for &i in twice.iter().filter(|&&i| most[i] >= k) {
+                    let v = above[i];
+                    let rest = rows[row][v - k * u];
+                    if rest != 0.0 {
+                        gather(&mut add, &mut touched, v, rest * choose[k]);
+                    }
+                }
+            }
+            for &v in &touched {
+                if dp[s][v] == 0.0 {
+                    nonzero[s].push(v);
+                }
+                dp[s][v] += add[v];
+                add[v] = 0.0;
+            }
+        }
+    }
+    dp
+}
+
+/// Adds one term to v's sum ([`multisets`]), noting v the first time.
+fn gather(add: &mut [f64], touched: &mut Vec<usize>, v: usize, term: f64) {
+    if add[v] == 0.0 {
+        touched.push(v);
+    }
+    add[v] += term;
 }
 
 /// (a * b)[v] = Σ_{u + w = v} a[u]·b[w], over the non-zero entries only.
