@@ -3,7 +3,6 @@
 //! rates of the memory controllers and links (`memory.rs`) from the
 //! platform's figures.
 
-use std::collections::BTreeMap;
 
 use coloc_model::queueing::NumaSystem;
 use coloc_model::topology::{ObjId, ObjKind, Topology};
@@ -21,7 +20,10 @@ pub(crate) type CpuIdx = usize;
 #[derive(Clone, Debug)]
 pub(crate) struct Layout {
     pub cpus: Vec<Cpu>,
-    index: BTreeMap<Cpu, CpuIdx>,
+    /// Per CPU number, its index in `cpus`: a lookup in a table, as every
+    /// placement change asks it for each CPU of each thread's set
+    /// (docs/simulator.md, Speed).
+    index: Vec<Option<CpuIdx>>,
     /// Per CPU: its last-level cache instance.
     pub llc: Vec<usize>,
     pub llc_bytes: Vec<f64>,
@@ -108,7 +110,10 @@ impl Layout {
         let cores = (0..cpu_nodes)
             .map(|i| cpu_node.iter().filter(|&&n| n == i).count() as u32)
             .collect();
-        let index = cpus.iter().enumerate().map(|(i, &c)| (c, i)).collect();
+        let mut index = vec![None; cpus.iter().max().map_or(0, |&c| c as usize + 1)];
+        for (i, &c) in cpus.iter().enumerate() {
+            index[c as usize] = Some(i);
+        }
         Self {
             cpus,
             index,
@@ -127,7 +132,7 @@ impl Layout {
     }
 
     pub fn idx(&self, cpu: Cpu) -> Option<CpuIdx> {
-        self.index.get(&cpu).copied()
+        self.index.get(cpu as usize).copied().flatten()
     }
 
     pub fn llcs(&self) -> usize {
