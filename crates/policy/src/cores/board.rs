@@ -94,6 +94,11 @@ impl Board {
             .collect()
     }
 
+    /// How many cores `app` owns: [`Board::owned`]'s length, without the list.
+    pub fn count(&self, app: AppId) -> usize {
+        self.owner.iter().filter(|o| **o == Some(app)).count()
+    }
+
     /// The cores `app` owns for itself: those it owns minus those lent to it,
     /// which its DoP must not count.
     pub fn own(&self, app: AppId) -> Vec<Core> {
@@ -132,7 +137,7 @@ impl Board {
         loop {
             let mut lent = false;
             for (app, need) in needs {
-                if self.owned(app.id).len() >= queued(view, app, *need) {
+                if self.count(app.id) >= queued(view, app, *need) {
                     continue;
                 }
                 // A parallel section's free cores are its policy's choice (a
@@ -168,7 +173,7 @@ impl Board {
     /// then the old team on fewer cores would queue at every barrier while the
     /// cores it gave up idle. Lent cores count in no DoP ([`Board::own`]).
     pub fn lend_to_team(&mut self, map: &CoreMap, view: &View<'_>, app: &AppView) -> usize {
-        let short = queued(view, app, Need::Parallel).saturating_sub(self.owned(app.id).len());
+        let short = queued(view, app, Need::Parallel).saturating_sub(self.count(app.id));
         let got = self.take(app.id, short, &current_cores(map, app));
         for &c in &got {
             self.lent[c] = true;
