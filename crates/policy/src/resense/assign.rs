@@ -160,11 +160,11 @@ impl Slots {
     fn new(topology: &Topology, within: &CpuSet, threads: usize) -> Self {
         // The cores with a PU among those CPUs, and those PUs, read in place
         // rather than intersected into new sets.
-        let cores = || topology.core_sets().filter(|c| !c.is_disjoint(within));
-        let count = cores().count();
+        let meets = |c: &&CpuSet| !c.is_disjoint(within);
+        let count = topology.core_sets().filter(meets).count();
         let pus = within.len().max(1);
         let mut per_cpu = vec![None; within.iter().next_back().map_or(0, |c| c as usize + 1)];
-        for (core, set) in cores().enumerate() {
+        for (core, set) in topology.core_sets().filter(meets).enumerate() {
             for (k, cpu) in set.iter().filter(|&c| within.contains(c)).enumerate() {
                 let slots = if threads <= count {
                     usize::from(k == 0)
