@@ -207,6 +207,15 @@ impl CpuSet {
         out
     }
 
+    /// `self == other`, word by word in line rather than through `memcmp`
+    /// (sets of the built-in platforms have one or two words, and a caller
+    /// comparing a whole topology's sets pays a library call per set
+    /// otherwise: `coloc_policy`'s `per_topology.rs`).
+    pub fn same_words(&self, other: &CpuSet) -> bool {
+        self.words.len() == other.words.len()
+            && self.words.iter().zip(&other.words).all(|(a, b)| a == b)
+    }
+
     /// Word `w`, zero past the last.
     fn word(&self, w: usize) -> u64 {
         self.words.get(w).copied().unwrap_or(0)
