@@ -212,8 +212,8 @@ fn hot_functions(c: &mut Criterion) {
     group.bench_function("resense_decide_8_apps", |b| {
         b.iter(|| resense.decide(black_box(&view)).apps.len())
     });
-    let mut nupoco = coloc_policy::by_name_with("nupoco", &PolicyContext::default())
-        .expect("a registry policy");
+    let mut nupoco =
+        coloc_policy::by_name_with("nupoco", &PolicyContext::default()).expect("a registry policy");
     group.bench_function("nupoco_decide_8_apps", |b| {
         b.iter(|| nupoco.decide(black_box(&view)).apps.len())
     });

@@ -110,10 +110,7 @@ impl Spread {
 /// `runs`.
 fn rates(count: f64, runs: &[Timed]) -> (Spread, Spread) {
     let per = |time: fn(&Timed) -> Duration| {
-        let v: Vec<f64> = runs
-            .iter()
-            .map(|r| count / time(r).as_secs_f64())
-            .collect();
+        let v: Vec<f64> = runs.iter().map(|r| count / time(r).as_secs_f64()).collect();
         Spread::of(&v).unwrap_or(Spread {
             median: f64::NAN,
             min: f64::NAN,
@@ -390,13 +387,28 @@ mod tests {
         let mut n = 0;
         let (outs, runs) = repeat(ms(10), || {
             n += 1;
-            Ok((n, Timed { wall: ms(3), cpu: ms(2) }))
+            Ok((
+                n,
+                Timed {
+                    wall: ms(3),
+                    cpu: ms(2),
+                },
+            ))
         })
         .unwrap();
         // 3 + 3 + 3 < 10 ≤ 3 + 3 + 3 + 3.
         assert_eq!(outs, [1, 2, 3, 4]);
         assert_eq!(runs.len(), 4);
-        let (once, _) = repeat(Duration::ZERO, || Ok(((), Timed { wall: ms(3), cpu: ms(2) }))).unwrap();
+        let (once, _) = repeat(Duration::ZERO, || {
+            Ok((
+                (),
+                Timed {
+                    wall: ms(3),
+                    cpu: ms(2),
+                },
+            ))
+        })
+        .unwrap();
         assert_eq!(once.len(), 1);
     }
 
@@ -405,8 +417,10 @@ mod tests {
     #[test]
     fn rates_are_a_median_and_its_ends() {
         let ms = Duration::from_millis;
-        let runs = [(100, 50), (200, 100), (50, 25), (400, 100)]
-            .map(|(w, c)| Timed { wall: ms(w), cpu: ms(c) });
+        let runs = [(100, 50), (200, 100), (50, 25), (400, 100)].map(|(w, c)| Timed {
+            wall: ms(w),
+            cpu: ms(c),
+        });
         // 1,000 events: 10,000, 5,000, 20,000 and 2,500 per wall second.
         let (wall, cpu) = rates(1000.0, &runs);
         assert_eq!((wall.median, wall.min, wall.max), (7500.0, 2500.0, 20000.0));

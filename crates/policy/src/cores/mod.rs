@@ -90,7 +90,14 @@ impl CoreMap {
                 })
             })
             .collect();
-        let mut core_at = vec![None; cores.iter().filter_map(|c| c.iter().next_back()).max().map_or(0, |c| c as usize + 1)];
+        let mut core_at = vec![
+            None;
+            cores
+                .iter()
+                .filter_map(|c| c.iter().next_back())
+                .max()
+                .map_or(0, |c| c as usize + 1)
+        ];
         for (core, set) in cores.iter().enumerate() {
             for cpu in set.iter() {
                 core_at[cpu as usize].get_or_insert(core);

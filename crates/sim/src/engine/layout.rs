@@ -3,7 +3,6 @@
 //! rates of the memory controllers and links (`memory.rs`) from the
 //! platform's figures.
 
-
 use coloc_model::queueing::NumaSystem;
 use coloc_model::topology::{ObjId, ObjKind, Topology};
 use coloc_model::Cpu;

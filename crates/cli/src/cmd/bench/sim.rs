@@ -159,7 +159,17 @@ mod tests {
         let fields: Vec<&str> = equal.split_whitespace().collect();
         assert_eq!(
             fields[5..],
-            ["1.000s", "1.000s", "5000", "5000", "1250", "4.0x", "3", "5000-10000", "200.00"],
+            [
+                "1.000s",
+                "1.000s",
+                "5000",
+                "5000",
+                "1250",
+                "4.0x",
+                "3",
+                "5000-10000",
+                "200.00"
+            ],
             "{equal}"
         );
         let tang = out.lines().find(|l| l.starts_with("tang")).unwrap();
