@@ -45,7 +45,7 @@ use std::collections::BTreeMap;
 
 use coloc_model::knowledge::derive::{Learned, Provenance};
 use coloc_model::metrics::RegionRecords;
-use coloc_model::{AppId, AppView, Plan, Reason, View};
+use coloc_model::{AppId, AppView, CpuSet, Plan, Reason, View};
 
 use super::lever::{Lever, RegionClock};
 use super::reversible::{self, Reversibility, Stakes};
@@ -99,13 +99,12 @@ impl Board {
         self.owner.iter().filter(|o| **o == Some(app)).count()
     }
 
-    /// The cores `app` owns for itself: those it owns minus those lent to it,
-    /// which its DoP must not count.
-    pub fn own(&self, app: AppId) -> Vec<Core> {
-        self.owned(app)
-            .into_iter()
-            .filter(|&c| !self.lent[c])
-            .collect()
+    /// How many cores `app` owns for itself: those it owns minus those lent
+    /// to it, which its DoP must not count.
+    pub fn own_count(&self, app: AppId) -> usize {
+        (0..self.owner.len())
+            .filter(|&c| self.owner[c] == Some(app) && !self.lent[c])
+            .count()
     }
 
     /// Gives `app` up to `n` free cores: first those of `prefer` (where it runs
@@ -132,7 +131,7 @@ impl Board {
     /// ([`queued`]), and so do cores nobody took, to fixed apps only (where they
     /// run now first; a parallel section's free cores are its policy's
     /// choice); the free ones left stay with the serial apps that had them.
-    /// Cores given here are lent: they count in no DoP ([`Board::own`]).
+    /// Cores given here are lent: they count in no DoP ([`Board::own_count`]).
     pub fn finish(&mut self, map: &CoreMap, view: &View<'_>, needs: &[(&AppView, Need)]) {
         loop {
             let mut lent = false;
@@ -171,7 +170,7 @@ impl Board {
     /// A policy that just lowered the app's DoP calls this after sizing every
     /// section: the OpenMP runtime applies a DoP at the next region, and until
     /// then the old team on fewer cores would queue at every barrier while the
-    /// cores it gave up idle. Lent cores count in no DoP ([`Board::own`]).
+    /// cores it gave up idle. Lent cores count in no DoP ([`Board::own_count`]).
     pub fn lend_to_team(&mut self, map: &CoreMap, view: &View<'_>, app: &AppView) -> usize {
         let short = queued(view, app, Need::Parallel).saturating_sub(self.count(app.id));
         let got = self.take(app.id, short, &current_cores(map, app));
@@ -390,7 +389,10 @@ impl Levers {
     /// apps' expected life (`cores/reversible.rs`).
     pub fn reversible(&self, view: &View<'_>, app: &AppView) -> Reversibility {
         let clock = self.clocks.get(&app.id).cloned().unwrap_or_default();
-        let cpus = crate::baseline::topology_order(view).len() as u32;
+        // The PUs of every core: `baseline::topology_order`'s length,
+        // counted rather than listed (this runs for every app at every
+        // decision).
+        let cpus = view.topology.core_sets().map(CpuSet::len).sum::<usize>() as u32;
         let stakes = Stakes::equal_share(view, app, cpus, self.sets.ahead(view.now));
         reversible::of_app(&self.records, &clock, view, app, &stakes)
     }
@@ -510,7 +512,7 @@ mod tests {
         }
         board.finish(&map, &view, &needs);
         apps.iter()
-            .map(|a| (board.owned(a.id).len(), board.own(a.id).len()))
+            .map(|a| (board.owned(a.id).len(), board.own_count(a.id)))
             .collect()
     }
 

@@ -158,13 +158,18 @@ impl CoreMap {
         keyed.into_iter().map(|(_, _, c)| c).collect()
     }
 
-    /// `free` cores grouped into units of `level`, in topology order.
-    pub fn units(&self, free: &[Core], level: Level) -> Vec<Vec<Core>> {
-        let group = |c: Core| match level {
+    /// The unit of `level` that core `c` belongs to.
+    fn group(&self, c: Core, level: Level) -> usize {
+        match level {
             Level::Node => self.node[c],
             Level::Llc => self.llc[c],
             Level::Core => c,
-        };
+        }
+    }
+
+    /// `free` cores grouped into units of `level`, in topology order.
+    pub fn units(&self, free: &[Core], level: Level) -> Vec<Vec<Core>> {
+        let group = |c: Core| self.group(c, level);
         let mut keys: Vec<usize> = Vec::new();
         let mut units: Vec<Vec<Core>> = Vec::new();
         for &c in free {
@@ -188,8 +193,17 @@ impl CoreMap {
     pub fn level_for(&self, free: &[Core], apps: usize) -> Level {
         [Level::Node, Level::Llc]
             .into_iter()
-            .find(|&l| self.units(free, l).len() >= apps)
+            .find(|&l| self.unit_count(free, l) >= apps)
             .unwrap_or(Level::Core)
+    }
+
+    /// How many units of `level` the `free` cores form: [`CoreMap::units`]'
+    /// length, counted without building them (every decision asks).
+    fn unit_count(&self, free: &[Core], level: Level) -> usize {
+        let mut seen = vec![false; self.len().max(self.nodes).max(self.llcs)];
+        free.iter()
+            .filter(|&&c| !std::mem::replace(&mut seen[self.group(c, level)], true))
+            .count()
     }
 }
 

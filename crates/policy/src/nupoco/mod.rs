@@ -492,7 +492,7 @@ impl Nupoco {
             }
             let cores = map.interleave(&board.owned(a.id));
             // Lent cores serve the team running now, not the next region.
-            let own = board.own(a.id).len();
+            let own = board.own_count(a.id);
             let need = needs.iter().find(|(x, _)| x.id == a.id).map(|n| n.1);
             let phase = self.tracks.get(&a.id).map(Track::phase);
             let dop = (need == Some(Need::Parallel)).then_some(own.max(1) as u32);

@@ -106,8 +106,16 @@ pub(crate) fn assign(
     // Every app's live threads take CPUs before any app's threads to come, so
     // that the first thread of a serial app does not share the first free
     // slot with another serial app's thread while CPUs idle.
-    let mut cpus = vec![Vec::new(); requests.len()];
-    let mut load = Load::default();
+    // Sized up front: this runs at every decision (docs/simulator.md, Speed).
+    let mut cpus: Vec<Vec<Cpu>> = requests
+        .iter()
+        .map(|r| Vec::with_capacity(r.threads))
+        .collect();
+    let mut load = Load {
+        cpu: vec![0; slots.per_cpu.len()],
+        core: vec![0; slots.cores],
+        coreless: 0,
+    };
     let mut live: Vec<usize> = requests.iter().map(|r| r.live.min(r.threads)).collect();
     let mut left: Vec<Vec<usize>> = regions
         .iter()
@@ -154,6 +162,8 @@ fn children(region: &CpuSet, instances: &[CpuSet]) -> Vec<CpuSet> {
 /// number: `assign` runs at every decision (docs/simulator.md, Speed).
 struct Slots {
     per_cpu: Vec<Option<(usize, usize)>>,
+    /// How many cores the CPUs placed on reach.
+    cores: usize,
 }
 
 impl Slots {
@@ -174,7 +184,10 @@ impl Slots {
                 per_cpu[cpu as usize] = Some((slots, core));
             }
         }
-        Self { per_cpu }
+        Self {
+            per_cpu,
+            cores: count,
+        }
     }
 
     fn of(&self, cpu: Cpu) -> Option<(usize, usize)> {
