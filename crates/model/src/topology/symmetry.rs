@@ -390,10 +390,44 @@ impl<'t> Space<'t> {
     /// Number of sharing configurations; None when the space is too large to
     /// build counting tables for.
     pub fn configurations(&mut self) -> Option<f64> {
-        let r = self.radix.as_ref()?;
+        let r = self.radix.clone()?;
         let top = r.index(&self.target);
         let root = self.tree.nodes[self.tree.root].shape;
-        Some(self.table(root)[top])
+        match self.tree.shapes[root].classes[..] {
+            [(child, m)] if !self.tables.contains_key(&root) => {
+                Some(self.top_count(&r, child, m, top))
+            }
+            _ => Some(self.table(root)[top]),
+        }
+    }
+
+    /// `table(root)[top]` for a root whose children are one class of `m`
+    /// children of shape `child` (every built-in platform's machine: its
+    /// packages), computing only the entries of the class table that entry
+    /// depends on. An entry of row s at v is needed only if the m − s
+    /// children still to come can make up top − v, so only if the digit sum
+    /// of v is at least that of top less m − s times the largest digit sum
+    /// a child holds: the last row needs top alone, the one before it the
+    /// vectors of the upper digit sums. The entries computed are computed
+    /// as the whole table computes them (the same terms in the same order,
+    /// and the terms of a needed entry are needed entries), so the count is
+    /// the same to the bit (test
+    /// `the_count_of_a_one_class_root_is_its_tables_top_entry`); the
+    /// oracle counts its space once per DoP split (docs/simulator.md, Speed).
+    fn top_count(&mut self, r: &Radix, child: usize, m: usize, top: usize) -> f64 {
+        let child_table = self.table(child);
+        let most = (1..r.size)
+            .filter(|&u| child_table[u] != 0.0)
+            .map(|u| r.sum[u])
+            .max()
+            .unwrap_or(0);
+        let total = r.sum[top];
+        let floor: Vec<u32> = (0..=m)
+            .map(|s| total.saturating_sub((m - s) as u32 * most))
+            .collect();
+        let dp = multisets(r, &child_table, m, &floor);
+        // Padded as `class_table` pads: exactly m children, the rest empty.
+        (1..=m).fold(dp[0][top], |padded, s| dp[s][top] + padded)
     }
 
     /// Number of raw placements: the N-fold convolution (N CPUs) of what one
@@ -449,7 +483,7 @@ impl<'t> Space<'t> {
         let (child, m) = self.tree.shapes[shape].classes[c];
         let child_table = self.table(child);
         let r = self.radix.clone().expect("tables only exist with a radix");
-        let mut dp = multisets(&r, &child_table, m);
+        let mut dp = multisets(&r, &child_table, m, &vec![0; m + 1]);
         // Pad with empty children: exactly s children, the rest empty.
         for s in 1..=m {
             let (lo, hi) = dp.split_at_mut(s);
@@ -603,7 +637,11 @@ fn choose(
 /// same to the last bit whichever way each was gathered; reading only
 /// the non-zero entries made counting the oracle's space of 4 apps × 8
 /// threads on opteron48 about N× faster (docs/simulator.md, Speed).
-fn multisets(r: &Radix, child: &[f64], m: usize) -> Vec<Vec<f64>> {
+///
+/// Row s is computed only at the v whose digit sum is at least `floor[s]`
+/// (0 everywhere for the whole table; [`Space::top_count`]), the others
+/// left at 0.
+fn multisets(r: &Radix, child: &[f64], m: usize, floor: &[u32]) -> Vec<Vec<f64>> {
     let mut dp = vec![vec![0.0; r.size]; m + 1];
     dp[0][0] = 1.0;
     // The indices of each row's non-zero entries, in no order (an entry
@@ -639,7 +677,7 @@ fn multisets(r: &Radix, child: &[f64], m: usize) -> Vec<Vec<f64>> {
                 let (rows, row) = (&dp[..s], s - k);
                 if nonzero[row].len() <= above.len() {
                     for &w in &nonzero[row] {
-                        if r.adds_times(w, u, k) {
+                        if r.adds_times(w, u, k) && r.sum[w + k * u] >= floor[s] {
                             gather(&mut add, &mut touched, w + k * u, rows[row][w] * choose[k]);
                         }
                     }
@@ -652,7 +690,7 @@ fn multisets(r: &Radix, child: &[f64], m: usize) -> Vec<Vec<f64>> {
                     twice.extend((0..above.len()).filter(|&i| most[i] >= 2));
                 }
                 if k == 1 {
-                    for &v in &above {
+                    for &v in above.iter().filter(|&&v| r.sum[v] >= floor[s]) {
                         let rest = rows[row][v - u];
                         if rest != 0.0 {
                             gather(&mut add, &mut touched, v, rest * choose[1]);
@@ -660,7 +698,10 @@ fn multisets(r: &Radix, child: &[f64], m: usize) -> Vec<Vec<f64>> {
                     }
                     continue;
                 }
-                for &i in twice.iter().filter(|&&i| most[i] >= k) {
+                for &i in twice
+                    .iter()
+                    .filter(|&&i| most[i] >= k && r.sum[above[i]] >= floor[s])
+                {
                     let v = above[i];
                     let rest = rows[row][v - k * u];
                     if rest != 0.0 {

@@ -285,7 +285,8 @@ fn multisets_match_the_dense_knapsack_to_the_bit() {
                     }
                 })
                 .collect();
-            let (got, want) = (multisets(&r, &child, m), multisets_dense(&r, &child, m));
+            let got = multisets(&r, &child, m, &vec![0; m + 1]);
+            let want = multisets_dense(&r, &child, m);
             for (s, (g, w)) in got.iter().zip(&want).enumerate() {
                 for v in 0..r.size {
                     assert_eq!(
@@ -298,5 +299,35 @@ fn multisets_match_the_dense_knapsack_to_the_bit() {
                 }
             }
         }
+    }
+}
+
+/// Counting a root of one class of children computes only the entries its
+/// count depends on, and gives the count the whole table gives, to the bit:
+/// machines of one, two and four packages, whole-thread and shared CPUs.
+#[test]
+fn the_count_of_a_one_class_root_is_its_tables_top_entry() {
+    let cases: [(&str, &[u16]); 6] = [
+        (PAIRS, &[2, 2]),
+        (PAIRS, &[5]),
+        ("package:2 l3(1M):1 core:3", &[2, 2, 1]),
+        ("package:4 numa:2 l3(5M):1 l2(512K):2 core:1", &[4, 3, 2]),
+        ("package:4 numa:2 l3(5M):1 l2(512K):2 core:1", &[6, 6, 6, 6]),
+        ("package:3 l2(1M):2 core:2", &[3, 3, 4]),
+    ];
+    for (desc, target) in cases {
+        let t = tree(desc);
+        let root = t.nodes[t.root].shape;
+        assert_eq!(t.shapes[root].classes.len(), 1, "{desc}");
+        let counted = Space::new(&t, target.to_vec()).configurations().unwrap();
+        let mut whole = Space::new(&t, target.to_vec());
+        let top = whole.radix.as_ref().unwrap().index(target);
+        let want = whole.table(root)[top];
+        assert!(want > 0.0, "{desc} {target:?}");
+        assert_eq!(
+            counted.to_bits(),
+            want.to_bits(),
+            "{desc} {target:?}: {counted} vs {want}"
+        );
     }
 }
