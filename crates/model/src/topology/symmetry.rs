@@ -327,6 +327,15 @@ impl Radix {
         }
     }
 
+    /// Whether `a ≥ k·b` digit by digit ([`Self::fits`] without its `u16`
+    /// product).
+    fn holds(&self, a: usize, b: usize, k: usize) -> bool {
+        self.digits(a)
+            .iter()
+            .zip(self.digits(b))
+            .all(|(&x, &y)| usize::from(x) >= k * usize::from(y))
+    }
+
     /// Whether `a + k·b` stays at or below the target digit by digit.
     fn adds_times(&self, a: usize, b: usize, k: usize) -> bool {
         self.digits(a)
@@ -628,15 +637,14 @@ fn choose(
 /// For each u, row s (from the top, so that it reads rows below s that
 /// have not taken u yet) gains, at every v ≥ k·u digit by digit,
 /// Σ_{k=1..s} dp[s − k][v − k·u]·C(n + k − 1, k), summed in k order and
-/// added once. Each term is gathered one of two ways, whichever visits
-/// fewer entries: from the non-zero entries w of row s − k (v = w + k·u,
-/// kept at or below the target), or over every v ≥ u, skipping zeros.
-/// Early in the knapsack the rows are sparse and the vectors above u many
-/// (row 0 has one entry), late it is the other way round. Both add the
-/// same non-zero terms to each v in the same order, so the table is the
-/// same to the last bit whichever way each was gathered; reading only
-/// the non-zero entries made counting the oracle's space of 4 apps × 8
-/// threads on opteron48 about N× faster (docs/simulator.md, Speed).
+/// added once. Each term is gathered whichever way visits fewest entries:
+/// from the non-zero entries w of row s − k (v = w + k·u, kept at or below
+/// the target), over every v ≥ u, skipping zeros, or, for a row computed
+/// only above a floor, over the v of that row. Early in the knapsack the
+/// rows are sparse and the vectors above u many (row 0 has one entry),
+/// late it is the other way round. Every way adds the same non-zero terms
+/// to each v in the same order, so the table is the same to the last bit
+/// whichever way each was gathered (docs/simulator.md, Speed).
 ///
 /// Row s is computed only at the v whose digit sum is at least `floor[s]`
 /// (0 everywhere for the whole table; [`Space::top_count`]), the others
@@ -656,6 +664,16 @@ fn multisets(r: &Radix, child: &[f64], m: usize, floor: &[u32]) -> Vec<Vec<f64>>
     // Per v, this row's sum of terms so far, and the v that have one.
     let mut add = vec![0.0; r.size];
     let mut touched: Vec<usize> = Vec::new();
+    // Per row with a floor, the v it is computed at: when fewer than the
+    // vectors above u, the terms are gathered over these instead (the last
+    // row of a count has one).
+    let needed: Vec<Vec<usize>> = floor
+        .iter()
+        .map(|&f| match f {
+            0 => Vec::new(),
+            f => (0..r.size).filter(|&v| r.sum[v] >= f).collect(),
+        })
+        .collect();
     for u in 1..r.size {
         let n = child[u];
         if n == 0.0 {
@@ -675,10 +693,25 @@ fn multisets(r: &Radix, child: &[f64], m: usize, floor: &[u32]) -> Vec<Vec<f64>>
                     break;
                 }
                 let (rows, row) = (&dp[..s], s - k);
-                if nonzero[row].len() <= above.len() {
+                let by_floor = floor[s] > 0 && needed[s].len() < above.len();
+                let dense = if by_floor {
+                    needed[s].len()
+                } else {
+                    above.len()
+                };
+                if nonzero[row].len() <= dense {
                     for &w in &nonzero[row] {
                         if r.adds_times(w, u, k) && r.sum[w + k * u] >= floor[s] {
                             gather(&mut add, &mut touched, w + k * u, rows[row][w] * choose[k]);
+                        }
+                    }
+                    continue;
+                }
+                if by_floor {
+                    for &v in needed[s].iter().filter(|&&v| r.holds(v, u, k)) {
+                        let rest = rows[row][v - k * u];
+                        if rest != 0.0 {
+                            gather(&mut add, &mut touched, v, rest * choose[k]);
                         }
                     }
                     continue;
