@@ -288,7 +288,9 @@ impl Radix {
     }
 
     /// The largest k with `a ≥ k·b` digit by digit ([`Self::fits`]), for a
-    /// non-zero `b`.
+    /// non-zero `b`: what the dense knapsack the tests check [`multisets`]
+    /// against reads.
+    #[cfg(test)]
     fn times(&self, a: usize, b: usize) -> usize {
         self.digits(a)
             .iter()
@@ -656,9 +658,10 @@ fn multisets(r: &Radix, child: &[f64], m: usize, floor: &[u32]) -> Vec<Vec<f64>>
     // never returns to zero: every term is positive).
     let mut nonzero: Vec<Vec<usize>> = vec![Vec::new(); m + 1];
     nonzero[0].push(0);
+    // The vectors at or above u, and the positions among them of those
+    // holding two children of u or more: listed only when a dense pass
+    // needs them (their number is a product of the digits' room).
     let mut above = Vec::new();
-    let mut most: Vec<usize> = Vec::new();
-    // The positions in `above` of the v holding two children of u or more.
     let mut twice: Vec<usize> = Vec::new();
     let mut choose = Vec::with_capacity(m + 1);
     // Per v, this row's sum of terms so far, and the v that have one.
@@ -679,8 +682,13 @@ fn multisets(r: &Radix, child: &[f64], m: usize, floor: &[u32]) -> Vec<Vec<f64>>
         if n == 0.0 {
             continue;
         }
-        r.at_least(u, &mut above);
-        most.clear();
+        let room: usize = r
+            .target
+            .iter()
+            .zip(r.digits(u))
+            .map(|(&t, &d)| usize::from(t - d) + 1)
+            .product();
+        above.clear();
         twice.clear();
         choose.clear();
         choose.extend((0..=m).map(|k| multichoose(n, k)));
@@ -693,12 +701,8 @@ fn multisets(r: &Radix, child: &[f64], m: usize, floor: &[u32]) -> Vec<Vec<f64>>
                     break;
                 }
                 let (rows, row) = (&dp[..s], s - k);
-                let by_floor = floor[s] > 0 && needed[s].len() < above.len();
-                let dense = if by_floor {
-                    needed[s].len()
-                } else {
-                    above.len()
-                };
+                let by_floor = floor[s] > 0 && needed[s].len() < room;
+                let dense = if by_floor { needed[s].len() } else { room };
                 if nonzero[row].len() <= dense {
                     for &w in &nonzero[row] {
                         if r.adds_times(w, u, k) && r.sum[w + k * u] >= floor[s] {
@@ -716,11 +720,8 @@ fn multisets(r: &Radix, child: &[f64], m: usize, floor: &[u32]) -> Vec<Vec<f64>>
                     }
                     continue;
                 }
-                if most.is_empty() {
-                    // How many children of vector u each v holds (v ≥ k·u
-                    // digit by digit up to it), once per (u, v).
-                    most.extend(above.iter().map(|&v| r.times(v, u).min(m)));
-                    twice.extend((0..above.len()).filter(|&i| most[i] >= 2));
+                if above.is_empty() {
+                    r.at_least(u, &mut above);
                 }
                 if k == 1 {
                     for &v in above.iter().filter(|&&v| r.sum[v] >= floor[s]) {
@@ -731,9 +732,12 @@ fn multisets(r: &Radix, child: &[f64], m: usize, floor: &[u32]) -> Vec<Vec<f64>>
                     }
                     continue;
                 }
+                if twice.is_empty() {
+                    twice.extend((0..above.len()).filter(|&i| r.holds(above[i], u, 2)));
+                }
                 for &i in twice
                     .iter()
-                    .filter(|&&i| most[i] >= k && r.sum[above[i]] >= floor[s])
+                    .filter(|&&i| r.holds(above[i], u, k) && r.sum[above[i]] >= floor[s])
                 {
                     let v = above[i];
                     let rest = rows[row][v - k * u];
