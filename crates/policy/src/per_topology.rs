@@ -115,6 +115,7 @@ mod tests {
             |t: &mut Topology| t.objects[3].name = Some("g".into()),
             |t: &mut Topology| t.objects[3].parent = None,
             |t: &mut Topology| t.objects[0].children.push(7),
+            |t: &mut Topology| t.objects[0].children.swap(0, 1),
             |t: &mut Topology| {
                 let c = t.objects.iter().position(|o| o.cache.is_some()).unwrap();
                 t.objects[c].cache.as_mut().unwrap().size_bytes += 1;
