@@ -330,30 +330,29 @@ impl Radix {
     }
 
     /// Whether `a ≥ k·b` digit by digit ([`Self::fits`] without its `u16`
-    /// product).
+    /// product), read from digit sums as [`Self::adds_times`] reads them: a
+    /// borrow in a − k·b adds its digit's target to the digit sum.
     fn holds(&self, a: usize, b: usize, k: usize) -> bool {
-        self.digits(a)
-            .iter()
-            .zip(self.digits(b))
-            .all(|(&x, &y)| usize::from(x) >= k * usize::from(y))
+        let kb = k * b;
+        self.adds_times(0, b, k) && a >= kb && self.sum[a - kb] + self.sum[kb] == self.sum[a]
     }
 
-    /// Whether `a + k·b` stays at or below the target digit by digit.
+    /// Whether `a + k·b` stays at or below the target digit by digit. The
+    /// indices add like the vectors exactly when no digit passes its target
+    /// (the index is linear); a digit that does carries into the next, which
+    /// takes that digit's target off the digit sum (a digit whose target is
+    /// 0 never carries itself), or past the last digit, out of the index
+    /// range. So the digit sums tell, two lookups instead of a pass over
+    /// the digits (the class tables ask at every entry they gather;
+    /// docs/simulator.md, Speed).
     fn adds_times(&self, a: usize, b: usize, k: usize) -> bool {
-        self.digits(a)
-            .iter()
-            .zip(self.digits(b))
-            .zip(&self.target)
-            .all(|((&x, &y), &t)| usize::from(x) + k * usize::from(y) <= usize::from(t))
+        let v = a + k * b;
+        v < self.size && self.sum[v] == self.sum[a] + k as u32 * self.sum[b]
     }
 
     /// Whether `a + b` stays at or below the target digit by digit.
     fn adds(&self, a: usize, b: usize) -> bool {
-        self.digits(a)
-            .iter()
-            .zip(self.digits(b))
-            .zip(&self.target)
-            .all(|((&x, &y), &t)| x + y <= t)
+        self.adds_times(a, b, 1)
     }
 
     /// Indices of the non-zero entries of a table.

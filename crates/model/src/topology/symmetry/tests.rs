@@ -331,3 +331,31 @@ fn the_count_of_a_one_class_root_is_its_tables_top_entry() {
         );
     }
 }
+
+/// Whether a sum stays within the target, and whether a vector holds k
+/// copies of another, read from digit sums, answer as digit by digit does:
+/// every pair of vectors of targets of one to four apps (a digit with
+/// target 0 among them), k up to 3.
+#[test]
+fn digit_sums_tell_a_carry_and_a_borrow() {
+    for target in [&[3u16][..], &[2, 0, 3], &[1, 4, 2], &[8, 8], &[2, 1, 0, 2]] {
+        let r = Radix::new(target).unwrap();
+        for a in 0..r.size {
+            for b in 0..r.size {
+                for k in 1..=3usize {
+                    let (x, y) = (r.digits(a), r.digits(b));
+                    let fits_sum = x.iter().zip(y).zip(target).all(|((&x, &y), &t)| {
+                        usize::from(x) + k * usize::from(y) <= usize::from(t)
+                    });
+                    let holds = x
+                        .iter()
+                        .zip(y)
+                        .all(|(&x, &y)| usize::from(x) >= k * usize::from(y));
+                    assert_eq!(r.adds_times(a, b, k), fits_sum, "{target:?} {a} + {k}·{b}");
+                    assert_eq!(r.holds(a, b, k), holds, "{target:?} {a} ≥ {k}·{b}");
+                }
+                assert_eq!(r.adds(a, b), r.adds_times(a, b, 1));
+            }
+        }
+    }
+}
