@@ -134,6 +134,34 @@ fn first_sets_that_a_trial_at_once_cost_the_bound() {
     }
 }
 
+/// yorkfield, a loan that could not raise the borrower's pace (1.053x
+/// equal at `094d56c`: auto 14.91 s, native 19.63 s, equal 14.15 s): the
+/// idle CPU of a partition was lent to a co-runner whose OpenMP team
+/// outnumbered its partition's CPUs and ran no faster on one CPU more (its
+/// slowest member's pace: 4 threads on 2 CPUs or 3 are 2 on the most
+/// crowded), and when the lender used its CPU again it shared it with the
+/// borrower until the next decision. A loan is now made only where it
+/// raises the borrower's pace (docs/policies/auto.md, Own arrangement): one
+/// of 70 mixes of seeds 1..=10,000 it brought within the bound, and this
+/// change alone moved it (the same binary with the lending before: 1.053x).
+#[test]
+fn counterexample_4636_yorkfield_a_loan_that_could_not_raise_the_borrowers_pace() {
+    within_the_limit_on(on("yorkfield", 4), 4636);
+}
+
+/// yorkfield's worst (1.176x equal at `094d56c`): a memory-bound
+/// serial-phase program beside short co-runners, which it lent its idle
+/// partition CPU while serial. Lending only where the loan raises the
+/// borrower's pace took auto from 9.31 s to 8.68 s (equal 7.92 s: 1.097x);
+/// with no lending at all it took 8.01 s. The loans the rule still makes
+/// here (pthreads borrowers, or teams a loan does speed up) cost the rest:
+/// not diagnosed (docs/policies/auto.md, Not done yet).
+#[test]
+#[ignore = "improved, not fixed: 1.097x equal; the loans the pace rule still makes are not diagnosed"]
+fn counterexample_8577_yorkfield_a_serial_phase_lender_shares_its_cpu_with_a_borrower() {
+    within_the_limit_on(on("yorkfield", 4), 8577);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: 12,

@@ -62,6 +62,16 @@ pub enum Reason {
     NoGang(NoGang),
     /// Idle CPUs of other partitions lent to the app while its threads wait.
     Borrowed { cpus: CpuSet },
+    /// Idle CPUs of other partitions not lent to the app although its
+    /// threads wait: its team of `team` threads inside a region runs at its
+    /// slowest member's pace, as fast on its `own` CPUs as it would on
+    /// `with` (docs/policies/auto.md, Own arrangement).
+    NotLent {
+        cpus: CpuSet,
+        team: u32,
+        own: u32,
+        with: u32,
+    },
     /// The memory policy, and why.
     Memory(Memory),
     /// The scheduling settings, and why.

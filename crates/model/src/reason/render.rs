@@ -176,6 +176,17 @@ impl Display for Reason {
                 }
             }
             Reason::Borrowed { cpus } => write!(f, "borrowing idle CPUs {}", cpus.to_list()),
+            Reason::NotLent {
+                cpus,
+                team,
+                own,
+                with,
+            } => write!(
+                f,
+                "not lent idle CPUs {}: its team of {team} keeps its slowest member's pace on \
+                 {with} CPUs as on its {own}",
+                cpus.to_list()
+            ),
             Reason::Memory(m) => m.fmt(f),
             Reason::Sched(s) => s.fmt(f),
             Reason::Tang(t) => write!(

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use coloc_model::{AppId, AppView, CpuSet, View};
 
 use super::evidence::usage;
+use crate::cores::reversible::paced_cpus;
 
 /// A partition counts as leaving a CPU idle when its app used at most this
 /// much less than a whole CPU of it over the last interval (the Manager's
@@ -61,22 +62,61 @@ pub(super) fn lent(
         .collect()
 }
 
+/// What the idle CPUs of other partitions do for one app.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Loan {
+    /// None lent, or its threads did not wait.
+    NoNeed,
+    /// It borrows them.
+    Borrows,
+    /// Its threads waited, but the loan would not raise its pace: a
+    /// bulk-synchronous team of `team` gets as much done on its partition's
+    /// `own` CPUs as on `with` ([`loan_pays`]).
+    Refused { team: u32, own: u32, with: u32 },
+}
+
+/// Whether `with` CPUs instead of `own` raise the pace of an app whose
+/// threads wait (docs/policies/auto.md, Own arrangement): an OpenMP team
+/// inside a region, `team` threads more than its `own` CPUs, is
+/// bulk-synchronous (a region ends at a barrier, and its static schedule
+/// gives each member an equal share), so it gets `n / ⌈n/c⌉` CPUs' worth
+/// done on `c` (reversible first's pace model, [`paced_cpus`]) and a loan
+/// pays only where that grows. Any other app gets one more thread run per
+/// CPU lent while it has a thread waiting, and the loan pays: a team that
+/// fits its CPUs waits behind another app's threads, not its own; a
+/// pthreads program's synchronization the policy does not see (`team`
+/// None), and an OpenMP program in a serial phase has one thread.
+pub(super) fn loan_pays(team: Option<u32>, own: u32, with: u32) -> bool {
+    match team {
+        Some(n) if n > own => paced_cpus(n, with) > paced_cpus(n, own),
+        _ => true,
+    }
+}
+
 /// The CPUs app `id` runs on in the own arrangement: its partition `slice`,
-/// and the `lent` CPUs when its threads waited (a steered app keeps the DoP
-/// of its partition: its waiting thread may move, its team stays). The
-/// second value says whether it borrows.
+/// and the `lent` CPUs when its threads waited and the loan raises its pace
+/// ([`loan_pays`]; `team`: its team's threads when it is an OpenMP team
+/// inside a region). A steered app keeps the DoP of its partition: its
+/// waiting thread may move, its team stays.
 pub(super) fn with_lent(
     id: AppId,
     slice: &CpuSet,
     used: &BTreeMap<AppId, (f64, bool)>,
     lent: &CpuSet,
-) -> (CpuSet, bool) {
-    let borrows =
+    team: Option<u32>,
+) -> (CpuSet, Loan) {
+    let waits =
         used.get(&id).is_some_and(|(_, waiting)| *waiting) && !lent.difference(slice).is_empty();
-    if borrows {
-        (slice.union(lent), true)
+    if !waits {
+        return (slice.clone(), Loan::NoNeed);
+    }
+    let with = slice.union(lent);
+    let (own, more) = (slice.len() as u32, with.len() as u32);
+    if loan_pays(team, own, more) {
+        (with, Loan::Borrows)
     } else {
-        (slice.clone(), false)
+        let team = team.unwrap_or_default();
+        (slice.clone(), Loan::Refused { team, own, with: more })
     }
 }
 

@@ -10,6 +10,7 @@ use coloc_model::reason::{
 use coloc_model::{AppId, AppPlan, AppView, CpuSet, Objective, Placement, View};
 
 use super::admission::Admission as Admitted;
+use super::arrange::Loan;
 use super::{arrange, gang, Arranged, Auto, Cut, Shape, Stock};
 
 /// The numbers of the earlier steps (`auto/mod.rs`).
@@ -89,7 +90,14 @@ impl Auto {
         if s.shape.gang {
             return self.gang_turn(view, a, s, p);
         }
-        let (cpus_of, borrows) = arrange::with_lent(a.id, &slice, s.used, &s.cut.lent);
+        // An OpenMP team inside a region: its threads (`arrange::loan_pays`).
+        let in_region = view
+            .last
+            .and_then(|o| o.app(a.id))
+            .and_then(|x| x.omp.as_ref())
+            .filter(|o| o.in_parallel)
+            .map(|o| o.team_size.max(1));
+        let (cpus_of, loan) = arrange::with_lent(a.id, &slice, s.used, &s.cut.lent, in_region);
         p.placement = Placement::Shared(cpus_of);
         p.reasons.push(self.partition(a, &slice, s));
         p.reasons.extend(tang(a.id, s));
@@ -107,10 +115,17 @@ impl Auto {
         if !steered && self.objective == Objective::Makespan {
             p.reasons.push(Reason::NoGang(no_gang(a.id, s)));
         }
-        if borrows {
-            p.reasons.push(Reason::Borrowed {
+        match loan {
+            Loan::NoNeed => {}
+            Loan::Borrows => p.reasons.push(Reason::Borrowed {
                 cpus: s.cut.lent.clone(),
-            });
+            }),
+            Loan::Refused { team, own, with } => p.reasons.push(Reason::NotLent {
+                cpus: s.cut.lent.difference(&slice),
+                team,
+                own,
+                with,
+            }),
         }
         self.set_memory(view, a, &slice, &mut p);
         p

@@ -806,6 +806,39 @@ fn idle_partitions_are_lent_and_let_an_arrival_in() {
     );
 }
 
+/// Which loans raise a waiting app's pace (`arrange::loan_pays`): an
+/// OpenMP team inside a region gets n / ⌈n/c⌉ CPUs' worth done on c.
+#[test]
+fn a_loan_is_made_where_it_raises_the_borrowers_pace() {
+    // (team inside a region, its CPUs, with the loan, lent)
+    let cases = [
+        // yorkfield's 4-thread team on a partition of 2: 4/⌈4/3⌉ = 2 on 3,
+        // as on 2; 4/⌈4/4⌉ = 4 on 4.
+        (Some(4), 2, 3, false),
+        (Some(4), 2, 4, true),
+        // kvm-2cpu's team of 2 on one CPU: 2/⌈2/2⌉ = 2 on 2 against 1.
+        (Some(2), 1, 2, true),
+        // 3 on 1: 3/⌈3/2⌉ = 1.5 on 2 against 1.
+        (Some(3), 1, 2, true),
+        // 8 on 3: 8/⌈8/3⌉ = 2.67; on 4, 8/2 = 4; on 5, 8/⌈8/5⌉ = 4 too
+        // (from 4).
+        (Some(8), 3, 4, true),
+        (Some(8), 4, 5, false),
+        // A team that fits waits behind another app's threads: lent.
+        (Some(2), 2, 3, true),
+        // A pthreads team, or an OpenMP one in a serial phase: one more
+        // thread runs per CPU lent.
+        (None, 2, 3, true),
+    ];
+    for (team, own, with, pays) in cases {
+        assert_eq!(
+            super::arrange::loan_pays(team, own, with),
+            pays,
+            "{team:?} on {own}, {with} with the loan"
+        );
+    }
+}
+
 /// Idle CPUs let a held app in only when an observation of the running apps
 /// shows them: three apps arriving together on 2 CPUs, nothing running yet,
 /// start two (a CPU each) and hold the third; and every admitted app fills an

@@ -102,15 +102,24 @@ impl Stakes {
     }
 }
 
+/// CPUs' worth of work a bulk-synchronous team of `n` threads gets done on
+/// `c` CPUs: all `n` when they fit; packed, it runs at its slowest member's
+/// pace, one of `⌈n/c⌉` threads on the most crowded CPU, so `n / ⌈n/c⌉`.
+pub fn paced_cpus(n: u32, c: u32) -> f64 {
+    if c == 0 {
+        return 0.0;
+    }
+    f64::from(n) / f64::from(n.div_ceil(c).max(1))
+}
+
 /// The fraction of `c` CPUs a bulk-synchronous team of `n` threads packed
-/// onto them loses: it runs at its slowest member's pace, one of `⌈n/c⌉`
-/// threads on the most crowded CPU, so `n / ⌈n/c⌉` CPUs' worth of work
-/// gets done on `c`.
+/// onto them loses: one less its CPUs' worth done ([`paced_cpus`]) over
+/// `c`.
 pub fn pace_overhead(n: u32, c: u32) -> f64 {
     if c == 0 || n <= c {
         return 0.0;
     }
-    1.0 - f64::from(n) / f64::from(c * n.div_ceil(c))
+    1.0 - paced_cpus(n, c) / f64::from(c)
 }
 
 /// The clock the rule assumes, GHz: the policy does not see the CPU's, and
@@ -356,6 +365,21 @@ mod tests {
         ];
         for (n, c, h) in cases {
             assert!((pace_overhead(n, c) - h).abs() < 1e-12, "{n} on {c}");
+        }
+        // (n, c, CPUs' worth): a team of 4 gets 2 CPUs' worth on 2 and on
+        // 3 (⌈4/3⌉ = 2 on the most crowded), 4 on 4; one that fits, all.
+        let cases = [
+            (4, 2, 2.0),
+            (4, 3, 2.0),
+            (4, 4, 4.0),
+            (4, 6, 4.0),
+            (3, 2, 1.5),
+            (2, 1, 1.0),
+            (5, 4, 2.5),
+            (1, 0, 0.0),
+        ];
+        for (n, c, w) in cases {
+            assert_eq!(paced_cpus(n, c), w, "{n} on {c}");
         }
     }
 
