@@ -116,7 +116,14 @@ pub(super) fn with_lent(
         (with, Loan::Borrows)
     } else {
         let team = team.unwrap_or_default();
-        (slice.clone(), Loan::Refused { team, own, with: more })
+        (
+            slice.clone(),
+            Loan::Refused {
+                team,
+                own,
+                with: more,
+            },
+        )
     }
 }
 
