@@ -137,14 +137,9 @@ pub struct EngineSpeed {
 }
 
 impl EngineSpeed {
-    /// Events per second of wall time.
-    pub fn steps_per_s(&self) -> Spread {
-        rates(self.steps as f64, &self.runs).0
-    }
-
-    /// Events per second of CPU time.
-    pub fn steps_per_cpu_s(&self) -> Spread {
-        rates(self.steps as f64, &self.runs).1
+    /// Events per second of wall time, and per second of CPU time.
+    pub fn steps_per_s(&self) -> (Spread, Spread) {
+        rates(self.steps as f64, &self.runs)
     }
 }
 
@@ -159,13 +154,10 @@ pub struct OracleSpeed {
 }
 
 impl OracleSpeed {
-    pub fn configs_per_s(&self) -> Spread {
-        rates(self.evaluated as f64, &self.runs).0
-    }
-
-    /// Configurations per second of CPU time (summed over the workers).
-    pub fn configs_per_cpu_s(&self) -> Spread {
-        rates(self.evaluated as f64, &self.runs).1
+    /// Configurations per second of wall time, and per second of CPU time
+    /// (summed over the workers).
+    pub fn configs_per_s(&self) -> (Spread, Spread) {
+        rates(self.evaluated as f64, &self.runs)
     }
 }
 
@@ -214,6 +206,24 @@ fn repeat<T>(
     }
 }
 
+/// What every repetition of the run `what` simulated, which must be the
+/// same each time (the simulator is deterministic); else the first
+/// difference, as an error. `outs` holds one repetition at least.
+fn same_each_time<T: Copy + PartialEq + std::fmt::Debug>(
+    what: &str,
+    outs: &[T],
+) -> Result<T, HarnessError> {
+    let first = outs[0];
+    match outs.iter().find(|o| **o != first) {
+        None => Ok(first),
+        Some(other) => Err(HarnessError::BenchNotRepeated {
+            what: what.into(),
+            first: format!("{first:?}"),
+            then: format!("{other:?}"),
+        }),
+    }
+}
+
 /// `f`'s result and its wall time and CPU time on `clock`.
 fn timed<T>(clock: ClockId, f: impl FnOnce() -> T) -> (T, Timed) {
     let (t0, c0) = (Instant::now(), cpu_time(clock));
@@ -243,14 +253,7 @@ pub fn sim_speed_for(
                 .ok_or_else(|| coloc_policy::UnknownPolicy(name.to_string()))?;
             progress(SimStep::Engine(name));
             let (outs, runs) = repeat(measure, || engine_run(&dynamic, info))?;
-            let first = outs[0];
-            if let Some(other) = outs.iter().find(|o| **o != first) {
-                return Err(HarnessError::BenchNotRepeated {
-                    what: info.name.into(),
-                    first: format!("{first:?}"),
-                    then: format!("{other:?}"),
-                });
-            }
+            let first = same_each_time(info.name, &outs)?;
             Ok(EngineSpeed {
                 policy: info.name,
                 steps: first.steps,
@@ -274,18 +277,12 @@ pub fn sim_speed_for(
         });
         Ok((report?.evaluated, t))
     })?;
-    if let Some(other) = evaluated.iter().find(|e| **e != evaluated[0]) {
-        return Err(HarnessError::BenchNotRepeated {
-            what: "oracle".into(),
-            first: format!("{} configurations", evaluated[0]),
-            then: format!("{other} configurations"),
-        });
-    }
+    let evaluated = same_each_time("oracle", &evaluated)?;
     Ok(SimSpeed {
         measure,
         engine,
         oracle: OracleSpeed {
-            evaluated: evaluated[0],
+            evaluated,
             threads: opts.threads,
             runs,
         },

@@ -58,7 +58,7 @@ pub fn render(speed: &SimSpeed, base: &Baseline) -> String {
         "cpu us/ev"
     );
     for e in &speed.engine {
-        let (per_s, per_cpu) = (e.steps_per_s(), e.steps_per_cpu_s());
+        let (per_s, per_cpu) = e.steps_per_s();
         out += &format!(
             "{:<16} {:>8} {:>7} {:>8} {:>9.1}s {:>8.3}s {:>8.3}s {:>10.0} {:>10.0} {} {:>5} {:>17} {:>10.2}\n",
             e.policy,
@@ -77,7 +77,7 @@ pub fn render(speed: &SimSpeed, base: &Baseline) -> String {
         );
     }
     let o = &speed.oracle;
-    let (per_s, per_cpu) = (o.configs_per_s(), o.configs_per_cpu_s());
+    let (per_s, per_cpu) = o.configs_per_s();
     out += &format!(
         "oracle: 4 apps x 8 threads on opteron48 (48 cores), bounded search: {} configurations in {:.2} s on {} threads ({:.2} s CPU) = {:.2} configurations/s ({:.2} per CPU second); {}: {:.2}/s, {:.1}x; medians of {} searches, per CPU second {:.0}-{:.0}\n",
         o.evaluated,
