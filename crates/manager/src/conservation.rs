@@ -79,10 +79,13 @@ impl<'a> Interval<'a> {
     }
 
     /// How much `field` of thread `tid` of `app` grew over the interval, ns
-    /// (from 0 for a thread born in it).
+    /// (from 0 for a thread born in it; 0 for one gone by its end): [`grew`]
+    /// with both samples looked up.
     pub fn delta(&self, app: AppId, tid: Tid, field: fn(&ThreadSample) -> u64) -> f64 {
-        let sample = |o: &Observation| o.app(app).and_then(|s| s.thread(tid)).map_or(0, field);
-        sample(self.last).saturating_sub(sample(self.prev)) as f64
+        self.last
+            .app(app)
+            .and_then(|s| s.thread(tid))
+            .map_or(0.0, |now| grew(self.prev.app(app), now, field))
     }
 
     /// The running apps that are OpenMP programs reporting through the DoP
@@ -155,10 +158,10 @@ impl<'a> Interval<'a> {
 }
 
 /// How much `field` of thread `now` grew since `before`, its app's sample at
-/// the start of the interval, ns (from 0 for a thread born in it):
-/// [`Interval::delta`] for a caller that holds the thread's sample and its
-/// app's earlier one, found once per app instead of twice per thread (the
-/// checks run at every observation; docs/simulator.md, Speed).
+/// the start of the interval, ns (from 0 for a thread born in it): for a
+/// caller that holds the thread's sample and its app's earlier one, found
+/// once per app instead of twice per thread (the checks run at every
+/// observation; docs/simulator.md, Speed).
 pub(crate) fn grew(
     before: Option<&AppSample>,
     now: &ThreadSample,
