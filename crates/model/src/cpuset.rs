@@ -32,7 +32,7 @@ const WORD: u32 = u64::BITS;
 /// `BTreeSet<Cpu>`: it iterates in ascending order, orders two sets by
 /// their elements lexicographically and hashes the same bytes, so no order
 /// or hash anything observes changed.
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, Eq)]
 pub struct CpuSet {
     /// Word `w` holds CPUs `64w ..= 64w + 63`, CPU `c` at bit `c % 64`; never
     /// a zero word last, so that equal sets have equal words.
@@ -207,15 +207,6 @@ impl CpuSet {
         out
     }
 
-    /// `self == other`, word by word in line rather than through `memcmp`
-    /// (sets of the built-in platforms have one or two words, and a caller
-    /// comparing a whole topology's sets pays a library call per set
-    /// otherwise: `coloc_policy`'s `per_topology.rs`).
-    pub fn same_words(&self, other: &CpuSet) -> bool {
-        self.words.len() == other.words.len()
-            && self.words.iter().zip(&other.words).all(|(a, b)| a == b)
-    }
-
     /// Word `w`, zero past the last.
     fn word(&self, w: usize) -> u64 {
         self.words.get(w).copied().unwrap_or(0)
@@ -320,6 +311,18 @@ impl Ord for CpuSet {
             };
         }
         Ordering::Equal
+    }
+}
+
+/// Equal sets have equal words (no zero word last), compared word by word
+/// in line rather than as a slice, which calls the C library's `memcmp`:
+/// sets of the built-in platforms have one or two words, and a policy
+/// comparing a whole topology's sets at every decision paid a library call
+/// per set (`coloc_policy`'s `per_topology.rs`; docs/simulator.md, Speed).
+impl PartialEq for CpuSet {
+    fn eq(&self, other: &Self) -> bool {
+        self.words.len() == other.words.len()
+            && self.words.iter().zip(&other.words).all(|(a, b)| a == b)
     }
 }
 

@@ -82,7 +82,7 @@ fn same_object(a: &TopoObject, b: &TopoObject) -> bool {
         && *cache == b.cache
         && children.len() == b.children.len()
         && children.iter().zip(&b.children).all(|(x, y)| x == y)
-        && cpus.same_words(&b.cpus)
+        && *cpus == b.cpus
         && *name == b.name
 }
 
