@@ -75,4 +75,15 @@ impl<'a> View<'a> {
     pub fn pending(&self) -> impl Iterator<Item = &'a AppView> {
         self.apps.iter().filter(|a| a.state == AppState::Pending)
     }
+
+    /// The team size app `id`'s OpenMP runtime reported in the latest
+    /// observation, if it was inside a parallel region then; None otherwise
+    /// (serial, not observed, or no DoP channel).
+    pub fn region_team(&self, id: AppId) -> Option<u32> {
+        self.last
+            .and_then(|o| o.app(id))
+            .and_then(|s| s.omp.as_ref())
+            .filter(|o| o.in_parallel)
+            .map(|o| o.team_size)
+    }
 }

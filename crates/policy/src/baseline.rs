@@ -189,6 +189,12 @@ pub(crate) fn topology_order(view: &View<'_>) -> Vec<u32> {
     view.topology.core_sets().flat_map(CpuSet::iter).collect()
 }
 
+/// How many CPUs [`topology_order`] lists, counted rather than listed (the
+/// reversible-first stakes ask for every app at every decision).
+pub(crate) fn topology_cpus(view: &View<'_>) -> u32 {
+    view.topology.core_sets().map(CpuSet::len).sum::<usize>() as u32
+}
+
 /// Cuts `cpus` into `n` contiguous slices whose sizes differ by at most one, the
 /// larger ones first. `n` must not exceed `cpus.len()` (callers hold apps back).
 pub(crate) fn split_even(cpus: &[u32], n: usize) -> Vec<CpuSet> {

@@ -345,7 +345,7 @@ impl Auto {
             .get(&a.id)
             .map(|e| e.clock.clone())
             .unwrap_or_default();
-        let cpus = topology_order(view).len() as u32;
+        let cpus = crate::baseline::topology_cpus(view);
         let stakes = Stakes::equal_share(view, a, cpus, self.trial.ahead(view.now));
         crate::cores::reversible::of_app(&self.regions, &clock, view, a, &stakes)
     }

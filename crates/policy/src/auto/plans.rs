@@ -91,12 +91,7 @@ impl Auto {
             return self.gang_turn(view, a, s, p);
         }
         // An OpenMP team inside a region: its threads (`arrange::loan_pays`).
-        let in_region = view
-            .last
-            .and_then(|o| o.app(a.id))
-            .and_then(|x| x.omp.as_ref())
-            .filter(|o| o.in_parallel)
-            .map(|o| o.team_size.max(1));
+        let in_region = view.region_team(a.id).map(|n| n.max(1));
         let (cpus_of, loan) = arrange::with_lent(a.id, &slice, s.used, &s.cut.lent, in_region);
         p.placement = Placement::Shared(cpus_of);
         p.reasons.push(self.partition(a, &slice, s));

@@ -45,7 +45,7 @@ use std::collections::BTreeMap;
 
 use coloc_model::knowledge::derive::{Learned, Provenance};
 use coloc_model::metrics::RegionRecords;
-use coloc_model::{AppId, AppView, CpuSet, Plan, Reason, View};
+use coloc_model::{AppId, AppView, Plan, Reason, View};
 
 use super::lever::{Lever, RegionClock};
 use super::reversible::{self, Reversibility, Stakes};
@@ -211,11 +211,8 @@ fn queued(view: &View<'_>, app: &AppView, need: Need) -> usize {
         Need::Serial => 1,
         Need::Fixed { threads } => (threads as usize).min(live),
         Need::Parallel => view
-            .last
-            .and_then(|o| o.app(app.id))
-            .and_then(|s| s.omp.as_ref())
-            .filter(|s| s.in_parallel)
-            .map_or(live, |s| (s.team_size as usize).min(live)),
+            .region_team(app.id)
+            .map_or(live, |team| (team as usize).min(live)),
     }
 }
 
@@ -389,10 +386,7 @@ impl Levers {
     /// apps' expected life (`cores/reversible.rs`).
     pub fn reversible(&self, view: &View<'_>, app: &AppView) -> Reversibility {
         let clock = self.clocks.get(&app.id).cloned().unwrap_or_default();
-        // The PUs of every core: `baseline::topology_order`'s length,
-        // counted rather than listed (this runs for every app at every
-        // decision).
-        let cpus = view.topology.core_sets().map(CpuSet::len).sum::<usize>() as u32;
+        let cpus = crate::baseline::topology_cpus(view);
         let stakes = Stakes::equal_share(view, app, cpus, self.sets.ahead(view.now));
         reversible::of_app(&self.records, &clock, view, app, &stakes)
     }
