@@ -79,7 +79,7 @@ impl<'a> Interval<'a> {
     }
 
     /// How much `field` of thread `tid` of `app` grew over the interval, ns
-    /// (from 0 for a thread born in it; 0 for one gone by its end): [`grew`]
+    /// (from 0 for a thread born in it; 0 for one gone by its end): `grew`
     /// with both samples looked up.
     pub fn delta(&self, app: AppId, tid: Tid, field: fn(&ThreadSample) -> u64) -> f64 {
         self.last
